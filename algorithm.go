@@ -1,0 +1,113 @@
+package admit
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Algorithm names one of the rate-limiting algorithms of this package. The
+// zero value is AlgGCRA, the default.
+type Algorithm uint8
+
+const (
+	// AlgGCRA is the generic cell rate algorithm: one timestamp per limit,
+	// smooth, exact, and the cheapest to store (see NewGCRA).
+	AlgGCRA Algorithm = iota
+	// AlgTokenBucket is the token bucket of golang.org/x/time/rate (see
+	// NewTokenBucket). It decides exactly as AlgGCRA does.
+	AlgTokenBucket
+	// AlgLeakyBucket is the leaky bucket used as a meter (see NewLeakyBucket).
+	// It decides exactly as AlgTokenBucket does.
+	AlgLeakyBucket
+	// AlgFixedWindow counts events in windows aligned on the clock (see
+	// NewFixedWindow).
+	AlgFixedWindow
+	// AlgSlidingWindow is the sliding-window counter, strict form (see
+	// NewSlidingWindow).
+	AlgSlidingWindow
+	// AlgSlidingLog logs each admitted event's instant (see NewSlidingLog).
+	AlgSlidingLog
+)
+
+var algorithmNames = [...]string{
+	AlgGCRA:          "gcra",
+	AlgTokenBucket:   "token_bucket",
+	AlgLeakyBucket:   "leaky_bucket",
+	AlgFixedWindow:   "fixed_window",
+	AlgSlidingWindow: "sliding_window",
+	AlgSlidingLog:    "sliding_log",
+}
+
+// Algorithms lists every Algorithm, in the order of their constants.
+func Algorithms() []Algorithm {
+	return []Algorithm{AlgGCRA, AlgTokenBucket, AlgLeakyBucket, AlgFixedWindow, AlgSlidingWindow, AlgSlidingLog}
+}
+
+// String returns the algorithm's name as ParseAlgorithm reads it:
+// "gcra", "token_bucket", "leaky_bucket", "fixed_window", "sliding_window",
+// "sliding_log".
+func (a Algorithm) String() string {
+	if int(a) < len(algorithmNames) {
+		return algorithmNames[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// ParseAlgorithm returns the Algorithm named s (case-insensitive; "-" and
+// " " may stand for "_").
+func ParseAlgorithm(s string) (Algorithm, error) {
+	k := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(s)))
+	for a, name := range algorithmNames {
+		if k == name {
+			return Algorithm(a), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", ErrUnknownAlgorithm, truncate(s))
+}
+
+// Limiter is the surface every single-key limiter of this package shares.
+// All implementations are safe for concurrent use.
+type Limiter interface {
+	// AllowN reports whether n events may happen at instant now, and if so
+	// consumes them.
+	AllowN(now time.Time, n int) bool
+	// DecideN is AllowN with the whole Decision.
+	DecideN(now time.Time, n int) Decision
+	// Limit returns the current limit, with Burst filled in.
+	Limit() Limit
+	// SetLimitAt changes the limit at instant now.
+	SetLimitAt(now time.Time, l Limit) error
+}
+
+// New returns a single-key limiter of the given algorithm. The error wraps
+// ErrInvalidLimit or ErrUnknownAlgorithm.
+func New(a Algorithm, l Limit, opts ...Option) (Limiter, error) {
+	var lim Limiter
+	var err error
+	switch a {
+	case AlgGCRA:
+		lim, err = nonNil(NewGCRA(l, opts...))
+	case AlgTokenBucket:
+		lim, err = nonNil(NewTokenBucket(l, opts...))
+	case AlgLeakyBucket:
+		lim, err = nonNil(NewLeakyBucket(l, opts...))
+	case AlgFixedWindow:
+		lim, err = nonNil(NewFixedWindow(l, opts...))
+	case AlgSlidingWindow:
+		lim, err = nonNil(NewSlidingWindow(l, opts...))
+	case AlgSlidingLog:
+		lim, err = nonNil(NewSlidingLog(l, opts...))
+	default:
+		err = fmt.Errorf("%w: %v", ErrUnknownAlgorithm, a)
+	}
+	return lim, err
+}
+
+// nonNil keeps a nil *T from turning into a non-nil Limiter.
+func nonNil[T Limiter](lim T, err error) (Limiter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return lim, nil
+}

@@ -1,0 +1,37 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Errors returned by this package. They are wrapped with %w where a call has
+// more to say, so test them with errors.Is.
+var (
+	// ErrInvalidLimit reports a Limit outside the domain documented on Limit.
+	ErrInvalidLimit = errors.New("admit: invalid limit")
+
+	// ErrExceedsBurst reports a request of more events than the limit's
+	// burst: it can never be admitted, whatever the wait.
+	ErrExceedsBurst = errors.New("admit: request exceeds the limit's burst")
+
+	// ErrInvalidCost reports a request of a negative number of events.
+	ErrInvalidCost = errors.New("admit: negative cost")
+
+	// ErrDeadline reports that a wait would end after the context's
+	// deadline; the wait is refused at once. It matches
+	// context.DeadlineExceeded under errors.Is.
+	ErrDeadline = fmt.Errorf("admit: wait would exceed the context deadline: %w", context.DeadlineExceeded)
+
+	// ErrQueueFull reports that a Pacer's queue holds its maximum number of
+	// waiters.
+	ErrQueueFull = errors.New("admit: pacer queue is full")
+
+	// ErrWaitTooLong reports that a Pacer's wait would exceed its maximum.
+	ErrWaitTooLong = errors.New("admit: wait would exceed the pacer's maximum wait")
+
+	// ErrUnknownAlgorithm reports an Algorithm name or value this package
+	// does not define.
+	ErrUnknownAlgorithm = errors.New("admit: unknown algorithm")
+)

@@ -1,0 +1,3 @@
+module github.com/admit-go/admit
+
+go 1.25

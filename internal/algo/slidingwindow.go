@@ -1,0 +1,121 @@
+package algo
+
+// SlidingWindow is the state of a sliding-window counter: Cur events
+// admitted in window Win and Prev in the window before. Windows are W = B×T
+// long, aligned on the Unix epoch. At elapsed time e into the current window
+// the counter estimates the events of the last W as
+//
+//	Prev×(W-e)/W + Cur
+//
+// and admits n only if the estimate plus n is at most B (the strict form:
+// the estimate never exceeds the limit). The arithmetic is exact. The zero
+// value is empty.
+type SlidingWindow struct {
+	Win  int64
+	Cur  int64
+	Prev int64
+}
+
+// SlidingWindowStep admits n events at now if the estimate allows it. An
+// instant before the current window counts at the window's start.
+func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
+	switch p.Mode {
+	case Unlimited:
+		return s, unlimited()
+	case Closed:
+		return s, closed(n)
+	}
+	k, e := windowOf(p, now)
+	switch {
+	case k == s.Win+1:
+		s = SlidingWindow{Win: k, Prev: s.Cur}
+	case k > s.Win:
+		s = SlidingWindow{Win: k}
+	case k < s.Win:
+		e = 0
+	}
+	capN := uint64(p.CapN)
+	// weighted = Prev×(W-e), in units; the estimate×W is weighted + Cur×W.
+	weighted := mul64(uint64(s.Prev), capN-uint64(e))
+	limit := mul64(uint64(p.Burst), capN)
+	est := weighted.add(mul64(uint64(s.Cur), capN))
+	r := Result{Allowed: true}
+	switch {
+	case n > p.Burst:
+		r = Result{RetryAfter: Never}
+	case n > 0:
+		if limit.less(est.add(mul64(uint64(n), capN))) {
+			r = Result{RetryAfter: slidingRetry(s, p, e, n)}
+		} else {
+			s.Cur += n
+			est = est.add(mul64(uint64(n), capN))
+		}
+	}
+	if est.less(limit) {
+		// Remaining = floor((B×W - est)/W).
+		r.Remaining = limit.sub(est).div63(capN)
+	}
+	switch {
+	case s.Cur > 0:
+		r.ResetAfter = from64(2*capN - uint64(e)).ceil63(uint64(p.Td))
+	case s.Prev > 0:
+		r.ResetAfter = from64(capN - uint64(e)).ceil63(uint64(p.Td))
+	}
+	if k < s.Win { // now lies before the window: add the gap
+		r.ResetAfter = addSat(r.ResetAfter, untilWindow(p, now, s.Win))
+		if r.RetryAfter != Never {
+			r.RetryAfter = addSat(r.RetryAfter, untilWindow(p, now, s.Win))
+		}
+	}
+	return s, r
+}
+
+// slidingRetry returns the ns from elapsed e until n events (n <= B) fit.
+func slidingRetry(s SlidingWindow, p *Params, e, n int64) int64 {
+	capN := uint64(p.CapN)
+	// In this window: the first e' with Prev×(W-e') <= (B-Cur-n)×W.
+	if room := p.Burst - s.Cur - n; room >= 0 && s.Prev > 0 {
+		q, _, _ := mul64(uint64(room), capN).divmod(uint64(s.Prev))
+		// q < W - e because the request was denied at e.
+		if at := capN - q; at < capN {
+			return from64(at - uint64(e)).ceil63(uint64(p.Td))
+		}
+	}
+	// In the next window Prev' = Cur and Cur' = 0: the first e' with
+	// Cur×(W-e') <= (B-n)×W, else the window after.
+	toNext := capN - uint64(e)
+	var at uint64
+	if s.Cur > 0 {
+		q, _, _ := mul64(uint64(p.Burst-n), capN).divmod(uint64(s.Cur))
+		if q < capN {
+			at = capN - q
+		}
+	}
+	return from64(toNext).add64(at).ceil63(uint64(p.Td))
+}
+
+// addSat returns a+b saturated at Never.
+func addSat(a, b int64) int64 {
+	if b > Never-a {
+		return Never
+	}
+	return a + b
+}
+
+// SlidingWindowRebase converts a state kept under limit old into one under
+// limit new at now: the current and previous counts carry over into the new
+// limit's current and previous windows.
+func SlidingWindowRebase(s SlidingWindow, old, new *Params, now int64) SlidingWindow {
+	if old.Mode != Normal || new.Mode != Normal {
+		return SlidingWindow{}
+	}
+	k, _ := windowOf(old, now)
+	kn, _ := windowOf(new, now)
+	switch k {
+	case s.Win:
+		return SlidingWindow{Win: kn, Cur: s.Cur, Prev: s.Prev}
+	case s.Win + 1:
+		return SlidingWindow{Win: kn, Prev: s.Cur}
+	}
+	return SlidingWindow{Win: kn}
+}

@@ -1,0 +1,93 @@
+package admit
+
+import (
+	"sync"
+	"time"
+
+	"github.com/admit-go/admit/internal/algo"
+)
+
+// meter is the locked wrapper shared by the limiters that only decide
+// (no reservations): a mutex around a step function's state.
+type meter[S any] struct {
+	mu     sync.Mutex
+	p      algo.Params
+	limit  Limit
+	st     S
+	clock  Clock
+	name   string
+	step   func(s *S, p *algo.Params, now, n int64) algo.Result
+	rebase func(s *S, old, new *algo.Params, now int64)
+}
+
+func (m *meter[S]) init(l Limit, window bool, opts []Option) error {
+	p, err := l.compile()
+	if err != nil {
+		return err
+	}
+	if window {
+		if err := p.CheckWindow(); err != nil {
+			return wrapLimit(l, err)
+		}
+	}
+	o := buildOptions(opts)
+	m.p, m.limit, m.clock, m.name = p, l.normal(), o.clock, o.name
+	return nil
+}
+
+func (m *meter[S]) allowN(now time.Time, n int) bool {
+	if n < 0 {
+		return false
+	}
+	t := nanos(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.step(&m.st, &m.p, t, int64(n)).Allowed
+}
+
+func (m *meter[S]) decideN(now time.Time, n int) Decision {
+	t := nanos(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n < 0 {
+		return invalidCost(m.limit, m.name)
+	}
+	return decision(m.step(&m.st, &m.p, t, int64(n)), m.limit, m.name)
+}
+
+func (m *meter[S]) getLimit() Limit {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.limit
+}
+
+func (m *meter[S]) setLimitAt(now time.Time, l Limit, window bool) error {
+	p, err := l.compile()
+	if err != nil {
+		return err
+	}
+	if window {
+		if err := p.CheckWindow(); err != nil {
+			return wrapLimit(l, err)
+		}
+	}
+	t := nanos(now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rebase(&m.st, &m.p, &p, t)
+	m.p, m.limit = p, l.normal()
+	return nil
+}
+
+// with adapts a value-style step function.
+func with[S any](f func(S, *algo.Params, int64, int64) (S, algo.Result)) func(*S, *algo.Params, int64, int64) algo.Result {
+	return func(s *S, p *algo.Params, now, n int64) algo.Result {
+		var r algo.Result
+		*s, r = f(*s, p, now, n)
+		return r
+	}
+}
+
+func rebaseWith[S any](f func(S, *algo.Params, *algo.Params, int64) S) func(*S, *algo.Params, *algo.Params, int64) {
+	return func(s *S, old, new *algo.Params, now int64) { *s = f(*s, old, new, now) }
+}

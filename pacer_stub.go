@@ -1,0 +1,10 @@
+package admit
+
+// PacerOption configures a Pacer.
+type PacerOption interface {
+	applyPacer(*pacerOptions)
+}
+
+type pacerOptions struct {
+	clock Clock
+}

@@ -1,0 +1,66 @@
+package admit
+
+import (
+	"time"
+
+	"github.com/admit-go/admit/internal/algo"
+)
+
+// SlidingWindow is the sliding-window counter (as in Cloudflare's and
+// go-chi/httprate's limiters) in its strict form. It counts events in fixed
+// windows of W = Burst×Period/Rate aligned on the clock, as FixedWindow does,
+// and estimates the events of the last W by weighting the previous window's
+// count by the part of it still inside the last W:
+//
+//	estimate = previous×(W-elapsed)/W + current
+//
+// A request of n is admitted iff estimate + n <= Burst, computed exactly: the
+// estimate never exceeds the limit (the common "estimate < limit" form lets
+// it). Over any interval of length t it admits at most B + t×B/W events, the
+// bound of the bucket algorithms, and it needs two counters per key.
+//
+// An instant earlier than the current window counts at its start. The zero
+// SlidingWindow is not usable; create one with NewSlidingWindow. A
+// SlidingWindow is safe for concurrent use.
+type SlidingWindow struct {
+	m meter[algo.SlidingWindow]
+}
+
+// NewSlidingWindow returns a sliding-window counter for l. The error wraps
+// ErrInvalidLimit, also when the window would be shorter than 1ns.
+func NewSlidingWindow(l Limit, opts ...Option) (*SlidingWindow, error) {
+	w := &SlidingWindow{}
+	w.m.step = with(algo.SlidingWindowStep)
+	w.m.rebase = rebaseWith(algo.SlidingWindowRebase)
+	if err := w.m.init(l, true, opts); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Allow is shorthand for AllowN(clock.Now(), 1).
+func (w *SlidingWindow) Allow() bool { return w.m.allowN(w.m.clock.Now(), 1) }
+
+// AllowN reports whether n events fit under the estimate at instant now, and
+// if so counts them.
+func (w *SlidingWindow) AllowN(now time.Time, n int) bool { return w.m.allowN(now, n) }
+
+// Decide is shorthand for DecideN(clock.Now(), 1).
+func (w *SlidingWindow) Decide() Decision { return w.m.decideN(w.m.clock.Now(), 1) }
+
+// DecideN is AllowN returning the whole Decision. RetryAfter is the exact
+// instant the estimate makes room for n.
+func (w *SlidingWindow) DecideN(now time.Time, n int) Decision { return w.m.decideN(now, n) }
+
+// Limit returns the current limit, with Burst filled in.
+func (w *SlidingWindow) Limit() Limit { return w.m.getLimit() }
+
+// SetLimit is shorthand for SetLimitAt(clock.Now(), l).
+func (w *SlidingWindow) SetLimit(l Limit) error { return w.SetLimitAt(w.m.clock.Now(), l) }
+
+// SetLimitAt changes the limit at instant now; the current and previous
+// counts carry over. The error wraps ErrInvalidLimit; the old limit then
+// stays.
+func (w *SlidingWindow) SetLimitAt(now time.Time, l Limit) error {
+	return w.m.setLimitAt(now, l, true)
+}
