@@ -58,12 +58,12 @@ func BucketStep(b Bucket, p *Params, now, n int64) (Bucket, Result) {
 		_, r := GCRAStep(GCRA{}, p, now, n)
 		return b, r
 	}
-	now = b.clamp(now)
-	g, r := GCRAStep(b.tat(p), p, now, n)
+	t := b.clamp(now)
+	g, r := GCRAStep(b.tat(p), p, t, n)
 	if r.Allowed && n > 0 {
-		b = bucketAt(g, p, now)
+		b = bucketAt(g, p, t)
 	}
-	return b, r
+	return b, r.shift(t - now)
 }
 
 // BucketAllow is BucketStep without the decision's details.

@@ -145,6 +145,21 @@ type Result struct {
 	ResetAfter int64 // ns until the state is back to full capacity
 }
 
+// shift adds gap ns to a result's durations: the result was computed at an
+// instant gap ns after the caller's (time went backwards and was clamped).
+func (r Result) shift(gap int64) Result {
+	if gap <= 0 {
+		return r
+	}
+	if r.RetryAfter != 0 {
+		r.RetryAfter = addSat(r.RetryAfter, gap)
+	}
+	if r.ResetAfter != 0 {
+		r.ResetAfter = addSat(r.ResetAfter, gap)
+	}
+	return r
+}
+
 // Clamp maps an instant to the step functions' domain [0, MaxTime].
 func Clamp(now int64) int64 {
 	if now < 0 {

@@ -78,7 +78,9 @@ func (l *SlidingLog) SlidingLogStep(p *Params, now, n int64) Result {
 		return closed(n)
 	}
 	if l.size > 0 {
-		now = max(now, l.at(l.size-1).At)
+		if newest := l.at(l.size - 1).At; newest > now {
+			return l.SlidingLogStep(p, newest, n).shift(newest - now)
+		}
 	}
 	w := p.Window()
 	l.expire(w, now)
@@ -110,4 +112,11 @@ func (l *SlidingLog) SlidingLogStep(p *Params, now, n int64) Result {
 func (l *SlidingLog) Reset() {
 	clear(l.buf)
 	l.head, l.size, l.sum = 0, 0, 0
+}
+
+// Clone returns a deep copy of the log.
+func (l *SlidingLog) Clone() *SlidingLog {
+	c := *l
+	c.buf = append([]LogEntry(nil), l.buf...)
+	return &c
 }

@@ -45,7 +45,7 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 		r = Result{RetryAfter: Never}
 	case n > 0:
 		if limit.less(est.add(mul64(uint64(n), capN))) {
-			r = Result{RetryAfter: slidingRetry(s, p, e, n)}
+			r = Result{RetryAfter: untilUnits(p, now, s.Win, slidingRetry(s, p, e, n))}
 		} else {
 			s.Cur += n
 			est = est.add(mul64(uint64(n), capN))
@@ -57,33 +57,39 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 	}
 	switch {
 	case s.Cur > 0:
-		r.ResetAfter = from64(2*capN - uint64(e)).ceil63(uint64(p.Td))
+		r.ResetAfter = untilUnits(p, now, s.Win, 2*capN)
 	case s.Prev > 0:
-		r.ResetAfter = from64(capN - uint64(e)).ceil63(uint64(p.Td))
-	}
-	if k < s.Win { // now lies before the window: add the gap
-		r.ResetAfter = addSat(r.ResetAfter, untilWindow(p, now, s.Win))
-		if r.RetryAfter != Never {
-			r.RetryAfter = addSat(r.RetryAfter, untilWindow(p, now, s.Win))
-		}
+		r.ResetAfter = untilUnits(p, now, s.Win, capN)
 	}
 	return s, r
 }
 
-// slidingRetry returns the ns from elapsed e until n events (n <= B) fit.
-func slidingRetry(s SlidingWindow, p *Params, e, n int64) int64 {
+// untilUnits returns the ns from now until off units after the start of
+// window k, rounded up.
+func untilUnits(p *Params, now, k int64, off uint64) int64 {
+	at := mul64(uint64(k), uint64(p.CapN)).add64(off)
+	nowU := mul64(uint64(now), uint64(p.Td))
+	if !nowU.less(at) {
+		return 0
+	}
+	return at.sub(nowU).ceil63(uint64(p.Td))
+}
+
+// slidingRetry returns the offset, in units from the start of the current
+// window, of the first instant at which n events (n <= B) fit, given that
+// they do not fit at elapsed e.
+func slidingRetry(s SlidingWindow, p *Params, e, n int64) uint64 {
 	capN := uint64(p.CapN)
 	// In this window: the first e' with Prev×(W-e') <= (B-Cur-n)×W.
 	if room := p.Burst - s.Cur - n; room >= 0 && s.Prev > 0 {
 		q, _, _ := mul64(uint64(room), capN).divmod(uint64(s.Prev))
 		// q < W - e because the request was denied at e.
-		if at := capN - q; at < capN {
-			return from64(at - uint64(e)).ceil63(uint64(p.Td))
+		if q > 0 {
+			return capN - q
 		}
 	}
 	// In the next window Prev' = Cur and Cur' = 0: the first e' with
 	// Cur×(W-e') <= (B-n)×W, else the window after.
-	toNext := capN - uint64(e)
 	var at uint64
 	if s.Cur > 0 {
 		q, _, _ := mul64(uint64(p.Burst-n), capN).divmod(uint64(s.Cur))
@@ -91,7 +97,7 @@ func slidingRetry(s SlidingWindow, p *Params, e, n int64) int64 {
 			at = capN - q
 		}
 	}
-	return from64(toNext).add64(at).ceil63(uint64(p.Td))
+	return capN + at
 }
 
 // addSat returns a+b saturated at Never.
