@@ -281,13 +281,13 @@ func (g *GCRA) reserve(t, n, maxWait int64) Reservation {
 
 // cancel gives back what r reserved, as far as later reservations did not
 // rely on it.
-func (g *GCRA) cancel(r *Reservation, t int64) {
+func (g *GCRA) cancel(owner any, after [2]int64, n, t int64) {
 	gcraUpdate(g, func(c *gcraCore, s algo.GCRA) (algo.GCRA, struct{}, bool) {
-		if c != r.owner {
+		if c != owner {
 			return s, struct{}{}, false
 		}
-		after := algo.GCRA{At: r.after[0], Frac: r.after[1]}
-		return algo.GCRARefund(s, &c.p, t, after, r.n), struct{}{}, true
+		prev := algo.GCRA{At: after[0], Frac: after[1]}
+		return algo.GCRARefund(s, &c.p, t, prev, n), struct{}{}, true
 	})
 }
 

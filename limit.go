@@ -271,6 +271,9 @@ func parsePeriod(s string) (time.Duration, error) {
 		}
 		days, s = time.Duration(n)*day, s[i+1:]
 		if s == "" {
+			if days == 0 {
+				return 0, fmt.Errorf("period must be positive")
+			}
 			return days, nil
 		}
 	}

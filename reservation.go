@@ -21,22 +21,22 @@ type Reservation struct {
 }
 
 type canceller interface {
-	cancel(r *Reservation, now int64)
+	cancel(owner any, after [2]int64, n, now int64)
 	now() time.Time
 }
 
 // OK reports whether the limiter can provide the events by the time to act.
 // If false, Delay returns InfDuration and Cancel does nothing.
-func (r *Reservation) OK() bool { return r.ok }
+func (r Reservation) OK() bool { return r.ok }
 
 // Limit returns the limit the reservation was made under.
-func (r *Reservation) Limit() Limit { return r.limit }
+func (r Reservation) Limit() Limit { return r.limit }
 
 // TimeToAct returns the instant the reserved events may be used.
-func (r *Reservation) TimeToAct() time.Time { return fromNanos(r.act) }
+func (r Reservation) TimeToAct() time.Time { return fromNanos(r.act) }
 
 // Delay is shorthand for DelayFrom(clock.Now()) with the limiter's clock.
-func (r *Reservation) Delay() time.Duration {
+func (r Reservation) Delay() time.Duration {
 	if r.lim == nil {
 		return r.DelayFrom(time.Now())
 	}
@@ -45,7 +45,7 @@ func (r *Reservation) Delay() time.Duration {
 
 // DelayFrom returns how long after instant now the holder must wait before
 // acting: 0 means act now, InfDuration means the reservation is not OK.
-func (r *Reservation) DelayFrom(now time.Time) time.Duration {
+func (r Reservation) DelayFrom(now time.Time) time.Duration {
 	if !r.ok {
 		return InfDuration
 	}
@@ -72,7 +72,7 @@ func (r *Reservation) CancelAt(now time.Time) {
 		return
 	}
 	r.cancelled = true
-	r.lim.cancel(r, t)
+	r.lim.cancel(r.owner, r.after, r.n, t)
 }
 
 // waitN is the blocking loop shared by the limiters with reservations.

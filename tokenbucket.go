@@ -152,14 +152,14 @@ func (b *TokenBucket) reserve(t, n, maxWait int64) Reservation {
 	return r
 }
 
-func (b *TokenBucket) cancel(r *Reservation, t int64) {
+func (b *TokenBucket) cancel(owner any, after [2]int64, n, t int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if r.owner != b.gen {
+	if owner != b.gen {
 		return
 	}
-	after := algo.Bucket{Last: r.after[0], Level: r.after[1]}
-	b.st = algo.BucketRefund(b.st, &b.p, t, after, r.n)
+	prev := algo.Bucket{Last: after[0], Level: after[1]}
+	b.st = algo.BucketRefund(b.st, &b.p, t, prev, n)
 }
 
 func (b *TokenBucket) now() time.Time { return b.clock.Now() }
