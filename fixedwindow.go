@@ -29,7 +29,7 @@ type FixedWindow struct {
 // ErrInvalidLimit, also when the window would be shorter than 1ns.
 func NewFixedWindow(l Limit, opts ...Option) (*FixedWindow, error) {
 	w := &FixedWindow{}
-	w.m.step = with(algo.FixedWindowStep)
+	w.m.step = fixedWindowStep
 	w.m.rebase = rebaseWith(algo.FixedWindowRebase)
 	if err := w.m.init(l, true, opts); err != nil {
 		return nil, err

@@ -178,6 +178,24 @@ func (g *GCRA) Decide() Decision { return g.DecideN(g.clock.Now(), 1) }
 // retry and when the limit is full again.
 func (g *GCRA) DecideN(now time.Time, n int) Decision {
 	t := nanos(now)
+	for {
+		c := g.core.Load()
+		if !c.fast {
+			break
+		}
+		s := c.tat.Load()
+		if s == sealed {
+			runtime.Gosched()
+			continue
+		}
+		if n < 0 {
+			return invalidCost(c.limit, g.name)
+		}
+		next, r := algo.GCRAStep(algo.GCRA{At: s}, &c.p, t, int64(n))
+		if !r.Allowed || n == 0 || c.tat.CompareAndSwap(s, next.At) {
+			return decision(r, c.limit, g.name)
+		}
+	}
 	return gcraUpdate(g, func(c *gcraCore, s algo.GCRA) (algo.GCRA, Decision, bool) {
 		if n < 0 {
 			return s, invalidCost(c.limit, g.name), false

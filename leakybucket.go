@@ -27,7 +27,7 @@ type LeakyBucket struct {
 // ErrInvalidLimit.
 func NewLeakyBucket(l Limit, opts ...Option) (*LeakyBucket, error) {
 	b := &LeakyBucket{}
-	b.m.step = with(algo.BucketStep)
+	b.m.step = bucketStep
 	b.m.rebase = rebaseWith(algo.BucketRebaseLevel)
 	if err := b.m.init(l, false, opts); err != nil {
 		return nil, err

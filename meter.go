@@ -41,18 +41,21 @@ func (m *meter[S]) allowN(now time.Time, n int) bool {
 	}
 	t := nanos(now)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.step(&m.st, &m.p, t, int64(n)).Allowed
+	ok := m.step(&m.st, &m.p, t, int64(n)).Allowed
+	m.mu.Unlock()
+	return ok
 }
 
 func (m *meter[S]) decideN(now time.Time, n int) Decision {
+	if n < 0 {
+		return invalidCost(m.getLimit(), m.name)
+	}
 	t := nanos(now)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n < 0 {
-		return invalidCost(m.limit, m.name)
-	}
-	return decision(m.step(&m.st, &m.p, t, int64(n)), m.limit, m.name)
+	r := m.step(&m.st, &m.p, t, int64(n))
+	l := m.limit
+	m.mu.Unlock()
+	return decision(r, l, m.name)
 }
 
 func (m *meter[S]) getLimit() Limit {
@@ -79,13 +82,26 @@ func (m *meter[S]) setLimitAt(now time.Time, l Limit, window bool) error {
 	return nil
 }
 
-// with adapts a value-style step function.
-func with[S any](f func(S, *algo.Params, int64, int64) (S, algo.Result)) func(*S, *algo.Params, int64, int64) algo.Result {
-	return func(s *S, p *algo.Params, now, n int64) algo.Result {
-		var r algo.Result
-		*s, r = f(*s, p, now, n)
-		return r
-	}
+// The step functions of the value-state algorithms, in the pointer form
+// meter calls.
+
+func bucketStep(s *algo.Bucket, p *algo.Params, now, n int64) (r algo.Result) {
+	*s, r = algo.BucketStep(*s, p, now, n)
+	return r
+}
+
+func fixedWindowStep(s *algo.FixedWindow, p *algo.Params, now, n int64) (r algo.Result) {
+	*s, r = algo.FixedWindowStep(*s, p, now, n)
+	return r
+}
+
+func slidingWindowStep(s *algo.SlidingWindow, p *algo.Params, now, n int64) (r algo.Result) {
+	*s, r = algo.SlidingWindowStep(*s, p, now, n)
+	return r
+}
+
+func slidingLogStep(s *algo.SlidingLog, p *algo.Params, now, n int64) algo.Result {
+	return s.SlidingLogStep(p, now, n)
 }
 
 func rebaseWith[S any](f func(S, *algo.Params, *algo.Params, int64) S) func(*S, *algo.Params, *algo.Params, int64) {

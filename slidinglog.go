@@ -24,9 +24,7 @@ type SlidingLog struct {
 // ErrInvalidLimit, also when the window would be shorter than 1ns.
 func NewSlidingLog(l Limit, opts ...Option) (*SlidingLog, error) {
 	s := &SlidingLog{}
-	s.m.step = func(st *algo.SlidingLog, p *algo.Params, now, n int64) algo.Result {
-		return st.SlidingLogStep(p, now, n)
-	}
+	s.m.step = slidingLogStep
 	s.m.rebase = func(*algo.SlidingLog, *algo.Params, *algo.Params, int64) {}
 	if err := s.m.init(l, true, opts); err != nil {
 		return nil, err

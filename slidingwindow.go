@@ -30,7 +30,7 @@ type SlidingWindow struct {
 // ErrInvalidLimit, also when the window would be shorter than 1ns.
 func NewSlidingWindow(l Limit, opts ...Option) (*SlidingWindow, error) {
 	w := &SlidingWindow{}
-	w.m.step = with(algo.SlidingWindowStep)
+	w.m.step = slidingWindowStep
 	w.m.rebase = rebaseWith(algo.SlidingWindowRebase)
 	if err := w.m.init(l, true, opts); err != nil {
 		return nil, err

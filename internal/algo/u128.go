@@ -56,6 +56,9 @@ func (x u128) divmod(d uint64) (q, r uint64, ok bool) {
 	if d == 0 || x.hi >= d {
 		return 0, 0, false
 	}
+	if x.hi == 0 {
+		return x.lo / d, x.lo % d, true
+	}
 	q, r = bits.Div64(x.hi, x.lo, d)
 	return q, r, true
 }
@@ -71,6 +74,9 @@ func (x u128) div63(d uint64) int64 {
 
 // ceil63 returns ceil(x/d) saturated to [0, maxInt64].
 func (x u128) ceil63(d uint64) int64 {
+	if d == 1 && x.hi == 0 && x.lo <= 1<<63-1 {
+		return int64(x.lo)
+	}
 	q, r, ok := x.divmod(d)
 	if !ok || q > 1<<63-1 {
 		return 1<<63 - 1
