@@ -43,8 +43,11 @@ type slidingM struct {
 	p *Params
 }
 
-func (m *slidingM) step(now, n int64) (r Result) { m.s, r = SlidingWindowStep(m.s, m.p, now, n); return }
-func (m *slidingM) clone() machine               { c := *m; return &c }
+func (m *slidingM) step(now, n int64) (r Result) {
+	m.s, r = SlidingWindowStep(m.s, m.p, now, n)
+	return
+}
+func (m *slidingM) clone() machine { c := *m; return &c }
 
 type logM struct {
 	s *SlidingLog
