@@ -45,8 +45,6 @@ func (x u128) cmp(y u128) int {
 
 func (x u128) less(y u128) bool { return x.cmp(y) < 0 }
 
-func (x u128) isZero() bool { return x.hi == 0 && x.lo == 0 }
-
 // fits63 reports whether x fits in a non-negative int64.
 func (x u128) fits63() bool { return x.hi == 0 && x.lo <= 1<<63-1 }
 
