@@ -75,6 +75,10 @@ type event struct{ at, n int64 }
 // bursts and rates, periods from 1ns to a day, often awkward fractions.
 func fuzzLimit(rate, period, burst uint16) (Params, error) {
 	r := int64(rate%50) + 1
+	if rate >= 60000 {
+		// Large prime rates: over a day, CapN passes 2^62.
+		r = []int64{65521, 99991, 100003}[rate%3]
+	}
 	periods := []int64{1, 7, 1000, int64(time.Millisecond), 3 * int64(time.Millisecond), int64(time.Second), 7 * int64(time.Second), int64(time.Minute), 24 * int64(time.Hour)}
 	pd := periods[int(period)%len(periods)] * (int64(period/16%5) + 1)
 	return Compile(r, pd, int64(burst%20))

@@ -27,8 +27,9 @@ const (
 	// must not exceed about 36.5 years.
 	MaxSpan = int64(1) << 60
 
-	// MaxUnits bounds the scaled capacity Burst×Tn.
-	MaxUnits = int64(1) << 62
+	// MaxUnits bounds the scaled capacity Burst×Tn: it must fit an int64.
+	// (A day at a prime rate such as 100003/d needs 8.64e18 units.)
+	MaxUnits = int64(math.MaxInt64)
 
 	// Never is the duration (ns) reported as RetryAfter when a request can
 	// never be admitted.
@@ -101,9 +102,6 @@ func Compile(rate, period, burst int64) (Params, error) {
 	} else {
 		g := int64(gcd(uint64(rate), uint64(period)))
 		tn, td = period/g, rate/g
-	}
-	if td > MaxUnits {
-		return Params{}, ErrTooFine
 	}
 	capN := mul64(uint64(burst), uint64(tn))
 	if capN.hi != 0 || capN.lo > uint64(MaxUnits) {

@@ -31,7 +31,9 @@ func TestCompile(t *testing.T) {
 		{1, 40 * 365 * 86400 * s, 1, Params{}, ErrTooLong},
 		{1, s, 1 << 40, Params{}, ErrTooLong},
 		{math.MaxInt64 - 1, s, math.MaxInt64 - 1, Params{}, ErrTooFine},
-		{1 << 62, math.MaxInt64, 1, Params{}, ErrTooFine},
+		{1 << 62, math.MaxInt64, 2, Params{}, ErrTooFine},
+		// 100003/day: CapN = 86400e9×100003 > 2^62 still fits.
+		{100003, 86400 * s, 0, Params{Mode: Normal, Burst: 100003, Tn: 86400 * s, Td: 100003, CapN: 86400 * s * 100003}, nil},
 	} {
 		got, err := Compile(c.rate, c.period, c.burst)
 		if !errors.Is(err, c.err) || (err == nil && got != c.want) {

@@ -1,0 +1,63 @@
+package admittest
+
+import (
+	"math/big"
+	"time"
+)
+
+// Epoch is the instant every timeline of this package starts from:
+// 2025-01-01T00:00:00Z, a wall-clock instant without a monotonic reading.
+// It is a whole number of days after the Unix epoch, so the windows of
+// second, minute, hour and day limits (which are aligned on the Unix epoch)
+// start at it.
+var Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// At returns the instant d after Epoch.
+func At(d time.Duration) time.Time { return Epoch.Add(d) }
+
+// Tick is the spacing of the step instants T0..T9, as in
+// golang.org/x/time/rate's tests.
+const Tick = 100 * time.Millisecond
+
+// The step instants: Tn is n ticks (n×100ms) after Epoch, so T0 is Epoch and
+// T9 is 900ms after it.
+var (
+	T0 = At(0 * Tick)
+	T1 = At(1 * Tick)
+	T2 = At(2 * Tick)
+	T3 = At(3 * Tick)
+	T4 = At(4 * Tick)
+	T5 = At(5 * Tick)
+	T6 = At(6 * Tick)
+	T7 = At(7 * Tick)
+	T8 = At(8 * Tick)
+	T9 = At(9 * Tick)
+)
+
+// offset formats t as its distance from Epoch: "+200ms", "-1ns".
+func offset(t time.Time) string {
+	d := t.Sub(Epoch)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+// maxInstant is the latest instant, in ns since the Unix epoch, that
+// package admit distinguishes (2^62 ns, in 2116); it documents that instants
+// before 1970 count as 1970 and after 2116 as 2116.
+const maxInstant = int64(1) << 62
+
+// unixNanos returns t in nanoseconds since the Unix epoch, clamped to
+// [0, maxInstant], computed without overflow for any t.
+func unixNanos(t time.Time) int64 {
+	ns := new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(int64(time.Second)))
+	ns.Add(ns, big.NewInt(int64(t.Nanosecond())))
+	switch {
+	case ns.Sign() < 0:
+		return 0
+	case ns.Cmp(big.NewInt(maxInstant)) > 0:
+		return maxInstant
+	}
+	return ns.Int64()
+}
