@@ -94,3 +94,16 @@ func BenchmarkGCRAReserveCancel(b *testing.B) {
 		r.CancelAt(now)
 	}
 }
+
+// BenchmarkPacerTake measures Take at a rate high enough that no caller
+// waits: the cost of pacing itself, clock read included.
+func BenchmarkPacerTake(b *testing.B) {
+	p, err := NewPacer(Limit{Rate: 1e9, Period: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Take()
+	}
+}

@@ -1,0 +1,264 @@
+package admit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/admit-go/admit/internal/algo"
+)
+
+// Pacer is a leaky bucket used as a queue: it releases events one emission
+// interval T = Period/Rate apart, and callers that arrive while a slot is
+// taken wait for theirs in FIFO order instead of being refused. It is
+// uber-go/ratelimit's Take with a context, a bound on the queue and a bound
+// on the wait, and exact spacing when T is not a whole number of
+// nanoseconds (3 per second releases at 0, 333333334ns, 666666667ns, 1s...).
+//
+// A caller arriving at instant now with k callers queued ahead of it is
+// released at TAT + k×T, where TAT is the slot of the next event (or now, if
+// that slot has passed). The pacer never releases two events less than T
+// apart, so over any interval of length t it releases at most 1 + ⌊t/T⌋
+// events; a pacer that has been idle releases the next caller at once,
+// without letting a burst through. Limit.Burst is not used: a Pacer's
+// burst is always 1.
+//
+// A wait that would pass the context's deadline, the maximum wait
+// (WithMaxWait) or a full queue (WithMaxQueue) is refused at once, with an
+// error wrapping ErrDeadline, ErrWaitTooLong or ErrQueueFull. A caller whose
+// context is cancelled while it waits leaves the queue, and the callers
+// behind it move up one slot.
+//
+// Unlimited releases every caller at once; a zero Limit refuses every one
+// with an error wrapping ErrExceedsBurst.
+//
+// The zero Pacer is not usable; create one with NewPacer. A Pacer starts no
+// goroutine and needs no Close. It is safe for concurrent use.
+type Pacer struct {
+	mu    sync.Mutex
+	p     algo.Params
+	limit Limit
+	next  algo.GCRA // the slot of the next event (TAT, burst 1)
+	head  *pacerWaiter
+	tail  *pacerWaiter
+	n     int // callers queued
+
+	clock    Clock
+	maxQueue int   // < 0: no bound
+	maxWait  int64 // ns
+}
+
+// pacerWaiter is a caller in the queue. Only the head waits on a timer;
+// the others wait for the head to hand them the turn.
+type pacerWaiter struct {
+	prev, next *pacerWaiter
+	turn       chan struct{} // closed when the waiter becomes the head
+	isHead     bool
+	gone       bool // left the queue
+}
+
+// PacerOption configures a Pacer.
+type PacerOption interface {
+	applyPacer(*pacerOptions)
+}
+
+type pacerOptions struct {
+	clock    Clock
+	maxQueue int
+	maxWait  time.Duration
+}
+
+// WithMaxQueue bounds the number of callers waiting in a Pacer's queue; a
+// caller that would be one more is refused at once with an error wrapping
+// ErrQueueFull. With n = 0 no caller ever waits: Take and Wait succeed only
+// when the caller's slot is now. The default, or a negative n, is no bound.
+func WithMaxQueue(n int) PacerOption { return maxQueueOption(n) }
+
+type maxQueueOption int
+
+func (o maxQueueOption) applyPacer(opts *pacerOptions) { opts.maxQueue = int(o) }
+
+// WithMaxWait bounds how long a caller of a Pacer may wait for its slot; a
+// caller whose slot is further away is refused at once with an error
+// wrapping ErrWaitTooLong. The default, or a negative d, is no bound (the
+// context's deadline still applies).
+func WithMaxWait(d time.Duration) PacerOption { return maxWaitOption(d) }
+
+type maxWaitOption time.Duration
+
+func (o maxWaitOption) applyPacer(opts *pacerOptions) { opts.maxWait = time.Duration(o) }
+
+// NewPacer returns a Pacer releasing events at l's rate (Rate per Period; the
+// burst is ignored). The error wraps ErrInvalidLimit.
+func NewPacer(l Limit, opts ...PacerOption) (*Pacer, error) {
+	p, err := algo.Compile(l.Rate, int64(l.Period), 1)
+	if l.Rate == 0 {
+		p, err = algo.Compile(0, 0, 0)
+	}
+	if err != nil {
+		return nil, wrapLimit(l, err)
+	}
+	o := pacerOptions{clock: SystemClock, maxQueue: -1, maxWait: -1}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyPacer(&o)
+		}
+	}
+	if o.maxQueue < 0 {
+		o.maxQueue = -1
+	}
+	if o.maxWait < 0 {
+		o.maxWait = InfDuration
+	}
+	l.Burst = 1
+	if l.Rate == Inf || l.Rate == 0 {
+		l.Burst = 0
+	}
+	return &Pacer{p: p, limit: l, clock: o.clock, maxQueue: o.maxQueue, maxWait: int64(o.maxWait)}, nil
+}
+
+// Limit returns the pacer's limit (Burst 1).
+func (p *Pacer) Limit() Limit { return p.limit }
+
+// Len returns the number of callers waiting for their slot.
+func (p *Pacer) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// Take waits for the caller's slot and returns the instant it was released
+// at, read from the pacer's Clock. It is Wait without a context, for code
+// written against uber-go/ratelimit; the queue and wait bounds still apply.
+func (p *Pacer) Take() (time.Time, error) {
+	return p.take(context.Background())
+}
+
+// Wait waits for the caller's slot, or until ctx is done. It returns nil
+// once the caller may proceed; ctx.Err() if ctx ended while it waited (its
+// slot goes to the callers behind it); and at once, without waiting, an
+// error wrapping ErrDeadline, ErrWaitTooLong, ErrQueueFull or
+// ErrExceedsBurst if the slot cannot be had within the bounds.
+func (p *Pacer) Wait(ctx context.Context) error {
+	_, err := p.take(ctx)
+	return err
+}
+
+func (p *Pacer) take(ctx context.Context) (time.Time, error) {
+	switch p.p.Mode {
+	case algo.Unlimited:
+		return p.clock.Now(), ctx.Err()
+	case algo.Closed:
+		return time.Time{}, fmt.Errorf("%w: a pacer with a zero limit never releases", ErrExceedsBurst)
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	now := p.clock.Now()
+	t := nanos(now)
+	p.mu.Lock()
+	if p.head == nil && algo.PacerReady(p.next, t) {
+		p.next = algo.PacerNext(p.next, &p.p, t)
+		p.mu.Unlock()
+		return now, nil
+	}
+	w, err := p.enqueue(ctx, t)
+	p.mu.Unlock()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return p.await(ctx, w)
+}
+
+// enqueue checks the bounds for a caller arriving at t and queues it. It
+// requires p.mu.
+func (p *Pacer) enqueue(ctx context.Context, t int64) (*pacerWaiter, error) {
+	if p.maxQueue >= 0 && p.n >= p.maxQueue {
+		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, p.n)
+	}
+	wait := algo.PacerWait(p.next, &p.p, t, int64(p.n))
+	if wait > p.maxWait {
+		return nil, fmt.Errorf("%w: the slot is %v away, the maximum is %v", ErrWaitTooLong, time.Duration(wait), time.Duration(p.maxWait))
+	}
+	if dl, ok := ctx.Deadline(); ok && wait > nanos(dl)-t {
+		return nil, fmt.Errorf("admit: Pacer: the slot is %v away: %w", time.Duration(wait), ErrDeadline)
+	}
+	w := &pacerWaiter{turn: make(chan struct{})}
+	if p.tail == nil {
+		p.head, p.tail = w, w
+		w.isHead = true
+		close(w.turn)
+	} else {
+		w.prev = p.tail
+		p.tail.next = w
+		p.tail = w
+	}
+	p.n++
+	return w, nil
+}
+
+// await waits for w's turn, then for its slot, and releases it.
+func (p *Pacer) await(ctx context.Context, w *pacerWaiter) (time.Time, error) {
+	select {
+	case <-w.turn:
+	case <-ctx.Done():
+		p.leave(w)
+		return time.Time{}, ctx.Err()
+	}
+	for {
+		p.mu.Lock()
+		now := p.clock.Now()
+		t := nanos(now)
+		if algo.PacerReady(p.next, t) {
+			p.next = algo.PacerNext(p.next, &p.p, t)
+			p.remove(w)
+			p.mu.Unlock()
+			return now, nil
+		}
+		d := algo.PacerWait(p.next, &p.p, t, 0)
+		p.mu.Unlock()
+		timer := p.clock.NewTimer(time.Duration(d))
+		select {
+		case <-timer.C():
+			// The slot has come; loop to take it (a clock that ran slow
+			// sends us round again).
+		case <-ctx.Done():
+			timer.Stop()
+			p.leave(w)
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// leave takes a cancelled waiter out of the queue.
+func (p *Pacer) leave(w *pacerWaiter) {
+	p.mu.Lock()
+	p.remove(w)
+	p.mu.Unlock()
+}
+
+// remove unlinks w and, if it was the head, hands the turn to the next
+// waiter. It requires p.mu.
+func (p *Pacer) remove(w *pacerWaiter) {
+	if w.gone {
+		return
+	}
+	w.gone = true
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		p.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		p.tail = w.prev
+	}
+	p.n--
+	if h := p.head; h != nil && !h.isHead {
+		h.isHead = true
+		close(h.turn)
+	}
+	w.prev, w.next = nil, nil
+}
