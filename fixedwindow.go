@@ -38,14 +38,14 @@ func NewFixedWindow(l Limit, opts ...Option) (*FixedWindow, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (w *FixedWindow) Allow() bool { return w.m.allowN(w.m.clock.Now(), 1) }
+func (w *FixedWindow) Allow() bool { return w.m.allowAt(clockNanos(w.m.clock), 1) }
 
 // AllowN reports whether n events fit in the window holding instant now, and
 // if so counts them.
 func (w *FixedWindow) AllowN(now time.Time, n int) bool { return w.m.allowN(now, n) }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (w *FixedWindow) Decide() Decision { return w.m.decideN(w.m.clock.Now(), 1) }
+func (w *FixedWindow) Decide() Decision { return w.m.decideAt(clockNanos(w.m.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision. RetryAfter and ResetAfter
 // run to the start of the next window.

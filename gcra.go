@@ -125,15 +125,17 @@ func gcraUpdate[R any](g *GCRA, f func(c *gcraCore, s algo.GCRA) (algo.GCRA, R, 
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (g *GCRA) Allow() bool { return g.AllowN(g.clock.Now(), 1) }
+func (g *GCRA) Allow() bool { return g.allowAt(clockNanos(g.clock), 1) }
 
 // AllowN reports whether n events may happen at instant now, and if so
 // consumes them. It never waits. A negative n or an n above the burst is
 // never allowed; n = 0 always is.
-func (g *GCRA) AllowN(now time.Time, n int) bool {
+func (g *GCRA) AllowN(now time.Time, n int) bool { return g.allowAt(nanos(now), n) }
+
+func (g *GCRA) allowAt(t int64, n int) bool {
 	c := g.core.Load()
 	if c.fast {
-		t, k := nanos(now), int64(n)
+		k := int64(n)
 		if k > c.p.Burst || k < 0 {
 			return false
 		}
@@ -145,7 +147,7 @@ func (g *GCRA) AllowN(now time.Time, n int) bool {
 			s := c.tat.Load()
 			if s == sealed { // SetLimit is replacing the core
 				runtime.Gosched()
-				return g.AllowN(now, n)
+				return g.allowAt(t, n)
 			}
 			tat := s
 			if tat < t {
@@ -166,18 +168,19 @@ func (g *GCRA) AllowN(now time.Time, n int) bool {
 		case algo.Closed:
 			return s, n == 0, false
 		}
-		next, ok := algo.GCRAAllow(s, &c.p, nanos(now), int64(n))
+		next, ok := algo.GCRAAllow(s, &c.p, t, int64(n))
 		return next, ok, ok
 	})
 }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (g *GCRA) Decide() Decision { return g.DecideN(g.clock.Now(), 1) }
+func (g *GCRA) Decide() Decision { return g.decideAt(clockNanos(g.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision: what remains, when to
 // retry and when the limit is full again.
-func (g *GCRA) DecideN(now time.Time, n int) Decision {
-	t := nanos(now)
+func (g *GCRA) DecideN(now time.Time, n int) Decision { return g.decideAt(nanos(now), n) }
+
+func (g *GCRA) decideAt(t int64, n int) Decision {
 	for {
 		c := g.core.Load()
 		if !c.fast {

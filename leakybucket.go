@@ -36,14 +36,14 @@ func NewLeakyBucket(l Limit, opts ...Option) (*LeakyBucket, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (b *LeakyBucket) Allow() bool { return b.m.allowN(b.m.clock.Now(), 1) }
+func (b *LeakyBucket) Allow() bool { return b.m.allowAt(clockNanos(b.m.clock), 1) }
 
 // AllowN reports whether n events fit in the bucket at instant now, and if
 // so adds them.
 func (b *LeakyBucket) AllowN(now time.Time, n int) bool { return b.m.allowN(now, n) }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (b *LeakyBucket) Decide() Decision { return b.m.decideN(b.m.clock.Now(), 1) }
+func (b *LeakyBucket) Decide() Decision { return b.m.decideAt(clockNanos(b.m.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision.
 func (b *LeakyBucket) DecideN(now time.Time, n int) Decision { return b.m.decideN(now, n) }

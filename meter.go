@@ -35,22 +35,24 @@ func (m *meter[S]) init(l Limit, window bool, opts []Option) error {
 	return nil
 }
 
-func (m *meter[S]) allowN(now time.Time, n int) bool {
+func (m *meter[S]) allowN(now time.Time, n int) bool { return m.allowAt(nanos(now), n) }
+
+func (m *meter[S]) allowAt(t int64, n int) bool {
 	if n < 0 {
 		return false
 	}
-	t := nanos(now)
 	m.mu.Lock()
 	ok := m.step(&m.st, &m.p, t, int64(n)).Allowed
 	m.mu.Unlock()
 	return ok
 }
 
-func (m *meter[S]) decideN(now time.Time, n int) Decision {
+func (m *meter[S]) decideN(now time.Time, n int) Decision { return m.decideAt(nanos(now), n) }
+
+func (m *meter[S]) decideAt(t int64, n int) Decision {
 	if n < 0 {
 		return invalidCost(m.getLimit(), m.name)
 	}
-	t := nanos(now)
 	m.mu.Lock()
 	r := m.step(&m.st, &m.p, t, int64(n))
 	l := m.limit

@@ -145,6 +145,25 @@ func (p *Pacer) Wait(ctx context.Context) error {
 	return err
 }
 
+// now reads the clock: the instant as a time.Time (left zero for the
+// system clock, whose cheaper reading is only on the time line) and on the
+// time line.
+func (p *Pacer) now() (time.Time, int64) {
+	if p.clock == SystemClock {
+		return time.Time{}, clockNanos(p.clock)
+	}
+	now := p.clock.Now()
+	return now, nanos(now)
+}
+
+// instant returns the instant now() read.
+func (p *Pacer) instant(now time.Time, t int64) time.Time {
+	if p.clock == SystemClock {
+		return fromNanos(t)
+	}
+	return now
+}
+
 func (p *Pacer) take(ctx context.Context) (time.Time, error) {
 	switch p.p.Mode {
 	case algo.Unlimited:
@@ -155,13 +174,12 @@ func (p *Pacer) take(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
-	now := p.clock.Now()
-	t := nanos(now)
+	now, t := p.now()
 	p.mu.Lock()
 	if p.head == nil && algo.PacerReady(p.next, t) {
 		p.next = algo.PacerNext(p.next, &p.p, t)
 		p.mu.Unlock()
-		return now, nil
+		return p.instant(now, t), nil
 	}
 	w, err := p.enqueue(ctx, t)
 	p.mu.Unlock()

@@ -33,14 +33,14 @@ func NewSlidingLog(l Limit, opts ...Option) (*SlidingLog, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (s *SlidingLog) Allow() bool { return s.m.allowN(s.m.clock.Now(), 1) }
+func (s *SlidingLog) Allow() bool { return s.m.allowAt(clockNanos(s.m.clock), 1) }
 
 // AllowN reports whether n events fit in the window ending at instant now,
 // and if so logs them.
 func (s *SlidingLog) AllowN(now time.Time, n int) bool { return s.m.allowN(now, n) }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (s *SlidingLog) Decide() Decision { return s.m.decideN(s.m.clock.Now(), 1) }
+func (s *SlidingLog) Decide() Decision { return s.m.decideAt(clockNanos(s.m.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision. RetryAfter is the instant
 // enough logged events leave the window.

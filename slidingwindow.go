@@ -39,14 +39,14 @@ func NewSlidingWindow(l Limit, opts ...Option) (*SlidingWindow, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (w *SlidingWindow) Allow() bool { return w.m.allowN(w.m.clock.Now(), 1) }
+func (w *SlidingWindow) Allow() bool { return w.m.allowAt(clockNanos(w.m.clock), 1) }
 
 // AllowN reports whether n events fit under the estimate at instant now, and
 // if so counts them.
 func (w *SlidingWindow) AllowN(now time.Time, n int) bool { return w.m.allowN(now, n) }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (w *SlidingWindow) Decide() Decision { return w.m.decideN(w.m.clock.Now(), 1) }
+func (w *SlidingWindow) Decide() Decision { return w.m.decideAt(clockNanos(w.m.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision. RetryAfter is the exact
 // instant the estimate makes room for n.

@@ -45,13 +45,14 @@ func NewTokenBucket(l Limit, opts ...Option) (*TokenBucket, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (b *TokenBucket) Allow() bool { return b.AllowN(b.clock.Now(), 1) }
+func (b *TokenBucket) Allow() bool { return b.allowAt(clockNanos(b.clock), 1) }
 
 // AllowN reports whether n tokens are available at instant now, and if so
 // takes them. A negative n or an n above the burst is never allowed; n = 0
 // always is.
-func (b *TokenBucket) AllowN(now time.Time, n int) bool {
-	t := nanos(now)
+func (b *TokenBucket) AllowN(now time.Time, n int) bool { return b.allowAt(nanos(now), n) }
+
+func (b *TokenBucket) allowAt(t int64, n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch b.p.Mode {
@@ -66,11 +67,12 @@ func (b *TokenBucket) AllowN(now time.Time, n int) bool {
 }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (b *TokenBucket) Decide() Decision { return b.DecideN(b.clock.Now(), 1) }
+func (b *TokenBucket) Decide() Decision { return b.decideAt(clockNanos(b.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision.
-func (b *TokenBucket) DecideN(now time.Time, n int) Decision {
-	t := nanos(now)
+func (b *TokenBucket) DecideN(now time.Time, n int) Decision { return b.decideAt(nanos(now), n) }
+
+func (b *TokenBucket) decideAt(t int64, n int) Decision {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n < 0 {

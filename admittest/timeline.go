@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -226,15 +225,6 @@ var (
 	allAlgs    = admit.Algorithms()
 	bucketAlgs = []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket}
 )
-
-// describe formats a timeline for failure messages: one request per line.
-func describe(reqs []Request) string {
-	var b strings.Builder
-	for i, r := range reqs {
-		fmt.Fprintf(&b, "\n\t%3d %v", i, r)
-	}
-	return b.String()
-}
 
 // maxInt64 is the Remaining of an unlimited decision.
 const maxInt64 = math.MaxInt64
