@@ -2,6 +2,7 @@ package admit
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/admit-go/admit/internal/algo"
@@ -40,6 +41,42 @@ type Decision struct {
 	// Rule names the limiter, rule or layer that decided; empty unless one
 	// was named (see WithName).
 	Rule string
+
+	// Kind says what sort of limit decided: a rate (the zero value), a
+	// concurrency limit or a calendar quota. The meaning of Limit and
+	// Remaining follows it (see Kind).
+	Kind Kind
+}
+
+// Kind is the sort of limit a Decision comes from.
+type Kind uint8
+
+const (
+	// KindRate is a rate limit: Limit is Rate events per Period with a
+	// Burst, and Remaining the events that could be admitted right now.
+	KindRate Kind = iota
+	// KindConcurrency is a limit on events in flight: Limit.Rate (and
+	// Burst) is the number of slots, Limit.Period is 0, and Remaining the
+	// slots free after this decision. Capacity comes back when holders
+	// release it, not with time, so RetryAfter is an estimate at best (see
+	// package concurrency).
+	KindConcurrency
+	// KindQuota is a calendar quota: Limit.Rate (and Burst) events per
+	// calendar period, Limit.Period the length of the current period (a
+	// day with a daylight-saving change lasts 23 or 25 hours), Remaining
+	// what is left of it, and ResetAfter the time until the period ends
+	// (see package quota).
+	KindQuota
+)
+
+var kindNames = [...]string{KindRate: "rate", KindConcurrency: "concurrency", KindQuota: "quota"}
+
+// String returns "rate", "concurrency" or "quota".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // decision builds a Decision from a step function's result.
