@@ -18,7 +18,9 @@ import (
 // edge (2B in an instant). Prefer GCRA unless clients expect counts that
 // reset on the clock.
 //
-// An instant earlier than the current window counts in that window. The zero
+// Only an admission changes the state (a denial or a peek in a later window
+// does not move the counter to it), and an instant earlier than the window
+// of the latest admission counts in that window. The zero
 // FixedWindow is not usable; create one with NewFixedWindow. A FixedWindow is
 // safe for concurrent use.
 type FixedWindow struct {

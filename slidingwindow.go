@@ -19,7 +19,8 @@ import (
 // it). Over any interval of length t it admits at most B + t×B/W events, the
 // bound of the bucket algorithms, and it needs two counters per key.
 //
-// An instant earlier than the current window counts at its start. The zero
+// Only an admission changes the state, and an instant earlier than the
+// window of the latest admission counts at that window's start. The zero
 // SlidingWindow is not usable; create one with NewSlidingWindow. A
 // SlidingWindow is safe for concurrent use.
 type SlidingWindow struct {

@@ -22,8 +22,8 @@ import (
 // algorithm's rule: GCRA judges the earlier instant as it is; the token and
 // leaky buckets judge it as the instant of their latest admission; the
 // window counters count it in their current window (the window of the
-// latest instant any request was decided at), the sliding window at that
-// window's start; the sliding log judges it as its newest logged instant.
+// latest instant a request was admitted at: only an admission changes a
+// state), the sliding window at that window's start; the sliding log judges it as its newest logged instant.
 // Durations always run from the caller's instant.
 //
 // If l is outside the domain documented on admit.Limit (or, for the window
@@ -190,21 +190,25 @@ func (m *model) bucket(k *modelKey, now, at, n int64) admit.Decision {
 // if now is before it).
 func (m *model) fixedWindow(k *modelKey, now, n int64) admit.Decision {
 	d := admit.Decision{Limit: m.limit}
-	if w := m.windowOf(now); k.win == nil || w.Cmp(k.win) > 0 {
-		k.win, k.cur = w, 0
+	win, cur := k.win, k.cur
+	if w := m.windowOf(now); win == nil || w.Cmp(win) > 0 {
+		win, cur = w, 0
 	}
-	next := m.windowStart(new(big.Int).Add(k.win, big.NewInt(1)))
+	next := m.windowStart(new(big.Int).Add(win, big.NewInt(1)))
 	switch {
 	case n > m.b:
 		d.RetryAfter = admit.InfDuration
-	case k.cur+n > m.b:
+	case cur+n > m.b:
 		d.RetryAfter = until(now, next)
 	default:
 		d.Allowed = true
-		k.cur += n
+		cur += n
+		if n > 0 {
+			k.win, k.cur = win, cur
+		}
 	}
-	d.Remaining = max(m.b-k.cur, 0)
-	if k.cur > 0 {
+	d.Remaining = max(m.b-cur, 0)
+	if cur > 0 {
 		d.ResetAfter = until(now, next)
 	}
 	return d
@@ -215,6 +219,12 @@ func (m *model) fixedWindow(k *modelKey, now, n int64) admit.Decision {
 func (m *model) slidingWindow(k *modelKey, now, n int64) admit.Decision {
 	d := admit.Decision{Limit: m.limit}
 	w := m.windowOf(now)
+	saved := *k // only an admission changes the state
+	defer func() {
+		if !d.Allowed || n == 0 {
+			*k = saved
+		}
+	}()
 	switch {
 	case k.win == nil || new(big.Int).Sub(w, k.win).Cmp(big.NewInt(1)) > 0:
 		k.win, k.cur, k.prev = w, 0, 0

@@ -121,22 +121,24 @@ func backwardsAfterPeekScenarios() []Scenario {
 			},
 		},
 		{
-			// W = 1s. The peek at 2.5s moves the counter to window [2s, 3s).
+			// W = 1s. The peek at 2.5s sees window [2s, 3s) but changes
+			// nothing: only an admission moves the counter to a new window.
 			Name: "backwards_after_peek", Algs: fixedAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
 				{T5, "a", 2, Allow(0, 500*ms)},
 				{At(2500 * ms), "a", 0, Allow(2, 0)},
-				{T6, "a", 1, Allow(1, 2400*ms)}, // counts in [2s, 3s)
+				{T6, "a", 1, Deny(0, 400*ms, 400*ms)}, // counts in [0, 1s)
 			},
 		},
 		{
-			// W = 1s. The peek at 2.5s moves the counter to window [2s, 3s)
-			// with nothing in it or in the window before.
+			// W = 1s. The peek at 2.5s changes nothing, so at 600ms the
+			// estimate is 0 + 2 in window [0, 1s): denied until 1.5s, when
+			// 2×(1-0.5) + 0 + 1 <= 2; full at 2s.
 			Name: "backwards_after_peek", Algs: slidingAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
 				{T5, "a", 2, Allow(0, 1500*ms)},
 				{At(2500 * ms), "a", 0, Allow(2, 0)},
-				{T6, "a", 1, Allow(1, 3400*ms)}, // at 2s: 0 + 1; full at 4s
+				{T6, "a", 1, Deny(0, 900*ms, 1400*ms)},
 			},
 		},
 	}

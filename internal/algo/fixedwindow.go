@@ -11,8 +11,10 @@ type FixedWindow struct {
 }
 
 // FixedWindowStep admits n events at now if they fit in the current window.
-// An instant before the window the state is in counts in that window.
+// An instant before the window the state is in counts in that window. Only
+// an admission (n > 0) changes the state.
 func FixedWindowStep(s FixedWindow, p *Params, now, n int64) (FixedWindow, Result) {
+	saved := s
 	switch p.Mode {
 	case Unlimited:
 		return s, unlimited()
@@ -31,12 +33,13 @@ func FixedWindowStep(s FixedWindow, p *Params, now, n int64) (FixedWindow, Resul
 		r = Result{RetryAfter: untilWindow(p, now, s.Win+1)}
 	case n > 0:
 		s.Count += n
+		saved = s
 	}
 	r.Remaining = max(p.Burst-s.Count, 0)
 	if s.Count > 0 {
 		r.ResetAfter = untilWindow(p, now, s.Win+1)
 	}
-	return s, r
+	return saved, r
 }
 
 // FixedWindowRebase converts a state kept under limit old into one under

@@ -17,8 +17,10 @@ type SlidingWindow struct {
 }
 
 // SlidingWindowStep admits n events at now if the estimate allows it. An
-// instant before the current window counts at the window's start.
+// instant before the current window counts at the window's start. Only an
+// admission (n > 0) changes the state.
 func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
+	saved := s
 	switch p.Mode {
 	case Unlimited:
 		return s, unlimited()
@@ -49,6 +51,7 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 		} else {
 			s.Cur += n
 			est = est.add(mul64(uint64(n), capN))
+			saved = s
 		}
 	}
 	if est.less(limit) {
@@ -61,7 +64,7 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 	case s.Prev > 0:
 		r.ResetAfter = untilUnits(p, now, s.Win, capN)
 	}
-	return s, r
+	return saved, r
 }
 
 // untilUnits returns the ns from now until off units after the start of

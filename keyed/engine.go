@@ -1,0 +1,242 @@
+package keyed
+
+import (
+	"hash/maphash"
+	"math"
+
+	"github.com/admit-go/admit/internal/algo"
+)
+
+// engine is a table of keys for one algorithm's state type.
+type engine interface {
+	// decide runs the step function for key at now and reports how many
+	// keys it evicted, idle and under pressure. ok is false if the key
+	// could not be stored (its shard's arena is full).
+	decide(now int64, key string, p *algo.Params, n int64) (r algo.Result, ev evictions, ok bool)
+	reset(key string) bool
+	len() int
+}
+
+type evictions struct{ idle, pressure int }
+
+// ops are an algorithm's functions on its per-key state.
+type ops[S any] struct {
+	// step decides and updates *s.
+	step func(s *S, p *algo.Params, now, n int64) algo.Result
+	// fullAt returns the instant from which the state is back at full
+	// capacity, so that forgetting it changes nothing.
+	fullAt func(s *S) int64
+}
+
+// table is a sharded set of keys with their states.
+type table[S any] struct {
+	seed     maphash.Seed
+	shards   []shard[S]
+	mask     uint64
+	perShard int   // cap on keys per shard
+	grace    int64 // ns a key stays after it is full again
+	ops      ops[S]
+}
+
+func newTable[S any](o ops[S], shards, maxKeys int, grace int64) *table[S] {
+	t := &table[S]{seed: maphash.MakeSeed(), shards: make([]shard[S], shards), mask: uint64(shards - 1), ops: o, grace: grace}
+	t.perShard = (maxKeys + shards - 1) / shards
+	return t
+}
+
+func (t *table[S]) locate(key string) (*shard[S], uint32) {
+	h := maphash.String(t.seed, key)
+	return &t.shards[h&t.mask], uint32(h>>34) & hashMask
+}
+
+func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.Result, evictions, bool) {
+	sh, h := t.locate(key)
+	var ev evictions
+	sh.mu.Lock()
+	i := sh.find(h, key)
+	if i >= 0 {
+		s := &sh.slots[i]
+		s.meta |= referenced
+		r := t.ops.step(&s.st, p, now, n)
+		sh.mu.Unlock()
+		return r, ev, true
+	}
+	// A new key starts full. If the decision leaves it full (a peek, a
+	// denial, an unlimited limit), there is nothing to store.
+	var st S
+	r := t.ops.step(&st, p, now, n)
+	if t.ops.fullAt(&st) <= now {
+		sh.mu.Unlock()
+		return r, ev, true
+	}
+	if sh.arenaFull(len(key)) {
+		sh.mu.Unlock()
+		return r, ev, false
+	}
+	t.makeRoom(sh, now, &ev)
+	i = sh.insert(h, key)
+	sh.slots[i].st = st
+	t.sweepSome(sh, now, 2, &ev)
+	sh.mu.Unlock()
+	return r, ev, true
+}
+
+// makeRoom makes sure sh can take one more key: it evicts a key if sh holds
+// its maximum, and grows the table if it is too full (after forgetting
+// idle keys, if that frees enough).
+func (t *table[S]) makeRoom(sh *shard[S], now int64, ev *evictions) {
+	if sh.n >= t.perShard {
+		t.evictOne(sh, now, ev)
+	}
+	if sh.n < sh.limit {
+		return
+	}
+	size := len(sh.slots)
+	if size >= 64 {
+		before := sh.n
+		t.sweepSome(sh, now, size, ev)
+		if before-sh.n >= size/10 {
+			return
+		}
+	}
+	next := max(size+size/2, minSlots)
+	// Never more slots than the cap needs.
+	if most := t.perShard*5/4 + 1; next > most {
+		next = max(most, size+1)
+	}
+	sh.resize(next)
+}
+
+// sweepSome looks at up to count slots from the sweep cursor and forgets
+// the keys that are back at full capacity. It requires sh.mu.
+func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) {
+	size := len(sh.slots)
+	if size == 0 {
+		return
+	}
+	for range count {
+		if sh.sweep >= size {
+			sh.sweep = 0
+		}
+		s := &sh.slots[sh.sweep]
+		if s.meta != 0 && t.idle(&s.st, now) {
+			ev.idle++
+			if sh.remove(sh.sweep) {
+				continue // look at the key that moved in
+			}
+		}
+		sh.sweep++
+	}
+}
+
+// evictOne forgets one key of a full shard, by the CLOCK algorithm: an idle
+// key if the hand finds one first, else the first key not referenced since
+// the hand last passed it. It requires sh.mu and sh.n > 0.
+func (t *table[S]) evictOne(sh *shard[S], now int64, ev *evictions) {
+	size := len(sh.slots)
+	for range 2*size + 1 {
+		if sh.hand >= size {
+			sh.hand = 0
+		}
+		s := &sh.slots[sh.hand]
+		switch {
+		case s.meta == 0:
+		case t.idle(&s.st, now):
+			ev.idle++
+			sh.remove(sh.hand)
+			return
+		case s.meta&referenced != 0:
+			s.meta &^= referenced
+		default:
+			ev.pressure++
+			sh.remove(sh.hand)
+			return
+		}
+		sh.hand++
+	}
+}
+
+// idle reports whether a key's state has been full for the grace period
+// at now, so that forgetting it changes no decision at instants from
+// now-grace on.
+func (t *table[S]) idle(s *S, now int64) bool {
+	return t.ops.fullAt(s) <= now-t.grace
+}
+
+func (t *table[S]) reset(key string) bool {
+	sh, h := t.locate(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i := sh.find(h, key)
+	if i < 0 {
+		return false
+	}
+	sh.remove(i)
+	return true
+}
+
+func (t *table[S]) len() int {
+	n := 0
+	for i := range t.shards {
+		n += int(t.shards[i].count.Load())
+	}
+	return n
+}
+
+// The per-key states and their ops. GCRA's state tells when it is full (its
+// TAT); the others keep that instant beside the state, set from each
+// decision's ResetAfter.
+
+var gcraOps = ops[algo.GCRA]{
+	step: func(s *algo.GCRA, p *algo.Params, now, n int64) (r algo.Result) {
+		*s, r = algo.GCRAStep(*s, p, now, n)
+		return r
+	},
+	fullAt: func(s *algo.GCRA) int64 {
+		if s.Frac != 0 {
+			return s.At + 1
+		}
+		return s.At
+	},
+}
+
+type withFull[S any] struct {
+	st   S
+	full int64
+}
+
+// fullAfter returns the instant ResetAfter after now, saturated.
+func fullAfter(now int64, r algo.Result) int64 {
+	if r.ResetAfter > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + r.ResetAfter
+}
+
+func opsWithFull[S any](step func(S, *algo.Params, int64, int64) (S, algo.Result)) ops[withFull[S]] {
+	return ops[withFull[S]]{
+		step: func(s *withFull[S], p *algo.Params, now, n int64) (r algo.Result) {
+			s.st, r = step(s.st, p, now, n)
+			s.full = fullAfter(now, r)
+			return r
+		},
+		fullAt: func(s *withFull[S]) int64 { return s.full },
+	}
+}
+
+var (
+	bucketOps  = opsWithFull(algo.BucketStep)
+	fixedOps   = opsWithFull(algo.FixedWindowStep)
+	slidingOps = opsWithFull(algo.SlidingWindowStep)
+	logOps     = ops[withFull[*algo.SlidingLog]]{
+		step: func(s *withFull[*algo.SlidingLog], p *algo.Params, now, n int64) algo.Result {
+			if s.st == nil {
+				s.st = new(algo.SlidingLog)
+			}
+			r := s.st.SlidingLogStep(p, now, n)
+			s.full = fullAfter(now, r)
+			return r
+		},
+		fullAt: func(s *withFull[*algo.SlidingLog]) int64 { return s.full },
+	}
+)

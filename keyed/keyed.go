@@ -1,0 +1,298 @@
+package keyed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/timeline"
+)
+
+// Errors returned by this package, besides admit's (ErrInvalidLimit,
+// ErrInvalidCost, ErrUnknownAlgorithm). Test them with errors.Is.
+var (
+	// ErrKeyTooLong reports a key longer than the limiter's maximum (see
+	// WithMaxKeyLength). Nothing was consumed.
+	ErrKeyTooLong = errors.New("keyed: key too long")
+
+	// ErrStoreFull reports that a key could not be stored because its
+	// shard's key arena reached 4 GiB. Nothing was consumed.
+	ErrStoreFull = errors.New("keyed: key store full")
+)
+
+// Limiter limits each key separately, by one of admit's algorithms, in
+// memory. Every key behaves exactly as its own single-key limiter of package
+// admit with the same limit would: same decisions, same Remaining,
+// RetryAfter and ResetAfter (admittest's conformance suite checks it).
+//
+// The limit is the limiter's own (New), or given per call (AllowLimit), so
+// one Limiter serves any number of tiers; a key keeps its state when the
+// limit it is checked under changes, which for GCRA and the buckets is a
+// debt in time (so it carries over naturally) and for the window algorithms
+// a count in a window of the new limit's length.
+//
+// Memory is bounded. A key is stored only while its state differs from a
+// new key's: a key back at full capacity is forgotten (after a grace
+// period, WithForgetAfter; lazily: a few slots are swept on each insertion,
+// and all of a shard's before it grows), which changes no decision. (The
+// grace period is for instants that go backwards, as they do when
+// goroutines read the clock and then decide in another order: a request at
+// an instant up to the grace period before the latest one is decided as
+// the single-key limiter would; a request further in the past, for a key
+// that has been forgotten, is decided as for a new key.) A hard cap on keys (WithMaxKeys) bounds the rest:
+// when a shard of the table is at its share of the cap with no idle key,
+// the least recently used key (approximately, by the CLOCK algorithm) is
+// forgotten, which can admit a request its state would have denied. Such
+// evictions are reported to the Observer (admit.EvictPressure); size the
+// cap so that they do not happen in normal operation. No goroutine or timer
+// is used, so a Limiter needs no Close.
+//
+// Keys are arbitrary byte strings, stored once, in arenas the garbage
+// collector does not scan. The table is sharded by a seeded hash of the
+// key, so goroutines deciding on different keys rarely share a lock.
+//
+// The zero Limiter is not usable; create one with New. A Limiter is safe for
+// concurrent use.
+type Limiter struct {
+	alg       admit.Algorithm
+	own       *compiled
+	limits    limitCache
+	eng       engine
+	clock     admit.Clock
+	name      string
+	obs       admit.Observer
+	maxKeyLen int
+}
+
+// compiled is a limit checked and compiled for the limiter's algorithm.
+type compiled struct {
+	key admit.Limit // as given
+	l   admit.Limit // with Burst filled in
+	p   algo.Params
+	err error
+}
+
+// New returns a Limiter deciding by algorithm alg, with limit l for the
+// calls that do not give one. The error wraps admit.ErrInvalidLimit or
+// admit.ErrUnknownAlgorithm.
+func New(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
+	o := options{
+		clock:     admit.SystemClock,
+		maxKeys:   DefaultMaxKeys,
+		maxKeyLen: DefaultMaxKeyLength,
+		grace:     int64(DefaultForgetAfter),
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	shards := o.shards
+	if shards == 0 {
+		shards = 16 * runtime.GOMAXPROCS(0)
+	}
+	shards = pow2(min(shards, 1<<12, max(o.maxKeys/8, 1)))
+	lim := &Limiter{alg: alg, clock: o.clock, name: o.name, obs: o.obs, maxKeyLen: o.maxKeyLen}
+	switch alg {
+	case admit.AlgGCRA:
+		lim.eng = newTable(gcraOps, shards, o.maxKeys, o.grace)
+	case admit.AlgTokenBucket, admit.AlgLeakyBucket:
+		lim.eng = newTable(bucketOps, shards, o.maxKeys, o.grace)
+	case admit.AlgFixedWindow:
+		lim.eng = newTable(fixedOps, shards, o.maxKeys, o.grace)
+	case admit.AlgSlidingWindow:
+		lim.eng = newTable(slidingOps, shards, o.maxKeys, o.grace)
+	case admit.AlgSlidingLog:
+		lim.eng = newTable(logOps, shards, o.maxKeys, o.grace)
+	default:
+		return nil, fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, alg)
+	}
+	lim.own = compile(alg, l)
+	if lim.own.err != nil {
+		return nil, lim.own.err
+	}
+	return lim, nil
+}
+
+// pow2 returns the least power of two >= n (n >= 1).
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+func compile(alg admit.Algorithm, l admit.Limit) *compiled {
+	c := &compiled{key: l, l: l}
+	if l.Burst == 0 && l.Rate != admit.Inf {
+		c.l.Burst = l.Rate
+	}
+	p, err := algo.Compile(l.Rate, int64(l.Period), l.Burst)
+	if err == nil && alg >= admit.AlgFixedWindow {
+		err = p.CheckWindow()
+	}
+	if err != nil {
+		c.err = fmt.Errorf("%w %v: %v", admit.ErrInvalidLimit, l, err)
+	}
+	c.p = p
+	return c
+}
+
+// Algorithm returns the limiter's algorithm.
+func (lim *Limiter) Algorithm() admit.Algorithm { return lim.alg }
+
+// Limit returns the limiter's own limit, with Burst filled in.
+func (lim *Limiter) Limit() admit.Limit { return lim.own.l }
+
+// Len returns the number of keys the limiter holds state for.
+func (lim *Limiter) Len() int { return lim.eng.len() }
+
+// Allow is shorthand for AllowAt(ctx, clock.Now(), key, n).
+func (lim *Limiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return lim.decide(lim.now(), key, lim.own, n)
+}
+
+// now reads the limiter's clock on the time line.
+func (lim *Limiter) now() int64 {
+	if lim.clock == admit.SystemClock {
+		return timeline.Now()
+	}
+	return timeline.Nanos(lim.clock.Now())
+}
+
+// AllowAt decides whether n events may happen for key at instant now under
+// the limiter's limit, and if so consumes them. A denial is a Decision with
+// Allowed false, not an error. n = 0 is a peek: it reports Remaining and
+// ResetAfter without consuming anything (or storing the key). n above the
+// burst is denied with RetryAfter admit.InfDuration. The error is non-nil
+// only for bad input: n < 0 (admit.ErrInvalidCost), a key longer than the
+// maximum (ErrKeyTooLong), or a full store (ErrStoreFull); nothing is
+// consumed then. ctx is not used (deciding in memory never waits); it is
+// there so that every keyed limiter, in memory or in Redis, has the same
+// signature.
+func (lim *Limiter) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
+	return lim.decide(timeline.Nanos(now), key, lim.own, n)
+}
+
+// AllowLimit is shorthand for AllowLimitAt(ctx, clock.Now(), key, l, n).
+func (lim *Limiter) AllowLimit(ctx context.Context, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	return lim.allowLimit(lim.now(), key, l, n)
+}
+
+// AllowLimitAt is AllowAt under limit l instead of the limiter's own: one
+// Limiter then serves keys of different tiers. Compiled limits are cached,
+// so a handful of tiers cost nothing per call. An invalid l is an error
+// wrapping admit.ErrInvalidLimit.
+func (lim *Limiter) AllowLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	return lim.allowLimit(timeline.Nanos(now), key, l, n)
+}
+
+func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	c := lim.limits.get(lim.alg, l)
+	if c.err != nil {
+		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, c.err
+	}
+	return lim.decide(now, key, c, n)
+}
+
+// Reset forgets key, which then starts full. It reports whether the key was
+// held.
+func (lim *Limiter) Reset(key string) bool { return lim.eng.reset(key) }
+
+func (lim *Limiter) decide(now int64, key string, c *compiled, n int64) (admit.Decision, error) {
+	if n < 0 {
+		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name},
+			fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if len(key) > lim.maxKeyLen {
+		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name},
+			fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.maxKeyLen)
+	}
+	r, ev, ok := lim.eng.decide(now, key, &c.p, n)
+	if !ok {
+		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, ErrStoreFull
+	}
+	d := admit.Decision{
+		Allowed:    r.Allowed,
+		Limit:      c.l,
+		Remaining:  r.Remaining,
+		RetryAfter: time.Duration(r.RetryAfter),
+		ResetAfter: time.Duration(r.ResetAfter),
+		Rule:       lim.name,
+	}
+	if lim.obs != nil {
+		lim.observe(key, n, d, ev)
+	}
+	return d, nil
+}
+
+func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions) {
+	lim.obs.Decided(admit.DecisionEvent{Limiter: lim.name, Key: key, N: n, Decision: d})
+	if ev.idle > 0 {
+		lim.obs.Evicted(admit.EvictionEvent{Limiter: lim.name, Reason: admit.EvictIdle, Keys: ev.idle})
+	}
+	if ev.pressure > 0 {
+		lim.obs.Evicted(admit.EvictionEvent{Limiter: lim.name, Reason: admit.EvictPressure, Keys: ev.pressure})
+	}
+	if ev.idle+ev.pressure > 0 {
+		lim.obs.Tracked(lim.name, lim.eng.len())
+	}
+}
+
+// Request is one check of a batch (see AllowBatch).
+type Request struct {
+	Key   string
+	N     int64
+	Limit *admit.Limit // nil: the limiter's own limit
+}
+
+// AllowBatch decides each request of reqs at instant now, in order, as
+// AllowAt and AllowLimitAt would, and appends the decisions to dst, which
+// may be nil, returning the result. Each request is decided on its own (a
+// batch is not all or nothing: see package compose for that). A request
+// with bad input gets a refusal, and the first such error is returned,
+// naming its index, after every request has been decided.
+func (lim *Limiter) AllowBatch(ctx context.Context, now time.Time, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+	var first error
+	t := timeline.Nanos(now)
+	for i, r := range reqs {
+		var d admit.Decision
+		var err error
+		if r.Limit == nil {
+			d, err = lim.decide(t, r.Key, lim.own, r.N)
+		} else {
+			d, err = lim.allowLimit(t, r.Key, *r.Limit, r.N)
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("keyed: request %d: %w", i, err)
+		}
+		dst = append(dst, d)
+	}
+	return dst, first
+}
+
+// limitCache remembers compiled limits, a few per slot, replacing at
+// random on a miss: tiers are few, so the hit rate is 100% in practice.
+type limitCache struct {
+	slots [64]atomic.Pointer[compiled]
+}
+
+func (c *limitCache) get(alg admit.Algorithm, l admit.Limit) *compiled {
+	h := uint64(l.Rate)*0x9E3779B97F4A7C15 ^ uint64(l.Period)*0xC2B2AE3D27D4EB4F ^ uint64(l.Burst)*0x165667B19E3779F9
+	i := (h ^ h>>32) % uint64(len(c.slots))
+	if e := c.slots[i].Load(); e != nil && e.key == l {
+		return e
+	}
+	e := compile(alg, l)
+	c.slots[i].Store(e)
+	return e
+}
