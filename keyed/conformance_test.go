@@ -85,7 +85,11 @@ func TestConformanceModel(t *testing.T) {
 // sweeping idle keys at once, on one shard, changes no decision.
 func TestConformanceModelForward(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for range 200 {
+	rounds := 60
+	if testing.Short() {
+		rounds = 15
+	}
+	for range rounds {
 		l := admittest.RandomLimit(r)
 		for _, alg := range admit.Algorithms() {
 			reqs := admittest.RandomTimeline(r, alg, l, 1+r.IntN(300), false, "a", "b", "c", "d", "e")

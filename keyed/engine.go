@@ -19,6 +19,10 @@ type engine interface {
 
 type evictions struct{ idle, pressure int }
 
+// idleScan is how many slots evictOne looks at for an idle key before it
+// evicts one in use.
+const idleScan = 32
+
 // ops are an algorithm's functions on its per-key state.
 type ops[S any] struct {
 	// step decides and updates *s.
@@ -129,10 +133,17 @@ func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) 
 	}
 }
 
-// evictOne forgets one key of a full shard, by the CLOCK algorithm: an idle
-// key if the hand finds one first, else the first key not referenced since
-// the hand last passed it. It requires sh.mu and sh.n > 0.
+// evictOne forgets one key of a full shard: an idle key among the next
+// idleScan slots of the sweep if there is one, else one chosen by the CLOCK
+// algorithm (approximate LRU): the first key the hand finds idle, or not
+// referenced since the hand last passed it. New keys start unreferenced, so
+// a flood of keys seen once evicts its own kind first and spares the keys
+// in use. It requires sh.mu and sh.n > 0.
 func (t *table[S]) evictOne(sh *shard[S], now int64, ev *evictions) {
+	before := ev.idle
+	if t.sweepSome(sh, now, idleScan, ev); ev.idle > before {
+		return
+	}
 	size := len(sh.slots)
 	for range 2*size + 1 {
 		if sh.hand >= size {

@@ -1,0 +1,103 @@
+package keyed
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// benchKeys returns n distinct keys of the shape of API keys ("key-" and a
+// number), built once.
+func benchKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "key-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+var keys1M = benchKeys(1_000_000)
+
+func BenchmarkAllowAt(b *testing.B) {
+	ctx := context.Background()
+	for _, alg := range admit.Algorithms() {
+		b.Run(alg.String()+"/one-key", func(b *testing.B) {
+			lim, _ := New(alg, admit.PerSecond(1e9))
+			now := time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				lim.AllowAt(ctx, now, "key-42", 1)
+			}
+		})
+	}
+	b.Run("gcra/1M-keys", func(b *testing.B) {
+		lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
+		now := time.Now()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			lim.AllowAt(ctx, now, keys1M[i], 1)
+			if i++; i == len(keys1M) {
+				i = 0
+			}
+		}
+	})
+}
+
+func BenchmarkAllowParallel(b *testing.B) {
+	ctx := context.Background()
+	lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
+	now := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			lim.AllowAt(ctx, now, keys1M[i], 1)
+			if i += 7; i >= len(keys1M) {
+				i -= len(keys1M)
+			}
+		}
+	})
+}
+
+// BenchmarkMemoryPerKey inserts 1M keys and reports the heap the limiter
+// retains per key beyond the keys' own bytes, after GC.
+func BenchmarkMemoryPerKey(b *testing.B) {
+	ctx := context.Background()
+	keyBytes := 0
+	for _, k := range keys1M {
+		keyBytes += len(k)
+	}
+	for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow} {
+		b.Run(alg.String(), func(b *testing.B) {
+			var perKey float64
+			for b.Loop() {
+				before := heap()
+				lim, _ := New(alg, admit.PerHour(100), WithMaxKeys(2_000_000))
+				now := time.Now()
+				for _, k := range keys1M {
+					lim.AllowAt(ctx, now, k, 1)
+				}
+				after := heap()
+				if lim.Len() != len(keys1M) {
+					b.Fatalf("holds %d keys", lim.Len())
+				}
+				perKey = float64(int64(after)-int64(before)-int64(keyBytes)) / float64(len(keys1M))
+				runtime.KeepAlive(lim)
+			}
+			b.ReportMetric(perKey, "B/key")
+		})
+	}
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

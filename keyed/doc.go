@@ -1,0 +1,32 @@
+// Package keyed limits each key — a client IP, a user, an API key, a
+// tenant — separately, in memory, with any of admit's algorithms, for
+// millions of keys in bounded memory.
+//
+// A keyed Limiter decides for every key exactly as its own single-key
+// limiter of package admit would (the admittest conformance suite checks
+// it), without one object per key: states live in a sharded open-addressing
+// table, keys in byte arenas the garbage collector does not scan, about 34
+// bytes per key for GCRA plus the key's bytes. Deciding on a key that is
+// already held does not allocate.
+//
+// # Which one should I use?
+//
+//   - keyed.Limiter (this package) when one process enforces the limit: per
+//     client limits in a single service instance, or per instance limits in
+//     a fleet. It replaces the map[string]*rate.Limiter that users build by
+//     hand, without its leak: keys back at full capacity are forgotten,
+//     which changes no decision, and a hard cap (WithMaxKeys) bounds the
+//     rest.
+//   - redisstore when several instances must share one limit.
+//   - admit's single-key limiters for one stream of events (a dependency, a
+//     worker pool).
+//   - concurrency for limits on requests in flight rather than a rate, and
+//     quota for allowances per calendar day or month.
+//
+// Tiers: give the limit per call (AllowLimit) and one Limiter serves
+// free, standard and enterprise clients alike.
+//
+// Time: Allow reads the limiter's Clock; AllowAt takes the instant, as
+// golang.org/x/time/rate's AllowN does, for exact tests and for deciding
+// several limits at one instant.
+package keyed

@@ -1,0 +1,57 @@
+package keyed_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/keyed"
+)
+
+func Example() {
+	// 2 requests per second per client IP, burst 2.
+	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2), keyed.WithName("per-ip"))
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, ip := range []string{"192.0.2.1", "192.0.2.1", "192.0.2.1", "198.51.100.7"} {
+		d, err := lim.AllowAt(context.Background(), now, ip, 1)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%-13s allowed=%-5v remaining=%d retry-after=%v\n", ip, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// 192.0.2.1     allowed=true  remaining=1 retry-after=0s
+	// 192.0.2.1     allowed=true  remaining=0 retry-after=0s
+	// 192.0.2.1     allowed=false remaining=0 retry-after=500ms
+	// 198.51.100.7  allowed=true  remaining=1 retry-after=0s
+}
+
+func ExampleLimiter_AllowLimitAt() {
+	// One limiter, two tiers: the limit comes with each call.
+	tiers := map[string]admit.Limit{
+		"free": admit.PerMinute(3),
+		"pro":  admit.PerMinute(100),
+	}
+	lim, err := keyed.New(admit.AlgGCRA, tiers["free"])
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tenant := range []struct{ name, tier string }{{"acme", "pro"}, {"bob", "free"}} {
+		admitted := 0
+		for range 10 {
+			d, _ := lim.AllowLimitAt(context.Background(), now, tenant.name, tiers[tenant.tier], 1)
+			if d.Allowed {
+				admitted++
+			}
+		}
+		fmt.Printf("%s (%s, %v): %d of 10 admitted\n", tenant.name, tenant.tier, tiers[tenant.tier], admitted)
+	}
+	// Output:
+	// acme (pro, 100/min): 10 of 10 admitted
+	// bob (free, 3/min): 3 of 10 admitted
+}

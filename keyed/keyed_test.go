@@ -1,0 +1,322 @@
+package keyed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/keyed"
+)
+
+var ctx = context.Background()
+
+func mustNew(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.Option) *keyed.Limiter {
+	t.Helper()
+	lim, err := keyed.New(alg, l, opts...)
+	if err != nil {
+		t.Fatalf("keyed.New: %v", err)
+	}
+	return lim
+}
+
+func allow(t testing.TB, lim *keyed.Limiter, at time.Time, key string, n int64) admit.Decision {
+	t.Helper()
+	d, err := lim.AllowAt(ctx, at, key, n)
+	if err != nil {
+		t.Fatalf("AllowAt(%q, %d): %v", key, n, err)
+	}
+	return d
+}
+
+// counter is an Observer counting what it is told.
+type counter struct {
+	admit.NopObserver
+	decided, allowed, idle, pressure atomic.Int64
+	tracked                          atomic.Int64
+}
+
+func (c *counter) Decided(e admit.DecisionEvent) {
+	c.decided.Add(1)
+	if e.Decision.Allowed {
+		c.allowed.Add(1)
+	}
+}
+
+func (c *counter) Evicted(e admit.EvictionEvent) {
+	if e.Reason == admit.EvictIdle {
+		c.idle.Add(int64(e.Keys))
+	} else {
+		c.pressure.Add(int64(e.Keys))
+	}
+}
+
+func (c *counter) Tracked(_ string, n int) { c.tracked.Store(int64(n)) }
+
+func TestKeysAreIndependent(t *testing.T) {
+	keys := []string{"", "a", "A", "{a}", "a\x00", "\x00", "\xff\xfe", strings.Repeat("k", 4096), "user:1", "user:1 "}
+	for _, alg := range admit.Algorithms() {
+		lim := mustNew(t, alg, admit.PerMinute(2), keyed.WithName("per-user"))
+		for _, k := range keys {
+			for i := range 3 {
+				d := allow(t, lim, admittest.T0, k, 1)
+				if d.Allowed != (i < 2) || d.Rule != "per-user" {
+					t.Fatalf("%v key %q request %d: %+v", alg, k, i, d)
+				}
+			}
+		}
+		if lim.Len() != len(keys) {
+			t.Fatalf("%v: Len = %d, want %d", alg, lim.Len(), len(keys))
+		}
+	}
+}
+
+func TestTiers(t *testing.T) {
+	free, pro := admit.PerSecond(2), admit.PerSecond(10)
+	lim := mustNew(t, admit.AlgGCRA, free)
+	count := func(key string, l admit.Limit) (n int) {
+		for range 20 {
+			d, err := lim.AllowLimitAt(ctx, admittest.T0, key, l, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Limit != l {
+				t.Fatalf("Decision.Limit = %v, want %v", d.Limit, l)
+			}
+			if d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count("alice", free); n != 2 {
+		t.Fatalf("free tier admitted %d", n)
+	}
+	if n := count("bob", pro); n != 10 {
+		t.Fatalf("pro tier admitted %d", n)
+	}
+	// A bad per-call limit is an error, and consumes nothing.
+	if _, err := lim.AllowLimitAt(ctx, admittest.T0, "carol", admit.Limit{Rate: -1}, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+		t.Fatalf("negative rate: %v", err)
+	}
+	if lim.Len() != 2 {
+		t.Fatalf("Len = %d", lim.Len())
+	}
+}
+
+func TestPeekStoresNothing(t *testing.T) {
+	c := &counter{}
+	lim := mustNew(t, admit.AlgSlidingWindow, admit.PerSecond(5), keyed.WithObserver(c))
+	for i := range 1000 {
+		d := allow(t, lim, admittest.T0, fmt.Sprint("k", i), 0)
+		if !d.Allowed || d.Remaining != 5 || d.ResetAfter != 0 {
+			t.Fatalf("peek: %+v", d)
+		}
+		// A request that can never be admitted changes nothing either.
+		if d := allow(t, lim, admittest.T0, fmt.Sprint("k", i), 6); d.Allowed || d.RetryAfter != admit.InfDuration {
+			t.Fatalf("n > burst: %+v", d)
+		}
+	}
+	if lim.Len() != 0 {
+		t.Fatalf("peeks and refusals stored %d keys", lim.Len())
+	}
+	if c.decided.Load() != 2000 {
+		t.Fatalf("observer saw %d decisions", c.decided.Load())
+	}
+}
+
+func TestIdleKeysAreForgotten(t *testing.T) {
+	for _, alg := range admit.Algorithms() {
+		c := &counter{}
+		lim := mustNew(t, alg, admit.PerSecond(10), keyed.WithObserver(c), keyed.WithShards(4), keyed.WithForgetAfter(time.Second))
+		now := admittest.T0
+		// Each round 1000 new keys, one event each; a key is full again
+		// 1s later (window algorithms: 2s), and forgettable 1s after that.
+		for round := range 20 {
+			for i := range 1000 {
+				allow(t, lim, now, fmt.Sprint(round, "/", i), 1)
+			}
+			now = now.Add(time.Second)
+		}
+		if n := lim.Len(); n > 6000 {
+			t.Fatalf("%v: holds %d keys after 20 rounds of 1000", alg, n)
+		}
+		if c.idle.Load() == 0 || c.pressure.Load() != 0 || c.tracked.Load() == 0 {
+			t.Fatalf("%v: evictions idle %d pressure %d, tracked %d", alg, c.idle.Load(), c.pressure.Load(), c.tracked.Load())
+		}
+	}
+}
+
+// TestCardinalityAttack floods a capped limiter with unique keys while a
+// hot key, denied, keeps coming: the limiter stays within its cap, and the
+// hot key, in use, is never evicted, so it stays denied.
+func TestCardinalityAttack(t *testing.T) {
+	const cap = 4_000
+	c := &counter{}
+	lim := mustNew(t, admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(cap), keyed.WithShards(8), keyed.WithObserver(c))
+	now := admittest.T0
+	allow(t, lim, now, "hot", 1)
+	for i := range 100_000 {
+		allow(t, lim, now, fmt.Sprint("flood-", i), 1)
+		if i%50 == 0 {
+			if d := allow(t, lim, now, "hot", 1); d.Allowed {
+				t.Fatalf("the hot key was admitted again after %d flood keys", i)
+			}
+		}
+		if i%5_000 == 0 && lim.Len() > cap {
+			t.Fatalf("holds %d keys, cap %d", lim.Len(), cap)
+		}
+	}
+	if c.pressure.Load() < 95_000 {
+		t.Fatalf("only %d pressure evictions", c.pressure.Load())
+	}
+}
+
+func TestReset(t *testing.T) {
+	lim := mustNew(t, admit.AlgFixedWindow, admit.PerMinute(1))
+	allow(t, lim, admittest.T0, "a", 1)
+	if d := allow(t, lim, admittest.T0, "a", 1); d.Allowed {
+		t.Fatal("second request admitted")
+	}
+	if !lim.Reset("a") || lim.Reset("a") || lim.Len() != 0 {
+		t.Fatal("Reset did not forget the key once")
+	}
+	if d := allow(t, lim, admittest.T0, "a", 1); !d.Allowed {
+		t.Fatal("not admitted after Reset")
+	}
+}
+
+func TestBatch(t *testing.T) {
+	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2))
+	pro := admit.PerSecond(5)
+	reqs := []keyed.Request{{Key: "a", N: 2}, {Key: "a", N: 1}, {Key: "b", N: 5, Limit: &pro}, {Key: "c", N: -1}, {Key: "d", N: 1}}
+	ds, err := lim.AllowBatch(ctx, admittest.T0, reqs, nil)
+	if !errors.Is(err, admit.ErrInvalidCost) || !strings.Contains(err.Error(), "request 3") {
+		t.Fatalf("err = %v", err)
+	}
+	want := []bool{true, false, true, false, true}
+	for i, d := range ds {
+		if d.Allowed != want[i] {
+			t.Fatalf("request %d: %+v", i, d)
+		}
+	}
+	if ds[2].Limit != pro {
+		t.Fatalf("per-request limit not used: %+v", ds[2])
+	}
+	buf := make([]admit.Decision, 0, 8)
+	if avg := testing.AllocsPerRun(100, func() { buf, _ = lim.AllowBatch(ctx, admittest.T0, reqs[:3], buf[:0]) }); avg != 0 {
+		t.Fatalf("AllowBatch allocates %v times", avg)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2), keyed.WithMaxKeyLength(8))
+	if _, err := lim.AllowAt(ctx, admittest.T0, "a", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Errorf("n < 0: %v", err)
+	}
+	d, err := lim.AllowAt(ctx, admittest.T0, "123456789", 1)
+	if !errors.Is(err, keyed.ErrKeyTooLong) || d.Allowed {
+		t.Errorf("long key: %+v, %v", d, err)
+	}
+	if _, err := lim.AllowAt(ctx, admittest.T0, "12345678", 1); err != nil {
+		t.Errorf("key of the maximum length: %v", err)
+	}
+	for name, c := range map[string]struct {
+		alg  admit.Algorithm
+		l    admit.Limit
+		opts []keyed.Option
+		want error
+	}{
+		"negative rate":    {admit.AlgGCRA, admit.Limit{Rate: -5, Period: time.Second}, nil, admit.ErrInvalidLimit},
+		"no period":        {admit.AlgGCRA, admit.Limit{Rate: 5}, nil, admit.ErrInvalidLimit},
+		"absurd period":    {admit.AlgGCRA, admit.Limit{Rate: 1, Period: 1 << 62}, nil, admit.ErrInvalidLimit},
+		"window under 1ns": {admit.AlgFixedWindow, admit.Limit{Rate: 3, Period: 1, Burst: 1}, nil, admit.ErrInvalidLimit},
+		"unknown alg":      {admit.Algorithm(99), admit.PerSecond(1), nil, admit.ErrUnknownAlgorithm},
+		"zero cap":         {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeys(0)}, nil},
+		"negative cap":     {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeys(-1)}, nil},
+		"zero key length":  {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeyLength(0)}, nil},
+		"huge key length":  {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeyLength(1 << 40)}, nil},
+		"zero shards":      {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithShards(0)}, nil},
+		"negative grace":   {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithForgetAfter(-1)}, nil},
+	} {
+		lim, err := keyed.New(c.alg, c.l, c.opts...)
+		if err == nil || lim != nil || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%s: New = %v, %v", name, lim, err)
+		}
+	}
+}
+
+// TestConcurrentExact: many goroutines deciding on a few keys at the same
+// instants admit exactly what one goroutine would.
+func TestConcurrentExact(t *testing.T) {
+	for _, alg := range admit.Algorithms() {
+		lim := mustNew(t, alg, admit.PerSecond(100), keyed.WithShards(2))
+		var admitted [4]atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for i := range 200 {
+					k := (g + i) % 4
+					if d := allow(t, lim, admittest.T0, fmt.Sprint("key", k), 1); d.Allowed {
+						admitted[k].Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for k := range admitted {
+			if n := admitted[k].Load(); n != 100 {
+				t.Fatalf("%v key %d: admitted %d, want 100", alg, k, n)
+			}
+		}
+	}
+}
+
+func TestZeroAllocs(t *testing.T) {
+	for _, alg := range admit.Algorithms() {
+		lim := mustNew(t, alg, admit.PerSecond(1e6))
+		now := time.Now()
+		allow(t, lim, now, "existing", 1)
+		if avg := testing.AllocsPerRun(1000, func() { lim.AllowAt(ctx, now, "existing", 1) }); avg != 0 {
+			t.Errorf("%v: AllowAt on an existing key allocates %v times", alg, avg)
+		}
+		if avg := testing.AllocsPerRun(1000, func() { lim.AllowLimitAt(ctx, now, "existing", admit.PerSecond(1e6), 1) }); avg != 0 {
+			t.Errorf("%v: AllowLimitAt allocates %v times", alg, avg)
+		}
+	}
+}
+
+// TestMemoryBounded: a flood of unique keys through a capped limiter keeps
+// the heap bounded by the cap, not by the flood.
+func TestMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates a lot")
+	}
+	const cap = 8_000
+	lim := mustNew(t, admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(cap))
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for i := range cap {
+		allow(t, lim, admittest.T0, fmt.Sprintf("%016d", i), 1)
+	}
+	full := heap()
+	for i := range 10 * cap {
+		allow(t, lim, admittest.T0, fmt.Sprintf("%016d", cap+i), 1)
+	}
+	after := heap()
+	if after > full+cap*100 {
+		t.Fatalf("heap grew from %d to %d bytes with %d keys held", full, after, lim.Len())
+	}
+	runtime.KeepAlive(lim)
+}
