@@ -45,7 +45,6 @@ const (
 	minSlots   = 8
 )
 
-func (s *slot[S]) hash() uint32 { return uint32(s.meta>>hashShift) & hashMask }
 func (s *slot[S]) ref() uint32  { return uint32(s.meta) }
 
 // home returns the slot a hash belongs in, for a table of size n: the hash
