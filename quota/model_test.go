@@ -1,0 +1,183 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// model is a Quota without eviction, removal or cap: every key's state is
+// kept forever. Forgetting keys must not change any decision, so a Quota
+// and its model must agree exactly.
+type model struct {
+	q      *Quota // for the calendar only
+	cur    window
+	states map[string]state
+}
+
+func (m *model) window(now int64) window {
+	if m.cur.End != 0 && now < m.cur.End {
+		return m.cur
+	}
+	m.cur = m.q.bounds(now)
+	return m.cur
+}
+
+// peek is window without moving the current period (as Reset does not).
+func (m *model) peek(now int64) window {
+	if m.cur.End != 0 && now < m.cur.End {
+		return m.cur
+	}
+	return m.q.bounds(now)
+}
+
+func (m *model) allow(now int64, key string, limit, n int64) admit.Decision {
+	s, r := step(m.states[key], m.window(now), now, n, limit)
+	m.states[key] = s
+	return admit.Decision{
+		Allowed:    r.Allowed,
+		Limit:      admit.Limit{Rate: limit, Period: time.Duration(r.End - r.Start), Burst: limit},
+		Remaining:  r.Remaining,
+		RetryAfter: time.Duration(r.RetryAfter),
+		ResetAfter: time.Duration(r.ResetAfter),
+		Kind:       admit.KindQuota,
+	}
+}
+
+type countingObserver struct {
+	admit.NopObserver
+	evicted int
+}
+
+func (o *countingObserver) Evicted(e admit.EvictionEvent) { o.evicted += e.Keys }
+
+// TestEvictionChangesNoDecision runs random calls (costs, per-call limits,
+// peeks, refunds, resets; instants mostly moving forward across DST days
+// and sometimes back) against a Quota with a small key cap and against its
+// model, and requires the same decisions. Each period uses at most 25
+// distinct keys of a pool of 60, under a cap of 30, so the Quota must keep
+// forgetting the keys of ended periods (incrementally and at the cap) and
+// must never refuse a key.
+func TestEvictionChangesNoDecision(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Period{Hour, Day, Week, Month} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprint(p, seed), func(t *testing.T) {
+				obs := &countingObserver{}
+				q, err := New(5, p, WithLocation(paris), WithMaxKeys(30), WithObserver(obs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := &model{q: q, states: map[string]state{}}
+				rng := rand.New(rand.NewPCG(seed, 99))
+				now := time.Date(2025, 3, 28, 0, 0, 0, 0, time.UTC).UnixNano()
+				stride := int64(p.approx() / 40)
+				for i := range 20000 {
+					if rng.IntN(40) == 0 { // back up to two periods
+						now -= rng.Int64N(2 * stride * 40)
+					} else {
+						now += rng.Int64N(4 * stride)
+					}
+					// Keys from a window of the pool that moves with the
+					// current period.
+					cur := m.peek(now)
+					base := int(cur.Start/int64(time.Hour)) % 60
+					key := fmt.Sprint("k", (base+rng.IntN(25))%60)
+					at := time.Unix(0, now)
+					switch op := rng.IntN(20); {
+					case op == 0:
+						if got, live := q.Reset(key), m.states[key].Used > 0 && !ended(m.states[key], cur); live && !got {
+							t.Fatalf("op %d: Reset(%q) = false, but it has a count in the current period", i, key)
+						}
+						delete(m.states, key)
+					case op <= 2:
+						k := rng.Int64N(4)
+						if err := q.RefundAt(context.Background(), at, key, k); err != nil {
+							t.Fatal(err)
+						}
+						m.states[key] = refund(m.states[key], m.window(now), k)
+					default:
+						limit := int64(5)
+						if op%3 == 0 {
+							limit = 1 + rng.Int64N(8)
+						}
+						n := rng.Int64N(limit + 2)
+						got, err := q.AllowLimitAt(context.Background(), at, key, limit, n)
+						if err != nil {
+							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d): %v", i, at, key, limit, n, err)
+						}
+						if want := m.allow(nanos(at), key, limit, n); got != want {
+							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
+						}
+					}
+				}
+				if obs.evicted == 0 {
+					t.Error("no key was evicted: the test did not exercise eviction")
+				}
+				if q.Len() > 30 {
+					t.Errorf("holding %d keys, over the cap of 30", q.Len())
+				}
+			})
+		}
+	}
+}
+
+// approx is a period's usual length, for tests.
+func (p Period) approx() time.Duration {
+	return map[Period]time.Duration{Hour: time.Hour, Day: 24 * time.Hour, Week: 7 * 24 * time.Hour,
+		Month: 30 * 24 * time.Hour, Year: 365 * 24 * time.Hour}[p]
+}
+
+// TestCapRefusesOnlyLiveKeys fills a quota to its cap with live keys from
+// many goroutines' worth of shards and checks the error, then that the
+// keys of an ended period make room (the reclaim path over all shards).
+func TestCapRefusesOnlyLiveKeys(t *testing.T) {
+	q, err := New(1, Day, WithMaxKeys(500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.t.shards) < 2 {
+		t.Skip("one shard: the reclaim over shards is not exercised")
+	}
+	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 500 {
+		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint("x", i), 1); !errors.Is(err, ErrTooManyKeys) {
+			t.Fatalf("key %d over the cap: %v", i, err)
+		}
+	}
+	// On the next day, every new key finds room.
+	for i := range 500 {
+		if d, err := q.AllowAt(context.Background(), d0.Add(24*time.Hour), fmt.Sprint("y", i), 1); err != nil || !d.Allowed {
+			t.Fatalf("next day, key %d: %+v, %v", i, d, err)
+		}
+	}
+	if q.Len() != 500 {
+		t.Errorf("holding %d keys, want 500", q.Len())
+	}
+	for i := range q.t.shards {
+		sh := &q.t.shards[i]
+		sh.mu.Lock()
+		if len(sh.slots) != len(sh.index) {
+			t.Errorf("shard %d: %d slots, %d in the index", i, len(sh.slots), len(sh.index))
+		}
+		for j, s := range sh.slots {
+			if sh.index[s.key] != int32(j) || s.st.Used == 0 {
+				t.Errorf("shard %d slot %d: %+v, index %d", i, j, s, sh.index[s.key])
+			}
+		}
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,411 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// Quota counts events per key per calendar period: at most N events for
+// each key in each period (hour, day, week, month or year) of the calendar
+// of a time zone. The whole N is available when a period starts, and
+// nothing comes back until the next period starts; then the count starts
+// over from zero. A request of n events for a key is admitted iff the
+// events already admitted for the key in the current period, plus n, are
+// at most N; admitted, they are counted. A denied request counts nothing.
+// A request is never partly admitted.
+//
+// AllowAt(ctx, now, key, n) decides at an explicit instant, AllowLimitAt under a
+// size given per call (so one Quota serves every tier of a plan), and the
+// shorthands without an instant (Allow, AllowLimit) read the Quota's
+// Clock. RefundAt gives back events that a later check refused, and Reset
+// forgets a key.
+//
+// # Time
+//
+// A quota follows the wall clock: periods are calendar periods (see
+// Period.Bounds for how they are computed, daylight-saving changes
+// included), and instants are read as their wall-clock time, not their
+// monotonic reading. Instants before 1970 count as 1970 and after 2116 as
+// 2116, as in package admit.
+//
+// The current period of a Quota is the latest period holding an instant
+// any call (AllowAt, RefundAt, or their shorthands) was made at; it never
+// moves back. An instant earlier than its start (the wall clock stepped
+// back, or AllowAt was given an older instant) is decided in the current
+// period, against the key's count there, whatever the key: going back in
+// time never resets or refills a quota. RetryAfter and ResetAfter are
+// still measured from the instant given (so they exceed the period's
+// length then). A step of the wall clock forward across the end of a
+// period starts the next period. Tests that replay instants should use a
+// Quota per timeline.
+//
+// # Memory
+//
+// A Quota holds a key (its period and its count, with the key: about 100
+// bytes plus the key's length) from its first admitted event. Once the
+// key's period has ended the key is the same as a new one, and it is
+// forgotten lazily, without a goroutine (two keys are looked at on each
+// insertion of a key, and all of them when the cap is reached), which
+// changes no decision, even when time goes back (because of the rule
+// above). Peeks and denials of a key not held store nothing.
+//
+// The number of keys held is capped (WithMaxKeys). At the cap, a new key
+// is refused with an error wrapping ErrTooManyKeys unless a key of an
+// ended period can be forgotten; the Observer sees the refusal (Decided)
+// and the number of keys (Tracked). A Quota never forgets a key whose
+// period is still running: that would give the key its whole quota again,
+// silently. Size the cap for the keys active in one period.
+//
+// Keys are arbitrary byte strings up to a maximum length
+// (WithMaxKeyLength). They are spread over shards by a seeded hash, so
+// goroutines deciding on different keys rarely share a lock.
+//
+// The zero Quota is not usable; create one with New. A Quota is safe for
+// concurrent use: goroutines deciding on one key at one instant admit
+// exactly N events between them.
+type Quota struct {
+	limit     int64
+	period    Period
+	loc       *time.Location
+	weekStart time.Weekday
+	clock     admit.Clock
+	name      string
+	obs       admit.Observer
+	maxKeyLen int
+	errFull   error
+
+	// cur is the current period: the latest any decision was made in. It
+	// only moves forward. nil before the first decision.
+	cur atomic.Pointer[window]
+	t   *table
+}
+
+// New returns a Quota of n events per key per period, with no key held
+// yet. n must be at least 1 (ErrInvalidQuota) and period one of the Period
+// constants (ErrInvalidPeriod); an invalid option is an error wrapping
+// ErrInvalidOption.
+func New(n int64, period Period, opts ...Option) (*Quota, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, n)
+	}
+	if !period.valid() {
+		return nil, fmt.Errorf("%w: %v: want Hour, Day, Week, Month or Year", ErrInvalidPeriod, period)
+	}
+	o := options{
+		loc:       time.UTC,
+		weekStart: time.Monday,
+		clock:     admit.SystemClock,
+		maxKeys:   DefaultMaxKeys,
+		maxKeyLen: DefaultMaxKeyLength,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	return &Quota{
+		limit:     n,
+		period:    period,
+		loc:       o.loc,
+		weekStart: o.weekStart,
+		clock:     o.clock,
+		name:      o.name,
+		obs:       o.obs,
+		maxKeyLen: o.maxKeyLen,
+		errFull:   fmt.Errorf("%w: %d keys are held, none of them from an ended period", ErrTooManyKeys, o.maxKeys),
+		t:         newTable(o.maxKeys),
+	}, nil
+}
+
+// Limit returns the quota's size: events per key per period.
+func (q *Quota) Limit() int64 { return q.limit }
+
+// Period returns the kind of period the quota counts over.
+func (q *Quota) Period() Period { return q.period }
+
+// Location returns the time zone whose calendar the periods follow.
+func (q *Quota) Location() *time.Location { return q.loc }
+
+// PeriodAt returns the period holding instant t, in the quota's location:
+// start <= t < end. It is q.Period().Bounds(t, location, week start), and
+// does not depend on the instants decided so far.
+func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
+	return q.period.Bounds(t, q.loc, q.weekStart)
+}
+
+// Len returns the number of keys the quota holds state for.
+func (q *Quota) Len() int { return int(q.t.count.Load()) }
+
+// Allow is shorthand for AllowAt(ctx, clock.Now(), key, n). ctx is not
+// used by the in-memory Quota (deciding never waits); it is there so that
+// every method has the signature of the keyed limiters, in memory or in a
+// store.
+func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return q.decide(nanos(q.clock.Now()), key, q.limit, n)
+}
+
+// AllowAt decides whether n events may happen for key at instant now, and
+// if so counts them in the current period.
+//
+// The Decision's Kind is admit.KindQuota; its Limit is {Rate: N, Burst: N,
+// Period: the length of the period decided in} (a day can last 23 or 25
+// hours, a month 28 to 31 days); Remaining is N minus the events counted
+// in the period (0 if that is negative, after a smaller per-call size);
+// ResetAfter is the time until the period ends if anything is counted in
+// it, else 0; and RetryAfter is 0 when allowed, else the time until the
+// period ends, when the count starts over. All are exact to the
+// nanosecond. A denial is a Decision with Allowed false, not an error.
+//
+// n = 0 is a peek: allowed, counting nothing (nor storing the key), it
+// reports Remaining and ResetAfter. n > N is denied with RetryAfter
+// admit.InfDuration: it can never be admitted (as package admit decides
+// n > burst; it is a denial, not an error).
+//
+// The error is non-nil only when the request could not be decided; it is
+// then refused (Allowed false) and nothing is counted: n < 0 (an error
+// wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a key longer
+// than the maximum (ErrKeyTooLong, RetryAfter InfDuration), or a new key
+// beyond the cap (ErrTooManyKeys, RetryAfter until the period ends, when
+// keys are freed).
+func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
+	return q.decide(nanos(now), key, q.limit, n)
+}
+
+// AllowLimit is shorthand for AllowLimitAt(ctx, clock.Now(), key, limit, n).
+func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (admit.Decision, error) {
+	return q.decide(nanos(q.clock.Now()), key, limit, n)
+}
+
+// AllowLimitAt is AllowAt with a quota of limit events per period instead
+// of the Quota's own N (which it ignores): one Quota then serves the keys
+// of every tier, each call giving the size of its key's tier. A key's
+// count carries over when its size changes within a period: a key that
+// used 500 events and is then checked against a limit of 100 has
+// Remaining 0. limit must be at least 1; otherwise the error wraps
+// ErrInvalidQuota and the request is refused.
+func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
+	return q.decide(nanos(now), key, limit, n)
+}
+
+// Refund is shorthand for RefundAt(ctx, clock.Now(), key, n).
+func (q *Quota) Refund(ctx context.Context, key string, n int64) error {
+	return q.RefundAt(ctx, q.clock.Now(), key, n)
+}
+
+// RefundAt gives back up to n events counted for key in the current period
+// at instant now, as if they had not been admitted: for a request that a
+// later check refused after this quota admitted it. Events counted in a
+// period that has ended are not given back (the count started over
+// anyway), and a refund never takes a count below zero. The error is
+// non-nil only for bad input: n < 0 (admit.ErrInvalidCost) or a key longer
+// than the maximum (ErrKeyTooLong).
+func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
+	if err := q.checkInput(key, n); err != nil {
+		return err
+	}
+	w := q.window(nanos(now))
+	sh := q.t.shard(key)
+	sh.mu.Lock()
+	w = q.latest(w)
+	if i := sh.find(key); i >= 0 {
+		if s := refund(sh.slots[i].st, w, n); expired(s, w) {
+			q.t.remove(sh, i)
+		} else {
+			sh.slots[i].st = s
+		}
+	}
+	sh.mu.Unlock()
+	return nil
+}
+
+// Reset forgets key, whose whole quota is then available again. It reports
+// whether the key was held.
+func (q *Quota) Reset(key string) bool {
+	sh := q.t.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i := sh.find(key)
+	if i < 0 {
+		return false
+	}
+	q.t.remove(sh, i)
+	return true
+}
+
+// decide is AllowLimitAt on the time line.
+func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, error) {
+	if n < 0 || limit < 1 || len(key) > q.maxKeyLen {
+		return q.refuse(now, key, limit, n)
+	}
+	w := q.window(now)
+	t := q.t
+	sh := t.shard(key)
+	evicted := 0
+	for attempt := 0; ; attempt++ {
+		sh.mu.Lock()
+		w = q.latest(w)
+		if i := sh.find(key); i >= 0 {
+			st := &sh.slots[i].st
+			next, r := step(*st, w, now, n, limit)
+			if next.Used == 0 {
+				t.remove(sh, i) // an ended period's count, not renewed
+			} else {
+				*st = next
+			}
+			sh.mu.Unlock()
+			return q.decision(key, n, limit, r, evicted), nil
+		}
+		next, r := step(state{}, w, now, n, limit)
+		if next.Used == 0 { // a peek or a denial: nothing to store
+			sh.mu.Unlock()
+			return q.decision(key, n, limit, r, evicted), nil
+		}
+		if t.add(sh, key, next) {
+			evicted += t.sweepSome(sh, w, 2)
+			sh.mu.Unlock()
+			return q.decision(key, n, limit, r, evicted), nil
+		}
+		sh.mu.Unlock()
+		if attempt > 0 {
+			return q.full(now, key, limit, n, w, evicted)
+		}
+		// At the cap: forget the keys of ended periods, then try again.
+		w = q.latest(w)
+		evicted += t.reclaim(w)
+	}
+}
+
+// window returns the period to decide an instant in: the current period
+// if now is in it or earlier, else the period holding now, which becomes
+// the current period.
+func (q *Quota) window(now int64) window {
+	if p := q.cur.Load(); p != nil && now < p.End {
+		return *p
+	}
+	w := new(window)
+	*w = q.bounds(now)
+	for {
+		p := q.cur.Load()
+		if p != nil && p.Start >= w.Start {
+			return *p // another call moved on meanwhile
+		}
+		if q.cur.CompareAndSwap(p, w) {
+			return *w
+		}
+	}
+}
+
+// bounds returns the period holding now.
+func (q *Quota) bounds(now int64) window {
+	start, end := q.period.Bounds(time.Unix(0, now), q.loc, q.weekStart)
+	return window{Start: start.UnixNano(), End: end.UnixNano()}
+}
+
+// latest returns w, or the current period if another call has moved on
+// past w since w was read. Called under the key's shard lock, it makes
+// sure a key forgotten for having ended (by a call that held the lock
+// before) is never decided in its ended period.
+func (q *Quota) latest(w window) window {
+	if p := q.cur.Load(); p.Start > w.Start {
+		return *p
+	}
+	return w
+}
+
+// decision builds the Decision of a step's result and reports it.
+func (q *Quota) decision(key string, n, limit int64, r result, evicted int) admit.Decision {
+	d := admit.Decision{
+		Allowed:    r.Allowed,
+		Limit:      admit.Limit{Rate: limit, Period: time.Duration(r.End - r.Start), Burst: limit},
+		Remaining:  r.Remaining,
+		RetryAfter: time.Duration(r.RetryAfter),
+		ResetAfter: time.Duration(r.ResetAfter),
+		Rule:       q.name,
+		Kind:       admit.KindQuota,
+	}
+	if q.obs != nil {
+		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+		if evicted > 0 {
+			q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
+			q.obs.Tracked(q.name, q.Len())
+		}
+	}
+	return d
+}
+
+// full refuses a new key at the cap.
+func (q *Quota) full(now int64, key string, limit, n int64, w window, evicted int) (admit.Decision, error) {
+	d := admit.Decision{
+		Limit:      admit.Limit{Rate: limit, Period: time.Duration(w.End - w.Start), Burst: limit},
+		RetryAfter: time.Duration(w.End - now),
+		Rule:       q.name,
+		Kind:       admit.KindQuota,
+	}
+	if q.obs != nil {
+		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+		if evicted > 0 {
+			q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
+		}
+		q.obs.Tracked(q.name, q.Len())
+	}
+	return d, q.errFull
+}
+
+// refuse answers a request with bad input.
+func (q *Quota) refuse(now int64, key string, limit, n int64) (admit.Decision, error) {
+	err := q.checkInput(key, n)
+	if err == nil {
+		err = fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, limit)
+	}
+	// Report the period without making it the current one.
+	var w window
+	if p := q.cur.Load(); p != nil && now < p.End {
+		w = *p
+	} else {
+		w = q.bounds(now)
+	}
+	d := admit.Decision{
+		Limit:      admit.Limit{Rate: limit, Period: time.Duration(w.End - w.Start), Burst: limit},
+		RetryAfter: admit.InfDuration,
+		Rule:       q.name,
+		Kind:       admit.KindQuota,
+	}
+	if q.obs != nil {
+		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+	}
+	return d, err
+}
+
+func (q *Quota) checkInput(key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if len(key) > q.maxKeyLen {
+		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.maxKeyLen)
+	}
+	return nil
+}
+
+// maxTime is the latest instant (ns since the Unix epoch, in 2116) a quota
+// distinguishes, as in package admit.
+const maxTime = int64(1) << 62
+
+// nanos returns t's wall-clock time in ns since the Unix epoch, clamped to
+// [0, maxTime].
+func nanos(t time.Time) int64 {
+	s := t.Unix()
+	switch {
+	case s < 0:
+		return 0
+	case s > maxTime/1e9:
+		return maxTime
+	}
+	return min(s*1e9+int64(t.Nanosecond()), maxTime)
+}
