@@ -120,7 +120,9 @@ func (l Limit) String() string {
 	if l.Rate == Inf {
 		return "unlimited"
 	}
-	if l.Rate < 0 || l.Period < 0 || l.Burst < 0 {
+	if l.Rate < 0 || l.Period < 0 || l.Burst < 0 || (l.Rate > 0 && l.Period == 0) {
+		// Outside the domain, or not a rate (a concurrency limit has no
+		// Period): the fields as they are.
 		return l.debugString()
 	}
 	s := strconv.FormatInt(l.Rate, 10) + "/" + formatPeriod(l.Period)
