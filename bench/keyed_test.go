@@ -1,0 +1,230 @@
+package bench
+
+// Keyed limiters: many clients, one limit each.
+//
+//   - BenchmarkKeyed1M: 1,000,000 distinct keys, visited round-robin, every
+//     key already present (the steady state of a busy service). Each library
+//     reads the clock itself, so admit is called in its clock-reading form
+//     (Allow). "xrate-syncmap" is the structure users build by hand with
+//     golang.org/x/time/rate: a sync.Map of *rate.Limiter.
+//   - BenchmarkKeyed1MParallel: the same from every P (run with -cpu 1,2).
+//   - BenchmarkKeyedMemory: the heap retained per key after inserting 1M
+//     keys, after GC, reported as B/key. The keys' own bytes are not
+//     counted: admit copies each key into its arena (subtracted), the others
+//     keep a reference to the benchmark's string.
+//   - BenchmarkKeyedFlood: 10,000,000 unique keys through admit with a cap of
+//     1,000,000, a hot key denied all along; reports the heap after GC and
+//     fails if the hot key is ever admitted again.
+//
+// All limits are 1000 per second with a burst of 1000 per key, which the
+// benchmarks never exhaust (each key is visited once per million calls).
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/keyed"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"github.com/throttled/throttled/v2"
+	"github.com/throttled/throttled/v2/store/memstore"
+	"golang.org/x/time/rate"
+)
+
+const (
+	keyCount = 1_000_000
+	keyRate  = 1000
+)
+
+// keys returns the benchmark's keys, built on first use.
+var keys = sync.OnceValue(func() []string {
+	k := make([]string, keyCount)
+	for i := range k {
+		k[i] = "client-" + strconv.Itoa(i)
+	}
+	return k
+})
+
+// heavy skips a benchmark that needs seconds and gigabytes in -short mode
+// (the smoke run of scripts/test).
+func heavy(b *testing.B) {
+	if testing.Short() {
+		b.Skip("heavy: skipped with -short")
+	}
+}
+
+// keyedLib is one library's keyed limiter, called as it is normally used.
+type keyedLib struct {
+	name string
+	make func(b *testing.B) (allow func(key string) bool, close func())
+}
+
+var keyedLibs = []keyedLib{
+	{"admit-keyed", func(b *testing.B) (func(string) bool, func()) {
+		lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(keyRate), keyed.WithMaxKeys(2*keyCount))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		return func(k string) bool {
+			d, err := lim.Allow(ctx, k, 1)
+			return d.Allowed && err == nil
+		}, func() { runtime.KeepAlive(lim) }
+	}},
+	{"xrate-syncmap", func(b *testing.B) (func(string) bool, func()) {
+		var m sync.Map
+		return func(k string) bool {
+			v, ok := m.Load(k)
+			if !ok {
+				v, _ = m.LoadOrStore(k, rate.NewLimiter(keyRate, keyRate))
+			}
+			return v.(*rate.Limiter).Allow()
+		}, func() { runtime.KeepAlive(&m) }
+	}},
+	{"go-limiter", func(b *testing.B) (func(string) bool, func()) {
+		ctx := context.Background()
+		st, err := memorystore.New(&memorystore.Config{Tokens: keyRate, Interval: time.Second, SweepMinTTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(k string) bool {
+			_, _, _, ok, err := st.Take(ctx, k)
+			return ok && err == nil
+		}, func() { st.Close(ctx) }
+	}},
+	{"throttled", func(b *testing.B) (func(string) bool, func()) {
+		ctx := context.Background()
+		st, err := memstore.NewCtx(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := throttled.NewGCRARateLimiterCtx(st, throttled.RateQuota{MaxRate: throttled.PerSec(keyRate), MaxBurst: keyRate - 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(k string) bool {
+			limited, _, err := l.RateLimitCtx(ctx, k, 1)
+			return !limited && err == nil
+		}, func() { runtime.KeepAlive(l) }
+	}},
+}
+
+func BenchmarkKeyed1M(b *testing.B) {
+	heavy(b)
+	benchKeys := keys()
+	for _, lib := range keyedLibs {
+		b.Run(lib.name, func(b *testing.B) {
+			allow, done := lib.make(b)
+			defer done()
+			for _, k := range benchKeys {
+				allow(k)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if !allow(benchKeys[i]) {
+					b.Fatal("denied")
+				}
+				if i++; i == keyCount {
+					i = 0
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkKeyed1MParallel(b *testing.B) {
+	heavy(b)
+	benchKeys := keys()
+	for _, lib := range keyedLibs {
+		b.Run(lib.name, func(b *testing.B) {
+			allow, done := lib.make(b)
+			defer done()
+			for _, k := range benchKeys {
+				allow(k)
+			}
+			b.ReportAllocs()
+			var seq sync.Mutex
+			next := 0
+			b.RunParallel(func(pb *testing.PB) {
+				seq.Lock()
+				i := next * 7919 % keyCount
+				next++
+				seq.Unlock()
+				for pb.Next() {
+					allow(benchKeys[i])
+					if i++; i == keyCount {
+						i = 0
+					}
+				}
+			})
+		})
+	}
+}
+
+func heapNow() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func BenchmarkKeyedMemory(b *testing.B) {
+	heavy(b)
+	benchKeys := keys()
+	keyBytes := 0
+	for _, k := range benchKeys {
+		keyBytes += len(k)
+	}
+	for _, lib := range keyedLibs {
+		b.Run(lib.name, func(b *testing.B) {
+			var perKey float64
+			for b.Loop() {
+				before := heapNow()
+				allow, done := lib.make(b)
+				for _, k := range benchKeys {
+					allow(k)
+				}
+				grown := float64(heapNow()) - float64(before)
+				if lib.name == "admit-keyed" {
+					grown -= float64(keyBytes)
+				}
+				perKey = grown / keyCount
+				done()
+			}
+			b.ReportMetric(perKey, "B/key")
+		})
+	}
+}
+
+func BenchmarkKeyedFlood(b *testing.B) {
+	heavy(b)
+	const flood, capKeys = 10_000_000, 1_000_000
+	for b.Loop() {
+		lim, err := keyed.New(admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(capKeys))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		now := time.Now()
+		lim.AllowAt(ctx, now, "hot", 1)
+		buf := make([]byte, 0, 32)
+		for i := range flood {
+			buf = strconv.AppendInt(append(buf[:0], "flood-"...), int64(i), 10)
+			lim.AllowAt(ctx, now, string(buf), 1)
+			if i%100 == 0 {
+				if d, _ := lim.AllowAt(ctx, now, "hot", 1); d.Allowed {
+					b.Fatalf("the hot key was admitted after %d flood keys", i)
+				}
+			}
+		}
+		b.ReportMetric(float64(lim.Len()), "keys-held")
+		b.ReportMetric(float64(heapNow())/(1<<20), "heap-MiB")
+		runtime.KeepAlive(lim)
+	}
+}
