@@ -45,7 +45,7 @@ const (
 	minSlots   = 8
 )
 
-func (s *slot[S]) ref() uint32  { return uint32(s.meta) }
+func (s *slot[S]) ref() uint32 { return uint32(s.meta) }
 
 // home returns the slot a hash belongs in, for a table of size n: the hash
 // scaled to [0, n) (so n need not be a power of two).
