@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func benchKeys(n int) []string {
 	return keys
 }
 
-var keys1M = benchKeys(1_000_000)
+// keys1M returns 1M keys, built on first use (not by every test run).
+var keys1M = sync.OnceValue(func() []string { return benchKeys(1_000_000) })
 
 func BenchmarkAllowAt(b *testing.B) {
 	ctx := context.Background()
@@ -38,10 +40,11 @@ func BenchmarkAllowAt(b *testing.B) {
 		lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
 		now := time.Now()
 		b.ReportAllocs()
+		keys := keys1M()
 		i := 0
 		for b.Loop() {
-			lim.AllowAt(ctx, now, keys1M[i], 1)
-			if i++; i == len(keys1M) {
+			lim.AllowAt(ctx, now, keys[i], 1)
+			if i++; i == len(keys) {
 				i = 0
 			}
 		}
@@ -52,13 +55,14 @@ func BenchmarkAllowParallel(b *testing.B) {
 	ctx := context.Background()
 	lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
 	now := time.Now()
+	keys := keys1M()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			lim.AllowAt(ctx, now, keys1M[i], 1)
-			if i += 7; i >= len(keys1M) {
-				i -= len(keys1M)
+			lim.AllowAt(ctx, now, keys[i], 1)
+			if i += 7; i >= len(keys) {
+				i -= len(keys)
 			}
 		}
 	})
@@ -68,8 +72,9 @@ func BenchmarkAllowParallel(b *testing.B) {
 // retains per key beyond the keys' own bytes, after GC.
 func BenchmarkMemoryPerKey(b *testing.B) {
 	ctx := context.Background()
+	keys := keys1M()
 	keyBytes := 0
-	for _, k := range keys1M {
+	for _, k := range keys {
 		keyBytes += len(k)
 	}
 	for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow} {
@@ -79,14 +84,14 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 				before := heap()
 				lim, _ := New(alg, admit.PerHour(100), WithMaxKeys(2_000_000))
 				now := time.Now()
-				for _, k := range keys1M {
+				for _, k := range keys {
 					lim.AllowAt(ctx, now, k, 1)
 				}
 				after := heap()
-				if lim.Len() != len(keys1M) {
+				if lim.Len() != len(keys) {
 					b.Fatalf("holds %d keys", lim.Len())
 				}
-				perKey = float64(int64(after)-int64(before)-int64(keyBytes)) / float64(len(keys1M))
+				perKey = float64(int64(after)-int64(before)-int64(keyBytes)) / float64(len(keys))
 				runtime.KeepAlive(lim)
 			}
 			b.ReportMetric(perKey, "B/key")
