@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/timeline"
 )
 
 // Pacer is a leaky bucket used as a queue: it releases events one emission
@@ -149,8 +150,8 @@ func (p *Pacer) Wait(ctx context.Context) error {
 // system clock, whose cheaper reading is only on the time line) and on the
 // time line.
 func (p *Pacer) now() (time.Time, int64) {
-	if p.clock == SystemClock {
-		return time.Time{}, clockNanos(p.clock)
+	if isSystem(p.clock) {
+		return time.Time{}, timeline.Now()
 	}
 	now := p.clock.Now()
 	return now, nanos(now)
@@ -158,7 +159,7 @@ func (p *Pacer) now() (time.Time, int64) {
 
 // instant returns the instant now() read.
 func (p *Pacer) instant(now time.Time, t int64) time.Time {
-	if p.clock == SystemClock {
+	if isSystem(p.clock) {
 		return fromNanos(t)
 	}
 	return now

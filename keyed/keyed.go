@@ -67,6 +67,7 @@ type Limiter struct {
 	name      string
 	obs       admit.Observer
 	maxKeyLen int
+	sysClock  bool // clock is admit.SystemClock
 }
 
 // compiled is a limit checked and compiled for the limiter's algorithm.
@@ -100,7 +101,7 @@ func New(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
 		shards = 16 * runtime.GOMAXPROCS(0)
 	}
 	shards = pow2(min(shards, 1<<12, max(o.maxKeys/8, 1)))
-	lim := &Limiter{alg: alg, clock: o.clock, name: o.name, obs: o.obs, maxKeyLen: o.maxKeyLen}
+	lim := &Limiter{alg: alg, clock: o.clock, name: o.name, obs: o.obs, maxKeyLen: o.maxKeyLen, sysClock: o.clock == admit.SystemClock}
 	switch alg {
 	case admit.AlgGCRA:
 		lim.eng = newTable(gcraOps, shards, o.maxKeys, o.grace)
@@ -163,7 +164,7 @@ func (lim *Limiter) Allow(ctx context.Context, key string, n int64) (admit.Decis
 
 // now reads the limiter's clock on the time line.
 func (lim *Limiter) now() int64 {
-	if lim.clock == admit.SystemClock {
+	if lim.sysClock {
 		return timeline.Now()
 	}
 	return timeline.Nanos(lim.clock.Now())
