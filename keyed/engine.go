@@ -134,36 +134,42 @@ func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) 
 }
 
 // evictOne forgets one key of a full shard: an idle key among the next
-// idleScan slots of the sweep if there is one, else one chosen by the CLOCK
-// algorithm (approximate LRU): the first key the hand finds idle, or not
-// referenced since the hand last passed it. New keys start unreferenced, so
-// a flood of keys seen once evicts its own kind first and spares the keys
-// in use. It requires sh.mu and sh.n > 0.
+// idleScan slots of the sweep if there is one, else one chosen by a CLOCK
+// with random hands (approximate LRU): slots are drawn at random, a key
+// referenced since it was last drawn has its bit cleared and is spared,
+// and the first idle or unreferenced key is evicted. New keys start
+// unreferenced, so a flood of keys seen once evicts its own kind first and
+// spares the keys in use. (Drawing at random, rather than sweeping in
+// order, spreads evictions over the table, so linear probing's clusters do
+// not grow where a hand has not been.) It requires sh.mu and sh.n > 0.
 func (t *table[S]) evictOne(sh *shard[S], now int64, ev *evictions) {
 	before := ev.idle
 	if t.sweepSome(sh, now, idleScan, ev); ev.idle > before {
 		return
 	}
-	size := len(sh.slots)
-	for range 2*size + 1 {
-		if sh.hand >= size {
-			sh.hand = 0
-		}
-		s := &sh.slots[sh.hand]
+	size := uint64(len(sh.slots))
+	for {
+		// xorshift64: a cheap, per-shard sequence of slots.
+		x := sh.hand | 1
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		sh.hand = x
+		i := int(x % size)
+		s := &sh.slots[i]
 		switch {
 		case s.meta == 0:
 		case t.idle(&s.st, now):
 			ev.idle++
-			sh.remove(sh.hand)
+			sh.remove(i)
 			return
 		case s.meta&referenced != 0:
 			s.meta &^= referenced
 		default:
 			ev.pressure++
-			sh.remove(sh.hand)
+			sh.remove(i)
 			return
 		}
-		sh.hand++
 	}
 }
 

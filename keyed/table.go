@@ -26,7 +26,7 @@ type shard[S any] struct {
 	limit int    // grow when n reaches it (load factor 4/5)
 	arena []byte // keys
 	dead  int    // bytes of deleted keys in arena
-	hand  int    // CLOCK hand, for eviction at the cap
+	hand  uint64 // random state of the CLOCK's hands, for eviction at the cap
 	sweep int    // cursor of the incremental sweep of idle keys
 	count atomic.Int64
 	_     [64]byte // keep shards on separate cache lines
