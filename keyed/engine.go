@@ -19,6 +19,11 @@ type engine interface {
 
 type evictions struct{ idle, pressure int }
 
+// handStep is the stride of the CLOCK hand: a prime, larger than any table
+// (offsets are 31 bits), so that it is coprime with the table's size and
+// the hand visits every slot once per revolution.
+const handStep = 2654435761
+
 // idleScan is how many slots evictOne looks at for an idle key before it
 // evicts one in use.
 const idleScan = 32
@@ -112,20 +117,19 @@ func (t *table[S]) makeRoom(sh *shard[S], now int64, ev *evictions) {
 }
 
 // sweepSome looks at up to count slots from the sweep cursor and forgets
-// the keys that are back at full capacity. It requires sh.mu.
+// the keys that are back at full capacity. Like the CLOCK hand, the cursor
+// visits the slots in a scattered order (see evictOne). It requires sh.mu.
 func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) {
-	size := len(sh.slots)
+	size := uint64(len(sh.slots))
 	if size == 0 {
 		return
 	}
 	for range count {
-		if sh.sweep >= size {
-			sh.sweep = 0
-		}
-		s := &sh.slots[sh.sweep]
+		i := int(sh.sweep % size * (handStep % size) % size)
+		s := &sh.slots[i]
 		if s.meta != 0 && t.idle(&s.st, now) {
 			ev.idle++
-			if sh.remove(sh.sweep) {
+			if sh.remove(i) {
 				continue // look at the key that moved in
 			}
 		}
@@ -134,28 +138,26 @@ func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) 
 }
 
 // evictOne forgets one key of a full shard: an idle key among the next
-// idleScan slots of the sweep if there is one, else one chosen by a CLOCK
-// with random hands (approximate LRU): slots are drawn at random, a key
-// referenced since it was last drawn has its bit cleared and is spared,
-// and the first idle or unreferenced key is evicted. New keys start
-// unreferenced, so a flood of keys seen once evicts its own kind first and
-// spares the keys in use. (Drawing at random, rather than sweeping in
-// order, spreads evictions over the table, so linear probing's clusters do
-// not grow where a hand has not been.) It requires sh.mu and sh.n > 0.
+// idleScan slots of the sweep if there is one, else one chosen by the CLOCK
+// algorithm (approximate LRU): the hand visits every slot once per
+// revolution, a key referenced since the hand last passed it has its bit
+// cleared and is spared, and the first idle or unreferenced key is
+// evicted. So a key used at least once per revolution is never evicted, and
+// since new keys start unreferenced, a flood of keys seen once evicts its
+// own kind. The hand visits the slots in a scattered order (slot c×step mod
+// size, step a prime larger than any table), not one after another:
+// evicting in order empties a band behind the hand while insertions fill
+// the rest, and linear probing's clusters there grow until each deletion
+// scans thousands of slots. It requires sh.mu and sh.n > 0.
 func (t *table[S]) evictOne(sh *shard[S], now int64, ev *evictions) {
 	before := ev.idle
 	if t.sweepSome(sh, now, idleScan, ev); ev.idle > before {
 		return
 	}
 	size := uint64(len(sh.slots))
-	for {
-		// xorshift64: a cheap, per-shard sequence of slots.
-		x := sh.hand | 1
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		sh.hand = x
-		i := int(x % size)
+	for range 2*size + 1 {
+		i := int(sh.hand % size * (handStep % size) % size)
+		sh.hand++
 		s := &sh.slots[i]
 		switch {
 		case s.meta == 0:
