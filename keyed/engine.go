@@ -124,17 +124,20 @@ func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) 
 	if size == 0 {
 		return
 	}
+	step, i := handStep%size, sh.sweep%size
 	for range count {
-		i := int(sh.sweep % size * (handStep % size) % size)
 		s := &sh.slots[i]
 		if s.meta != 0 && t.idle(&s.st, now) {
 			ev.idle++
-			if sh.remove(i) {
+			if sh.remove(int(i)) {
 				continue // look at the key that moved in
 			}
 		}
-		sh.sweep++
+		if i += step; i >= size {
+			i -= size
+		}
 	}
+	sh.sweep = i
 }
 
 // evictOne forgets one key of a full shard: an idle key among the next
@@ -144,8 +147,9 @@ func (t *table[S]) sweepSome(sh *shard[S], now int64, count int, ev *evictions) 
 // cleared and is spared, and the first idle or unreferenced key is
 // evicted. So a key used at least once per revolution is never evicted, and
 // since new keys start unreferenced, a flood of keys seen once evicts its
-// own kind. The hand visits the slots in a scattered order (slot c×step mod
-// size, step a prime larger than any table), not one after another:
+// own kind. The hand visits the slots in a scattered order (each slot step
+// after the last, mod size; step a prime larger than any table), not one
+// after another:
 // evicting in order empties a band behind the hand while insertions fill
 // the rest, and linear probing's clusters there grow until each deletion
 // scans thousands of slots. It requires sh.mu and sh.n > 0.
@@ -155,23 +159,30 @@ func (t *table[S]) evictOne(sh *shard[S], now int64, ev *evictions) {
 		return
 	}
 	size := uint64(len(sh.slots))
+	step, i := handStep%size, sh.hand%size
+	defer func() { sh.hand = i }()
 	for range 2*size + 1 {
-		i := int(sh.hand % size * (handStep % size) % size)
-		sh.hand++
 		s := &sh.slots[i]
+		next := i + step
+		if next >= size {
+			next -= size
+		}
 		switch {
 		case s.meta == 0:
 		case t.idle(&s.st, now):
 			ev.idle++
-			sh.remove(i)
+			sh.remove(int(i))
+			i = next
 			return
 		case s.meta&referenced != 0:
 			s.meta &^= referenced
 		default:
 			ev.pressure++
-			sh.remove(i)
+			sh.remove(int(i))
+			i = next
 			return
 		}
+		i = next
 	}
 }
 

@@ -26,8 +26,8 @@ type shard[S any] struct {
 	limit int    // grow when n reaches it (load factor 4/5)
 	arena []byte // keys
 	dead  int    // bytes of deleted keys in arena
-	hand  uint64 // CLOCK hand (a count; see evictOne), for eviction at the cap
-	sweep uint64 // cursor of the incremental sweep of idle keys (a count)
+	hand  uint64 // CLOCK hand, for eviction at the cap (see evictOne)
+	sweep uint64 // cursor of the incremental sweep of idle keys
 	count atomic.Int64
 	_     [64]byte // keep shards on separate cache lines
 }
