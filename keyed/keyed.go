@@ -210,17 +210,12 @@ func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (a
 func (lim *Limiter) Reset(key string) bool { return lim.eng.reset(key) }
 
 func (lim *Limiter) decide(now int64, key string, c *compiled, n int64) (admit.Decision, error) {
-	if n < 0 {
-		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name},
-			fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
-	}
-	if len(key) > lim.maxKeyLen {
-		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name},
-			fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.maxKeyLen)
+	if n < 0 || len(key) > lim.maxKeyLen {
+		return lim.refuse(key, c, n, nil)
 	}
 	r, ev, ok := lim.eng.decide(now, key, &c.p, n)
 	if !ok {
-		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, ErrStoreFull
+		return lim.refuse(key, c, n, ErrStoreFull)
 	}
 	d := admit.Decision{
 		Allowed:    r.Allowed,
@@ -234,6 +229,19 @@ func (lim *Limiter) decide(now int64, key string, c *compiled, n int64) (admit.D
 		lim.observe(key, n, d, ev)
 	}
 	return d, nil
+}
+
+// refuse is the decision and error for a request that cannot be decided:
+// bad input (err nil: it is worked out here) or a full store.
+func (lim *Limiter) refuse(key string, c *compiled, n int64, err error) (admit.Decision, error) {
+	switch {
+	case err != nil:
+	case n < 0:
+		err = fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	default:
+		err = fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.maxKeyLen)
+	}
+	return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, err
 }
 
 func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions) {
