@@ -5,7 +5,7 @@
 // A keyed Limiter decides for every key exactly as its own single-key
 // limiter of package admit would (the admittest conformance suite checks
 // it), without one object per key: states live in a sharded open-addressing
-// table, keys in byte arenas the garbage collector does not scan, about 34
+// table, keys in byte arenas the garbage collector does not scan, about 35
 // bytes per key for GCRA plus the key's bytes. Deciding on a key that is
 // already held does not allocate.
 //
