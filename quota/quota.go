@@ -330,14 +330,24 @@ func (q *Quota) decision(key string, n, limit int64, r result, evicted int) admi
 		Rule:       q.name,
 		Kind:       admit.KindQuota,
 	}
-	if q.obs != nil {
-		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
-		if evicted > 0 {
-			q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
-			q.obs.Tracked(q.name, q.Len())
-		}
-	}
+	q.observe(key, n, d, evicted, false)
 	return d
+}
+
+// observe reports a decision, and the keys evicted to make it, to the
+// observer; the number of keys held goes with evictions, and always if
+// tracked is set.
+func (q *Quota) observe(key string, n int64, d admit.Decision, evicted int, tracked bool) {
+	if q.obs == nil {
+		return
+	}
+	q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+	if evicted > 0 {
+		q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
+	}
+	if evicted > 0 || tracked {
+		q.obs.Tracked(q.name, q.Len())
+	}
 }
 
 // full refuses a new key at the cap.
@@ -348,13 +358,7 @@ func (q *Quota) full(now int64, key string, limit, n int64, w window, evicted in
 		Rule:       q.name,
 		Kind:       admit.KindQuota,
 	}
-	if q.obs != nil {
-		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
-		if evicted > 0 {
-			q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
-		}
-		q.obs.Tracked(q.name, q.Len())
-	}
+	q.observe(key, n, d, evicted, true)
 	return d, q.errFull
 }
 
