@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/limits"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -60,22 +59,14 @@ var (
 // concurrent use.
 type Limiter struct {
 	alg       admit.Algorithm
-	own       *compiled
-	limits    limitCache
+	own       *limits.Compiled
+	limits    limits.Cache
 	eng       engine
 	clock     admit.Clock
 	name      string
 	obs       admit.Observer
 	maxKeyLen int
 	sysClock  bool // clock is admit.SystemClock
-}
-
-// compiled is a limit checked and compiled for the limiter's algorithm.
-type compiled struct {
-	key admit.Limit // as given
-	l   admit.Limit // with Burst filled in
-	p   algo.Params
-	err error
 }
 
 // New returns a Limiter deciding by algorithm alg, with limit l for the
@@ -116,9 +107,9 @@ func New(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
 	default:
 		return nil, fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, alg)
 	}
-	lim.own = compile(alg, l)
-	if lim.own.err != nil {
-		return nil, lim.own.err
+	lim.own = limits.Compile(alg, l)
+	if lim.own.Err != nil {
+		return nil, lim.own.Err
 	}
 	return lim, nil
 }
@@ -132,27 +123,11 @@ func pow2(n int) int {
 	return p
 }
 
-func compile(alg admit.Algorithm, l admit.Limit) *compiled {
-	c := &compiled{key: l, l: l}
-	if l.Burst == 0 && l.Rate != admit.Inf {
-		c.l.Burst = l.Rate
-	}
-	p, err := algo.Compile(l.Rate, int64(l.Period), l.Burst)
-	if err == nil && alg >= admit.AlgFixedWindow {
-		err = p.CheckWindow()
-	}
-	if err != nil {
-		c.err = fmt.Errorf("%w %v: %v", admit.ErrInvalidLimit, l, err)
-	}
-	c.p = p
-	return c
-}
-
 // Algorithm returns the limiter's algorithm.
 func (lim *Limiter) Algorithm() admit.Algorithm { return lim.alg }
 
 // Limit returns the limiter's own limit, with Burst filled in.
-func (lim *Limiter) Limit() admit.Limit { return lim.own.l }
+func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 
 // Len returns the number of keys the limiter holds state for.
 func (lim *Limiter) Len() int { return lim.eng.len() }
@@ -198,9 +173,9 @@ func (lim *Limiter) AllowLimitAt(ctx context.Context, now time.Time, key string,
 }
 
 func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	c := lim.limits.get(lim.alg, l)
-	if c.err != nil {
-		return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, c.err
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Refusal(lim.name), c.Err
 	}
 	return lim.decide(now, key, c, n)
 }
@@ -209,22 +184,15 @@ func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (a
 // held.
 func (lim *Limiter) Reset(key string) bool { return lim.eng.reset(key) }
 
-func (lim *Limiter) decide(now int64, key string, c *compiled, n int64) (admit.Decision, error) {
+func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
 	if n < 0 || len(key) > lim.maxKeyLen {
 		return lim.refuse(key, c, n, nil)
 	}
-	r, ev, ok := lim.eng.decide(now, key, &c.p, n)
+	r, ev, ok := lim.eng.decide(now, key, &c.P, n)
 	if !ok {
 		return lim.refuse(key, c, n, ErrStoreFull)
 	}
-	d := admit.Decision{
-		Allowed:    r.Allowed,
-		Limit:      c.l,
-		Remaining:  r.Remaining,
-		RetryAfter: time.Duration(r.RetryAfter),
-		ResetAfter: time.Duration(r.ResetAfter),
-		Rule:       lim.name,
-	}
+	d := c.Decision(r, lim.name)
 	if lim.obs != nil {
 		lim.observe(key, n, d, ev)
 	}
@@ -233,7 +201,7 @@ func (lim *Limiter) decide(now int64, key string, c *compiled, n int64) (admit.D
 
 // refuse is the decision and error for a request that cannot be decided:
 // bad input (err nil: it is worked out here) or a full store.
-func (lim *Limiter) refuse(key string, c *compiled, n int64, err error) (admit.Decision, error) {
+func (lim *Limiter) refuse(key string, c *limits.Compiled, n int64, err error) (admit.Decision, error) {
 	switch {
 	case err != nil:
 	case n < 0:
@@ -241,7 +209,7 @@ func (lim *Limiter) refuse(key string, c *compiled, n int64, err error) (admit.D
 	default:
 		err = fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.maxKeyLen)
 	}
-	return admit.Decision{Limit: c.l, RetryAfter: admit.InfDuration, Rule: lim.name}, err
+	return c.Refusal(lim.name), err
 }
 
 func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions) {
@@ -289,19 +257,3 @@ func (lim *Limiter) AllowBatch(ctx context.Context, now time.Time, reqs []Reques
 	return dst, first
 }
 
-// limitCache remembers compiled limits, a few per slot, replacing at
-// random on a miss: tiers are few, so the hit rate is 100% in practice.
-type limitCache struct {
-	slots [64]atomic.Pointer[compiled]
-}
-
-func (c *limitCache) get(alg admit.Algorithm, l admit.Limit) *compiled {
-	h := uint64(l.Rate)*0x9E3779B97F4A7C15 ^ uint64(l.Period)*0xC2B2AE3D27D4EB4F ^ uint64(l.Burst)*0x165667B19E3779F9
-	i := (h ^ h>>32) % uint64(len(c.slots))
-	if e := c.slots[i].Load(); e != nil && e.key == l {
-		return e
-	}
-	e := compile(alg, l)
-	c.slots[i].Store(e)
-	return e
-}
