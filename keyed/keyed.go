@@ -256,4 +256,3 @@ func (lim *Limiter) AllowBatch(ctx context.Context, now time.Time, reqs []Reques
 	}
 	return dst, first
 }
-
