@@ -1,0 +1,41 @@
+// Package compose builds limiters out of limiters. Its failure policies
+// wrap any keyed limiter, typically a shared store such as
+// redisstore.Limiter, and decide what happens when the store fails: a
+// Guard asks its primary limiter, bounds each call with a timeout, and
+// when the primary fails it fails open, fails closed, or falls back to a
+// local limiter, optionally as a circuit breaker that stops calling a dead
+// primary and probes it until it is back.
+//
+// A failure is a timeout or an error of the primary other than one about
+// the request (see IsFailure); the caller's own cancellation is not a
+// failure. Requests the primary fails on are decided by the policy, one by
+// one; after a few consecutive failures (WithThreshold) the Guard reports
+// the switch to its policy, once, to an admit.Observer (FallbackChanged)
+// and an optional slog.Logger, and once more when the primary is back.
+// Decisions the policy makes carry a Rule ending in "fail-open",
+// "fail-closed" or "fallback", and Stats counts them.
+//
+// # Which one should I use?
+//
+//   - Fallback with a local share (LocalShare, or LiveShare for a fleet
+//     that scales), as a Breaker, for most limits: when the store is down
+//     each instance enforces its share of the limit on its own, so the
+//     fleet keeps enforcing about the same limit, and no request waits on
+//     the dead store.
+//   - FailOpen where availability matters more than the limit: the limit
+//     is a courtesy (fairness between clients), and its store must never
+//     take the service down with it.
+//   - FailClosed for abuse protection and cost control: login attempts,
+//     sign-ups, SMS and paid upstream APIs, where admitting without a
+//     limit costs more than refusing for a while.
+//   - Breaker(p), whichever p: it stops hammering a store that is down (and
+//     spending the timeout on each request while it is), lets one request
+//     through per WithProbeInterval to find out whether it is back, and
+//     switches back when it is. Without Breaker every request tries the
+//     primary first, so each pays up to the timeout while the store does
+//     not answer.
+//
+// Keep the timeout (WithTimeout, default 50ms) a small multiple of the
+// store's usual latency: a dead store must cost each request milliseconds,
+// not seconds.
+package compose

@@ -1,0 +1,33 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Errors returned by this package. They are wrapped with %w where a call
+// has more to say, so test them with errors.Is.
+var (
+	// ErrNilLimiter reports a nil primary (NewGuard) or a nil local
+	// limiter (Fallback).
+	ErrNilLimiter = errors.New("compose: nil limiter")
+
+	// ErrInvalidPolicy reports the zero Policy, which names no policy: pick
+	// FailOpen, FailClosed or Fallback.
+	ErrInvalidPolicy = errors.New("compose: invalid policy")
+
+	// ErrInvalidOption reports an option given an invalid value, such as a
+	// negative timeout or a threshold below 1.
+	ErrInvalidOption = errors.New("compose: invalid option")
+
+	// ErrInvalidInstances reports a number of instances below 1 given to
+	// Share or LocalShare.
+	ErrInvalidInstances = errors.New("compose: invalid number of instances")
+
+	// ErrTimeout reports a primary that did not answer within the guard's
+	// timeout (see WithTimeout). It is the Reason of the FallbackEvent
+	// when a timeout causes a switch. It matches context.DeadlineExceeded
+	// under errors.Is.
+	ErrTimeout = fmt.Errorf("compose: the primary did not answer in time: %w", context.DeadlineExceeded)
+)

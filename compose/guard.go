@@ -1,0 +1,399 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// Guard is a keyed limiter that asks a primary limiter (usually a shared
+// store such as Redis) and applies a failure policy when the primary fails:
+// it admits (FailOpen), denies (FailClosed), or asks a local limiter
+// (Fallback), and as a Breaker it stops calling a primary that keeps
+// failing and probes it until it is back.
+//
+// Each call of the primary runs under a timeout (WithTimeout, default
+// 50ms), so that a store that does not answer costs milliseconds. A call
+// fails when it times out or returns an error that IsFailure (or the
+// function given to WithIsFailure) reports as a failure of the primary;
+// the policy then decides the request, and no error is returned. Other
+// errors are about the request (a negative n, a key too long) and are
+// returned as they are, as is the caller's own cancellation: a context
+// that is done before or during the call ends the request with the
+// context's error, and is not a failure of the primary.
+//
+// After WithThreshold consecutive failures (default 5) the Guard considers
+// the primary down: it switches to its policy, which it reports once to the
+// Observer (FallbackChanged with Active true and the last failure as the
+// Reason) and the logger, and, as a Breaker, it stops calling the primary.
+// When the primary succeeds again (under a Breaker: when a probe succeeds)
+// it switches back, which it reports once too (Active false). Switches are
+// never reported per request; Stats counts the failures and the decisions
+// of the policy.
+//
+// The decisions the policy makes are marked by their Rule: the Guard's name
+// (WithName) followed by "/fail-open", "/fail-closed" or "/fallback", or
+// just "fail-open", "fail-closed" or "fallback" if the Guard has no name.
+// (Fallback's decisions are the local limiter's, with this Rule instead of
+// the local limiter's name.) Decisions of the primary are returned as the
+// primary made them.
+//
+// While the primary is healthy, a call costs the primary's call, the
+// timeout's context (none with WithTimeout(0)) and two atomic loads: no
+// lock, no allocation. The zero Guard is not usable; create one with
+// NewGuard. A Guard is safe for concurrent use. It starts no goroutine and
+// needs no Close.
+type Guard struct {
+	// state is read by every call and written only when the Guard
+	// switches (or the first failure after a success), so it shares its
+	// cache line with the read-only configuration only.
+	state     atomic.Int32
+	primary   Limiter
+	local     Limiter
+	kind      policyKind
+	breaker   bool
+	timeout   time.Duration
+	threshold int
+	interval  int64 // ns
+	clock     admit.Clock
+	base      time.Time // the time line's origin: now() is time since base
+	name      string
+	rule      string // the Rule of the policy's decisions
+	obs       admit.Observer
+	log       *slog.Logger
+	isFailure func(error) bool
+	policy    Policy
+	openD     admit.Decision // FailOpen's decision
+	closedD   admit.Decision // FailClosed's decision
+
+	_ [64]byte
+
+	// nextProbe is when an open breaker lets the next probe through, on
+	// the time line of now(): the request that moves it on by one
+	// interval (CAS) is the probe.
+	nextProbe atomic.Int64
+	stats     struct {
+		failures, timeouts, canceled, decided, skipped, probes, switches atomic.Int64
+	}
+
+	mu       sync.Mutex // serializes switches, and so their reports
+	failures int        // consecutive failures
+	active   bool       // switched to the policy
+	since    time.Time  // when active became true
+}
+
+// The values of Guard.state.
+const (
+	stateClosed  int32 = iota // the primary decides; no failure since its last success
+	stateFailing              // the primary decides; there were failures since its last success
+	stateOpen                 // a Breaker is open: the policy decides, the probes excepted
+)
+
+// NewGuard returns a Guard asking primary and applying policy when it
+// fails. The error wraps ErrNilLimiter (a nil primary, or Fallback(nil)),
+// ErrInvalidPolicy (the zero Policy) or ErrInvalidOption.
+func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
+	if isNil(primary) {
+		return nil, fmt.Errorf("%w: NewGuard needs a primary limiter", ErrNilLimiter)
+	}
+	switch policy.kind {
+	case failOpen, failClosed:
+	case fallback:
+		if isNil(policy.local) {
+			return nil, fmt.Errorf("%w: Fallback(nil): want the local limiter to decide when the primary fails", ErrNilLimiter)
+		}
+	default:
+		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or Fallback(local)", ErrInvalidPolicy)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	g := &Guard{
+		primary:   primary,
+		local:     policy.local,
+		kind:      policy.kind,
+		breaker:   policy.breaker,
+		timeout:   o.timeout,
+		threshold: o.threshold,
+		interval:  int64(o.interval),
+		clock:     o.clock,
+		name:      o.name,
+		rule:      policy.suffix(),
+		obs:       o.obs,
+		log:       o.log,
+		isFailure: o.isFailure,
+		policy:    policy,
+	}
+	if g.name != "" {
+		g.rule = g.name + "/" + g.rule
+	}
+	g.base = g.clock.Now()
+	g.openD = admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: admit.Unlimited.Rate, Rule: g.rule}
+	g.closedD = admit.Decision{RetryAfter: o.retryAfter, ResetAfter: o.retryAfter, Rule: g.rule}
+	return g, nil
+}
+
+// isNil reports whether l is nil or holds a nil pointer (or map, func...),
+// on which calling Allow would panic.
+func isNil(l Limiter) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Policy returns the Guard's policy.
+func (g *Guard) Policy() Policy { return g.policy }
+
+// Allow decides whether n events may happen for key now: the primary
+// decides, or the policy if the primary fails or, under an open Breaker,
+// is not asked (see Guard). The error is non-nil only when the request
+// itself was refused by the primary (see IsFailure), when the caller's
+// context ended (its error), or when the local limiter of a Fallback
+// failed; the Decision then denies.
+func (g *Guard) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		g.stats.canceled.Add(1)
+		return admit.Decision{Rule: g.name}, err
+	}
+	if g.state.Load() == stateOpen {
+		return g.allowOpen(ctx, key, n)
+	}
+	var d admit.Decision
+	var err error
+	var timedOut bool
+	if g.timeout == 0 {
+		d, err = g.primary.Allow(ctx, key, n)
+	} else {
+		d, timedOut, err = g.call(ctx, key, n)
+	}
+	if err != nil {
+		return g.failed(ctx, key, n, d, timedOut, err)
+	}
+	if g.state.Load() != stateClosed {
+		g.succeeded(false)
+	}
+	return d, nil
+}
+
+// call calls the primary under the Guard's timeout, and reports whether
+// the call timed out (rather than the caller's context ending).
+func (g *Guard) call(ctx context.Context, key string, n int64) (d admit.Decision, timedOut bool, err error) {
+	if g.timeout == 0 {
+		d, err = g.primary.Allow(ctx, key, n)
+		return d, false, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, g.timeout)
+	d, err = g.primary.Allow(tctx, key, n)
+	if err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		timedOut = true
+	}
+	cancel()
+	return d, timedOut, err
+}
+
+// allowOpen decides while the breaker is open: the policy decides, except
+// for the first request after each probe interval, which calls the
+// primary.
+func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	now := g.now()
+	next := g.nextProbe.Load()
+	if now < next || !g.nextProbe.CompareAndSwap(next, now+g.interval) {
+		g.stats.skipped.Add(1)
+		return g.decide(ctx, key, n)
+	}
+	g.stats.probes.Add(1)
+	d, timedOut, err := g.call(ctx, key, n)
+	if err != nil {
+		if !timedOut && (ctx.Err() != nil || !g.isFailure(err)) {
+			// The probe was inconclusive: the next request probes.
+			g.nextProbe.CompareAndSwap(now+g.interval, now)
+		}
+		return g.failed(ctx, key, n, d, timedOut, err)
+	}
+	g.succeeded(true)
+	return d, nil
+}
+
+// failed handles an error of the primary: the caller's cancellation and
+// errors about the request are returned; failures are counted and decided
+// by the policy.
+func (g *Guard) failed(ctx context.Context, key string, n int64, d admit.Decision, timedOut bool, err error) (admit.Decision, error) {
+	if cerr := ctx.Err(); cerr != nil {
+		g.stats.canceled.Add(1)
+		if !errors.Is(err, cerr) {
+			err = cerr
+		}
+		return d, err
+	}
+	if !timedOut && !g.isFailure(err) {
+		return d, err
+	}
+	g.stats.failures.Add(1)
+	if timedOut {
+		g.stats.timeouts.Add(1)
+		err = fmt.Errorf("%w (%v): %w", ErrTimeout, g.timeout, err)
+	}
+	g.recordFailure(err)
+	return g.decide(ctx, key, n)
+}
+
+// recordFailure counts a failure, and switches to the policy at the
+// threshold.
+func (g *Guard) recordFailure(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failures++
+	if g.active || g.failures < g.threshold {
+		if !g.active && g.state.Load() == stateClosed {
+			g.state.Store(stateFailing)
+		}
+		return
+	}
+	g.active = true
+	g.since = g.clock.Now()
+	if g.breaker {
+		g.nextProbe.Store(int64(g.since.Sub(g.base)) + g.interval)
+		g.state.Store(stateOpen)
+	} else {
+		g.state.Store(stateFailing)
+	}
+	g.report(true, err)
+}
+
+// succeeded resets the failures after a success, and switches back to the
+// primary if the Guard was switched to its policy. A success while the
+// breaker is open switches back only if it is a probe's: a call that began
+// before the breaker opened does not.
+func (g *Guard) succeeded(probe bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch g.state.Load() {
+	case stateClosed:
+		return
+	case stateOpen:
+		if !probe {
+			return
+		}
+	}
+	g.failures = 0
+	g.state.Store(stateClosed)
+	if g.active {
+		g.active = false
+		g.report(false, nil)
+	}
+}
+
+// report tells the observer and the logger of a switch. g.mu is held, so
+// reports come in the order of the switches.
+func (g *Guard) report(active bool, reason error) {
+	g.stats.switches.Add(1)
+	if g.obs != nil {
+		g.obs.FallbackChanged(admit.FallbackEvent{Limiter: g.name, Active: active, Reason: reason})
+	}
+	if g.log == nil {
+		return
+	}
+	if active {
+		g.log.Warn("admit: primary limiter failing; the failure policy decides",
+			"limiter", g.name, "policy", g.policy.String(), "failures", g.failures, "err", reason)
+	} else {
+		g.log.Info("admit: primary limiter back; it decides again",
+			"limiter", g.name, "policy", g.policy.String(), "down", g.clock.Now().Sub(g.since))
+	}
+}
+
+// decide is the policy's decision.
+func (g *Guard) decide(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	var d admit.Decision
+	switch {
+	case g.kind == fallback:
+		var err error
+		d, err = g.local.Allow(ctx, key, n)
+		d.Rule = g.rule
+		if err != nil {
+			return d, err
+		}
+	case n < 0:
+		return admit.Decision{RetryAfter: admit.InfDuration, Rule: g.rule}, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	case g.kind == failOpen:
+		d = g.openD
+	case n == 0:
+		d = admit.Decision{Allowed: true, ResetAfter: g.closedD.ResetAfter, Rule: g.rule}
+	default:
+		d = g.closedD
+	}
+	g.stats.decided.Add(1)
+	if g.obs != nil {
+		g.obs.Decided(admit.DecisionEvent{Limiter: g.name, Key: key, N: n, Decision: d})
+	}
+	return d, nil
+}
+
+// now reads the clock on the Guard's time line, in nanoseconds.
+func (g *Guard) now() int64 { return int64(g.clock.Now().Sub(g.base)) }
+
+// Stats counts what a Guard did since it was created. Failures, Canceled
+// and Decided count requests; a request the breaker decides without the
+// primary counts in Decided and Skipped only.
+type Stats struct {
+	// Failures counts the calls of the primary that failed: timeouts, and
+	// errors that are failures of the primary (see IsFailure).
+	Failures int64
+	// Timeouts counts the failures that were timeouts (see WithTimeout).
+	Timeouts int64
+	// Canceled counts the requests ended by the caller's context, before
+	// or during the call of the primary. They are not failures.
+	Canceled int64
+	// Decided counts the requests the policy decided, after a failure or
+	// under an open breaker.
+	Decided int64
+	// Skipped counts the requests the policy decided without calling the
+	// primary, because the breaker was open.
+	Skipped int64
+	// Probes counts the calls of the primary an open breaker let through
+	// to find out whether it was back.
+	Probes int64
+	// Switches counts the switches to the policy and back, each reported
+	// once to the Observer and the logger.
+	Switches int64
+	// Active reports whether the Guard is switched to its policy now: the
+	// primary failed WithThreshold times in a row and has not succeeded
+	// since.
+	Active bool
+}
+
+// Stats returns the Guard's counts. Each is read atomically, but not all
+// at one instant.
+func (g *Guard) Stats() Stats {
+	g.mu.Lock()
+	active := g.active
+	g.mu.Unlock()
+	return Stats{
+		Failures: g.stats.failures.Load(),
+		Timeouts: g.stats.timeouts.Load(),
+		Canceled: g.stats.canceled.Load(),
+		Decided:  g.stats.decided.Load(),
+		Skipped:  g.stats.skipped.Load(),
+		Probes:   g.stats.probes.Load(),
+		Switches: g.stats.switches.Load(),
+		Active:   active,
+	}
+}

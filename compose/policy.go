@@ -1,0 +1,106 @@
+package compose
+
+import (
+	"context"
+
+	"github.com/admit-go/admit"
+)
+
+// Limiter is a keyed limiter: anything that decides whether n events may
+// happen for a key now, such as a keyed.Limiter, a redisstore.Limiter, a
+// Guard or a Shared. A denial is a Decision with Allowed false; an error
+// means the limiter (or the context) failed. Implementations must be safe
+// for concurrent use.
+type Limiter interface {
+	Allow(ctx context.Context, key string, n int64) (admit.Decision, error)
+}
+
+// Policy is what a Guard does with a request its primary cannot decide:
+// admit it (FailOpen), deny it (FailClosed), or ask a local limiter
+// (Fallback); and, wrapped in Breaker, whether it stops calling a primary
+// that keeps failing. The zero Policy is not a policy: NewGuard refuses it.
+type Policy struct {
+	kind    policyKind
+	local   Limiter
+	breaker bool
+}
+
+type policyKind uint8
+
+const (
+	noPolicy policyKind = iota
+	failOpen
+	failClosed
+	fallback
+)
+
+var (
+	// FailOpen admits each request the primary cannot decide. Its decision
+	// is the one an admit.Unlimited limit gives: Allowed, Limit
+	// admit.Unlimited, Remaining math.MaxInt64, no RetryAfter nor
+	// ResetAfter. Use it where availability matters more than the limit:
+	// the limit protects nothing that the outage of its store should take
+	// down.
+	FailOpen = Policy{kind: failOpen}
+
+	// FailClosed denies each request the primary cannot decide (a request
+	// of n = 0, a peek, is allowed, as always). Its decision has a zero
+	// Limit, Remaining 0, and RetryAfter and ResetAfter both the Guard's
+	// retry delay (WithRetryAfter, default 1s). Use it where the limit
+	// protects money or abuse-prone resources: SMS, paid APIs, sign-ups,
+	// password attempts.
+	FailClosed = Policy{kind: failClosed}
+)
+
+// Fallback returns the policy that asks local to decide each request the
+// primary cannot decide. local is usually a keyed.Limiter holding this
+// instance's share of the shared limit (see LocalShare and LiveShare), so
+// that a fleet whose store is down still enforces about the same limit,
+// each instance on its own. local is called with the caller's context,
+// without the Guard's timeout, and its errors are returned as they are. A
+// nil local makes NewGuard fail with ErrNilLimiter.
+func Fallback(local Limiter) Policy {
+	return Policy{kind: fallback, local: local}
+}
+
+// Breaker returns p as a circuit breaker: once the primary has failed
+// WithThreshold times in a row (default 5) the Guard stops calling it, and
+// p decides every request without waiting on the primary, except one
+// request every WithProbeInterval (default 1s), the probe, which calls the
+// primary: if it succeeds the Guard switches back to the primary, if it
+// fails p decides it too and the breaker stays open. Use it to stop
+// hammering a dead store (and spending the timeout on each request) and to
+// let it recover. Breaker(Breaker(p)) is Breaker(p).
+func Breaker(p Policy) Policy {
+	p.breaker = true
+	return p
+}
+
+// String returns the policy's name: "fail-open", "fail-closed",
+// "fallback", with "breaker/" in front for a Breaker.
+func (p Policy) String() string {
+	s := "none"
+	switch p.kind {
+	case failOpen:
+		s = "fail-open"
+	case failClosed:
+		s = "fail-closed"
+	case fallback:
+		s = "fallback"
+	}
+	if p.breaker {
+		s = "breaker/" + s
+	}
+	return s
+}
+
+// suffix is the end of the Rule of the decisions the policy makes.
+func (p Policy) suffix() string {
+	switch p.kind {
+	case failOpen:
+		return "fail-open"
+	case failClosed:
+		return "fail-closed"
+	}
+	return "fallback"
+}
