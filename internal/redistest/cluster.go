@@ -61,7 +61,7 @@ func startCluster(serverBin, cliBin string) (_ *Cluster, err error) {
 	errs := make([]error, clusterNodes)
 	var wg sync.WaitGroup
 	for i := range c.nodes {
-		wg.Go(func() { c.nodes[i], errs[i] = startServer(serverBin, kindClusterNode) })
+		wg.Go(func() { c.nodes[i], errs[i] = startServer(serverBin, kindClusterNode, nil) })
 	}
 	wg.Wait()
 	defer func() {

@@ -24,6 +24,9 @@
 // use them for fault tests, which Kill and Restart a server or a cluster node
 // (Server.Kill, Server.Restart, Cluster.Node, Cluster.WaitHealthy).
 //
+// NewSentinel starts a master and a Sentinel monitoring it, for tests of
+// go-redis's failover client (redis.NewFailoverClient).
+//
 // # Keys
 //
 // Tests sharing a server put their keys under Prefix(t), a random

@@ -86,7 +86,7 @@ func Standalone(t testing.TB) *Server {
 	sharedStandaloneMu.Lock()
 	defer sharedStandaloneMu.Unlock()
 	if sharedStandalone == nil {
-		s, err := startServer(bin, kindStandalone)
+		s, err := startServer(bin, kindStandalone, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func SharedCluster(t testing.TB) *Cluster {
 func NewStandalone(t testing.TB) *Server {
 	t.Helper()
 	bin := lookPath(t, "redis-server")
-	s, err := startServer(bin, kindStandalone)
+	s, err := startServer(bin, kindStandalone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

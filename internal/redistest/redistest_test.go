@@ -279,6 +279,40 @@ func TestClusterNodeKill(t *testing.T) {
 	}
 }
 
+func TestSentinel(t *testing.T) {
+	t.Parallel()
+	s := NewSentinel(t)
+	ctx := ctxT(t)
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
+	defer sc.Close()
+	addr, err := sc.GetMasterAddrByName(ctx, s.MasterName()).Result()
+	if err != nil || len(addr) != 2 || addr[0]+":"+addr[1] != s.Master().Addr() {
+		t.Fatalf("SENTINEL GET-MASTER-ADDR-BY-NAME = %q, %v; want %s", addr, err, s.Master().Addr())
+	}
+	c := s.Client(t)
+	key := Prefix(t) + "k"
+	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(ctx, key).Result(); err != nil || got != "v" {
+		t.Fatalf("GET = %q, %v; want v", got, err)
+	}
+
+	s.Master().Kill()
+	if err := c.Get(ctx, key).Err(); err == nil || errors.Is(err, redis.Nil) {
+		t.Fatalf("GET after Kill: err = %v; want a connection error", err)
+	}
+	if err := s.Master().Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitMasterUp(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "SET after Restart", func() error {
+		return c.Set(ctx, key, "w", 0).Err()
+	})
+}
+
 // TestMissingBinary checks that the helpers skip when the binaries are not
 // on PATH, and that the shared servers do not remember that.
 func TestMissingBinary(t *testing.T) {
@@ -295,6 +329,7 @@ func TestMissingBinary(t *testing.T) {
 		{"NewStandalone", func(t testing.TB) { NewStandalone(t) }, ""},
 		{"SharedCluster", func(t testing.TB) { SharedCluster(t) }, "redis-cli"},
 		{"NewCluster", func(t testing.TB) { NewCluster(t) }, "redis-cli"},
+		{"NewSentinel", func(t testing.TB) { NewSentinel(t) }, ""},
 	}
 	for _, path := range []string{t.TempDir(), onlyServer} {
 		t.Run("PATH="+filepath.Base(path), func(t *testing.T) {

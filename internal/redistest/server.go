@@ -38,6 +38,7 @@ type kind int
 const (
 	kindStandalone kind = iota
 	kindClusterNode
+	kindSentinel
 )
 
 // Server is a redis-server process started by this package. It listens on
@@ -64,8 +65,9 @@ type Server struct {
 
 // startServer starts a server of kind k, trying fresh ports when redis-server
 // exits at once (another process took the port between our check and its
-// bind).
-func startServer(bin string, k kind) (*Server, error) {
+// bind). If setup is not nil, it is called after the ports are chosen, before
+// each attempt to start.
+func startServer(bin string, k kind, setup func(*Server) error) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
@@ -75,6 +77,9 @@ func startServer(bin string, k kind) (*Server, error) {
 		s.port, err = freePort()
 		if err == nil && k == kindClusterNode {
 			s.bus, err = freePort()
+		}
+		if err == nil && setup != nil {
+			err = setup(s)
 		}
 		if err == nil {
 			err = s.launch()
@@ -105,6 +110,9 @@ func freePort() (int, error) {
 
 // args returns redis-server's command line.
 func (s *Server) args() []string {
+	if s.kind == kindSentinel {
+		return []string{s.confPath(), "--sentinel"} // Sentinel needs a config file it can rewrite
+	}
 	a := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
@@ -124,6 +132,9 @@ func (s *Server) args() []string {
 	}
 	return a
 }
+
+// confPath is a sentinel's config file.
+func (s *Server) confPath() string { return filepath.Join(s.dir, "sentinel.conf") }
 
 // logPath is where the server's stdout and stderr go, across restarts.
 func (s *Server) logPath() string { return filepath.Join(s.dir, "redis.log") }
@@ -230,7 +241,8 @@ func (s *Server) Addr() string {
 }
 
 // Dir returns the server's private directory, which holds its log (redis.log)
-// and, for a cluster node, its nodes-<port>.conf. Stop removes it.
+// and, for a cluster node, its nodes-<port>.conf, for a Sentinel its
+// sentinel.conf. Stop removes it.
 func (s *Server) Dir() string { return s.dir }
 
 // Kill kills the server with SIGKILL and waits for the process to exit, so
