@@ -1,0 +1,116 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
+)
+
+// store stands for a shared store, such as a redisstore.Limiter, that is
+// up or down.
+type store struct{ down bool }
+
+func (s *store) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	if s.down {
+		return admit.Decision{}, errors.New("dial tcp 10.0.0.7:6379: connect: connection refused")
+	}
+	return admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 99, Rule: "api"}, nil
+}
+
+// printer is an admit.Observer that prints the switches.
+type printer struct{ admit.NopObserver }
+
+func (printer) FallbackChanged(e admit.FallbackEvent) {
+	fmt.Printf("  switch: limiter=%s active=%v reason=%v\n", e.Limiter, e.Active, e.Reason)
+}
+
+func Example() {
+	clk := admittest.NewManualClock(admittest.Epoch)
+	// 100/s per client, shared by 4 instances through the store; when the
+	// store is down, each instance enforces its share, 25/s.
+	local, err := compose.LocalShare(admit.AlgGCRA, admit.PerSecond(100), 4, keyed.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	redis := &store{}
+	g, err := compose.NewGuard(redis, compose.Breaker(compose.Fallback(local)),
+		compose.WithName("api"), compose.WithThreshold(2), compose.WithClock(clk),
+		compose.WithObserver(printer{}))
+	if err != nil {
+		panic(err)
+	}
+	check := func(what string) {
+		d, err := g.Allow(context.Background(), "client-1", 1)
+		fmt.Printf("%-22s allowed=%v limit=%v remaining=%d rule=%s err=%v\n", what, d.Allowed, d.Limit, d.Remaining, d.Rule, err)
+	}
+	check("store up:")
+	redis.down = true
+	check("store down:")
+	check("store down again:") // the second failure in a row opens the breaker
+	check("breaker open:")     // decided locally, without asking the store
+	clk.Advance(time.Second)
+	redis.down = false
+	check("probe:") // one request per second asks the store: it is back
+	fmt.Printf("%+v\n", g.Stats())
+	// Output:
+	// store up:              allowed=true limit=100/s remaining=99 rule=api err=<nil>
+	// store down:            allowed=true limit=25/s remaining=24 rule=api/fallback err=<nil>
+	//   switch: limiter=api active=true reason=dial tcp 10.0.0.7:6379: connect: connection refused
+	// store down again:      allowed=true limit=25/s remaining=23 rule=api/fallback err=<nil>
+	// breaker open:          allowed=true limit=25/s remaining=22 rule=api/fallback err=<nil>
+	//   switch: limiter=api active=false reason=<nil>
+	// probe:                 allowed=true limit=100/s remaining=99 rule=api err=<nil>
+	// {Failures:2 Timeouts:0 Canceled:0 Decided:3 Skipped:1 Probes:1 Switches:2 Active:false}
+}
+
+func ExampleShare() {
+	for _, n := range []int{1, 3, 4, 1000} {
+		l, err := compose.Share(admit.PerSecond(100), n)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("100/s among %4d instances: %v each\n", n, l)
+	}
+	// Output:
+	// 100/s among    1 instances: 100/s each
+	// 100/s among    3 instances: 100/3s burst 34 each
+	// 100/s among    4 instances: 25/s each
+	// 100/s among 1000 instances: 1/10s each
+}
+
+func ExampleWithLogger() {
+	// Text logs without the time, so that the output is the same each run.
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	// Sending SMS costs money: deny while the store cannot count them.
+	g, err := compose.NewGuard(&store{down: true}, compose.FailClosed,
+		compose.WithName("sms"), compose.WithThreshold(3), compose.WithLogger(logger))
+	if err != nil {
+		panic(err)
+	}
+	for range 5 {
+		d, err := g.Allow(context.Background(), "+33612345678", 1)
+		fmt.Printf("allowed=%v retry-after=%v rule=%s err=%v\n", d.Allowed, d.RetryAfter, d.Rule, err)
+	}
+	// Output:
+	// allowed=false retry-after=1s rule=sms/fail-closed err=<nil>
+	// allowed=false retry-after=1s rule=sms/fail-closed err=<nil>
+	// level=WARN msg="admit: primary limiter failing; the failure policy decides" limiter=sms policy=fail-closed failures=3 err="dial tcp 10.0.0.7:6379: connect: connection refused"
+	// allowed=false retry-after=1s rule=sms/fail-closed err=<nil>
+	// allowed=false retry-after=1s rule=sms/fail-closed err=<nil>
+	// allowed=false retry-after=1s rule=sms/fail-closed err=<nil>
+}
