@@ -1,0 +1,75 @@
+-- bucket.lua mirrors internal/algo/bucket.go: Bucket (a table {Last,
+-- Level}), its tat method (bucketTat), bucketAt, sat, its clamp method
+-- (bucketClamp) and BucketStep, in that order and line for line. The token
+-- bucket and the leaky bucket used as a meter both decide with BucketStep.
+-- The stored form (bucketDecode, bucketEncode) follows.
+
+-- Bucket is the state of a token bucket / leaky bucket meter. The zero
+-- value is an empty leaky bucket, that is a full token bucket.
+local bucketZero = {Last = 0, Level = 0}
+
+local sat
+
+-- tat converts the bucket to its GCRA state. It requires p.Mode == Normal.
+local function bucketTat(b, p)
+  if b.Level == 0 then
+    return {At = b.Last, Frac = 0}
+  end
+  if p.Td == 1 then
+    return {At = sat(b.Last, b.Level), Frac = 0}
+  end
+  local q, r = divmod(b.Level, p.Td)
+  return {At = sat(b.Last, q), Frac = r}
+end
+
+-- bucketAt converts a GCRA state back to a bucket observed at now.
+local function bucketAt(g, p, now)
+  local d = gcraDebt(g, p, now)
+  if not fits63(d) then
+    return {Last = now, Level = MAXI64}
+  end
+  return {Last = now, Level = d}
+end
+
+-- sat returns a+b capped at farFuture (a, b >= 0). (Go tests b >
+-- farFuture-a, which is a+b > farFuture without overflow.)
+sat = function(a, b)
+  local s = add(a, b)
+  if lt(farFuture, s) then
+    return farFuture
+  end
+  return s
+end
+
+local function bucketClamp(b, now)
+  if lt(now, b.Last) then
+    return b.Last
+  end
+  return now
+end
+
+-- BucketStep admits n events at now if they fit. n must be >= 0.
+local function BucketStep(b, p, now, n)
+  if p.Mode ~= Normal then
+    local _, r = GCRAStep(gcraZero, p, now, n)
+    return b, r
+  end
+  local t = bucketClamp(b, now)
+  local g, r = GCRAStep(bucketTat(b, p), p, t, n)
+  if r.Allowed and n ~= 0 then
+    b = bucketAt(g, p, t)
+  end
+  return b, shift(r, sub(t, now))
+end
+
+-- Not in Go: the stored form "b<Last>:<Level>", Last <= MaxTime.
+local function bucketDecode(v)
+  local _, _, a, l = sfind(v, '^b(%d+):(%d+)$')
+  local last, level = parse(a), parse(l)
+  if last == nil or level == nil or lt(MaxTime, last) then return nil end
+  return {Last = last, Level = level}
+end
+
+local function bucketEncode(b)
+  return 'b' .. fmt(b.Last) .. ':' .. fmt(b.Level)
+end

@@ -1,0 +1,2 @@
+// Package lua holds admit's Redis decision script.
+package lua

@@ -1,0 +1,55 @@
+-- fixedwindow.lua mirrors internal/algo/fixedwindow.go: FixedWindow (a
+-- table {Win, Count}) and FixedWindowStep, line for line. Where Go computes
+-- p.Burst-s.Count (which cannot overflow: both are in [0, MaxInt64]) the Lua
+-- compares the equivalent sums, since its values are never negative. The
+-- stored form (fixedDecode, fixedEncode) follows.
+
+-- FixedWindow is the state of a fixed-window counter: Count events admitted
+-- in window Win. The zero value is an empty window.
+local fixedZero = {Win = 0, Count = 0}
+
+-- FixedWindowStep admits n events at now if they fit in the current window.
+-- An instant before the window the state is in counts in that window. Only
+-- an admission (n > 0) changes the state.
+local function FixedWindowStep(s, p, now, n)
+  local saved = s
+  local mode = p.Mode
+  if mode == Unlimited then
+    return s, unlimited()
+  elseif mode == Closed then
+    return s, closed(n)
+  end
+  local k = windowOf(p, now)
+  if lt(s.Win, k) then
+    s = {Win = k, Count = 0}
+  end
+  local r = {Allowed = true, Remaining = 0, RetryAfter = 0, ResetAfter = 0}
+  if lt(p.Burst, n) then -- n > p.Burst
+    r = {Allowed = false, Remaining = 0, RetryAfter = Never, ResetAfter = 0}
+  elseif lt(p.Burst, add(n, s.Count)) then -- n > p.Burst-s.Count
+    r = {Allowed = false, Remaining = 0, RetryAfter = untilWindow(p, now, add(s.Win, 1)), ResetAfter = 0}
+  elseif n ~= 0 then
+    s = {Win = s.Win, Count = add(s.Count, n)}
+    saved = s
+  end
+  -- r.Remaining = max(p.Burst-s.Count, 0)
+  if lt(s.Count, p.Burst) then
+    r.Remaining = sub(p.Burst, s.Count)
+  end
+  if s.Count ~= 0 then
+    r.ResetAfter = untilWindow(p, now, add(s.Win, 1))
+  end
+  return saved, r
+end
+
+-- Not in Go: the stored form "f<Win>:<Count>", Win <= MaxTime.
+local function fixedDecode(v)
+  local _, _, w, c = sfind(v, '^f(%d+):(%d+)$')
+  local win, count = parse(w), parse(c)
+  if win == nil or count == nil or lt(MaxTime, win) then return nil end
+  return {Win = win, Count = count}
+end
+
+local function fixedEncode(s)
+  return 'f' .. fmt(s.Win) .. ':' .. fmt(s.Count)
+end

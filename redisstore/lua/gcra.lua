@@ -1,0 +1,85 @@
+-- gcra.lua mirrors internal/algo/gcra.go: GCRA (a table {At, Frac}), its
+-- debt method (gcraDebt), gcraAt, GCRAStep and gcraReport, in that order and
+-- line for line. The stored form (gcraDecode, gcraEncode) follows.
+
+-- GCRA is the state of the generic cell rate algorithm: TAT = At + Frac/Td.
+-- The zero value is a full limit.
+local gcraZero = {At = 0, Frac = 0}
+
+-- debt returns D×Td, the debt in units of 1/Td ns. A TAT in the future of
+-- now counts in full, including when now went backwards.
+local function gcraDebt(s, p, now)
+  local c = cmp(s.At, now)
+  if c < 0 or (c == 0 and s.Frac == 0) then
+    return 0
+  end
+  return add(mul(sub(s.At, now), p.Td), s.Frac)
+end
+
+-- at returns the state whose TAT lies debt units after now.
+local function gcraAt(p, now, debt)
+  if p.Td == 1 and lt(debt, TWO64) then
+    return {At = add(now, debt), Frac = 0}
+  end
+  local q, r, ok = udivmod(debt, p.Td)
+  if not ok or lt(MaxTime, q) then
+    return {At = farFuture, Frac = 0}
+  end
+  return {At = add(now, q), Frac = r}
+end
+
+local gcraReport
+
+-- GCRAStep admits n events at now if they fit and returns the new state and
+-- the decision. n must be >= 0.
+local function GCRAStep(s, p, now, n)
+  local mode = p.Mode
+  if mode == Unlimited then
+    return s, unlimited()
+  elseif mode == Closed then
+    return s, closed(n)
+  end
+  local d0 = gcraDebt(s, p, now)
+  if n == 0 then
+    return s, gcraReport(p, d0, true, 0)
+  end
+  if lt(p.Burst, n) then
+    return s, gcraReport(p, d0, false, Never)
+  end
+  local need = add(d0, mul(n, p.Tn))
+  local capN = p.CapN
+  if lt(capN, need) then
+    return s, gcraReport(p, d0, false, ceil63(sub(need, capN), p.Td))
+  end
+  return gcraAt(p, now, need), gcraReport(p, need, true, 0)
+end
+
+-- gcraReport fills a Result from the debt d (units) after the decision.
+gcraReport = function(p, d, allowed, retry)
+  local r = {Allowed = allowed, Remaining = 0, RetryAfter = retry, ResetAfter = 0}
+  if lt(d, p.CapN) then
+    r.Remaining = divmod(sub(p.CapN, d), p.Tn)
+  end
+  r.ResetAfter = ceil63(d, p.Td)
+  return r
+end
+
+-- Not in Go: the stored form. "g<At>" when Frac is 0 (always when Td = 1),
+-- else "g<At>:<Frac>"; At <= farFuture.
+local function gcraDecode(v)
+  local _, _, a = sfind(v, '^g(%d+)$')
+  local f = 0
+  if a == nil then
+    _, _, a, f = sfind(v, '^g(%d+):(%d+)$')
+    f = parse(f)
+    if f == nil then return nil end
+  end
+  local at = parse(a)
+  if at == nil or lt(farFuture, at) then return nil end
+  return {At = at, Frac = f}
+end
+
+local function gcraEncode(s)
+  if s.Frac == 0 then return 'g' .. fmt(s.At) end
+  return 'g' .. fmt(s.At) .. ':' .. fmt(s.Frac)
+end

@@ -1,0 +1,181 @@
+package lua
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
+)
+
+// sources holds the script's parts; Decide concatenates them in the order
+// of parts, so that each file sees the local functions of those before it.
+//
+//go:embed *.lua
+var sources embed.FS
+
+var parts = []string{
+	"lib.lua",           // exact integers (u128.go)
+	"params.lua",        // params.go
+	"gcra.lua",          // gcra.go
+	"bucket.lua",        // bucket.go
+	"window.lua",        // window.go
+	"fixedwindow.lua",   // fixedwindow.go
+	"slidingwindow.lua", // slidingwindow.go
+	"slidinglog.lua",    // slidinglog.go
+	"main.lua",          // arguments, states, reply
+}
+
+// Decide is the source of the decision script: the .lua files of this
+// package concatenated into one chunk, so that one EVALSHA decides any
+// number of keys with any algorithms. The package documentation describes
+// its calling convention.
+var Decide = compose()
+
+func compose() string {
+	s := "-- admit decision script: " + strconv.Itoa(len(parts)) + " files of github.com/admit-go/admit/redisstore/lua\n"
+	for _, name := range parts {
+		b, err := sources.ReadFile(name)
+		if err != nil {
+			panic("lua: " + err.Error()) // every part is embedded
+		}
+		s += "\n-- " + name + "\n" + string(b)
+	}
+	return s
+}
+
+// The algorithm codes of the script, one per admit.Algorithm that Redis
+// supports (all but the pacer, which is not an Algorithm).
+const (
+	CodeGCRA          = "gcra" // admit.AlgGCRA: algo.GCRAStep
+	CodeTokenBucket   = "tb"   // admit.AlgTokenBucket: algo.BucketStep
+	CodeLeakyBucket   = "lb"   // admit.AlgLeakyBucket: algo.BucketStep (the same state as "tb")
+	CodeFixedWindow   = "fw"   // admit.AlgFixedWindow: algo.FixedWindowStep
+	CodeSlidingWindow = "sw"   // admit.AlgSlidingWindow: algo.SlidingWindowStep
+	CodeSlidingLog    = "sl"   // admit.AlgSlidingLog: (*algo.SlidingLog).SlidingLogStep
+)
+
+// The values of ARGV[1].
+const (
+	// Independent decides and writes each key on its own, in order.
+	Independent = "0"
+	// AllOrNothing admits every key's request or none: it decides all of
+	// them, then writes only if all were allowed.
+	AllOrNothing = "1"
+)
+
+// RedisTime is the value of ARGV[2] that makes the script use Redis TIME as
+// the instant.
+const RedisTime = ""
+
+var codes = [...]string{
+	admit.AlgGCRA:          CodeGCRA,
+	admit.AlgTokenBucket:   CodeTokenBucket,
+	admit.AlgLeakyBucket:   CodeLeakyBucket,
+	admit.AlgFixedWindow:   CodeFixedWindow,
+	admit.AlgSlidingWindow: CodeSlidingWindow,
+	admit.AlgSlidingLog:    CodeSlidingLog,
+}
+
+// Code returns the script's code for algorithm a, or false if the script
+// does not implement a.
+func Code(a admit.Algorithm) (string, bool) {
+	if int(a) < len(codes) {
+		return codes[a], true
+	}
+	return "", false
+}
+
+// AppendArgs appends the seven arguments of one key to args: the algorithm
+// code, n, and the compiled limit's Mode, Burst, Tn, Td and CapN, all as
+// decimal strings. p must come from algo.Compile (and pass CheckWindow for
+// the window algorithms); the script rejects any other limit.
+func AppendArgs(args []any, code string, n int64, p *algo.Params) []any {
+	return append(args, code,
+		strconv.FormatInt(n, 10),
+		strconv.Itoa(int(p.Mode)),
+		strconv.FormatInt(p.Burst, 10),
+		strconv.FormatInt(p.Tn, 10),
+		strconv.FormatInt(p.Td, 10),
+		strconv.FormatInt(p.CapN, 10))
+}
+
+// ErrReply reports a reply of the script that does not have the documented
+// form. ParseReply wraps it with what was wrong.
+var ErrReply = errors.New("lua: malformed script reply")
+
+// ParseReply checks and converts the script's reply for nkeys keys, as
+// go-redis returns it (RESP2 or RESP3): the instant the script decided at
+// and one result per key. Every departure from the documented form (a
+// wrong type or length, a number that does not parse or is out of range)
+// is an error wrapping ErrReply; ParseReply never panics.
+func ParseReply(reply any, nkeys int) (now int64, results []algo.Result, err error) {
+	a, ok := reply.([]any)
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: got %T, want an array", ErrReply, reply)
+	}
+	if nkeys < 0 || len(a) != 1+4*nkeys {
+		return 0, nil, fmt.Errorf("%w: %d elements for %d keys", ErrReply, len(a), nkeys)
+	}
+	if now, err = field(a, 0, algo.MaxTime); err != nil {
+		return 0, nil, err
+	}
+	results = make([]algo.Result, nkeys)
+	for i := range results {
+		r := &results[i]
+		j := 1 + 4*i
+		switch v := a[j].(type) {
+		case int64:
+			if v != 0 && v != 1 {
+				return 0, nil, fmt.Errorf("%w: element %d: allowed is %d, want 0 or 1", ErrReply, j, v)
+			}
+			r.Allowed = v == 1
+		default:
+			return 0, nil, fmt.Errorf("%w: element %d: allowed is %T, want an integer", ErrReply, j, v)
+		}
+		if r.Remaining, err = field(a, j+1, algo.Never); err != nil {
+			return 0, nil, err
+		}
+		if r.RetryAfter, err = field(a, j+2, algo.Never); err != nil {
+			return 0, nil, err
+		}
+		if r.ResetAfter, err = field(a, j+3, algo.Never); err != nil {
+			return 0, nil, err
+		}
+	}
+	return now, results, nil
+}
+
+// field parses a[j], a decimal string in [0, most].
+func field(a []any, j int, most int64) (int64, error) {
+	s, ok := a[j].(string)
+	if !ok {
+		return 0, fmt.Errorf("%w: element %d is %T, want a decimal string", ErrReply, j, a[j])
+	}
+	v, ok := parseDec(s, most)
+	if !ok {
+		return 0, fmt.Errorf("%w: element %d is %.40q, want a decimal integer in [0, %d]", ErrReply, j, s, most)
+	}
+	return v, nil
+}
+
+// parseDec parses s as strconv.FormatInt writes a value in [0, most].
+func parseDec(s string, most int64) (int64, bool) {
+	if len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		v = v*10 + uint64(c) // at most 19 digits: below 2^64
+	}
+	if v > uint64(most) {
+		return 0, false
+	}
+	return int64(v), true
+}

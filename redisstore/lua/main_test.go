@@ -1,0 +1,9 @@
+package lua_test
+
+import (
+	"testing"
+
+	"github.com/admit-go/admit/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -1,0 +1,145 @@
+-- slidinglog.lua mirrors internal/algo/slidinglog.go: SlidingLog, its at,
+-- expire and push methods (logAt, logExpire, logPush) and SlidingLogStep,
+-- line for line. Go keeps the entries in a ring buffer; here they are two
+-- arrays (instants and counts) indexed from head, which is the same deque.
+-- Like Go, a step changes the log in place: it drops the expired entries
+-- even when it denies or peeks (which matters when a later instant falls
+-- back before them), so main.lua stores the log whenever dirty is set. The
+-- stored form (logDecode, logEncode) follows.
+
+-- SlidingLog is the state of a sliding log: {at = {...}, n = {...}, head,
+-- size, sum}: entry i (0-based) is n[head+i] events admitted at instant
+-- at[head+i]; sum counts the events of all entries.
+local function logZero()
+  return {at = {}, n = {}, head = 1, size = 0, sum = 0, dirty = false}
+end
+
+-- at returns the index of entry i (0-based).
+local function logAt(l, i)
+  return l.head + i
+end
+
+-- expire drops the entries that are W or more before now.
+local function logExpire(l, w, now)
+  while l.size > 0 do
+    local e = logAt(l, 0)
+    if lt(sub(now, l.at[e]), w) then
+      return
+    end
+    l.sum = sub(l.sum, l.n[e])
+    l.at[e], l.n[e] = nil, nil
+    l.head = l.head + 1
+    l.size = l.size - 1
+    l.dirty = true
+  end
+  l.head = 1
+end
+
+local function logPush(l, now, n)
+  if l.size > 0 then
+    local last = logAt(l, l.size - 1)
+    if eq(l.at[last], now) then
+      l.n[last] = add(l.n[last], n)
+      l.sum = add(l.sum, n)
+      l.dirty = true
+      return
+    end
+  end
+  -- (Go grows its ring buffer here, never beyond p.Burst entries.)
+  local e = logAt(l, l.size)
+  l.at[e], l.n[e] = now, n
+  l.size = l.size + 1
+  l.sum = add(l.sum, n)
+  l.dirty = true
+end
+
+-- SlidingLogStep admits n events at now if they fit. An instant before the
+-- latest logged event counts as that event's instant.
+local function SlidingLogStep(l, p, now, n)
+  local mode = p.Mode
+  if mode == Unlimited then
+    return unlimited()
+  elseif mode == Closed then
+    return closed(n)
+  end
+  if l.size > 0 then
+    local newest = l.at[logAt(l, l.size - 1)]
+    if lt(now, newest) then
+      return shift(SlidingLogStep(l, p, newest, n), sub(newest, now))
+    end
+  end
+  local w = Window(p)
+  logExpire(l, w, now)
+  local r = {Allowed = true, Remaining = 0, RetryAfter = 0, ResetAfter = 0}
+  if lt(p.Burst, n) then
+    r = {Allowed = false, Remaining = 0, RetryAfter = Never, ResetAfter = 0}
+  elseif lt(p.Burst, add(l.sum, n)) then -- n > p.Burst-l.sum
+    -- Wait until the oldest events holding sum+n-B leave the window.
+    local excess, acc = sub(add(l.sum, n), p.Burst), 0
+    for i = 0, l.size - 1 do
+      local e = logAt(l, i)
+      acc = add(acc, l.n[e])
+      if not lt(acc, excess) then
+        r = {Allowed = false, Remaining = 0, RetryAfter = sub(add(l.at[e], w), now), ResetAfter = 0}
+        break
+      end
+    end
+  elseif n ~= 0 then
+    logPush(l, now, n)
+  end
+  -- r.Remaining = max(p.Burst-l.sum, 0)
+  if lt(l.sum, p.Burst) then
+    r.Remaining = sub(p.Burst, l.sum)
+  end
+  if l.size > 0 then
+    r.ResetAfter = sub(add(l.at[logAt(l, l.size - 1)], w), now)
+  end
+  return r
+end
+
+-- Not in Go: the stored form "l<At>:<N>" for the oldest entry followed by
+-- ",<At-previous At>:<N>" for each later one: instants strictly increase and
+-- are at most MaxTime, counts are at least 1 and sum to at most MaxInt64.
+-- An empty log is not stored (the key is deleted).
+local function logDecode(v)
+  if sbyte(v, 1) ~= 108 then return nil end -- 'l'
+  local l = logZero()
+  local pos, len, prev = 2, #v, nil
+  local ats, ns, size, sum = l.at, l.n, 0, 0
+  while true do
+    local _, e, a, c = sfind(v, '^(%d+):(%d+)', pos)
+    if e == nil then return nil end
+    local at, cnt = parse(a), parse(c)
+    if at == nil or cnt == nil or cnt == 0 then return nil end
+    if prev ~= nil then
+      if at == 0 then return nil end
+      at = add(prev, at)
+    end
+    if lt(MaxTime, at) then return nil end
+    sum = add(sum, cnt)
+    if lt(MAXI64, sum) then return nil end
+    size = size + 1
+    ats[size], ns[size] = at, cnt
+    prev = at
+    if e == len then break end
+    if sbyte(v, e + 1) ~= 44 then return nil end -- ','
+    pos = e + 2
+  end
+  l.size, l.sum = size, sum
+  return l
+end
+
+local function logEncode(l)
+  local parts, prev = {}, nil
+  for i = 0, l.size - 1 do
+    local e = logAt(l, i)
+    local at = l.at[e]
+    if prev == nil then
+      parts[i + 1] = 'l' .. fmt(at) .. ':' .. fmt(l.n[e])
+    else
+      parts[i + 1] = fmt(sub(at, prev)) .. ':' .. fmt(l.n[e])
+    end
+    prev = at
+  end
+  return tconcat(parts, ',')
+end

@@ -1,0 +1,112 @@
+-- slidingwindow.lua mirrors internal/algo/slidingwindow.go: SlidingWindow (a
+-- table {Win, Cur, Prev}), SlidingWindowStep, untilUnits and slidingRetry,
+-- line for line (addSat is in params.lua). Where Go computes
+-- p.Burst-s.Cur-n and tests it against 0 the Lua compares the equivalent
+-- sums, since its values are never negative. Like Go, slidingRetry takes a
+-- quotient that does not fit in 64 bits as 0. The stored form
+-- (slidingDecode, slidingEncode) follows.
+
+-- SlidingWindow is the state of a sliding-window counter: Cur events
+-- admitted in window Win and Prev in the window before. The zero value is
+-- empty.
+local slidingZero = {Win = 0, Cur = 0, Prev = 0}
+
+local untilUnits, slidingRetry
+
+-- SlidingWindowStep admits n events at now if the estimate allows it. An
+-- instant before the current window counts at the window's start. Only an
+-- admission (n > 0) changes the state.
+local function SlidingWindowStep(s, p, now, n)
+  local saved = s
+  local mode = p.Mode
+  if mode == Unlimited then
+    return s, unlimited()
+  elseif mode == Closed then
+    return s, closed(n)
+  end
+  local k, e = windowOf(p, now)
+  local c = cmp(k, s.Win)
+  if c > 0 and eq(k, add(s.Win, 1)) then
+    s = {Win = k, Cur = 0, Prev = s.Cur}
+  elseif c > 0 then
+    s = {Win = k, Cur = 0, Prev = 0}
+  elseif c < 0 then
+    e = 0
+  end
+  local capN = p.CapN
+  -- weighted = Prev×(W-e), in units; the estimate×W is weighted + Cur×W.
+  local weighted = mul(s.Prev, sub(capN, e))
+  local limit = mul(p.Burst, capN)
+  local est = add(weighted, mul(s.Cur, capN))
+  local r = {Allowed = true, Remaining = 0, RetryAfter = 0, ResetAfter = 0}
+  if lt(p.Burst, n) then
+    r = {Allowed = false, Remaining = 0, RetryAfter = Never, ResetAfter = 0}
+  elseif n ~= 0 then
+    if lt(limit, add(est, mul(n, capN))) then
+      r = {Allowed = false, Remaining = 0, RetryAfter = untilUnits(p, now, s.Win, slidingRetry(s, p, e, n)), ResetAfter = 0}
+    else
+      s = {Win = s.Win, Cur = add(s.Cur, n), Prev = s.Prev}
+      est = add(est, mul(n, capN))
+      saved = s
+    end
+  end
+  if lt(est, limit) then
+    -- Remaining = floor((B×W - est)/W).
+    r.Remaining = div63(sub(limit, est), capN)
+  end
+  if s.Cur ~= 0 then
+    r.ResetAfter = untilUnits(p, now, s.Win, mul(2, capN))
+  elseif s.Prev ~= 0 then
+    r.ResetAfter = untilUnits(p, now, s.Win, capN)
+  end
+  return saved, r
+end
+
+-- untilUnits returns the ns from now until off units after the start of
+-- window k, rounded up.
+untilUnits = function(p, now, k, off)
+  local at = add(mul(k, p.CapN), off)
+  local nowU = mul(now, p.Td)
+  if not lt(nowU, at) then
+    return 0
+  end
+  return ceil63(sub(at, nowU), p.Td)
+end
+
+-- slidingRetry returns the offset, in units from the start of the current
+-- window, of the first instant at which n events (n <= B) fit, given that
+-- they do not fit at elapsed e.
+slidingRetry = function(s, p, e, n)
+  local capN = p.CapN
+  -- In this window: the first e' with Prev×(W-e') <= (B-Cur-n)×W.
+  if not lt(p.Burst, add(s.Cur, n)) and s.Prev ~= 0 then -- room >= 0
+    local room = sub(p.Burst, add(s.Cur, n))
+    local q = udivmod(mul(room, capN), s.Prev)
+    -- q < W - e because the request was denied at e.
+    if q ~= 0 then
+      return sub(capN, q)
+    end
+  end
+  -- In the next window Prev' = Cur and Cur' = 0: the first e' with
+  -- Cur×(W-e') <= (B-n)×W, else the window after.
+  local at = 0
+  if s.Cur ~= 0 then
+    local q = udivmod(mul(sub(p.Burst, n), capN), s.Cur)
+    if lt(q, capN) then
+      at = sub(capN, q)
+    end
+  end
+  return add(capN, at)
+end
+
+-- Not in Go: the stored form "s<Win>:<Cur>:<Prev>", Win <= MaxTime.
+local function slidingDecode(v)
+  local _, _, w, c, pr = sfind(v, '^s(%d+):(%d+):(%d+)$')
+  local win, cur, prev = parse(w), parse(c), parse(pr)
+  if win == nil or cur == nil or prev == nil or lt(MaxTime, win) then return nil end
+  return {Win = win, Cur = cur, Prev = prev}
+end
+
+local function slidingEncode(s)
+  return 's' .. fmt(s.Win) .. ':' .. fmt(s.Cur) .. ':' .. fmt(s.Prev)
+end
