@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/keyed"
 )
 
 // Guard is a keyed limiter that asks a primary limiter (usually a shared
@@ -46,8 +47,8 @@ import (
 // primary made them.
 //
 // While the primary is healthy, a call costs the primary's call, the
-// timeout's context (none with WithTimeout(0)) and two atomic loads: no
-// lock, no allocation. The zero Guard is not usable; create one with
+// timeout's context (none with WithTimeout(0)), a check of the caller's
+// context and two atomic loads: no lock, and no allocation of its own. The zero Guard is not usable; create one with
 // NewGuard. A Guard is safe for concurrent use. It starts no goroutine and
 // needs no Close.
 type Guard struct {
@@ -89,11 +90,18 @@ type Guard struct {
 	since    time.Time  // when active became true
 }
 
+var (
+	_ Limiter = (*Guard)(nil)
+	_ Limiter = (*Shared)(nil)
+	_ Limiter = (*keyed.Limiter)(nil)
+)
+
 // The values of Guard.state.
 const (
 	stateClosed  int32 = iota // the primary decides; no failure since its last success
 	stateFailing              // the primary decides; there were failures since its last success
 	stateOpen                 // a Breaker is open: the policy decides, the probes excepted
+	stateActive               // switched to the policy without a Breaker: the primary is still called
 )
 
 // NewGuard returns a Guard asking primary and applying policy when it
@@ -185,7 +193,8 @@ func (g *Guard) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 		d, timedOut, err = g.call(ctx, key, n)
 	}
 	if err != nil {
-		return g.failed(ctx, key, n, d, timedOut, err)
+		d, _, err = g.failed(ctx, key, n, d, timedOut, err)
+		return d, err
 	}
 	if g.state.Load() != stateClosed {
 		g.succeeded(false)
@@ -210,8 +219,8 @@ func (g *Guard) call(ctx context.Context, key string, n int64) (d admit.Decision
 }
 
 // allowOpen decides while the breaker is open: the policy decides, except
-// for the first request after each probe interval, which calls the
-// primary.
+// for the first request after each probe interval, the probe, which calls
+// the primary.
 func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decision, error) {
 	now := g.now()
 	next := g.nextProbe.Load()
@@ -221,43 +230,50 @@ func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decis
 	}
 	g.stats.probes.Add(1)
 	d, timedOut, err := g.call(ctx, key, n)
-	if err != nil {
-		if !timedOut && (ctx.Err() != nil || !g.isFailure(err)) {
-			// The probe was inconclusive: the next request probes.
-			g.nextProbe.CompareAndSwap(now+g.interval, now)
-		}
-		return g.failed(ctx, key, n, d, timedOut, err)
+	if err == nil {
+		g.succeeded(true)
+		return d, nil
 	}
-	g.succeeded(true)
-	return d, nil
+	d, failure, err := g.failed(ctx, key, n, d, timedOut, err)
+	if !failure {
+		// The caller gave up, or the request was bad: the probe tells
+		// nothing about the primary, so the next request probes.
+		g.nextProbe.CompareAndSwap(now+g.interval, now)
+	}
+	return d, err
 }
 
-// failed handles an error of the primary: the caller's cancellation and
-// errors about the request are returned; failures are counted and decided
-// by the policy.
-func (g *Guard) failed(ctx context.Context, key string, n int64, d admit.Decision, timedOut bool, err error) (admit.Decision, error) {
+// failed handles an error of the primary. The caller's cancellation and
+// errors about the request are returned as they are; failures are counted
+// and decided by the policy, and failed reports them as such.
+func (g *Guard) failed(ctx context.Context, key string, n int64, d admit.Decision, timedOut bool, err error) (admit.Decision, bool, error) {
 	if cerr := ctx.Err(); cerr != nil {
 		g.stats.canceled.Add(1)
 		if !errors.Is(err, cerr) {
 			err = cerr
 		}
-		return d, err
+		return d, false, err
 	}
 	if !timedOut && !g.isFailure(err) {
-		return d, err
+		return d, false, err
 	}
 	g.stats.failures.Add(1)
 	if timedOut {
 		g.stats.timeouts.Add(1)
-		err = fmt.Errorf("%w (%v): %w", ErrTimeout, g.timeout, err)
 	}
-	g.recordFailure(err)
-	return g.decide(ctx, key, n)
+	g.recordFailure(err, timedOut)
+	d, err = g.decide(ctx, key, n)
+	return d, true, err
 }
 
 // recordFailure counts a failure, and switches to the policy at the
 // threshold.
-func (g *Guard) recordFailure(err error) {
+func (g *Guard) recordFailure(err error, timedOut bool) {
+	if st := g.state.Load(); st == stateOpen || st == stateActive {
+		// Switched already: the count no longer matters. (A success that
+		// switches back concurrently is after this failure.)
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.failures++
@@ -273,7 +289,10 @@ func (g *Guard) recordFailure(err error) {
 		g.nextProbe.Store(int64(g.since.Sub(g.base)) + g.interval)
 		g.state.Store(stateOpen)
 	} else {
-		g.state.Store(stateFailing)
+		g.state.Store(stateActive)
+	}
+	if timedOut {
+		err = fmt.Errorf("%w (%v): %w", ErrTimeout, g.timeout, err)
 	}
 	g.report(true, err)
 }

@@ -106,7 +106,8 @@ func TestFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	prim := newPrimary(down)
-	g := mustGuard(t, prim, compose.Fallback(local), compose.WithName("api"))
+	obs := &recorder{}
+	g := mustGuard(t, prim, compose.Fallback(local), compose.WithName("api"), compose.WithObserver(obs))
 	var got []string
 	for range 3 {
 		d := allow(t, g, "k", 1)
@@ -122,6 +123,9 @@ func TestFallback(t *testing.T) {
 	}
 	if s := g.Stats(); s.Failures != 4 || s.Decided != 3 {
 		t.Errorf("stats %+v, want 4 failures, 3 decided", s)
+	}
+	if obs.decided.Load() != 3 {
+		t.Errorf("%d decisions observed, want the local limiter's 3", obs.decided.Load())
 	}
 }
 
@@ -626,4 +630,44 @@ func TestPolicyString(t *testing.T) {
 	if got := g.Policy().String(); got != "breaker/fail-closed" {
 		t.Errorf("Policy() = %q", got)
 	}
+}
+
+// TestBreakerTimeouts: a store that does not answer costs each request the
+// timeout until the breaker opens, and nothing after, but the probe's.
+func TestBreakerTimeouts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := admittest.NewManualClock(admittest.Epoch)
+		prim := newPrimary(hang(nil))
+		obs := &recorder{}
+		g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithObserver(obs))
+		elapsed := func(calls int) time.Duration {
+			start := time.Now()
+			for range calls {
+				if d := allow(t, g, "k", 1); d.Rule != "fail-open" {
+					t.Fatalf("decision %+v", d)
+				}
+			}
+			return time.Since(start)
+		}
+		if got, want := elapsed(compose.DefaultThreshold), compose.DefaultThreshold*compose.DefaultTimeout; got != want {
+			t.Errorf("the first %d requests took %v, want %v", compose.DefaultThreshold, got, want)
+		}
+		if got := elapsed(1000); got != 0 {
+			t.Errorf("1000 requests under the open breaker took %v, want 0", got)
+		}
+		clk.Advance(compose.DefaultProbeInterval)
+		if got := elapsed(1000); got != compose.DefaultTimeout {
+			t.Errorf("1000 requests with one probe took %v, want %v", got, compose.DefaultTimeout)
+		}
+		s := g.Stats()
+		if want := (compose.Stats{Failures: 6, Timeouts: 6, Decided: 2005, Skipped: 1999, Probes: 1, Switches: 1, Active: true}); s != want {
+			t.Errorf("stats %+v, want %+v", s, want)
+		}
+		if ev := obs.Events(); len(ev) != 1 || !errors.Is(ev[0].Reason, compose.ErrTimeout) {
+			t.Errorf("events %v", ev)
+		}
+		if obs.decided.Load() != 2005 {
+			t.Errorf("%d decisions observed, want 2005", obs.decided.Load())
+		}
+	})
 }

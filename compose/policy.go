@@ -57,8 +57,10 @@ var (
 // instance's share of the shared limit (see LocalShare and LiveShare), so
 // that a fleet whose store is down still enforces about the same limit,
 // each instance on its own. local is called with the caller's context,
-// without the Guard's timeout, and its errors are returned as they are. A
-// nil local makes NewGuard fail with ErrNilLimiter.
+// without the Guard's timeout, and its errors are returned as they are. The
+// Guard reports local's decisions to its Observer (see WithObserver), so
+// give the Observer to the Guard rather than to local. A nil local makes
+// NewGuard fail with ErrNilLimiter.
 func Fallback(local Limiter) Policy {
 	return Policy{kind: fallback, local: local}
 }
