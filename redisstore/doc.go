@@ -1,0 +1,76 @@
+// Package redisstore keeps limiters' states in Redis, so that every process
+// of a fleet enforces one limit per key: N replicas with a local limit of R
+// would admit N×R, while N replicas sharing a Store admit R.
+//
+// # Which one should I use
+//
+// Use package keyed when one process decides alone: it is exact and costs
+// about 100 ns. Use redisstore when several processes must share a limit:
+// each check is a Redis round trip (batched with the other checks in flight,
+// so thousands of checks share one), and a key denied until T is answered
+// locally until T. Wrap a Redis limiter in a failure policy from package
+// compose to choose what happens when Redis is down.
+//
+// # Semantics
+//
+// A Limiter decides exactly as keyed.Limiter does, by the same step
+// functions: the Lua script (in lua/*.lua, embedded) mirrors them line for
+// line with exact integer arithmetic, and the conformance suite of package
+// admittest runs unchanged against a standalone Redis and a Redis Cluster.
+// Allow reads Redis's clock (TIME) inside the script, so the clocks of the
+// clients cannot change a decision; AllowAt takes the instant from the
+// caller, for exact tests.
+//
+// # Keys
+//
+// A key of limiter name N for algorithm A is stored at
+//
+//	<prefix>{<16 hex digits>}:<A>:<N>:<key>
+//
+// where the prefix defaults to "admit:v1:" and the hex digits are a hash of
+// the key (or of the tag given to Store.AllowLayers): Redis Cluster hashes
+// only what is between the braces, so a key may hold any bytes, braces
+// included, without moving its slot, and every key one script call touches
+// is in one slot. Each written key expires (PEXPIRE) when its state is full
+// again, so idle keys vanish by themselves; WithMinTTL sets a lower bound
+// for callers of AllowAt whose instants are not on Redis's clock.
+//
+// # Speed
+//
+// Checks are pipelined automatically: a Store runs a few workers
+// (WithPipelines); checks that arrive while the workers are busy go out
+// together in the next pipeline, merged into one script call per instant
+// (per slot in a cluster). AllowBatch sends many keys at once, and
+// Store.AllowLayers decides several layers of one request (per IP, per
+// tenant, global) in one script call, all or nothing.
+//
+// # The deny cache
+//
+// Every algorithm here only moves a key towards denial when requests are
+// admitted: nothing but time (and Reset) gives capacity back. So a key that
+// Redis denied one event until instant T stays denied until T, whatever
+// other clients do, and the store answers it from memory until then without
+// a call to Redis (WithDenyCache bounds the keys it remembers). This holds
+// for GCRA, the token and leaky buckets, the fixed and sliding windows and
+// the sliding log. Only requests of one event are cached: while one event
+// does not fit, the whole decision (Remaining 0, RetryAfter, ResetAfter) is
+// the one Redis would give, unless another client admits events for the key
+// meanwhile, in which case Redis would give a longer wait; the denial
+// itself is exact. A Reset by another process is seen once the cached
+// denials end. An admission through the same Store forgets the key's
+// denial. The argument needs instants that do not go backwards between
+// clients: a bucket treats an instant earlier than the latest it saw as
+// that latest one, so with callers' own instants (AllowAt) on skewed
+// clocks, one client's admission at a later instant could end another's
+// cached denial early. On Redis's clock this cannot happen (unless the
+// server's wall clock is stepped back); disable the cache (WithDenyCache(0))
+// for AllowAt on clocks that disagree.
+//
+// # Errors
+//
+// A denial is a Decision, not an error. Errors mean nothing was decided:
+// bad input (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong),
+// a failure of Redis (ErrStore: connection refused, timeout, an error reply
+// such as a key holding another type, or a malformed reply, which is never
+// a panic), the caller's context, or a closed Store (ErrClosed).
+package redisstore

@@ -1,0 +1,304 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/limits"
+	"github.com/admit-go/admit/internal/timeline"
+	"github.com/admit-go/admit/redisstore/lua"
+)
+
+// Limiter is a keyed limiter whose states live in Redis, so that every
+// process using the same Redis, limiter name and algorithm enforces one
+// limit per key. It decides exactly as the in-memory limiters of package
+// keyed do (the same step functions, mirrored in Lua), on Redis's clock
+// (TIME) or at instants the caller gives. A Limiter is safe for concurrent
+// use; create it with Store.Limiter.
+type Limiter struct {
+	s      *Store
+	alg    admit.Algorithm
+	code   string
+	own    *limits.Compiled
+	limits limits.Cache
+	name   string
+	obs    admit.Observer
+	// head is the part of each key after the hash tag: ":<code>:<name>:".
+	head string
+}
+
+// Limiter returns a limiter deciding by algorithm alg (any but the
+// Pacer), with limit l for the calls that do not give one. Options: WithName
+// and WithObserver. The error wraps admit.ErrInvalidLimit,
+// admit.ErrUnknownAlgorithm or ErrInvalidOption.
+func (s *Store) Limiter(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
+	var o limiterOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyLimiter(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	code, ok := lua.Code(alg)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v in Redis", admit.ErrUnknownAlgorithm, alg)
+	}
+	lim := &Limiter{s: s, alg: alg, code: code, name: o.name, obs: o.obs}
+	lim.own = limits.Compile(alg, l)
+	if lim.own.Err != nil {
+		return nil, lim.own.Err
+	}
+	lim.head = ":" + code + ":" + o.name + ":"
+	return lim, nil
+}
+
+// Algorithm returns the limiter's algorithm.
+func (lim *Limiter) Algorithm() admit.Algorithm { return lim.alg }
+
+// Limit returns the limiter's own limit, with Burst filled in.
+func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
+
+// Name returns the limiter's name.
+func (lim *Limiter) Name() string { return lim.name }
+
+// Allow decides whether n events may happen for key now, on Redis's clock,
+// under the limiter's limit, and if so consumes them. A denial is a
+// Decision with Allowed false, not an error. n = 0 is a peek. The error is
+// non-nil when nothing was decided: bad input (admit.ErrInvalidCost,
+// ErrKeyTooLong), Redis failing (ErrStore), ctx ending first (its error),
+// or a closed store (ErrClosed). Keys may hold any bytes.
+func (lim *Limiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return lim.decide(ctx, -1, key, lim.own, n)
+}
+
+// AllowAt is Allow at instant now instead of Redis's clock: for exact
+// tests, and for callers that keep their own time line. Keys written this
+// way still expire on Redis's clock (see WithMinTTL).
+func (lim *Limiter) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
+	return lim.decide(ctx, algo.Clamp(timeline.Nanos(now)), key, lim.own, n)
+}
+
+// AllowLimit is Allow under limit l instead of the limiter's own: one
+// Limiter then serves keys of several tiers. A key's state is kept across
+// limits, as in package keyed. An invalid l is an error wrapping
+// admit.ErrInvalidLimit.
+func (lim *Limiter) AllowLimit(ctx context.Context, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	return lim.allowLimit(ctx, -1, key, l, n)
+}
+
+// AllowLimitAt is AllowLimit at instant now.
+func (lim *Limiter) AllowLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	return lim.allowLimit(ctx, algo.Clamp(timeline.Nanos(now)), key, l, n)
+}
+
+func (lim *Limiter) allowLimit(ctx context.Context, now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Refusal(lim.name), c.Err
+	}
+	return lim.decide(ctx, now, key, c, n)
+}
+
+// check refuses bad input.
+func (lim *Limiter) check(key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if len(key) > lim.s.o.maxKeyLen {
+		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.s.o.maxKeyLen)
+	}
+	return nil
+}
+
+// decide decides one key at now (-1: Redis's clock).
+func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
+	if err := lim.check(key, n); err != nil {
+		return c.Refusal(lim.name), err
+	}
+	tag := tagOf(key)
+	rkey := lim.redisKey(tag, key)
+	explicit := now >= 0
+	local := now
+	if !explicit {
+		local = timeline.Now()
+	}
+	s := lim.s
+	if s.deny != nil {
+		if r, ok := s.deny.get(rkey, c.Key, explicit, local, n); ok {
+			return lim.observe(key, n, c.Decision(r, lim.name)), nil
+		}
+	}
+	p := s.getOp()
+	p.items = append(p.items, item{key: rkey, code: lim.code, n: n, p: &c.P})
+	lim.fill(p, now, tag)
+	if err := s.do(ctx, p); err != nil {
+		return c.Refusal(lim.name), err
+	}
+	r := p.results[0]
+	s.putOp(p)
+	if s.deny != nil {
+		s.deny.record(rkey, c.Key, explicit, local, n, r)
+	}
+	return lim.observe(key, n, c.Decision(r, lim.name)), nil
+}
+
+// fill sets an op's instant, minimum TTL and slot.
+func (lim *Limiter) fill(p *op, now int64, tag string) {
+	p.now = ""
+	if now >= 0 {
+		p.now = strconv.FormatInt(now, 10)
+	}
+	p.minTTL = lim.s.minTTL
+	p.tag = tag
+}
+
+func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decision {
+	if lim.obs != nil {
+		lim.obs.Decided(admit.DecisionEvent{Limiter: lim.name, Key: key, N: n, Decision: d})
+	}
+	return d
+}
+
+// Reset forgets key's state in Redis (and in this store's deny cache): the
+// key starts full. Other processes' deny caches keep their denials of the
+// key until those end.
+func (lim *Limiter) Reset(ctx context.Context, key string) error {
+	if err := lim.check(key, 0); err != nil {
+		return err
+	}
+	rkey := lim.redisKey(tagOf(key), key)
+	if lim.s.deny != nil {
+		lim.s.deny.forget(rkey)
+	}
+	if err := lim.s.client.Del(ctx, rkey).Err(); err != nil {
+		return storeError(err)
+	}
+	return nil
+}
+
+// tagOf returns the hash tag of a key: 16 hex digits of its FNV-1a hash,
+// so that any bytes in the key, '{' and '}' included, leave its slot alone.
+func tagOf(key string) string {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	var b [16]byte
+	const hex = "0123456789abcdef"
+	v := h.Sum64()
+	for i := 15; i >= 0; i-- {
+		b[i] = hex[v&15]
+		v >>= 4
+	}
+	return string(b[:])
+}
+
+// redisKey is prefix "{" tag "}" ":" code ":" name ":" key. The prefix has
+// no braces and the tag no '}', so Redis Cluster hashes the tag alone; the
+// code and name have no ':', so distinct (name, key) pairs never share a
+// key.
+func (lim *Limiter) redisKey(tag, key string) string {
+	return lim.s.prefix + "{" + tag + "}" + lim.head + key
+}
+
+// Request is one check of a batch (see AllowBatch).
+type Request struct {
+	Key   string
+	N     int64
+	Limit *admit.Limit // nil: the limiter's own limit
+}
+
+// AllowBatch decides each request of reqs on Redis's clock, as Allow and
+// AllowLimit would, in as few round trips as the keys' slots allow (one on
+// a standalone Redis), and appends the decisions to dst, which may be nil.
+// Each request is decided on its own (see Store.AllowLayers for all or
+// nothing). A request that could not be decided gets a refusal, and the
+// first such error is returned, naming its index.
+func (lim *Limiter) AllowBatch(ctx context.Context, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+	return lim.allowBatch(ctx, -1, reqs, dst)
+}
+
+// AllowBatchAt is AllowBatch at instant now.
+func (lim *Limiter) AllowBatchAt(ctx context.Context, now time.Time, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+	return lim.allowBatch(ctx, algo.Clamp(timeline.Nanos(now)), reqs, dst)
+}
+
+func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+	s := lim.s
+	explicit := now >= 0
+	local := now
+	if !explicit {
+		local = timeline.Now()
+	}
+	type pending struct {
+		c    *limits.Compiled
+		rkey string
+		p    *op
+		err  error
+		d    admit.Decision
+		done bool
+	}
+	ps := make([]pending, len(reqs))
+	var sent []*op
+	for i, r := range reqs {
+		q := &ps[i]
+		q.c = lim.own
+		if r.Limit != nil {
+			q.c = lim.limits.Get(lim.alg, *r.Limit)
+		}
+		if q.err = q.c.Err; q.err == nil {
+			q.err = lim.check(r.Key, r.N)
+		}
+		if q.err != nil {
+			q.d, q.done = q.c.Refusal(lim.name), true
+			continue
+		}
+		tag := tagOf(r.Key)
+		q.rkey = lim.redisKey(tag, r.Key)
+		if s.deny != nil {
+			if res, ok := s.deny.get(q.rkey, q.c.Key, explicit, local, r.N); ok {
+				q.d, q.done = q.c.Decision(res, lim.name), true
+				continue
+			}
+		}
+		q.p = s.getOp()
+		q.p.items = append(q.p.items, item{key: q.rkey, code: lim.code, n: r.N, p: &q.c.P})
+		lim.fill(q.p, now, tag)
+		sent = append(sent, q.p)
+	}
+	if len(sent) > 0 {
+		if err := s.doBatch(ctx, sent); err != nil {
+			for i := range ps {
+				if q := &ps[i]; !q.done {
+					q.d, q.err, q.done = q.c.Refusal(lim.name), err, true
+				}
+			}
+		}
+	}
+	var first error
+	for i, r := range reqs {
+		q := &ps[i]
+		if !q.done {
+			if q.p.err != nil {
+				q.d, q.err = q.c.Refusal(lim.name), q.p.err
+			} else {
+				res := q.p.results[0]
+				if s.deny != nil {
+					s.deny.record(q.rkey, q.c.Key, explicit, local, r.N, res)
+				}
+				q.d = q.c.Decision(res, lim.name)
+			}
+			s.putOp(q.p)
+		}
+		if q.err != nil && first == nil {
+			first = fmt.Errorf("redisstore: request %d: %w", i, q.err)
+		}
+		dst = append(dst, lim.observe(r.Key, r.N, q.d))
+	}
+	return dst, first
+}

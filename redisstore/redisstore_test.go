@@ -1,0 +1,364 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// newStore returns a Store on client under a fresh prefix, closed with the
+// test. Keys live a day, so that explicit instants never race Redis's
+// clock.
+func newStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Option) *redisstore.Store {
+	t.Helper()
+	opts = append([]redisstore.Option{redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(24 * time.Hour)}, opts...)
+	s, err := redisstore.New(client, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// subject runs a Limiter as an admittest.Subject at explicit instants.
+type subject struct{ lim *redisstore.Limiter }
+
+func (s subject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
+	return s.lim.AllowAt(ctx, now, key, n)
+}
+
+// limitSubject passes the scenario's limit per call.
+type limitSubject struct {
+	lim *redisstore.Limiter
+	l   admit.Limit
+}
+
+func (s limitSubject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
+	return s.lim.AllowLimitAt(ctx, now, key, s.l, n)
+}
+
+// factory makes limiters on client, each under its own prefix.
+func factory(client func(t testing.TB) redis.UniversalClient, opts ...redisstore.Option) admittest.Factory {
+	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+		t.Helper()
+		lim, err := newStore(t, client(t), opts...).Limiter(alg, l)
+		if err != nil {
+			t.Fatalf("Limiter(%v, %v): %v", alg, l, err)
+		}
+		return subject{lim}
+	}
+}
+
+func standalone(t testing.TB) redis.UniversalClient { return redistest.Standalone(t).Client(t) }
+func cluster(t testing.TB) redis.UniversalClient    { return redistest.SharedCluster(t).Client(t) }
+
+func TestConformanceStandalone(t *testing.T) {
+	admittest.Run(t, factory(standalone))
+}
+
+func TestConformanceStandaloneNoDenyCache(t *testing.T) {
+	admittest.Run(t, factory(standalone, redisstore.WithDenyCache(0)))
+}
+
+func TestConformanceCluster(t *testing.T) {
+	admittest.Run(t, factory(cluster))
+}
+
+func TestConformancePerCallLimit(t *testing.T) {
+	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+		lim, err := newStore(t, standalone(t)).Limiter(alg, admit.PerHour(7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return limitSubject{lim, l}
+	})
+}
+
+func TestDifferentialStandalone(t *testing.T) {
+	admittest.RunDifferential(t, factory(standalone), 1, 8)
+}
+
+func TestDifferentialCluster(t *testing.T) {
+	admittest.RunDifferential(t, factory(cluster), 2, 4)
+}
+
+// Many goroutines checking one key concurrently are batched into shared
+// pipelines, and admit exactly the burst.
+func TestConcurrentChecksAdmitExactlyTheBurst(t *testing.T) {
+	for name, client := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, client(t))
+			lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 100, Period: time.Hour, Burst: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := admittest.At(0)
+			ctx := t.Context()
+			const workers, each = 16, 20
+			admitted := make(chan int, workers)
+			for w := range workers {
+				go func() {
+					got := 0
+					for i := range each {
+						key := "hot"
+						if i%2 == 1 {
+							key = "other-" + string(rune('a'+w))
+						}
+						d, err := lim.AllowAt(ctx, now, key, 1)
+						if err != nil {
+							t.Error(err)
+						}
+						if d.Allowed && key == "hot" {
+							got++
+						}
+					}
+					admitted <- got
+				}()
+			}
+			total := 0
+			for range workers {
+				total += <-admitted
+			}
+			if total != 100 {
+				t.Fatalf("admitted %d on the hot key, want exactly the burst, 100", total)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	s := newStore(t, standalone(t))
+	lim, err := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := lim.Allow(ctx, strings.Repeat("k", 1<<20), 1); !errors.Is(err, redisstore.ErrKeyTooLong) {
+		t.Errorf("a 1 MB key: err = %v, want ErrKeyTooLong", err)
+	}
+	if _, err := lim.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Errorf("n = -1: err = %v, want ErrInvalidCost", err)
+	}
+	if _, err := lim.AllowLimit(ctx, "k", admit.Limit{Rate: -1}, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+		t.Errorf("a negative limit: err = %v, want ErrInvalidLimit", err)
+	}
+	// Any bytes in a key, braces included, are fine.
+	for _, key := range []string{"", "{", "}", "{a}", "a}{b", "\x00\xff", strings.Repeat("é", 1000)} {
+		if d, err := lim.Allow(ctx, key, 1); err != nil || !d.Allowed {
+			t.Errorf("key %q: %+v, %v", key, d, err)
+		}
+	}
+	for _, opt := range []redisstore.Option{
+		redisstore.WithPrefix("a{b"), redisstore.WithPipelines(0), redisstore.WithBatch(0, 0),
+		redisstore.WithBatch(10, -time.Second), redisstore.WithDenyCache(-1), redisstore.WithTimeout(0),
+		redisstore.WithMaxKeyLength(0), redisstore.WithMinTTL(-1),
+	} {
+		if _, err := redisstore.New(standalone(t), opt); !errors.Is(err, redisstore.ErrInvalidOption) {
+			t.Errorf("New with a bad option: err = %v, want ErrInvalidOption", err)
+		}
+	}
+	if _, err := redisstore.New(nil); !errors.Is(err, redisstore.ErrInvalidOption) {
+		t.Errorf("New(nil): err = %v", err)
+	}
+	for _, name := range []string{"a:b", "{", "}", strings.Repeat("n", 129)} {
+		if _, err := s.Limiter(admit.AlgGCRA, admit.PerSecond(1), redisstore.WithName(name)); !errors.Is(err, redisstore.ErrInvalidOption) {
+			t.Errorf("name %q: err = %v, want ErrInvalidOption", name, err)
+		}
+	}
+	if _, err := s.Limiter(admit.Algorithm(200), admit.PerSecond(1)); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+		t.Errorf("an unknown algorithm: err = %v, want ErrUnknownAlgorithm", err)
+	}
+}
+
+// A key that holds something else than our state is an error, and the
+// value is left alone.
+func TestWrongTypeKey(t *testing.T) {
+	srv := redistest.Standalone(t)
+	client := srv.Client(t)
+	prefix := redistest.Prefix(t)
+	s, err := redisstore.New(client, redisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10), redisstore.WithName("api"))
+	ctx := t.Context()
+	if _, err := lim.Allow(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := client.Keys(ctx, prefix+"*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys under the prefix: %q, %v", keys, err)
+	}
+	client.Del(ctx, keys[0])
+	client.HSet(ctx, keys[0], "f", "v")
+	if _, err := lim.Allow(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+		t.Errorf("a hash at the key: err = %v, want ErrStore", err)
+	}
+	if v, _ := client.HGet(ctx, keys[0], "f").Result(); v != "v" {
+		t.Errorf("the hash was changed: %q", v)
+	}
+	client.Del(ctx, keys[0])
+	client.Set(ctx, keys[0], "garbage", 0)
+	if _, err := lim.Allow(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+		t.Errorf("garbage at the key: err = %v, want ErrStore", err)
+	}
+}
+
+// Keys carry the prefix, a hash tag of the key and the limiter's name, and
+// expire when their state is full again.
+func TestKeyLayoutAndExpiry(t *testing.T) {
+	client := redistest.Standalone(t).Client(t)
+	prefix := redistest.Prefix(t)
+	s, _ := redisstore.New(client, redisstore.WithPrefix(prefix))
+	defer s.Close()
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 10, Period: time.Second, Burst: 10}, redisstore.WithName("api"))
+	ctx := t.Context()
+	if _, err := lim.Allow(ctx, "a}{b", 5); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := client.Keys(ctx, prefix+"*").Result()
+	if len(keys) != 1 {
+		t.Fatalf("keys: %q", keys)
+	}
+	k := keys[0]
+	if !strings.HasPrefix(k, prefix+"{") || !strings.HasSuffix(k, ":api:a}{b") || strings.Index(k, "}") != len(prefix)+17 {
+		t.Errorf("key %q: want %s{<16 hex>}:<alg>:api:a}{b", k, prefix)
+	}
+	pttl, _ := client.PTTL(ctx, k).Result()
+	if pttl <= 0 || pttl > 502*time.Millisecond {
+		t.Errorf("PTTL %v after 5 of 10/s: want about 500ms", pttl)
+	}
+}
+
+// The script is reloaded when Redis has lost it (SCRIPT FLUSH mid-run).
+func TestScriptFlushMidRun(t *testing.T) {
+	for name, client := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
+		t.Run(name, func(t *testing.T) {
+			c := client(t)
+			s := newStore(t, c)
+			lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(1000))
+			ctx := t.Context()
+			for i := range 50 {
+				if i%10 == 5 {
+					if cc, ok := c.(*redis.ClusterClient); ok {
+						err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() })
+						if err != nil {
+							t.Fatal(err)
+						}
+					} else if err := c.ScriptFlush(ctx).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := lim.Allow(ctx, "k"+string(rune('a'+i%26)), 1); err != nil {
+					t.Fatalf("check %d after SCRIPT FLUSH: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// A batch and layers.
+func TestBatchAndLayers(t *testing.T) {
+	s := newStore(t, cluster(t))
+	ip, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 2, Period: time.Hour, Burst: 2}, redisstore.WithName("ip"))
+	tenant, _ := s.Limiter(admit.AlgFixedWindow, admit.Limit{Rate: 3, Period: time.Hour, Burst: 3}, redisstore.WithName("tenant"))
+	ctx := t.Context()
+	now := admittest.At(0)
+	var reqs []redisstore.Request
+	for i := range 40 {
+		reqs = append(reqs, redisstore.Request{Key: "k" + string(rune('a'+i%20)), N: 1})
+	}
+	ds, err := ip.AllowBatchAt(ctx, now, reqs, nil)
+	if err != nil || len(ds) != 40 {
+		t.Fatalf("batch: %d decisions, %v", len(ds), err)
+	}
+	for i, d := range ds {
+		if !d.Allowed || d.Remaining != int64(1-i/20) {
+			t.Errorf("batch request %d: %+v", i, d)
+		}
+	}
+	// Layers: ip x (burst 2) and ip y under tenant t (3 per hour): the
+	// fourth request is denied by the tenant and consumes nothing.
+	layers := func(ipKey string) []redisstore.Layer {
+		return []redisstore.Layer{{Limiter: ip, Key: ipKey}, {Limiter: tenant, Key: "t"}}
+	}
+	for i, want := range []bool{true, true, true, false} {
+		key := "x"
+		if i >= 2 {
+			key = "y"
+		}
+		d, all, err := s.AllowLayersAt(ctx, now, "t", 1, layers(key), nil)
+		if err != nil || d.Allowed != want || len(all) != 2 {
+			t.Fatalf("request %d: %+v %v, want allowed %v", i, d, err, want)
+		}
+		if !want && d.Rule != "tenant" {
+			t.Errorf("request %d denied by %q, want tenant", i, d.Rule)
+		}
+	}
+	// y was admitted once (request 3); the denied request 4 took nothing
+	// from it.
+	d, _, _ := s.AllowLayersAt(ctx, now, "t", 0, []redisstore.Layer{{Limiter: ip, Key: "y"}}, nil)
+	if d.Remaining != 1 {
+		t.Errorf("ip y after a denied layered request: remaining %d, want 1", d.Remaining)
+	}
+}
+
+// An unreachable Redis fails fast with ErrStore; a wrong password too.
+func TestUnreachableAndAuth(t *testing.T) {
+	srv := redistest.NewStandalone(t)
+	addr := srv.Addr()
+	srv.Kill()
+	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer client.Close()
+	s, err := redisstore.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	start := time.Now()
+	if _, err := lim.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrStore) {
+		t.Errorf("unreachable: err = %v, want ErrStore", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("unreachable Redis took %v", el)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client(t).ConfigSet(t.Context(), "requirepass", "right").Err(); err != nil {
+		t.Fatal(err)
+	}
+	bad := redis.NewClient(&redis.Options{Addr: addr, Password: "wrong", MaxRetries: -1})
+	defer bad.Close()
+	s2, _ := redisstore.New(bad)
+	defer s2.Close()
+	lim2, _ := s2.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	if _, err := lim2.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrStore) {
+		t.Errorf("wrong password: err = %v, want ErrStore", err)
+	}
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	s, err := redisstore.New(standalone(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	s.Close()
+	s.Close()
+	if _, err := lim.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrClosed) {
+		t.Errorf("after Close: err = %v, want ErrClosed", err)
+	}
+}

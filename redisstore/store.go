@@ -1,0 +1,361 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is a connection to Redis shared by limiters: it owns the script,
+// the pipeline that batches concurrent checks, and the deny cache. Create
+// one per Redis deployment with New and its limiters with Store.Limiter.
+// A Store is safe for concurrent use. Close stops its pipeline workers; it
+// does not close the client.
+type Store struct {
+	client  redis.UniversalClient
+	cluster bool // keys of different slots may not share a script call
+	prefix  string
+	script  *redis.Script
+	o       storeOptions
+
+	queue   chan *op
+	quit    chan struct{}
+	workers sync.WaitGroup
+	closed  atomic.Bool
+	once    sync.Once
+
+	deny   *denyCache
+	minTTL string    // decimal ms
+	pool   sync.Pool // *op
+}
+
+// New returns a Store on client: a *redis.Client (standalone, or Sentinel
+// through redis.NewFailoverClient), a *redis.ClusterClient, or any other
+// redis.UniversalClient. It does not contact Redis: an unreachable Redis is
+// reported by the first check, and handled by the caller's failure policy
+// (see package compose). The error reports bad options.
+func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+	}
+	o := storeOptions{
+		prefix:    DefaultPrefix,
+		pipelines: DefaultPipelines,
+		maxBatch:  DefaultMaxBatch,
+		denyKeys:  DefaultDenyCacheKeys,
+		timeout:   DefaultTimeout,
+		maxKeyLen: DefaultMaxKeyLength,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyStore(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	s := &Store{
+		client: client,
+		prefix: o.prefix,
+		script: redis.NewScript(lua.Decide),
+		o:      o,
+		queue:  make(chan *op, 4*o.maxBatch*o.pipelines),
+		quit:   make(chan struct{}),
+	}
+	if _, ok := client.(*redis.Client); !ok {
+		s.cluster = true
+	}
+	s.minTTL = strconv.FormatInt(int64((o.minTTL+time.Millisecond-1)/time.Millisecond), 10)
+	if o.denyKeys > 0 {
+		s.deny = newDenyCache(o.denyKeys)
+	}
+	s.pool.New = func() any { return &op{done: make(chan struct{}, 1)} }
+	s.workers.Add(o.pipelines)
+	for range o.pipelines {
+		go s.work()
+	}
+	return s, nil
+}
+
+// Close stops the store's pipeline workers, failing the checks still
+// queued with ErrClosed. It does not close the client. Close is idempotent.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.closed.Store(true)
+		close(s.quit)
+		s.workers.Wait()
+		for {
+			select {
+			case p := <-s.queue:
+				p.err = ErrClosed
+				p.done <- struct{}{}
+			default:
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// item is one key's request within a script call.
+type item struct {
+	key  string // the Redis key
+	code string // the algorithm's script code
+	n    int64
+	p    *algo.Params
+}
+
+// op is one script call a caller waits for: one key, or several layers
+// decided all or nothing.
+type op struct {
+	items  []item
+	all    bool   // all or nothing
+	now    string // decimal ns, or "" for Redis TIME
+	minTTL string // decimal ms
+	tag    string // the hash tag's hex (the slot), for grouping in a cluster
+
+	results []algo.Result
+	at      int64 // the instant the script decided at
+	err     error
+	done    chan struct{}
+	single  [1]item
+}
+
+func (s *Store) getOp() *op {
+	p := s.pool.Get().(*op)
+	p.items = p.single[:0]
+	p.results = p.results[:0]
+	p.err = nil
+	p.all = false
+	return p
+}
+
+func (s *Store) putOp(p *op) {
+	for i := range p.items {
+		p.items[i] = item{}
+	}
+	s.pool.Put(p)
+}
+
+// do queues p and waits for it. If ctx ends first, the caller gets its
+// error and p is left to the worker (and not reused).
+func (s *Store) do(ctx context.Context, p *op) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	select {
+	case s.queue <- p:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// doBatch sends ops in one pipeline from the caller's goroutine, bounded by
+// ctx and the store's timeout. Each op gets its results or error.
+func (s *Store) doBatch(ctx context.Context, ops []*op) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.timeout)
+	defer cancel()
+	s.run(ctx, ops)
+	return nil
+}
+
+// work takes a batch of queued ops, sends them in one pipeline and hands
+// out the results, until Close.
+func (s *Store) work() {
+	defer s.workers.Done()
+	batch := make([]*op, 0, s.o.maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case p := <-s.queue:
+			batch = append(batch, p)
+		case <-s.quit:
+			return
+		}
+		if s.o.window > 0 {
+			t := time.NewTimer(s.o.window)
+		fill:
+			for len(batch) < s.o.maxBatch {
+				select {
+				case p := <-s.queue:
+					batch = append(batch, p)
+				case <-t.C:
+					break fill
+				}
+			}
+			t.Stop()
+		}
+	drain:
+		for len(batch) < s.o.maxBatch {
+			select {
+			case p := <-s.queue:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.timeout)
+		s.run(ctx, batch)
+		cancel()
+		for _, p := range batch {
+			p.done <- struct{}{}
+		}
+	}
+}
+
+// call is one script call of a pipeline: ops merged when they decide keys
+// independently at the same instant (and, in a cluster, in one slot).
+type call struct {
+	ops  []*op
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+// run sends batch as one pipeline of script calls, retrying with the
+// script's source the calls that found it missing (NOSCRIPT), and stores
+// each op's results or error.
+func (s *Store) run(ctx context.Context, batch []*op) {
+	calls := s.group(batch)
+	start := time.Now()
+	s.exec(ctx, calls, false)
+	var missing []*call
+	for _, c := range calls {
+		if isNoScript(c.cmd.Err()) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		s.exec(ctx, missing, true)
+	}
+	elapsed := time.Since(start)
+	var first error
+	keys := 0
+	for _, c := range calls {
+		if err := s.deliver(c); err != nil && first == nil {
+			first = err
+		}
+		keys += len(c.keys)
+	}
+	if s.o.obs != nil {
+		s.o.obs.StoreCalled(admit.StoreEvent{Limiter: s.o.name, Op: "decide", Keys: keys, Duration: elapsed, Err: first})
+	}
+}
+
+// exec sends calls in one pipeline, by EVALSHA or, with source, EVAL.
+// Each command keeps its own error (a connection error fails them all),
+// which deliver reads.
+func (s *Store) exec(ctx context.Context, calls []*call, source bool) {
+	_, _ = s.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, c := range calls {
+			if source {
+				c.cmd = s.script.Eval(ctx, pipe, c.keys, c.args...)
+			} else {
+				c.cmd = s.script.EvalSha(ctx, pipe, c.keys, c.args...)
+			}
+		}
+		return nil
+	})
+}
+
+// group merges the ops of a batch into script calls.
+func (s *Store) group(batch []*op) []*call {
+	calls := make([]*call, 0, len(batch))
+	merge := map[[2]string]*call{}
+	for _, p := range batch {
+		if p.all {
+			c := &call{ops: []*op{p}}
+			s.appendOp(c, p)
+			calls = append(calls, c)
+			continue
+		}
+		g := [2]string{p.now + " " + p.minTTL}
+		if s.cluster {
+			g[1] = p.tag
+		}
+		c := merge[g]
+		if c == nil || len(c.keys)+len(p.items) > maxKeysPerCall {
+			c = &call{}
+			merge[g] = c
+			calls = append(calls, c)
+		}
+		c.ops = append(c.ops, p)
+		s.appendOp(c, p)
+	}
+	return calls
+}
+
+// maxKeysPerCall bounds the keys of one script call (Lua's unpack and
+// Redis's argument count stay small).
+const maxKeysPerCall = 256
+
+func (s *Store) appendOp(c *call, p *op) {
+	if c.args == nil {
+		mode := "0"
+		if p.all {
+			mode = "1"
+		}
+		c.args = append(make([]any, 0, 3+7*len(p.items)), mode, p.now, p.minTTL)
+	}
+	for _, it := range p.items {
+		c.keys = append(c.keys, it.key)
+		c.args = lua.AppendArgs(c.args, it.code, it.n, it.p)
+	}
+}
+
+// deliver parses a call's reply into its ops and returns its error.
+func (s *Store) deliver(c *call) error {
+	err := c.cmd.Err()
+	var now int64
+	var res []algo.Result
+	if err == nil {
+		now, res, err = lua.ParseReply(c.cmd.Val(), len(c.keys))
+	}
+	if err != nil {
+		err = storeError(err)
+	}
+	i := 0
+	for _, p := range c.ops {
+		p.err = err
+		if err == nil {
+			p.results = append(p.results, res[i:i+len(p.items)]...)
+			p.at = now
+		}
+		i += len(p.items)
+	}
+	return err
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// storeError wraps an error of Redis or of a reply in ErrStore, keeping the
+// context's errors matchable.
+func storeError(err error) error {
+	if errors.Is(err, ErrStore) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStore, err)
+}
