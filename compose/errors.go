@@ -25,7 +25,7 @@ var (
 	// Share or LocalShare.
 	ErrInvalidInstances = errors.New("compose: invalid number of instances")
 
-	// ErrTimeout reports a primary that did not answer within the guard's
+	// ErrTimeout reports a primary that did not answer within the Guard's
 	// timeout (see WithTimeout). It is the Reason of the FallbackEvent
 	// when a timeout causes a switch. It matches context.DeadlineExceeded
 	// under errors.Is.

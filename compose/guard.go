@@ -48,9 +48,10 @@ import (
 //
 // While the primary is healthy, a call costs the primary's call, the
 // timeout's context (none with WithTimeout(0)), a check of the caller's
-// context and two atomic loads: no lock, and no allocation of its own. The zero Guard is not usable; create one with
-// NewGuard. A Guard is safe for concurrent use. It starts no goroutine and
-// needs no Close.
+// context and two atomic loads: no lock, and no allocation of its own.
+//
+// The zero Guard is not usable; create one with NewGuard. A Guard is safe
+// for concurrent use. It starts no goroutine and needs no Close.
 type Guard struct {
 	// state is read by every call and written only when the Guard
 	// switches (or the first failure after a success), so it shares its

@@ -39,8 +39,8 @@ var (
 	// is the one an admit.Unlimited limit gives: Allowed, Limit
 	// admit.Unlimited, Remaining math.MaxInt64, no RetryAfter nor
 	// ResetAfter. Use it where availability matters more than the limit:
-	// the limit protects nothing that the outage of its store should take
-	// down.
+	// an outage of the limit's store must not become an outage of the
+	// service.
 	FailOpen = Policy{kind: failOpen}
 
 	// FailClosed denies each request the primary cannot decide (a request
