@@ -31,6 +31,11 @@ var (
 	// ErrWaitTooLong reports that a Pacer's wait would exceed its maximum.
 	ErrWaitTooLong = errors.New("admit: wait would exceed the pacer's maximum wait")
 
+	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.
+	// The keyed limiters (packages keyed, redisstore) return it, so that a
+	// failure policy can tell a bad request from a failing store.
+	ErrKeyTooLong = errors.New("admit: key too long")
+
 	// ErrUnknownAlgorithm reports an Algorithm name or value this package
 	// does not define.
 	ErrUnknownAlgorithm = errors.New("admit: unknown algorithm")

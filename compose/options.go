@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/keyed"
 )
 
 // The defaults of the options of NewGuard.
@@ -180,12 +179,13 @@ func WithIsFailure(f func(err error) bool) Option {
 // IsFailure is the default test of WithIsFailure: every error is a failure
 // of the primary except those about the request, which a working store
 // would return too: errors wrapping admit.ErrInvalidCost,
-// admit.ErrInvalidLimit, admit.ErrUnknownAlgorithm or keyed.ErrKeyTooLong.
+// admit.ErrInvalidLimit, admit.ErrUnknownAlgorithm or admit.ErrKeyTooLong
+// (which keyed and redisstore return).
 // (Failing open on those would let a client past the limit with a bad
 // request, such as a key one byte too long.)
 func IsFailure(err error) bool {
 	return !errors.Is(err, admit.ErrInvalidCost) &&
 		!errors.Is(err, admit.ErrInvalidLimit) &&
 		!errors.Is(err, admit.ErrUnknownAlgorithm) &&
-		!errors.Is(err, keyed.ErrKeyTooLong)
+		!errors.Is(err, admit.ErrKeyTooLong)
 }

@@ -16,8 +16,8 @@ import (
 // ErrInvalidCost, ErrUnknownAlgorithm). Test them with errors.Is.
 var (
 	// ErrKeyTooLong reports a key longer than the limiter's maximum (see
-	// WithMaxKeyLength). Nothing was consumed.
-	ErrKeyTooLong = errors.New("keyed: key too long")
+	// WithMaxKeyLength). Nothing was consumed. It is admit.ErrKeyTooLong.
+	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrStoreFull reports that a key could not be stored because its
 	// shard's key arena reached 4 GiB. Nothing was consumed.

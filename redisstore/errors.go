@@ -1,6 +1,10 @@
 package redisstore
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/admit-go/admit"
+)
 
 // Errors returned by this package, wrapped with %w where there is more to
 // say: test them with errors.Is.
@@ -15,8 +19,9 @@ var (
 	ErrClosed = errors.New("redisstore: store closed")
 
 	// ErrKeyTooLong reports a key longer than the maximum (see
-	// WithMaxKeyLength). Nothing is sent to Redis.
-	ErrKeyTooLong = errors.New("redisstore: key too long")
+	// WithMaxKeyLength). Nothing is sent to Redis. It is
+	// admit.ErrKeyTooLong.
+	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrInvalidOption reports an option or name outside its domain.
 	ErrInvalidOption = errors.New("redisstore: invalid option")
