@@ -1,0 +1,224 @@
+package lua_test
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/redisstore/lua"
+)
+
+// The tests' side of the stored forms (see the package documentation), the
+// zero states, and the Go step functions the script must agree with.
+
+const farFuture = algo.MaxTime + 2*algo.MaxSpan
+
+// family returns the state family of an algorithm code: the token bucket
+// and the leaky bucket meter share one.
+func family(code string) string {
+	if code == lua.CodeLeakyBucket {
+		return lua.CodeTokenBucket
+	}
+	return code
+}
+
+func window(code string) bool {
+	return code == lua.CodeFixedWindow || code == lua.CodeSlidingWindow || code == lua.CodeSlidingLog
+}
+
+func zeroState(code string) any {
+	switch family(code) {
+	case lua.CodeGCRA:
+		return algo.GCRA{}
+	case lua.CodeTokenBucket:
+		return algo.Bucket{}
+	case lua.CodeFixedWindow:
+		return algo.FixedWindow{}
+	case lua.CodeSlidingWindow:
+		return algo.SlidingWindow{}
+	case lua.CodeSlidingLog:
+		return new(algo.SlidingLog)
+	}
+	panic("unknown code " + code)
+}
+
+// refStep runs the Go step function the script mirrors for code, the one
+// the root package's limiter and the keyed package use for that algorithm.
+// It never changes st (a log is cloned).
+func refStep(code string, st any, p *algo.Params, now, n int64) (any, algo.Result) {
+	switch family(code) {
+	case lua.CodeGCRA:
+		return algo.GCRAStep(st.(algo.GCRA), p, now, n)
+	case lua.CodeTokenBucket:
+		return algo.BucketStep(st.(algo.Bucket), p, now, n)
+	case lua.CodeFixedWindow:
+		return algo.FixedWindowStep(st.(algo.FixedWindow), p, now, n)
+	case lua.CodeSlidingWindow:
+		return algo.SlidingWindowStep(st.(algo.SlidingWindow), p, now, n)
+	case lua.CodeSlidingLog:
+		l := st.(*algo.SlidingLog).Clone()
+		r := l.SlidingLogStep(p, now, n)
+		return l, r
+	}
+	panic("unknown code " + code)
+}
+
+// logEntries returns a log's entries, oldest first. algo.SlidingLog does not
+// export them; reflection reads its ring buffer.
+func logEntries(l *algo.SlidingLog) []algo.LogEntry {
+	v := reflect.ValueOf(l).Elem()
+	buf := v.FieldByName("buf")
+	head, size := int(v.FieldByName("head").Int()), int(v.FieldByName("size").Int())
+	out := make([]algo.LogEntry, 0, size)
+	for i := range size {
+		e := buf.Index((head + i) % buf.Len())
+		out = append(out, algo.LogEntry{At: e.Field(0).Int(), N: e.Field(1).Int()})
+	}
+	return out
+}
+
+// logOf builds a log holding entries (instants strictly increasing) by
+// admitting them under a limit wide enough that none expires or is refused.
+func logOf(entries []algo.LogEntry) *algo.SlidingLog {
+	wide := algo.Params{Mode: algo.Normal, Burst: math.MaxInt64, Tn: 1, Td: 1, CapN: math.MaxInt64}
+	l := new(algo.SlidingLog)
+	for _, e := range entries {
+		if r := l.SlidingLogStep(&wide, e.At, e.N); !r.Allowed {
+			panic(fmt.Sprintf("logOf: %v refused", e))
+		}
+	}
+	return l
+}
+
+// encodeState returns the stored form of a state, "" for an empty log
+// (which the script deletes).
+func encodeState(st any) string {
+	switch s := st.(type) {
+	case algo.GCRA:
+		if s.Frac == 0 {
+			return fmt.Sprintf("g%d", s.At)
+		}
+		return fmt.Sprintf("g%d:%d", s.At, s.Frac)
+	case algo.Bucket:
+		return fmt.Sprintf("b%d:%d", s.Last, s.Level)
+	case algo.FixedWindow:
+		return fmt.Sprintf("f%d:%d", s.Win, s.Count)
+	case algo.SlidingWindow:
+		return fmt.Sprintf("s%d:%d:%d", s.Win, s.Cur, s.Prev)
+	case *algo.SlidingLog:
+		var b strings.Builder
+		prev := int64(0)
+		for i, e := range logEntries(s) {
+			if i == 0 {
+				fmt.Fprintf(&b, "l%d:%d", e.At, e.N)
+			} else {
+				fmt.Fprintf(&b, ",%d:%d", e.At-prev, e.N)
+			}
+			prev = e.At
+		}
+		return b.String()
+	}
+	panic(fmt.Sprintf("encodeState %T", st))
+}
+
+// decodeState parses a stored form of family code; "" (a missing key) is
+// the zero state.
+func decodeState(code, v string) (any, error) {
+	if v == "" {
+		return zeroState(code), nil
+	}
+	fields := func(tag byte, n int) ([]int64, error) {
+		if v[0] != tag {
+			return nil, fmt.Errorf("tag %q, want %q", v[0], tag)
+		}
+		parts := strings.Split(v[1:], ":")
+		if len(parts) != n {
+			return nil, fmt.Errorf("%q: %d fields, want %d", v, len(parts), n)
+		}
+		out := make([]int64, n)
+		for i, p := range parts {
+			x, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || x < 0 || strconv.FormatInt(x, 10) != p {
+				return nil, fmt.Errorf("%q: bad field %q", v, p)
+			}
+			out[i] = x
+		}
+		return out, nil
+	}
+	switch family(code) {
+	case lua.CodeGCRA:
+		if strings.Contains(v, ":") {
+			f, err := fields('g', 2)
+			if err != nil {
+				return nil, err
+			}
+			if f[1] == 0 {
+				return nil, fmt.Errorf("%q: explicit zero Frac", v)
+			}
+			return algo.GCRA{At: f[0], Frac: f[1]}, nil
+		}
+		f, err := fields('g', 1)
+		if err != nil {
+			return nil, err
+		}
+		return algo.GCRA{At: f[0]}, nil
+	case lua.CodeTokenBucket:
+		f, err := fields('b', 2)
+		if err != nil {
+			return nil, err
+		}
+		return algo.Bucket{Last: f[0], Level: f[1]}, nil
+	case lua.CodeFixedWindow:
+		f, err := fields('f', 2)
+		if err != nil {
+			return nil, err
+		}
+		return algo.FixedWindow{Win: f[0], Count: f[1]}, nil
+	case lua.CodeSlidingWindow:
+		f, err := fields('s', 3)
+		if err != nil {
+			return nil, err
+		}
+		return algo.SlidingWindow{Win: f[0], Cur: f[1], Prev: f[2]}, nil
+	case lua.CodeSlidingLog:
+		if v[0] != 'l' {
+			return nil, fmt.Errorf("tag %q, want 'l'", v[0])
+		}
+		var entries []algo.LogEntry
+		prev := int64(0)
+		for i, item := range strings.Split(v[1:], ",") {
+			a, n, ok := strings.Cut(item, ":")
+			at, err1 := strconv.ParseInt(a, 10, 64)
+			cnt, err2 := strconv.ParseInt(n, 10, 64)
+			if !ok || err1 != nil || err2 != nil || cnt < 1 || (i > 0 && at < 1) {
+				return nil, fmt.Errorf("%q: bad entry %q", v, item)
+			}
+			at += prev
+			entries = append(entries, algo.LogEntry{At: at, N: cnt})
+			prev = at
+		}
+		return logOf(entries), nil
+	}
+	return nil, fmt.Errorf("unknown code %q", code)
+}
+
+// sameState reports whether two states of one family are equal (logs by
+// their entries).
+func sameState(a, b any) bool {
+	la, ok1 := a.(*algo.SlidingLog)
+	lb, ok2 := b.(*algo.SlidingLog)
+	if ok1 && ok2 {
+		return reflect.DeepEqual(logEntries(la), logEntries(lb)) && la.Sum() == lb.Sum()
+	}
+	return a == b
+}
+
+func showState(st any) string {
+	if l, ok := st.(*algo.SlidingLog); ok {
+		return fmt.Sprintf("log%v", logEntries(l))
+	}
+	return fmt.Sprintf("%+v", st)
+}
