@@ -66,6 +66,20 @@
 // server's wall clock is stepped back); disable the cache (WithDenyCache(0))
 // for AllowAt on clocks that disagree.
 //
+// # When Redis fails
+//
+// Wrap a Limiter in a compose.Guard with the failure policy of your choice
+// (fail open, fail closed, a local fallback, a circuit breaker). A check's
+// pipeline gives up when the last of its callers' contexts ends (and after
+// WithTimeout at most), so the Guard's per-call timeout bounds what a dead
+// Redis costs. Configure the client to fail fast as well: go-redis retries
+// a refused connection DialerRetries times (5 by default, 100 ms apart),
+// about 0.8 s per check when Redis is down, so set DialerRetries: 1,
+// MaxRetries: -1 (a check is not idempotent: a retried check could consume
+// twice), and a DialTimeout and ReadTimeout of a few times the usual
+// latency. After a refused connection go-redis redials about once a
+// second, so recovery after Redis is back takes up to a second.
+//
 // # Errors
 //
 // A denial is a Decision, not an error. Errors mean nothing was decided:

@@ -123,6 +123,8 @@ type op struct {
 	now    string // decimal ns, or "" for Redis TIME
 	minTTL string // decimal ms
 	tag    string // the hash tag's hex (the slot), for grouping in a cluster
+	// deadline is the caller's (zero: none).
+	deadline time.Time
 
 	results []algo.Result
 	at      int64 // the instant the script decided at
@@ -153,6 +155,7 @@ func (s *Store) do(ctx context.Context, p *op) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	p.deadline, _ = ctx.Deadline()
 	select {
 	case s.queue <- p:
 	case <-ctx.Done():
@@ -215,13 +218,33 @@ func (s *Store) work() {
 				break drain
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.o.timeout)
+		ctx, cancel := context.WithDeadline(context.Background(), s.deadline(batch))
 		s.run(ctx, batch)
 		cancel()
 		for _, p := range batch {
 			p.done <- struct{}{}
 		}
 	}
+}
+
+// deadline is when a pipeline for batch gives up: when its last caller has
+// given up (so a store that does not answer holds a worker no longer than
+// the callers wait), and at most the store's timeout from now.
+func (s *Store) deadline(batch []*op) time.Time {
+	limit := time.Now().Add(s.o.timeout)
+	var last time.Time
+	for _, p := range batch {
+		if p.deadline.IsZero() {
+			return limit
+		}
+		if p.deadline.After(last) {
+			last = p.deadline
+		}
+	}
+	if last.Before(limit) {
+		return last
+	}
+	return limit
 }
 
 // call is one script call of a pipeline: ops merged when they decide keys
