@@ -93,17 +93,17 @@ func redisClient(b *testing.B) *redis.Client {
 // redisLib is one library's Redis GCRA check.
 type redisLib struct {
 	name string
-	make func(b *testing.B, c *redis.Client, perSecond int, burst int) func(ctx context.Context, key string) (bool, error)
+	make func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(ctx context.Context, key string) (bool, error)
 }
 
 var redisLibs = []redisLib{
-	{"admit", func(b *testing.B, c *redis.Client, perSecond, burst int) func(context.Context, string) (bool, error) {
+	{"admit", func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
 		s, err := redisstore.New(c, redisstore.WithPrefix("bench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: int64(perSecond), Period: time.Second, Burst: int64(burst)})
+		lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: int64(rate), Period: period, Burst: int64(burst)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,9 +112,9 @@ var redisLibs = []redisLib{
 			return d.Allowed, err
 		}
 	}},
-	{"redis_rate", func(b *testing.B, c *redis.Client, perSecond, burst int) func(context.Context, string) (bool, error) {
+	{"redis_rate", func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
 		l := redis_rate.NewLimiter(c)
-		lim := redis_rate.Limit{Rate: perSecond, Period: time.Second, Burst: burst}
+		lim := redis_rate.Limit{Rate: rate, Period: period, Burst: burst}
 		prefix := "bench-rr:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 		return func(ctx context.Context, key string) (bool, error) {
 			r, err := l.Allow(ctx, prefix+key, lim)
@@ -188,7 +188,7 @@ func BenchmarkRedisGCRA(b *testing.B) {
 	}{{"hot-key", []string{"hot"}}, {"10k-keys", tenK}} {
 		for _, lib := range redisLibs {
 			b.Run(shape.name+"/"+lib.name, func(b *testing.B) {
-				check := lib.make(b, c, 1e9, 1e9)
+				check := lib.make(b, c, 1e9, time.Second, 1e9)
 				runRedis(b, check, shape.keys, true)
 			})
 		}
@@ -199,7 +199,7 @@ func BenchmarkRedisDenied(b *testing.B) {
 	c := redisClient(b)
 	for _, lib := range redisLibs {
 		b.Run(lib.name, func(b *testing.B) {
-			check := lib.make(b, c, 1, 1)
+			check := lib.make(b, c, 1, time.Hour, 1)
 			ctx := context.Background()
 			check(ctx, "hot") // uses the burst: denied from now on
 			check(ctx, "hot") // and remembered as denied
