@@ -34,18 +34,28 @@ local gcraAlg = {tag = 'g', window = false, step = stepState(GCRAStep),
   zero = function() return gcraZero end, decode = gcraDecode, encode = gcraEncode}
 local bucketAlg = {tag = 'b', window = false, step = stepState(BucketStep),
   zero = function() return bucketZero end, decode = bucketDecode, encode = bucketEncode}
-local algs = {
-  gcra = gcraAlg,
-  tb = bucketAlg,
-  lb = bucketAlg,
-  fw = {tag = 'f', window = true, step = stepState(FixedWindowStep),
-    zero = function() return fixedZero end, decode = fixedDecode, encode = fixedEncode},
-  sw = {tag = 's', window = true, step = stepState(SlidingWindowStep),
-    zero = function() return slidingZero end, decode = slidingDecode, encode = slidingEncode},
-  sl = {tag = 'l', window = true, step = stepLog,
-    zero = logZero, decode = logDecode, encode = logEncode},
-}
+local fixedAlg = {tag = 'f', window = true, step = stepState(FixedWindowStep),
+  zero = function() return fixedZero end, decode = fixedDecode, encode = fixedEncode}
+local slidingAlg = {tag = 's', window = true, step = stepState(SlidingWindowStep),
+  zero = function() return slidingZero end, decode = slidingDecode, encode = slidingEncode}
+local logAlg = {tag = 'l', window = true, step = stepLog,
+  zero = logZero, decode = logDecode, encode = logEncode}
+local algs = {gcra = gcraAlg, tb = bucketAlg, lb = bucketAlg, fw = fixedAlg, sw = slidingAlg, sl = logAlg}
+local byTag = {g = gcraAlg, b = bucketAlg, f = fixedAlg, s = slidingAlg, l = logAlg}
 local stateNames = {g = 'gcra', b = 'bucket (tb/lb)', f = 'fixed window', s = 'sliding window', l = 'sliding log'}
+
+-- decodeState returns the state stored as v for key i of algorithm alg.
+local function decodeState(i, alg, v)
+  local st = alg.decode(v)
+  if st ~= nil then
+    return st
+  end
+  local other = byTag[ssub(v, 1, 1)]
+  if other ~= nil and other ~= alg and other.decode(v) ~= nil then
+    fail(sfmt('key %d holds a %s state, not a %s state', i, stateNames[other.tag], stateNames[alg.tag]))
+  end
+  fail(sfmt('key %d holds a malformed %s state (a value this script did not write)', i, stateNames[alg.tag]))
+end
 
 -- readParams returns the compiled limit of key i from ARGV[b..b+4] after
 -- checking that algo.Compile (and CheckWindow for a window algorithm) could
@@ -136,14 +146,7 @@ local function run()
           fail(sfmt('key %d: %s', i, tostring(v.err)))
         end
         if v then
-          local tag = ssub(v, 1, 1)
-          if tag ~= alg.tag and stateNames[tag] then
-            fail(sfmt('key %d holds a %s state, not a %s state', i, stateNames[tag], stateNames[alg.tag]))
-          end
-          st = alg.decode(v)
-          if st == nil then
-            fail(sfmt('key %d holds a malformed %s state', i, stateNames[alg.tag]))
-          end
+          st = decodeState(i, alg, v)
         else
           st = alg.zero()
         end

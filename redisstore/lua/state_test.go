@@ -158,11 +158,17 @@ func decodeState(code, v string) (any, error) {
 			if f[1] == 0 {
 				return nil, fmt.Errorf("%q: explicit zero Frac", v)
 			}
+			if f[0] > farFuture {
+				return nil, fmt.Errorf("%q: At past farFuture", v)
+			}
 			return algo.GCRA{At: f[0], Frac: f[1]}, nil
 		}
 		f, err := fields('g', 1)
 		if err != nil {
 			return nil, err
+		}
+		if f[0] > farFuture {
+			return nil, fmt.Errorf("%q: At past farFuture", v)
 		}
 		return algo.GCRA{At: f[0]}, nil
 	case lua.CodeTokenBucket:
@@ -170,11 +176,17 @@ func decodeState(code, v string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if f[0] > algo.MaxTime {
+			return nil, fmt.Errorf("%q: Last past MaxTime", v)
+		}
 		return algo.Bucket{Last: f[0], Level: f[1]}, nil
 	case lua.CodeFixedWindow:
 		f, err := fields('f', 2)
 		if err != nil {
 			return nil, err
+		}
+		if f[0] > algo.MaxTime {
+			return nil, fmt.Errorf("%q: Win past MaxTime", v)
 		}
 		return algo.FixedWindow{Win: f[0], Count: f[1]}, nil
 	case lua.CodeSlidingWindow:
@@ -182,21 +194,29 @@ func decodeState(code, v string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if f[0] > algo.MaxTime {
+			return nil, fmt.Errorf("%q: Win past MaxTime", v)
+		}
 		return algo.SlidingWindow{Win: f[0], Cur: f[1], Prev: f[2]}, nil
 	case lua.CodeSlidingLog:
 		if v[0] != 'l' {
 			return nil, fmt.Errorf("tag %q, want 'l'", v[0])
 		}
 		var entries []algo.LogEntry
-		prev := int64(0)
+		prev, sum := int64(0), int64(0)
 		for i, item := range strings.Split(v[1:], ",") {
 			a, n, ok := strings.Cut(item, ":")
 			at, err1 := strconv.ParseInt(a, 10, 64)
 			cnt, err2 := strconv.ParseInt(n, 10, 64)
-			if !ok || err1 != nil || err2 != nil || cnt < 1 || (i > 0 && at < 1) {
+			if !ok || err1 != nil || err2 != nil || cnt < 1 || at < 0 || (i > 0 && at < 1) ||
+				strconv.FormatInt(at, 10) != a || strconv.FormatInt(cnt, 10) != n {
 				return nil, fmt.Errorf("%q: bad entry %q", v, item)
 			}
+			if at > algo.MaxTime-prev || cnt > math.MaxInt64-sum {
+				return nil, fmt.Errorf("%q: entry %q out of range", v, item)
+			}
 			at += prev
+			sum += cnt
 			entries = append(entries, algo.LogEntry{At: at, N: cnt})
 			prev = at
 		}
