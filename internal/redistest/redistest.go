@@ -96,6 +96,31 @@ func Standalone(t testing.TB) *Server {
 	return sharedStandalone
 }
 
+// ExampleAddr returns the address of the package's shared standalone server,
+// starting it on first use, for Examples, which have no testing.TB to skip
+// or fail: it panics with the reason when no server can be started
+// (redis-server missing, or Main not running). Tests use Standalone.
+func ExampleAddr() string {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		panic("redistest: the Examples of this package need redis-server on PATH (apt-get install redis-server; scripts/test installs it): " + err.Error())
+	}
+	if !mainRunning.Load() {
+		panic("redistest: ExampleAddr needs the package's TestMain to call redistest.Main")
+	}
+	sharedStandaloneMu.Lock()
+	defer sharedStandaloneMu.Unlock()
+	if sharedStandalone == nil {
+		s, err := startServer(bin, kindStandalone, nil)
+		if err != nil {
+			panic(err)
+		}
+		s.shared = true
+		sharedStandalone = s
+	}
+	return sharedStandalone.Addr()
+}
+
 // SharedCluster returns the package's shared three-master Redis Cluster, starting
 // it on first use (about two seconds). All tests of the test binary share it:
 // use keys under Prefix(t), never FLUSHALL, and never kill its nodes (use

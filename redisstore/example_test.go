@@ -1,0 +1,110 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// The Examples need a Redis: under `go test` the package's TestMain starts
+// a redis-server (from PATH) and exampleClient connects to it. In your
+// code, connect to your own.
+func exampleClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: redistest.ExampleAddr(), DialerRetries: 1, MaxRetries: -1})
+}
+
+// examplePrefix keeps each run of the Examples apart on the shared server.
+func examplePrefix() redisstore.Option {
+	return redisstore.WithPrefix("admit:example:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":")
+}
+
+func Example() {
+	client := exampleClient()
+	defer client.Close()
+	store, err := redisstore.New(client, examplePrefix())
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+
+	// 2 requests per second per client, shared by every process using
+	// this Redis and the limiter name "api".
+	lim, err := store.Limiter(admit.AlgGCRA, admit.PerSecond(2), redisstore.WithName("api"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	// Allow reads Redis's clock; AllowAt takes the instant, which makes
+	// this output exact.
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		d, err := lim.AllowAt(ctx, now, "client-42", 1)
+		if err != nil {
+			panic(err) // Redis failed: see package compose for policies
+		}
+		fmt.Printf("request %d: allowed %v, remaining %d, retry after %v\n", i, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// request 0: allowed true, remaining 1, retry after 0s
+	// request 1: allowed true, remaining 0, retry after 0s
+	// request 2: allowed false, remaining 0, retry after 500ms
+}
+
+// Layers of one request decided in one script call, all or nothing: the
+// tenant's limit denies the third request, and its user's limit keeps the
+// event it would have taken.
+func ExampleStore_AllowLayers() {
+	client := exampleClient()
+	defer client.Close()
+	store, _ := redisstore.New(client, examplePrefix())
+	defer store.Close()
+	perUser, _ := store.Limiter(admit.AlgGCRA, admit.PerMinute(10), redisstore.WithName("user"))
+	perTenant, _ := store.Limiter(admit.AlgFixedWindow, admit.PerMinute(2), redisstore.WithName("tenant"))
+
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, user := range []string{"ann", "bob", "cid"} {
+		// The tenant is the hash tag: all its layers live in one slot.
+		d, _, err := store.AllowLayersAt(ctx, now, "acme", 1, []redisstore.Layer{
+			{Limiter: perUser, Key: "acme/" + user},
+			{Limiter: perTenant, Key: "acme"},
+		}, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: allowed %v by %q, remaining %d\n", user, d.Allowed, d.Rule, d.Remaining)
+	}
+	d, _, _ := store.AllowLayersAt(ctx, now, "acme", 0, []redisstore.Layer{{Limiter: perUser, Key: "acme/cid"}}, nil)
+	fmt.Printf("cid's own limit: remaining %d\n", d.Remaining)
+	// Output:
+	// ann: allowed true by "tenant", remaining 1
+	// bob: allowed true by "tenant", remaining 0
+	// cid: allowed false by "tenant", remaining 0
+	// cid's own limit: remaining 10
+}
+
+// A Redis limiter behind a failure policy: when Redis cannot answer, each
+// instance enforces its share of the limit locally (here 1 of 4
+// instances), and goes back to Redis when it answers again.
+func Example_failurePolicy() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1}) // nothing listens there
+	defer client.Close()
+	store, _ := redisstore.New(client)
+	defer store.Close()
+	shared := admit.PerSecond(100)
+	lim, _ := store.Limiter(admit.AlgGCRA, shared, redisstore.WithName("api"))
+	local, _ := compose.LocalShare(admit.AlgGCRA, shared, 4)
+	guard, _ := compose.NewGuard(lim, compose.Breaker(compose.Fallback(local)), compose.WithName("api"))
+
+	d, err := guard.Allow(context.Background(), "client-42", 1)
+	fmt.Println(d.Allowed, d.Rule, d.Limit, err)
+	// Output:
+	// true api/fallback 25/s <nil>
+}
