@@ -1,0 +1,469 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/quota"
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/quota.lua
+var quotaSource string
+
+var quotaScript = redis.NewScript(quotaSource)
+
+// QuotaGrace is how long a Quota's count outlives its period in Redis: a
+// key expires (PEXPIREAT) at its period's end plus QuotaGrace, on Redis's
+// clock, so that a check from a client whose instant is slightly behind
+// (AllowAt), or a Redis whose clock stepped back, still finds the count
+// instead of a fresh one.
+const QuotaGrace = time.Minute
+
+// Quota counts events per key per calendar period in Redis: at most N
+// events for each key in each period (hour, day, week, month or year) of
+// the calendar of a time zone, shared by every process using the same
+// Redis and quota name. It is the Redis version of package quota's Quota,
+// whose model, periods (quota.Period.Bounds, daylight-saving changes
+// included) and decisions it follows: the whole N is available when a
+// period starts, nothing comes back until the next one starts, a request
+// of n events is admitted iff the events counted in the period plus n are
+// at most N, and a denied request counts nothing.
+//
+// # Durability
+//
+// A key's count lives in Redis under a name that holds its period's start
+// (see Keys), so it outlives the processes that count: a restarted
+// service, or another instance, sees the count so far. The count expires
+// (PEXPIREAT) when its period ends, plus QuotaGrace, on Redis's clock, and
+// no later than WithMinTTL from the last write.
+//
+// # Time
+//
+// The period must be known before the script runs, because it names the
+// Redis key (and, in a cluster, a key must be named before the call). So
+// Allow, AllowLimit and Refund guess the period from the local clock, and
+// the script checks the guess against Redis's clock (TIME): if they
+// disagree, which happens only when the clocks differ across a period
+// boundary, nothing is changed and the call is repeated in the period
+// holding Redis's instant. So Redis's clock alone decides, as for every
+// limiter of this package, and the clocks of the clients do not matter;
+// RetryAfter and ResetAfter are measured from Redis's instant, to the
+// microsecond.
+//
+// AllowAt, AllowLimitAt and RefundAt decide at the caller's instant, for
+// exact tests and callers that keep their own time line, with package
+// quota's rule for time going back: each Quota value remembers the latest
+// period it decided an explicit instant in, and decides an earlier instant
+// in that period, so a time line that steps back never finds a quota
+// refilled. That memory is per Quota value (per process), and the calls on
+// Redis's clock neither read nor move it. Keys written at explicit
+// instants still expire on Redis's clock: set WithMinTTL on the Store when
+// the instants are not close to Redis's time (in tests).
+//
+// # Decisions
+//
+// Decisions are admit.Decisions of Kind admit.KindQuota, with Limit
+// {Rate: N, Burst: N, Period: the length of the period decided in} (23 or
+// 25 hours on the days the clocks change); Remaining, the events left in
+// the period; RetryAfter, 0 when allowed, admit.InfDuration if n > N, else
+// the time until the period ends; and ResetAfter, the time until the
+// period ends if anything is counted in it, else 0. n = 0 is a peek. A
+// denial is a Decision, not an error.
+//
+// # Keys
+//
+// The count of key K of a quota named Q in the period of kind P (hour,
+// day, week, month, year) starting at S seconds since the Unix epoch is
+// at
+//
+//	<prefix>{<tag>}:quota:<Q>:<P>@<S>:<K>
+//
+// with the hash tag of K, so one key's counts live in one slot. Quotas of
+// one name and period kind share their counts: give different quotas
+// different names.
+//
+// A Quota is safe for concurrent use: calls on one key admit exactly N
+// events per period between them, from any number of processes. Each call
+// is one round trip to Redis (two when the clocks disagree as above), not
+// through the Store's pipelines, bounded by the Store's timeout
+// (WithTimeout) and ctx. Create it with Store.Quota.
+type Quota struct {
+	s         *Store
+	limit     int64
+	period    quota.Period
+	loc       *time.Location
+	weekStart time.Weekday
+	name      string
+	obs       admit.Observer
+	head      string // ":quota:<name>:<period>@"
+
+	// cur is the latest period an explicit instant was decided in; it
+	// only moves forward. nil before the first.
+	cur atomic.Pointer[qwindow]
+
+	// guess is the local clock, which guesses the period of Redis's
+	// instant (a test sets it off).
+	guess func() time.Time
+}
+
+// qwindow is a calendar period [start, end), in ns since the Unix epoch.
+type qwindow struct{ start, end int64 }
+
+// Quota returns a quota of n events per key per period, whose counts live
+// in Redis. period is one of package quota's Periods (quota.ParsePeriod
+// reads one from its name). Options: WithName, WithObserver, WithLocation
+// and WithWeekStart (others are ignored). The error wraps
+// quota.ErrInvalidQuota if n is not in [1, 2^53], quota.ErrInvalidPeriod,
+// or ErrInvalidOption.
+func (s *Store) Quota(n int64, period quota.Period, opts ...Option) (*Quota, error) {
+	if err := checkQuota(n); err != nil {
+		return nil, err
+	}
+	if period < quota.Hour || period > quota.Year {
+		return nil, fmt.Errorf("%w: %v: want Hour, Day, Week, Month or Year", quota.ErrInvalidPeriod, period)
+	}
+	var lo limiterOptions
+	xo := extraOptions{loc: time.UTC, weekStart: time.Monday}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		opt.applyLimiter(&lo)
+		if x, ok := opt.(extraOption); ok {
+			x.applyExtra(&xo)
+		}
+	}
+	if lo.err != nil {
+		return nil, lo.err
+	}
+	if xo.err != nil {
+		return nil, xo.err
+	}
+	return &Quota{
+		s:         s,
+		limit:     n,
+		period:    period,
+		loc:       xo.loc,
+		weekStart: xo.weekStart,
+		name:      lo.name,
+		obs:       lo.obs,
+		head:      ":quota:" + lo.name + ":" + period.String() + "@",
+		guess:     time.Now,
+	}, nil
+}
+
+func checkQuota(n int64) error {
+	if n < 1 || n > maxExact {
+		return fmt.Errorf("%w %d: want 1 to 2^53 events per period", quota.ErrInvalidQuota, n)
+	}
+	return nil
+}
+
+// WithLocation sets the time zone whose calendar a Quota's periods follow
+// (a Store.Quota option), as returned by time.LoadLocation("Europe/Paris").
+// The default is time.UTC. A nil location is an error.
+func WithLocation(loc *time.Location) Option {
+	return extraOption(func(o *extraOptions) {
+		if loc == nil {
+			o.fail("WithLocation(nil): want a location, such as time.UTC")
+			return
+		}
+		o.loc = loc
+	})
+}
+
+// WithWeekStart sets the first day of a week, for quota.Week quotas (a
+// Store.Quota option). The default is time.Monday (ISO 8601); time.Sunday
+// is the other usual choice.
+func WithWeekStart(d time.Weekday) Option {
+	return extraOption(func(o *extraOptions) {
+		if d < time.Sunday || d > time.Saturday {
+			o.fail("WithWeekStart(%d): want time.Sunday to time.Saturday", int(d))
+			return
+		}
+		o.weekStart = d
+	})
+}
+
+// Limit returns the quota's size: events per key per period.
+func (q *Quota) Limit() int64 { return q.limit }
+
+// Period returns the kind of period the quota counts over.
+func (q *Quota) Period() quota.Period { return q.period }
+
+// Location returns the time zone whose calendar the periods follow.
+func (q *Quota) Location() *time.Location { return q.loc }
+
+// Name returns the quota's name.
+func (q *Quota) Name() string { return q.name }
+
+// PeriodAt returns the period holding instant t, in the quota's location:
+// start <= t < end. It is q.Period().Bounds(t, location, week start).
+func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
+	return q.period.Bounds(t, q.loc, q.weekStart)
+}
+
+// Allow is shorthand for AllowLimit(ctx, key, q.Limit(), n).
+func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return q.decide(ctx, -1, key, q.limit, n)
+}
+
+// AllowAt decides whether n events may happen for key at instant now, and
+// if so counts them, as AllowLimitAt with the quota's own size.
+func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
+	return q.decide(ctx, nanos(now), key, q.limit, n)
+}
+
+// AllowLimit decides whether n events may happen for key now, on Redis's
+// clock (see Quota on time), under a quota of limit events per period, and
+// if so counts them. The Decision is described on Quota. n = 0 is a peek:
+// allowed, counting nothing, it reports Remaining and ResetAfter. n >
+// limit is denied with RetryAfter admit.InfDuration (a denial, not an
+// error, as in package quota).
+//
+// limit replaces the quota's own size for this call, so that one Quota
+// serves every tier of a plan; a key's count carries over when its size
+// changes within a period.
+//
+// The error is non-nil when nothing was decided, and the request is then
+// refused with RetryAfter admit.InfDuration: bad input (n < 0:
+// admit.ErrInvalidCost; limit outside [1, 2^53]: quota.ErrInvalidQuota;
+// ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
+// closed Store (ErrClosed).
+func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (admit.Decision, error) {
+	return q.decide(ctx, -1, key, limit, n)
+}
+
+// AllowLimitAt is AllowLimit at instant now instead of Redis's clock (see
+// Quota on time): for exact tests and callers that keep their own time
+// line. RetryAfter and ResetAfter are measured from now, to the
+// nanosecond.
+func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
+	return q.decide(ctx, nanos(now), key, limit, n)
+}
+
+// Refund gives back up to n events counted for key in the current period,
+// on Redis's clock, as if they had not been admitted: for a request that a
+// later check refused after this quota admitted it. A refund never takes
+// a count below zero, and events counted in a period that has ended are
+// not given back. The error reports bad input (admit.ErrInvalidCost,
+// ErrKeyTooLong), Redis failing (ErrStore), ctx ending or a closed Store.
+func (q *Quota) Refund(ctx context.Context, key string, n int64) error {
+	return q.refund(ctx, -1, key, n)
+}
+
+// RefundAt is Refund in the period of instant now, chosen as AllowAt
+// chooses it.
+func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
+	return q.refund(ctx, nanos(now), key, n)
+}
+
+// Reset forgets key's counts in the period holding the current time on the
+// local clock and in the periods either side of it (so that a clock a
+// little off does not matter), and in the latest period this Quota decided
+// an explicit instant in: the whole quota is then available again. Counts
+// of other periods written at explicit instants are left to expire.
+func (q *Quota) Reset(ctx context.Context, key string) error {
+	if err := q.checkInput(key, 0); err != nil {
+		return err
+	}
+	if q.s.closed.Load() {
+		return ErrClosed
+	}
+	w := q.bounds(nanos(q.guess()))
+	keys := []string{
+		q.redisKey(q.bounds(w.start-1).start, key),
+		q.redisKey(w.start, key),
+		q.redisKey(w.end, key),
+	}
+	if p := q.cur.Load(); p != nil {
+		keys = append(keys, q.redisKey(p.start, key))
+	}
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, q.s.o.timeout)
+	err := q.s.client.Del(tctx, keys...).Err()
+	cancel()
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		} else {
+			err = storeError(err)
+		}
+	}
+	if q.s.o.obs != nil {
+		q.s.o.obs.StoreCalled(admit.StoreEvent{Limiter: q.s.o.name, Op: "quota", Keys: len(keys), Duration: time.Since(start), Err: err})
+	}
+	return err
+}
+
+// decide is AllowLimitAt at now (ns since the Unix epoch), or on Redis's
+// clock if now < 0.
+func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int64) (admit.Decision, error) {
+	err := checkQuota(limit)
+	if err == nil {
+		err = q.checkInput(key, n)
+	}
+	if err == nil && q.s.closed.Load() {
+		err = ErrClosed
+	}
+	if err != nil {
+		d := admit.Decision{
+			Limit:      admit.Limit{Rate: limit, Burst: limit},
+			RetryAfter: admit.InfDuration,
+			Rule:       q.name,
+			Kind:       admit.KindQuota,
+		}
+		if q.obs != nil {
+			q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+		}
+		return d, err
+	}
+	r, w, now, err := q.call(ctx, now, key, "a", n, limit)
+	if err != nil {
+		d := admit.Decision{
+			Limit:      admit.Limit{Rate: limit, Burst: limit},
+			RetryAfter: admit.InfDuration,
+			Rule:       q.name,
+			Kind:       admit.KindQuota,
+		}
+		return d, err
+	}
+	used := r[1]
+	d := admit.Decision{
+		Allowed:   r[0] == 1,
+		Limit:     admit.Limit{Rate: limit, Period: time.Duration(w.end - w.start), Burst: limit},
+		Remaining: max(limit-used, 0),
+		Rule:      q.name,
+		Kind:      admit.KindQuota,
+	}
+	switch {
+	case d.Allowed:
+	case n > limit:
+		d.RetryAfter = admit.InfDuration
+	default:
+		d.RetryAfter = time.Duration(w.end - now)
+	}
+	if used > 0 {
+		d.ResetAfter = time.Duration(w.end - now)
+	}
+	if q.obs != nil {
+		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+	}
+	return d, nil
+}
+
+func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) error {
+	if err := q.checkInput(key, n); err != nil {
+		return err
+	}
+	if q.s.closed.Load() {
+		return ErrClosed
+	}
+	_, _, _, err := q.call(ctx, now, key, "r", n, 0)
+	return err
+}
+
+// call runs the script for key at now (< 0: Redis's clock) and returns
+// its reply, the period it was decided in and the instant it was decided
+// at (ns).
+func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, qwindow, int64, error) {
+	explicit := now >= 0
+	var w qwindow
+	if explicit {
+		w = q.window(now)
+	} else {
+		w = q.bounds(nanos(q.guess()))
+	}
+	minTTL := strconv.FormatInt(int64((q.s.o.minTTL+time.Millisecond-1)/time.Millisecond), 10)
+	for attempt := 0; ; attempt++ {
+		at := ""
+		if explicit {
+			at = strconv.FormatInt(now/1000, 10)
+		}
+		expireAt := (w.end + int64(QuotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
+		r, err := q.s.evalInts(ctx, quotaScript, "quota", []string{q.redisKey(w.start, key)}, 3,
+			op, at, strconv.FormatInt(w.start/1000, 10), strconv.FormatInt(w.end/1000, 10),
+			strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10),
+			strconv.FormatInt(expireAt, 10), minTTL)
+		if err != nil {
+			return nil, w, 0, err
+		}
+		if explicit {
+			return r, w, now, nil
+		}
+		redisNow := min(max(r[2], 0), maxTime/1000) * 1000
+		if r[0] != -1 {
+			return r, w, redisNow, nil
+		}
+		// The local clock guessed another period than Redis's clock
+		// holds: name the key of Redis's period and call again.
+		if attempt == 2 {
+			return nil, w, 0, storeError(fmt.Errorf("the period of Redis's instant %v keeps changing", time.Unix(0, redisNow)))
+		}
+		w = q.bounds(redisNow)
+	}
+}
+
+// redisKey is the key of key's count in the period starting at start (ns).
+func (q *Quota) redisKey(start int64, key string) string {
+	return q.s.prefix + "{" + tagOf(key) + "}" + q.head + strconv.FormatInt(start/1e9, 10) + ":" + key
+}
+
+// window returns the period to decide an explicit instant in: the latest
+// one decided in if now is in it or earlier, else the period holding now,
+// which becomes the latest.
+func (q *Quota) window(now int64) qwindow {
+	if p := q.cur.Load(); p != nil && now < p.end {
+		return *p
+	}
+	w := new(qwindow)
+	*w = q.bounds(now)
+	for {
+		p := q.cur.Load()
+		if p != nil && p.start >= w.start {
+			return *p // another call moved on meanwhile
+		}
+		if q.cur.CompareAndSwap(p, w) {
+			return *w
+		}
+	}
+}
+
+// bounds returns the period holding now.
+func (q *Quota) bounds(now int64) qwindow {
+	start, end := q.period.Bounds(time.Unix(0, now), q.loc, q.weekStart)
+	return qwindow{start: start.UnixNano(), end: end.UnixNano()}
+}
+
+func (q *Quota) checkInput(key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if len(key) > q.s.o.maxKeyLen {
+		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.s.o.maxKeyLen)
+	}
+	return nil
+}
+
+// maxTime is the latest instant (ns since the Unix epoch, in 2116) a quota
+// distinguishes, as in packages admit and quota.
+const maxTime = int64(1) << 62
+
+// nanos returns t's wall-clock time in ns since the Unix epoch, clamped to
+// [0, maxTime], as package quota reads instants.
+func nanos(t time.Time) int64 {
+	s := t.Unix()
+	switch {
+	case s < 0:
+		return 0
+	case s > maxTime/1e9:
+		return maxTime
+	}
+	return min(s*1e9+int64(t.Nanosecond()), maxTime)
+}
