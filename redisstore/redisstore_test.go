@@ -362,3 +362,11 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Errorf("after Close: err = %v, want ErrClosed", err)
 	}
 }
+
+// Through Sentinel (a failover client finds the master), decisions are the
+// same.
+func TestConformanceSentinel(t *testing.T) {
+	sentinel := redistest.NewSentinel(t)
+	client := sentinel.Client(t)
+	admittest.Run(t, factory(func(testing.TB) redis.UniversalClient { return client }), admit.AlgGCRA, admit.AlgSlidingLog)
+}
