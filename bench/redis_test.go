@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -305,5 +306,44 @@ func BenchmarkRedisFleet(b *testing.B) {
 		if admitted.Load() > ideal {
 			b.Fatalf("admitted %d, more than the ideal %d over %v", admitted.Load(), ideal, elapsed)
 		}
+	}
+}
+
+// BenchmarkRedisOutage: decisions while Redis is down (nothing listens at
+// the client's address), through a compose.Guard falling back to a local
+// share of the limit, from 64 goroutines: as a breaker (the store is not
+// called while open) and without one (every check tries the store first,
+// and is refused at once by the operating system). Reports p50/p99.
+func BenchmarkRedisOutage(b *testing.B) {
+	for _, breaker := range []bool{true, false} {
+		name := "fallback"
+		if breaker {
+			name = "breaker"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1})
+			defer c.Close()
+			s, err := redisstore.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			shared := admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
+			lim, _ := s.Limiter(admit.AlgGCRA, shared)
+			local, _ := compose.LocalShare(admit.AlgGCRA, shared, 4)
+			policy := compose.Fallback(local)
+			if breaker {
+				policy = compose.Breaker(policy)
+			}
+			g, err := compose.NewGuard(lim, policy)
+			if err != nil {
+				b.Fatal(err)
+			}
+			check := func(ctx context.Context, key string) (bool, error) {
+				d, err := g.Allow(ctx, key, 1)
+				return d.Allowed, err
+			}
+			runRedis(b, check, []string{"a", "b", "c"}, true)
+		})
 	}
 }
