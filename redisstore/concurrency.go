@@ -25,10 +25,11 @@ const (
 	// DefaultLease is the default lease of the slots a ConcurrencyLimiter
 	// grants (see WithLease).
 	DefaultLease = 30 * time.Second
-	// DefaultPollMin and DefaultPollMax are the default bounds of the
-	// interval at which Acquire polls Redis while it waits (see
-	// WithPollInterval).
+	// DefaultPollMin is the default first interval at which Acquire polls
+	// Redis while it waits (see WithPollInterval).
 	DefaultPollMin = time.Millisecond
+	// DefaultPollMax is the default longest interval at which Acquire
+	// polls Redis while it waits (see WithPollInterval).
 	DefaultPollMax = 50 * time.Millisecond
 	// maxExact is the largest count the scripts handle exactly: Lua's
 	// numbers are doubles.
@@ -328,6 +329,9 @@ func (l *ConcurrencyLimiter) try(ctx context.Context, key string, max, n int64) 
 	}
 	if l.s.closed.Load() {
 		return Lease{}, l.refusal(max), ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, l.refusal(max), err
 	}
 	zk, hk := l.keys(key)
 	id := ""

@@ -278,6 +278,16 @@ func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
 	if ok, _ := p.Release(ctx); !ok {
 		t.Error("the new holder's Release: false")
 	}
+	// The keys of a key whose holders all crashed vanish by themselves.
+	client := standalone(t)
+	s2, prefix := prefixedStore(t, client)
+	l2 := newConcurrency(t, s2, 1, redisstore.WithLease(lease))
+	if _, d, err := l2.TryAcquire(ctx, "vanish", 1); err != nil || !d.Allowed {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	eventually(t, 5*time.Second, "the keys of an expired lease vanish", func() bool {
+		return len(keysUnder(t, client, prefix)) == 0
+	})
 }
 
 // A holder that extends its lease keeps its slots past the first lease.

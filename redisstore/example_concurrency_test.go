@@ -1,0 +1,236 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/quota"
+	"github.com/admit-go/admit/redisstore"
+	"github.com/redis/go-redis/v9"
+)
+
+// The examples of this file need a Redis, at REDIS_ADDR (empty:
+// localhost:6379). They have no "// Output:" line, because go test would
+// run them where no Redis can be started, and an example cannot skip:
+// TestConcurrencyQuotaExamples runs each of them on a fresh redis-server
+// and checks what it prints instead.
+
+// At most two exports in flight per customer, across every instance of a
+// service. Slots not released within a minute (a crashed instance) come
+// back by themselves.
+func ExampleStore_Concurrency() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	store, err := redisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	exports, err := store.Concurrency(2, redisstore.WithName("exports"), redisstore.WithLease(time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var leases []redisstore.Lease
+	for i := range 3 {
+		lease, d, err := exports.TryAcquire(ctx, "acme", 1)
+		if err != nil {
+			panic(err) // Redis failed, or bad input
+		}
+		fmt.Printf("export %d: allowed=%v remaining=%d\n", i, d.Allowed, d.Remaining)
+		if d.Allowed {
+			leases = append(leases, lease)
+		}
+	}
+	// The first export ends.
+	released, _ := leases[0].Release(ctx)
+	again, _ := leases[0].Release(ctx)
+	fmt.Println("released:", released, "again:", again)
+	_, d, _ := exports.TryAcquire(ctx, "acme", 1)
+	fmt.Printf("export 3: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
+	// Prints:
+	// export 0: allowed=true remaining=1
+	// export 1: allowed=true remaining=0
+	// export 2: allowed=false remaining=0
+	// released: true again: false
+	// export 3: allowed=true remaining=0
+}
+
+// Acquire waits for a slot, polling Redis, until its context ends.
+func ExampleConcurrencyLimiter_Acquire() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	store, err := redisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	reports, err := store.Concurrency(1, redisstore.WithName("reports"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, _, _ := reports.TryAcquire(ctx, "", 1) // the empty key: one global limit
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the first report takes a while
+		first.Release(ctx)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	second, d, err := reports.Acquire(wctx, "", 1)
+	if err != nil {
+		fmt.Println("gave up:", err)
+		return
+	}
+	defer second.Release(ctx)
+	fmt.Println("second report: allowed", d.Allowed)
+	// Prints:
+	// second report: allowed true
+}
+
+// A daily quota of 3 exports per customer from midnight in Paris, kept in
+// Redis: it survives restarts of the service and is shared by its
+// instances. AllowAt decides at explicit instants (here on the weekend
+// the clocks go forward: Sunday 30 March 2025 lasts 23 hours); Allow
+// decides on Redis's clock.
+func ExampleStore_Quota() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	// The instants of this example are in the past on Redis's clock, where
+	// their periods have ended: keep the counts an hour.
+	store, err := redisstore.New(client, redisstore.WithMinTTL(time.Hour))
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		panic(err)
+	}
+	exports, err := store.Quota(3, quota.Day, redisstore.WithLocation(paris), redisstore.WithName("exports"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	show := func(now time.Time, n int64) {
+		d, err := exports.AllowAt(ctx, now, "acme", n)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s n=%d allowed=%-5v remaining=%d", now.Format("Mon 15:04"), n, d.Allowed, d.Remaining)
+		if !d.Allowed {
+			fmt.Printf(" retry in %v", d.RetryAfter)
+		}
+		fmt.Printf(" (day of %v)\n", d.Limit.Period)
+	}
+	sat := time.Date(2025, 3, 29, 21, 0, 0, 0, paris)
+	show(sat, 2)
+	show(sat.Add(time.Hour), 2)
+	show(sat.Add(time.Hour), 1)
+	show(time.Date(2025, 3, 30, 9, 0, 0, 0, paris), 3)
+	// Prints:
+	// Sat 21:00 n=2 allowed=true  remaining=1 (day of 24h0m0s)
+	// Sat 22:00 n=2 allowed=false remaining=1 retry in 2h0m0s (day of 24h0m0s)
+	// Sat 22:00 n=1 allowed=true  remaining=0 (day of 24h0m0s)
+	// Sun 09:00 n=3 allowed=true  remaining=0 (day of 23h0m0s)
+}
+
+// A monthly quota on Redis's clock, with a refund for a request that a
+// later check refused.
+func ExampleQuota_Refund() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	store, err := redisstore.New(client)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	calls, err := store.Quota(1000, quota.Month, redisstore.WithName("calls"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	d, _ := calls.Allow(ctx, "acme", 10)
+	fmt.Println("allowed:", d.Allowed, "remaining:", d.Remaining)
+	// The request was refused further on: give its 10 calls back.
+	if err := calls.Refund(ctx, "acme", 10); err != nil {
+		panic(err)
+	}
+	d, _ = calls.Allow(ctx, "acme", 0) // a peek
+	fmt.Println("after the refund:", d.Remaining)
+	// Prints:
+	// allowed: true remaining: 990
+	// after the refund: 1000
+}
+
+// The examples print what their comments say, on a fresh redis-server.
+func TestConcurrencyQuotaExamples(t *testing.T) {
+	for _, ex := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"ExampleStore_Concurrency", ExampleStore_Concurrency, `export 0: allowed=true remaining=1
+export 1: allowed=true remaining=0
+export 2: allowed=false remaining=0
+released: true again: false
+export 3: allowed=true remaining=0
+`},
+		{"ExampleConcurrencyLimiter_Acquire", ExampleConcurrencyLimiter_Acquire, "second report: allowed true\n"},
+		{"ExampleStore_Quota", ExampleStore_Quota, `Sat 21:00 n=2 allowed=true  remaining=1 (day of 24h0m0s)
+Sat 22:00 n=2 allowed=false remaining=1 retry in 2h0m0s (day of 24h0m0s)
+Sat 22:00 n=1 allowed=true  remaining=0 (day of 24h0m0s)
+Sun 09:00 n=3 allowed=true  remaining=0 (day of 23h0m0s)
+`},
+		{"ExampleQuota_Refund", ExampleQuota_Refund, "allowed: true remaining: 990\nafter the refund: 1000\n"},
+	} {
+		t.Run(ex.name, func(t *testing.T) {
+			srv := redistest.NewStandalone(t)
+			t.Setenv("REDIS_ADDR", srv.Addr())
+			if got := captureStdout(t, ex.f); got != ex.want {
+				t.Errorf("%s printed\n%s\nwant\n%s", ex.name, got, ex.want)
+			}
+			// The comment in the example says the same.
+			src, err := os.ReadFile("example_concurrency_test.go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for line := range strings.Lines(ex.want) {
+				b.WriteString("\t// " + line)
+			}
+			if !strings.Contains(string(src), "\t// Prints:\n"+b.String()+"}\n") {
+				t.Errorf("%s: its comment does not show what it prints", ex.name)
+			}
+		})
+	}
+}
+
+// captureStdout returns what f prints to os.Stdout.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- string(b)
+	}()
+	stdout := os.Stdout
+	os.Stdout = w
+	defer func() { os.Stdout = stdout }()
+	f()
+	os.Stdout = stdout
+	w.Close()
+	s := <-out
+	r.Close()
+	return s
+}
