@@ -3,31 +3,19 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"strings"
-	"testing"
 	"time"
 
-	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/quota"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/redis/go-redis/v9"
 )
-
-// The examples of this file need a Redis, at REDIS_ADDR (empty:
-// localhost:6379). They have no "// Output:" line, because go test would
-// run them where no Redis can be started, and an example cannot skip:
-// TestConcurrencyQuotaExamples runs each of them on a fresh redis-server
-// and checks what it prints instead.
 
 // At most two exports in flight per customer, across every instance of a
 // service. Slots not released within a minute (a crashed instance) come
 // back by themselves.
 func ExampleStore_Concurrency() {
-	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client)
+	store, err := redisstore.New(client, examplePrefix())
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +42,7 @@ func ExampleStore_Concurrency() {
 	fmt.Println("released:", released, "again:", again)
 	_, d, _ := exports.TryAcquire(ctx, "acme", 1)
 	fmt.Printf("export 3: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
-	// Prints:
+	// Output:
 	// export 0: allowed=true remaining=1
 	// export 1: allowed=true remaining=0
 	// export 2: allowed=false remaining=0
@@ -64,9 +52,9 @@ func ExampleStore_Concurrency() {
 
 // Acquire waits for a slot, polling Redis, until its context ends.
 func ExampleConcurrencyLimiter_Acquire() {
-	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client)
+	store, err := redisstore.New(client, examplePrefix())
 	if err != nil {
 		panic(err)
 	}
@@ -90,7 +78,7 @@ func ExampleConcurrencyLimiter_Acquire() {
 	}
 	defer second.Release(ctx)
 	fmt.Println("second report: allowed", d.Allowed)
-	// Prints:
+	// Output:
 	// second report: allowed true
 }
 
@@ -100,7 +88,7 @@ func ExampleConcurrencyLimiter_Acquire() {
 // the clocks go forward: Sunday 30 March 2025 lasts 23 hours); Allow
 // decides on Redis's clock.
 func ExampleStore_Quota() {
-	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	client := exampleClient()
 	defer client.Close()
 	// The instants of this example are in the past on Redis's clock, where
 	// their periods have ended: keep the counts an hour.
@@ -134,7 +122,7 @@ func ExampleStore_Quota() {
 	show(sat.Add(time.Hour), 2)
 	show(sat.Add(time.Hour), 1)
 	show(time.Date(2025, 3, 30, 9, 0, 0, 0, paris), 3)
-	// Prints:
+	// Output:
 	// Sat 21:00 n=2 allowed=true  remaining=1 (day of 24h0m0s)
 	// Sat 22:00 n=2 allowed=false remaining=1 retry in 2h0m0s (day of 24h0m0s)
 	// Sat 22:00 n=1 allowed=true  remaining=0 (day of 24h0m0s)
@@ -144,9 +132,9 @@ func ExampleStore_Quota() {
 // A monthly quota on Redis's clock, with a refund for a request that a
 // later check refused.
 func ExampleQuota_Refund() {
-	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client)
+	store, err := redisstore.New(client, examplePrefix())
 	if err != nil {
 		panic(err)
 	}
@@ -164,73 +152,7 @@ func ExampleQuota_Refund() {
 	}
 	d, _ = calls.Allow(ctx, "acme", 0) // a peek
 	fmt.Println("after the refund:", d.Remaining)
-	// Prints:
+	// Output:
 	// allowed: true remaining: 990
 	// after the refund: 1000
-}
-
-// The examples print what their comments say, on a fresh redis-server.
-func TestConcurrencyQuotaExamples(t *testing.T) {
-	for _, ex := range []struct {
-		name string
-		f    func()
-		want string
-	}{
-		{"ExampleStore_Concurrency", ExampleStore_Concurrency, `export 0: allowed=true remaining=1
-export 1: allowed=true remaining=0
-export 2: allowed=false remaining=0
-released: true again: false
-export 3: allowed=true remaining=0
-`},
-		{"ExampleConcurrencyLimiter_Acquire", ExampleConcurrencyLimiter_Acquire, "second report: allowed true\n"},
-		{"ExampleStore_Quota", ExampleStore_Quota, `Sat 21:00 n=2 allowed=true  remaining=1 (day of 24h0m0s)
-Sat 22:00 n=2 allowed=false remaining=1 retry in 2h0m0s (day of 24h0m0s)
-Sat 22:00 n=1 allowed=true  remaining=0 (day of 24h0m0s)
-Sun 09:00 n=3 allowed=true  remaining=0 (day of 23h0m0s)
-`},
-		{"ExampleQuota_Refund", ExampleQuota_Refund, "allowed: true remaining: 990\nafter the refund: 1000\n"},
-	} {
-		t.Run(ex.name, func(t *testing.T) {
-			srv := redistest.NewStandalone(t)
-			t.Setenv("REDIS_ADDR", srv.Addr())
-			if got := captureStdout(t, ex.f); got != ex.want {
-				t.Errorf("%s printed\n%s\nwant\n%s", ex.name, got, ex.want)
-			}
-			// The comment in the example says the same.
-			src, err := os.ReadFile("example_concurrency_test.go")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			for line := range strings.Lines(ex.want) {
-				b.WriteString("\t// " + line)
-			}
-			if !strings.Contains(string(src), "\t// Prints:\n"+b.String()+"}\n") {
-				t.Errorf("%s: its comment does not show what it prints", ex.name)
-			}
-		})
-	}
-}
-
-// captureStdout returns what f prints to os.Stdout.
-func captureStdout(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	stdout := os.Stdout
-	os.Stdout = w
-	defer func() { os.Stdout = stdout }()
-	f()
-	os.Stdout = stdout
-	w.Close()
-	s := <-out
-	r.Close()
-	return s
 }
