@@ -11,6 +11,17 @@
 // locally until T. Wrap a Redis limiter in a failure policy from package
 // compose to choose what happens when Redis is down.
 //
+// A Store makes three kinds of limiter:
+//
+//   - Store.Limiter: a rate limit per key, by any algorithm of package admit
+//     but the Pacer (GCRA by default in admit's own constructors).
+//   - Store.Concurrency: at most N in flight per key across the fleet, with
+//     leases that expire, so a crashed holder cannot leak its slots (the
+//     Redis version of package concurrency).
+//   - Store.Quota: N per calendar hour, day, week, month or year in a time
+//     zone, durable: the counts are in Redis and survive restarts (the Redis
+//     version of package quota).
+//
 // # Semantics
 //
 // A Limiter decides exactly as keyed.Limiter does, by the same step
@@ -27,7 +38,10 @@
 //
 //	<prefix>{<16 hex digits>}:<A>:<N>:<key>
 //
-// where the prefix defaults to "admit:v1:" and the hex digits are a hash of
+// where A is the algorithm's code (gcra, tb, lb, fw, sw, sl; conc and
+// concw for the two keys of a concurrency limit, and quota followed by the
+// period and its start for a quota's count), the prefix defaults to
+// "admit:v1:", and the hex digits are a hash of
 // the key (or of the tag given to Store.AllowLayers): Redis Cluster hashes
 // only what is between the braces, so a key may hold any bytes, braces
 // included, without moving its slot, and every key one script call touches

@@ -30,8 +30,9 @@ const (
 	maxNameLength = 128
 )
 
-// Option configures a Store (New) or a Limiter (Store.Limiter); each says
-// which it applies to. An option given to the other is ignored.
+// Option configures a Store (New) or the limiters it makes (Store.Limiter,
+// Store.Concurrency, Store.Quota); each option says which it applies to. An
+// option given to another is ignored.
 type Option interface {
 	applyStore(*storeOptions)
 	applyLimiter(*limiterOptions)
@@ -167,8 +168,8 @@ func WithMinTTL(d time.Duration) Option {
 	})
 }
 
-// WithName names a Limiter (a Limiter option), or a Store in its observer
-// events (a Store option). A limiter's name is each Decision's Rule, each
+// WithName names a limiter (Limiter, ConcurrencyLimiter or Quota), or a
+// Store in its observer events. A limiter's name is each Decision's Rule, each
 // observer event's Limiter, and part of each of its keys, so limiters of
 // different names never share state, and those of one name and algorithm
 // always do (which is how the instances of a service share one limit). A
@@ -192,7 +193,7 @@ func (n nameOption) applyLimiter(o *limiterOptions) {
 }
 
 // WithObserver sets an observer (for a Store: told of each round trip to
-// Redis; for a Limiter: of each decision). The default is none.
+// Redis; for a limiter: of each decision). The default is none.
 func WithObserver(obs admit.Observer) Option {
 	return observerOption{obs}
 }
