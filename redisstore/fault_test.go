@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -238,4 +239,41 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 		d, err := g.Allow(ctx, dead, 1)
 		return err == nil && d.Rule == "api"
 	})
+}
+
+// A cluster with a slot no node serves: checks of keys in it fail with
+// ErrStore, a Guard applies its policy, and other keys are decided.
+func TestFaultClusterMissingSlot(t *testing.T) {
+	cl := redistest.NewCluster(t)
+	client := cl.Client(t)
+	s := newStore(t, client)
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(100), redisstore.WithName("api"))
+	ctx := t.Context()
+	const key = "orphan"
+	slot := redistest.Slot("{" + redisstore.TagOf(key) + "}")
+	node := cl.Node(cl.NodeOf("{" + redisstore.TagOf(key) + "}"))
+	nc := node.Client(t)
+	if err := nc.ClusterDelSlots(ctx, slot).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the slot is still served", func() bool {
+		_, err := lim.Allow(ctx, key, 1)
+		return errors.Is(err, redisstore.ErrStore)
+	})
+	_, err := lim.Allow(ctx, key, 1)
+	t.Logf("a key of the missing slot: %v", err)
+	g, _ := compose.NewGuard(lim, compose.FailOpen)
+	if d, err := g.Allow(ctx, key, 1); err != nil || !d.Allowed || !strings.HasSuffix(d.Rule, "fail-open") {
+		t.Errorf("through a fail-open Guard: %+v %v", d, err)
+	}
+	var other string
+	for i := 0; other == ""; i++ {
+		k := "k" + string(rune('a'+i))
+		if redistest.Slot("{"+redisstore.TagOf(k)+"}") != slot {
+			other = k
+		}
+	}
+	if d, err := lim.Allow(ctx, other, 1); err != nil || !d.Allowed {
+		t.Errorf("a key of a served slot: %+v %v", d, err)
+	}
 }
