@@ -1,8 +1,15 @@
--- bucket.lua mirrors internal/algo/bucket.go: Bucket (a table {Last,
--- Level}), its tat method (bucketTat), bucketAt, sat, its clamp method
--- (bucketClamp) and BucketStep, in that order and line for line. The token
--- bucket and the leaky bucket used as a meter both decide with BucketStep.
--- The stored form (bucketDecode, bucketEncode) follows.
+-- bucket.lua (module "bucket") mirrors internal/algo/bucket.go: Bucket (a
+-- table {Last, Level}), its tat method (bucketTat), bucketAt, sat, its clamp
+-- method (bucketClamp) and BucketStep, in that order and line for line. The
+-- token bucket and the leaky bucket used as a meter both decide with
+-- BucketStep. The stored form (bucketDecode, bucketEncode) follows.
+
+local add, sub, lt, divmod, fits63, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.divmod, L.fits63, L.digits, L.fmt, L.MAXI64
+local sfind = string.find
+L.import('params')
+L.import('gcra')
+local MaxTime, farFuture, Normal, shift = L.MaxTime, L.farFuture, L.Normal, L.shift
+local GCRAStep, gcraDebt, gcraZero = L.GCRAStep, L.gcraDebt, L.gcraZero
 
 -- Bucket is the state of a token bucket / leaky bucket meter. The zero
 -- value is an empty leaky bucket, that is a full token bucket.
@@ -62,10 +69,13 @@ local function BucketStep(b, p, now, n)
   return b, shift(r, sub(t, now))
 end
 
--- Not in Go: the stored form "b<Last>:<Level>", Last <= MaxTime.
+-- Not in Go: the stored form "b<Last>:<Level>", Last <= MaxTime. A missing
+-- key (false) is the zero state; nil means a malformed value.
 local function bucketDecode(v)
-  local _, _, a, l = sfind(v, '^b(%d+):(%d+)$')
-  local last, level = parse(a), parse(l)
+  if not v then return bucketZero end
+  local _, e, c = sfind(v, '^b%d+():%d+$')
+  if e == nil or c > 21 or e - c > 19 then return nil end
+  local last, level = digits(v, 2, c - 1), digits(v, c + 1, e)
   if last == nil or level == nil or lt(MaxTime, last) then return nil end
   return {Last = last, Level = level}
 end
@@ -73,3 +83,5 @@ end
 local function bucketEncode(b)
   return 'b' .. fmt(b.Last) .. ':' .. fmt(b.Level)
 end
+
+return {tag = 'b', name = 'bucket (tb/lb)', window = false, step = BucketStep, decode = bucketDecode, encode = bucketEncode}

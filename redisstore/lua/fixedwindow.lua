@@ -1,8 +1,16 @@
--- fixedwindow.lua mirrors internal/algo/fixedwindow.go: FixedWindow (a
--- table {Win, Count}) and FixedWindowStep, line for line. Where Go computes
--- p.Burst-s.Count (which cannot overflow: both are in [0, MaxInt64]) the Lua
--- compares the equivalent sums, since its values are never negative. The
--- stored form (fixedDecode, fixedEncode) follows.
+-- fixedwindow.lua (module "fixedwindow") mirrors
+-- internal/algo/fixedwindow.go: FixedWindow (a table {Win, Count}) and
+-- FixedWindowStep, line for line. Where Go computes p.Burst-s.Count (which
+-- cannot overflow: both are in [0, MaxInt64]) the Lua compares the
+-- equivalent sums, since its values are never negative. The stored form
+-- (fixedDecode, fixedEncode) follows.
+
+local add, sub, lt, digits, fmt = L.add, L.sub, L.lt, L.digits, L.fmt
+local sfind = string.find
+L.import('params')
+L.import('window')
+local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local windowOf, untilWindow = L.windowOf, L.untilWindow
 
 -- FixedWindow is the state of a fixed-window counter: Count events admitted
 -- in window Win. The zero value is an empty window.
@@ -42,10 +50,13 @@ local function FixedWindowStep(s, p, now, n)
   return saved, r
 end
 
--- Not in Go: the stored form "f<Win>:<Count>", Win <= MaxTime.
+-- Not in Go: the stored form "f<Win>:<Count>", Win <= MaxTime. A missing
+-- key (false) is the zero state; nil means a malformed value.
 local function fixedDecode(v)
-  local _, _, w, c = sfind(v, '^f(%d+):(%d+)$')
-  local win, count = parse(w), parse(c)
+  if not v then return fixedZero end
+  local _, e, c = sfind(v, '^f%d+():%d+$')
+  if e == nil or c > 21 or e - c > 19 then return nil end
+  local win, count = digits(v, 2, c - 1), digits(v, c + 1, e)
   if win == nil or count == nil or lt(MaxTime, win) then return nil end
   return {Win = win, Count = count}
 end
@@ -53,3 +64,5 @@ end
 local function fixedEncode(s)
   return 'f' .. fmt(s.Win) .. ':' .. fmt(s.Count)
 end
+
+return {tag = 'f', name = 'fixed window', window = true, step = FixedWindowStep, decode = fixedDecode, encode = fixedEncode}

@@ -1,6 +1,14 @@
--- gcra.lua mirrors internal/algo/gcra.go: GCRA (a table {At, Frac}), its
--- debt method (gcraDebt), gcraAt, GCRAStep and gcraReport, in that order and
--- line for line. The stored form (gcraDecode, gcraEncode) follows.
+-- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
+-- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep and gcraReport,
+-- in that order and line for line. The stored form (gcraDecode, gcraEncode)
+-- follows.
+
+local add, sub, mul, cmp, lt, divmod, udivmod, ceil63 = L.add, L.sub, L.mul, L.cmp, L.lt, L.divmod, L.udivmod, L.ceil63
+local digits, fmt, TWO64 = L.digits, L.fmt, L.TWO64
+local sfind = string.find
+L.import('params')
+local MaxTime, farFuture, Never = L.MaxTime, L.farFuture, L.Never
+local Unlimited, Closed, unlimited, closed = L.Unlimited, L.Closed, L.unlimited, L.closed
 
 -- GCRA is the state of the generic cell rate algorithm: TAT = At + Frac/Td.
 -- The zero value is a full limit.
@@ -65,21 +73,26 @@ gcraReport = function(p, d, allowed, retry)
 end
 
 -- Not in Go: the stored form. "g<At>" when Frac is 0 (always when Td = 1),
--- else "g<At>:<Frac>"; At <= farFuture.
+-- else "g<At>:<Frac>"; At <= farFuture. A missing key (false) is the zero
+-- state; nil means a malformed value.
 local function gcraDecode(v)
-  local _, _, a = sfind(v, '^g(%d+)$')
-  local f = 0
-  if a == nil then
-    _, _, a, f = sfind(v, '^g(%d+):(%d+)$')
-    f = parse(f)
-    if f == nil then return nil end
+  if not v then return gcraZero end
+  local _, e, c = sfind(v, '^g%d+()')
+  if e == nil or e > 20 then return nil end
+  local at, frac = digits(v, 2, e), 0
+  if c <= #v then
+    local _, f = sfind(v, '^:%d+$', c)
+    if f == nil or f - c > 19 then return nil end
+    frac = digits(v, c + 1, f)
   end
-  local at = parse(a)
-  if at == nil or lt(farFuture, at) then return nil end
-  return {At = at, Frac = f}
+  if at == nil or frac == nil or lt(farFuture, at) then return nil end
+  return {At = at, Frac = frac}
 end
 
 local function gcraEncode(s)
   if s.Frac == 0 then return 'g' .. fmt(s.At) end
   return 'g' .. fmt(s.At) .. ':' .. fmt(s.Frac)
 end
+
+L.GCRAStep, L.gcraDebt, L.gcraZero = GCRAStep, gcraDebt, gcraZero
+return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, decode = gcraDecode, encode = gcraEncode}

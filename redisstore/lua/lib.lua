@@ -6,8 +6,8 @@
 -- below 2^53 only. A value v in [0, 2^128) is therefore held in one of two
 -- normal forms:
 --
---   * a Lua number when v < SMALL = 9e15 (< 2^53, so every such integer and
---     every sum, difference or product below SMALL is exact), or
+--   * a Lua number when v < SMALL = 9e15 (< 2^53, so every such integer
+--     and every sum, difference or product below SMALL is exact), or
 --   * a table of base-1e7 limbs, least significant first, whose top limb is
 --     not zero, when v >= SMALL.
 --
@@ -20,21 +20,22 @@
 -- product below 1e14, so a column of products and carries stays exact, and
 -- makes decimal parsing and formatting a matter of slicing strings.
 
-local SMALL = 9e15
-local BASE = 1e7
-local SHORT = 9e8 -- divisors below this divide a limb array one limb at a time
+-- The constants are written as literals below (a local captured by every
+-- function would cost each call of the script a longer closure setup):
+--   SMALL = 9e15, BASE = 1e7, and SHORT = 9e8, the bound under which a
+--   divisor divides a limb array one limb at a time.
 local floor, fmod = math.floor, math.fmod
 local sfmt, ssub, sbyte, sfind = string.format, string.sub, string.byte, string.find
 local type, tonumber, tconcat = type, tonumber, table.concat
 
 -- tobig returns the limbs of a number (top limb non-zero, or {0}).
 local function tobig(x)
-  if x < BASE then return {x} end
-  local l0 = fmod(x, BASE)
-  x = (x - l0) / BASE
-  if x < BASE then return {l0, x} end
-  local l1 = fmod(x, BASE)
-  return {l0, l1, (x - l1) / BASE}
+  if x < 1e7 then return {x} end
+  local l0 = fmod(x, 1e7)
+  x = (x - l0) / 1e7
+  if x < 1e7 then return {l0, x} end
+  local l1 = fmod(x, 1e7)
+  return {l0, l1, (x - l1) / 1e7}
 end
 
 -- norm trims zero top limbs of t and returns a number if the value is below
@@ -47,8 +48,8 @@ local function norm(t)
     n = n - 1
   end
   if n <= 3 then
-    local v = t[1] + (t[2] or 0) * BASE + (t[3] or 0) * 1e14
-    if v < SMALL then return v end
+    local v = t[1] + (t[2] or 0) * 1e7 + (t[3] or 0) * 1e14
+    if v < 9e15 then return v end
   end
   return t
 end
@@ -96,7 +97,7 @@ local function add(a, b)
   if type(a) == 'number' then
     if type(b) == 'number' then
       local s = a + b
-      if s < SMALL then return s end
+      if s < 9e15 then return s end
       b = tobig(b)
     end
     a = tobig(a)
@@ -108,8 +109,8 @@ local function add(a, b)
   local r, c = {}, 0
   for i = 1, na do
     local s = a[i] + (b[i] or 0) + c
-    if s >= BASE then
-      r[i] = s - BASE
+    if s >= 1e7 then
+      r[i] = s - 1e7
       c = 1
     else
       r[i] = s
@@ -132,7 +133,7 @@ local function sub(a, b)
   for i = 1, #a do
     local s = a[i] - (b[i] or 0) - c
     if s < 0 then
-      r[i] = s + BASE
+      r[i] = s + 1e7
       c = 1
     else
       r[i] = s
@@ -148,7 +149,7 @@ local function mul(a, b)
   if type(a) == 'number' then
     if type(b) == 'number' then
       local p = a * b
-      if p < SMALL then return p end
+      if p < 9e15 then return p end
       b = tobig(b)
     elseif a == 0 then
       return 0
@@ -167,9 +168,9 @@ local function mul(a, b)
       for j = 1, nb do
         local k = i + j - 1
         local t = ai * b[j] + r[k] + c
-        local lo = fmod(t, BASE)
+        local lo = fmod(t, 1e7)
         r[k] = lo
-        c = (t - lo) / BASE
+        c = (t - lo) / 1e7
       end
     end
     r[i + nb] = c
@@ -184,43 +185,43 @@ local function divlimbs(u, v)
   local m = #u - n
   if m < 0 or cmp(u, v) < 0 then return 0, norm(u) end
   -- D1: normalize so that the divisor's top limb is at least BASE/2.
-  local d = floor(BASE / (v[n] + 1))
+  local d = floor(1e7 / (v[n] + 1))
   local vn, un, c = {}, {}, 0
   for i = 1, n do
     local t = v[i] * d + c
-    local lo = fmod(t, BASE)
+    local lo = fmod(t, 1e7)
     vn[i] = lo
-    c = (t - lo) / BASE
+    c = (t - lo) / 1e7
   end
   c = 0
   for i = 1, m + n do
     local t = u[i] * d + c
-    local lo = fmod(t, BASE)
+    local lo = fmod(t, 1e7)
     un[i] = lo
-    c = (t - lo) / BASE
+    c = (t - lo) / 1e7
   end
   un[m + n + 1] = c
   local vt, vs = vn[n], vn[n - 1]
   local q = {}
   for j = m, 0, -1 do
     -- D3: estimate the quotient limb from the top two limbs.
-    local num = un[j + n + 1] * BASE + un[j + n]
+    local num = un[j + n + 1] * 1e7 + un[j + n]
     local rhat = fmod(num, vt)
     local qhat = (num - rhat) / vt
-    while qhat >= BASE or qhat * vs > rhat * BASE + un[j + n - 1] do
+    while qhat >= 1e7 or qhat * vs > rhat * 1e7 + un[j + n - 1] do
       qhat = qhat - 1
       rhat = rhat + vt
-      if rhat >= BASE then break end
+      if rhat >= 1e7 then break end
     end
     -- D4: subtract qhat*v from the current window of u.
     local borrow, carry = 0, 0
     for i = 1, n do
       local p = qhat * vn[i] + carry
-      local plo = fmod(p, BASE)
-      carry = (p - plo) / BASE
+      local plo = fmod(p, 1e7)
+      carry = (p - plo) / 1e7
       local t = un[i + j] - plo - borrow
       if t < 0 then
-        un[i + j] = t + BASE
+        un[i + j] = t + 1e7
         borrow = 1
       else
         un[i + j] = t
@@ -234,8 +235,8 @@ local function divlimbs(u, v)
       local c2 = 0
       for i = 1, n do
         local s = un[i + j] + vn[i] + c2
-        if s >= BASE then
-          un[i + j] = s - BASE
+        if s >= 1e7 then
+          un[i + j] = s - 1e7
           c2 = 1
         else
           un[i + j] = s
@@ -250,7 +251,7 @@ local function divlimbs(u, v)
   -- D8: the remainder is un[1..n] / d.
   local r, rem = {}, 0
   for i = n, 1, -1 do
-    local t = rem * BASE + un[i]
+    local t = rem * 1e7 + un[i]
     local x = fmod(t, d)
     r[i] = (t - x) / d
     rem = x
@@ -266,10 +267,10 @@ local function divmod(a, b)
       return (a - r) / b, r
     end
     if b == 1 then return a, 0 end
-    if b < SHORT then
+    if b < 9e8 then
       local q, r = {}, 0
       for i = #a, 1, -1 do
-        local t = r * BASE + a[i]
+        local t = r * 1e7 + a[i]
         r = fmod(t, b)
         q[i] = (t - r) / b
       end
@@ -283,7 +284,7 @@ local function divmod(a, b)
 end
 
 -- dec returns the value of a string of decimal digits of any length (for
--- constants and tests; input is checked by parse).
+-- the tests; the script's constants are written as limbs).
 local function dec(s)
   local t, i, n = {}, 1, #s
   while n > 0 do
@@ -296,19 +297,48 @@ local function dec(s)
   return norm(t)
 end
 
-local MAXI64 = dec('9223372036854775807') -- math.MaxInt64
-local TWO64 = dec('18446744073709551616')
+local MAXI64 = {4775807, 7203685, 92233} -- 9223372036854775807, math.MaxInt64
+local TWO64 = {9551616, 4407370, 184467} -- 18446744073709551616
 
--- parse returns the value of s if it is a decimal int64 >= 0 written as
--- strconv.FormatInt writes it (digits only, no sign, no leading zero), or
--- nil.
+-- digits returns the value of s[i..j], 1 to 19 decimal digits (the caller
+-- has checked them), or nil if it exceeds MaxInt64.
+local function digits(s, i, j)
+  if j - i < 15 then return tonumber(ssub(s, i, j)) end
+  local hi, lo = tonumber(ssub(s, i, j - 7)), tonumber(ssub(s, j - 6, j))
+  local v = hi * 1e7 + lo -- exact if below SMALL, else at least SMALL
+  if v < 9e15 then return v end
+  local l1 = fmod(hi, 1e7)
+  v = {lo, l1, (hi - l1) / 1e7}
+  if cmp(v, MAXI64) > 0 then return nil end
+  return v
+end
+
+-- parse returns the value of s if it is a decimal int64 >= 0 (digits only,
+-- leading zeros allowed), or nil.
 local function parse(s)
-  if type(s) ~= 'string' then return nil end
   local n = #s
-  if n == 0 or n > 19 or not sfind(s, '^%d+$') or (n > 1 and sbyte(s, 1) == 48) then return nil end
-  if n <= 15 then return tonumber(s) end
-  if n == 19 and s > '9223372036854775807' then return nil end
-  return norm({tonumber(ssub(s, -7)), tonumber(ssub(s, -14, -8)), tonumber(ssub(s, 1, -15))})
+  if n == 0 or n > 19 or not sfind(s, '^%d+$') then return nil end
+  return digits(s, 1, n)
+end
+
+-- arg returns the value of an argument, a decimal int64 >= 0, or nil. Below
+-- SMALL it takes the exact integer Lua's tonumber reads (so "1e3" is 1000).
+local function arg(s)
+  local v = tonumber(s)
+  if v ~= nil and v >= 0 and v < 9e15 and v == floor(v) then return v end
+  if type(s) ~= 'string' then return nil end
+  return parse(s)
+end
+
+-- fromTime returns sec×1e9 + usec×1e3 (Redis TIME), for sec < 1e10.
+local function fromTime(sec, usec)
+  -- usec×1e3 = floor(usec/1e4)×1e7 + (usec mod 1e4)×1e3
+  local lo = fmod(usec, 1e4)
+  local hi = sec * 100 + (usec - lo) / 1e4
+  lo = lo * 1000
+  if hi < 9e8 then return hi * 1e7 + lo end
+  local l1 = fmod(hi, 1e7)
+  return {lo, l1, (hi - l1) / 1e7}
 end
 
 -- fmt returns the decimal form of v.
@@ -351,4 +381,26 @@ end
 -- fits63 mirrors u128.fits63: x <= MaxInt64.
 local function fits63(x)
   return type(x) == 'number' or not lt(MAXI64, x)
+end
+
+-- The other files are modules: functions of the table L below, which the
+-- script runs only when a call needs them (import), so that a call builds
+-- the closures of its own algorithms only. Each module unpacks from L what
+-- it uses and adds what it exports.
+local modules, loaded = {}, {}
+local L = {
+  add = add, sub = sub, mul = mul, cmp = cmp, lt = lt, eq = eq, divmod = divmod,
+  udivmod = udivmod, div63 = div63, ceil63 = ceil63, fits63 = fits63, dec = dec,
+  parse = parse, arg = arg, digits = digits, fromTime = fromTime, fmt = fmt,
+  MAXI64 = MAXI64, TWO64 = TWO64,
+}
+
+-- import returns module name's exports, running it on first use.
+function L.import(name)
+  local m = loaded[name]
+  if m == nil then
+    m = modules[name](L) or true
+    loaded[name] = m
+  end
+  return m
 end

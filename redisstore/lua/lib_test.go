@@ -17,6 +17,7 @@ import (
 // ARGV, a and b in decimal, and returns one string per operation. It checks
 // that every value it returns is in the library's normal form.
 const libDriver = `
+local SMALL, BASE, floor = 9e15, 1e7, math.floor
 local SMALLV = dec('9000000000000000')
 local function chk(v)
   if type(v) == 'number' then
@@ -160,9 +161,9 @@ func (o libOp) want() string {
 		return strconv.Itoa(a.Cmp(b))
 	case "fits63":
 		return strconv.FormatBool(a.Cmp(maxI64) <= 0)
-	case "parse":
+	case "parse": // digits only (leading zeros allowed), at most 19, at most MaxInt64
 		v, err := strconv.ParseInt(o.s, 10, 64)
-		if err != nil || v < 0 || strconv.FormatInt(v, 10) != o.s {
+		if err != nil || v < 0 || len(o.s) > 19 || strings.Trim(o.s, "0123456789") != "" {
 			return "nil"
 		}
 		return strconv.FormatInt(v, 10)

@@ -5,45 +5,52 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
 )
 
-// sources holds the script's parts; Decide concatenates them in the order
-// of parts, so that each file sees the local functions of those before it.
+// sources holds the script's parts. Decide is lib.lua followed by every
+// other file wrapped as a module, a function of the library table L that the
+// script runs only when a call needs it (see lib.lua).
 //
 //go:embed *.lua
 var sources embed.FS
 
-var parts = []string{
-	"lib.lua",           // exact integers (u128.go)
-	"params.lua",        // params.go
-	"gcra.lua",          // gcra.go
-	"bucket.lua",        // bucket.go
-	"window.lua",        // window.go
-	"fixedwindow.lua",   // fixedwindow.go
-	"slidingwindow.lua", // slidingwindow.go
-	"slidinglog.lua",    // slidinglog.go
-	"main.lua",          // arguments, states, reply
+var modules = []string{
+	"params",        // params.go
+	"gcra",          // gcra.go
+	"bucket",        // bucket.go
+	"window",        // window.go
+	"fixedwindow",   // fixedwindow.go
+	"slidingwindow", // slidingwindow.go
+	"slidinglog",    // slidinglog.go
+	"main",          // arguments, states, reply
 }
 
 // Decide is the source of the decision script: the .lua files of this
-// package concatenated into one chunk, so that one EVALSHA decides any
-// number of keys with any algorithms. The package documentation describes
-// its calling convention.
+// package composed into one chunk, so that one EVALSHA decides any number
+// of keys with any algorithms. The package documentation describes its
+// calling convention.
 var Decide = compose()
 
 func compose() string {
-	s := "-- admit decision script: " + strconv.Itoa(len(parts)) + " files of github.com/admit-go/admit/redisstore/lua\n"
-	for _, name := range parts {
+	read := func(name string) string {
 		b, err := sources.ReadFile(name)
 		if err != nil {
 			panic("lua: " + err.Error()) // every part is embedded
 		}
-		s += "\n-- " + name + "\n" + string(b)
+		return string(b)
 	}
-	return s
+	var b strings.Builder
+	b.WriteString("-- admit decision script (github.com/admit-go/admit/redisstore/lua)\n\n-- lib.lua\n")
+	b.WriteString(read("lib.lua"))
+	for _, m := range modules {
+		fmt.Fprintf(&b, "\n-- %s.lua\nmodules[%q] = function(L)\n%send\n", m, m, read(m+".lua"))
+	}
+	b.WriteString("\nreturn L.import('main')\n")
+	return b.String()
 }
 
 // The algorithm codes of the script, one per admit.Algorithm that Redis

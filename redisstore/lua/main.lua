@@ -1,61 +1,23 @@
--- main.lua: the script's entry point (not a mirror of Go code). It reads the
--- arguments, decides every key in order against the states pending from the
--- earlier keys of the same call, then writes the changed states. The calling
--- convention is documented in the Go package lua (doc.go).
+-- main.lua (module "main"): the script's entry point, not a mirror of Go
+-- code. It reads the arguments, decides every key in order against the
+-- states pending from the earlier keys of the same call, then writes the
+-- changed states. The calling convention is documented in the Go package
+-- lua (doc.go).
 
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
-end
+local add, lt, eq, mul, divmod, arg, fmt, fromTime = L.add, L.lt, L.eq, L.mul, L.divmod, L.arg, L.fmt, L.fromTime
+local import = L.import
+local sfmt, ssub, sbyte = string.format, string.sub, string.byte
+import('params')
+local MaxSpan, Normal, Unlimited, Closed, Clamp, ceilDiv = L.MaxSpan, L.Normal, L.Unlimited, L.Closed, L.Clamp, L.ceilDiv
 
 local function fail(msg)
   error('admit: ' .. msg, 0)
 end
 
--- Each algorithm code names its step function and its stored form. tag is
--- the first byte of the stored form; the token bucket and the leaky bucket
--- meter share one state.
-local function stepState(step)
-  return function(s, p, now, n)
-    local s2, r = step(s, p, now, n)
-    return s2, r, s2 ~= s
-  end
-end
-
-local function stepLog(l, p, now, n)
-  local r = SlidingLogStep(l, p, now, n)
-  if l ~= nil and l.dirty then
-    l.dirty = false
-    return l, r, true
-  end
-  return l, r, false
-end
-
-local gcraAlg = {tag = 'g', window = false, step = stepState(GCRAStep),
-  zero = function() return gcraZero end, decode = gcraDecode, encode = gcraEncode}
-local bucketAlg = {tag = 'b', window = false, step = stepState(BucketStep),
-  zero = function() return bucketZero end, decode = bucketDecode, encode = bucketEncode}
-local fixedAlg = {tag = 'f', window = true, step = stepState(FixedWindowStep),
-  zero = function() return fixedZero end, decode = fixedDecode, encode = fixedEncode}
-local slidingAlg = {tag = 's', window = true, step = stepState(SlidingWindowStep),
-  zero = function() return slidingZero end, decode = slidingDecode, encode = slidingEncode}
-local logAlg = {tag = 'l', window = true, step = stepLog,
-  zero = logZero, decode = logDecode, encode = logEncode}
-local algs = {gcra = gcraAlg, tb = bucketAlg, lb = bucketAlg, fw = fixedAlg, sw = slidingAlg, sl = logAlg}
-local byTag = {g = gcraAlg, b = bucketAlg, f = fixedAlg, s = slidingAlg, l = logAlg}
-local stateNames = {g = 'gcra', b = 'bucket (tb/lb)', f = 'fixed window', s = 'sliding window', l = 'sliding log'}
-
--- decodeState returns the state stored as v for key i of algorithm alg.
-local function decodeState(i, alg, v)
-  local st = alg.decode(v)
-  if st ~= nil then
-    return st
-  end
-  local other = byTag[ssub(v, 1, 1)]
-  if other ~= nil and other ~= alg and other.decode(v) ~= nil then
-    fail(sfmt('key %d holds a %s state, not a %s state', i, stateNames[other.tag], stateNames[alg.tag]))
-  end
-  fail(sfmt('key %d holds a malformed %s state (a value this script did not write)', i, stateNames[alg.tag]))
-end
+-- The module of each algorithm code; the token bucket and the leaky bucket
+-- meter share one state. byTag names the module of each state's first byte.
+local byCode = {gcra = 'gcra', tb = 'bucket', lb = 'bucket', fw = 'fixedwindow', sw = 'slidingwindow', sl = 'slidinglog'}
+local byTag = {g = 'gcra', b = 'bucket', f = 'fixedwindow', s = 'slidingwindow', l = 'slidinglog'}
 
 -- readParams returns the compiled limit of key i from ARGV[b..b+4] after
 -- checking that algo.Compile (and CheckWindow for a window algorithm) could
@@ -63,7 +25,7 @@ end
 -- Go's 64-bit arithmetic, which cannot overflow for such limits.
 local function readParams(i, b, window)
   local m = ARGV[b]
-  local burst, tn, td, capN = parse(ARGV[b + 1]), parse(ARGV[b + 2]), parse(ARGV[b + 3]), parse(ARGV[b + 4])
+  local burst, tn, td, capN = arg(ARGV[b + 1]), arg(ARGV[b + 2]), arg(ARGV[b + 3]), arg(ARGV[b + 4])
   if burst == nil or tn == nil or td == nil or capN == nil then
     fail(sfmt('key %d: Burst, Tn, Td and CapN must be decimal integers in [0, 2^63)', i))
   end
@@ -90,20 +52,37 @@ local function readNow()
   local now
   if s == '' then
     local t = redis.call('TIME')
-    now = add(mul(parse(t[1]), 1e9), tonumber(t[2]) * 1000)
+    now = fromTime(tonumber(t[1]), tonumber(t[2]))
   elseif sbyte(s, 1) == 45 then -- '-': before the epoch
     local abs = ssub(s, 2)
-    if parse(abs) == nil and abs ~= '9223372036854775808' then
+    if arg(abs) == nil and abs ~= '9223372036854775808' then
       fail('ARGV[2] must be "" or a decimal int64 instant (ns)')
     end
     now = 0
   else
-    now = parse(s)
+    now = arg(s)
     if now == nil then
       fail('ARGV[2] must be "" or a decimal int64 instant (ns)')
     end
   end
   return Clamp(now)
+end
+
+-- decodeState returns the state stored as v (false if missing) for key i of
+-- algorithm alg.
+local function decodeState(i, alg, v)
+  local st = alg.decode(v)
+  if st ~= nil then
+    return st
+  end
+  local name = byTag[ssub(v, 1, 1)]
+  if name ~= nil then
+    local other = import(name)
+    if other ~= alg and other.decode(v) ~= nil then
+      fail(sfmt('key %d holds a %s state, not a %s state', i, other.name, alg.name))
+    end
+  end
+  fail(sfmt('key %d holds a malformed %s state (a value this script did not write)', i, alg.name))
 end
 
 local function run()
@@ -117,7 +96,7 @@ local function run()
   end
   all = all == '1'
   local now = readNow()
-  local minTTL = parse(ARGV[3])
+  local minTTL = arg(ARGV[3])
   if minTTL == nil then
     fail('ARGV[3] must be a decimal minimum TTL (ms)')
   end
@@ -127,11 +106,12 @@ local function run()
   local allowed = true
   for i = 1, nkeys do
     local b = 4 + 7 * (i - 1)
-    local alg = algs[ARGV[b]]
-    if alg == nil then
+    local name = byCode[ARGV[b]]
+    if name == nil then
       fail(sfmt('key %d: unknown algorithm code %q', i, ARGV[b]))
     end
-    local n = parse(ARGV[b + 1])
+    local alg = import(name)
+    local n = arg(ARGV[b + 1])
     if n == nil then
       fail(sfmt('key %d: n must be a decimal integer in [0, 2^63)', i))
     end
@@ -145,22 +125,18 @@ local function run()
         if type(v) == 'table' then
           fail(sfmt('key %d: %s', i, tostring(v.err)))
         end
-        if v then
-          st = decodeState(i, alg, v)
-        else
-          st = alg.zero()
-        end
-        ent = {key = key, alg = alg, st = st}
+        ent = {key = key, alg = alg, st = decodeState(i, alg, v)}
         pending[key] = ent
         order[#order + 1] = ent
       elseif ent.alg.tag ~= alg.tag then
-        fail(sfmt('key %d holds a %s state, not a %s state', i, stateNames[ent.alg.tag], stateNames[alg.tag]))
+        fail(sfmt('key %d holds a %s state, not a %s state', i, ent.alg.name, alg.name))
       end
       st = ent.st
     end
-    local st2, r, changed = alg.step(st, p, now, n)
-    if changed then
-      ent.st, ent.dirty, ent.reset = st2, true, r.ResetAfter
+    local st2, r = alg.step(st, p, now, n)
+    if st2 ~= st or (st2 and st2.dirty) then
+      if st2.dirty then st2.dirty = false end
+      ent.st, ent.changed, ent.reset = st2, true, r.ResetAfter
     end
     if r.Allowed then
       reply[#reply + 1] = 1
@@ -178,8 +154,8 @@ local function run()
   end
   for j = 1, #order do
     local ent = order[j]
-    if ent.dirty then
-      if ent.alg.tag == 'l' and ent.st.size == 0 then
+    if ent.changed then
+      if ent.st.size == 0 then -- an empty sliding log
         redis.call('DEL', ent.key)
       else
         -- PX = max(ceil(ResetAfter / 1ms) + 1, minTTL)
@@ -192,6 +168,9 @@ local function run()
   return reply
 end
 
+if redis.replicate_commands then
+  redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
+end
 local ok, res = pcall(run)
 if ok then
   return res

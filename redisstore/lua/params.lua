@@ -1,14 +1,16 @@
--- params.lua mirrors internal/algo/params.go: the constants, Mode, Result
--- with shift, Clamp, ceilDiv, Params.Window and the results of the two
--- degenerate modes. (addSat, from slidingwindow.go, comes first because
--- shift uses it.) A Params is a table {Mode, Burst, Tn, Td, CapN} and a
--- Result a table {Allowed, Remaining, RetryAfter, ResetAfter}, all values in
--- lib.lua's normal form.
+-- params.lua (module "params") mirrors internal/algo/params.go: the
+-- constants, Mode, Result with shift, Clamp, ceilDiv, Params.Window and the
+-- results of the two degenerate modes. (addSat, from slidingwindow.go, comes
+-- first because shift uses it.) A Params is a table {Mode, Burst, Tn, Td,
+-- CapN} and a Result a table {Allowed, Remaining, RetryAfter, ResetAfter},
+-- all values in lib.lua's normal form.
 
-local MaxTime = dec('4611686018427387904') -- 1 << 62
-local MaxSpan = dec('1152921504606846976') -- 1 << 60
+local add, lt, divmod, MAXI64 = L.add, L.lt, L.divmod, L.MAXI64
+
+local MaxTime = {7387904, 8601842, 46116} -- 1 << 62
+local MaxSpan = {6846976, 2150460, 11529} -- 1 << 60
 local Never = MAXI64
-local farFuture = add(MaxTime, mul(2, MaxSpan))
+local farFuture = {1081856, 2902764, 69175} -- MaxTime + 2*MaxSpan
 
 local Normal, Unlimited, Closed = 0, 1, 2
 
@@ -59,3 +61,8 @@ local function closed(n)
   end
   return {Allowed = false, Remaining = 0, RetryAfter = Never, ResetAfter = 0}
 end
+
+L.MaxTime, L.MaxSpan, L.Never, L.farFuture = MaxTime, MaxSpan, Never, farFuture
+L.Normal, L.Unlimited, L.Closed = Normal, Unlimited, Closed
+L.addSat, L.shift, L.Clamp, L.ceilDiv, L.Window = addSat, shift, Clamp, ceilDiv, Window
+L.unlimited, L.closed = unlimited, closed

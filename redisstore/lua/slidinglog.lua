@@ -1,11 +1,17 @@
--- slidinglog.lua mirrors internal/algo/slidinglog.go: SlidingLog, its at,
--- expire and push methods (logAt, logExpire, logPush) and SlidingLogStep,
--- line for line. Go keeps the entries in a ring buffer; here they are two
+-- slidinglog.lua (module "slidinglog") mirrors
+-- internal/algo/slidinglog.go: SlidingLog, its at, expire and push methods
+-- (logAt, logExpire, logPush) and SlidingLogStep, line for line. Go keeps the entries in a ring buffer; here they are two
 -- arrays (instants and counts) indexed from head, which is the same deque.
 -- Like Go, a step changes the log in place: it drops the expired entries
 -- even when it denies or peeks (which matters when a later instant falls
 -- back before them), so main.lua stores the log whenever dirty is set. The
 -- stored form (logDecode, logEncode) follows.
+
+local add, sub, lt, eq, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.eq, L.digits, L.fmt, L.MAXI64
+local sfind, sbyte, tconcat = string.find, string.byte, table.concat
+L.import('params')
+local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local shift, Window = L.shift, L.Window
 
 -- SlidingLog is the state of a sliding log: {at = {...}, n = {...}, head,
 -- size, sum}: entry i (0-based) is n[head+i] events admitted at instant
@@ -100,16 +106,18 @@ end
 -- Not in Go: the stored form "l<At>:<N>" for the oldest entry followed by
 -- ",<At-previous At>:<N>" for each later one: instants strictly increase and
 -- are at most MaxTime, counts are at least 1 and sum to at most MaxInt64.
--- An empty log is not stored (the key is deleted).
+-- An empty log is not stored (the key is deleted). A missing key (false) is
+-- an empty log; nil means a malformed value.
 local function logDecode(v)
-  if sbyte(v, 1) ~= 108 then return nil end -- 'l'
   local l = logZero()
+  if not v then return l end
+  if sbyte(v, 1) ~= 108 then return nil end -- 'l'
   local pos, len, prev = 2, #v, nil
   local ats, ns, size, sum = l.at, l.n, 0, 0
   while true do
-    local _, e, a, c = sfind(v, '^(%d+):(%d+)', pos)
-    if e == nil then return nil end
-    local at, cnt = parse(a), parse(c)
+    local _, e, c = sfind(v, '^%d+():%d+', pos)
+    if e == nil or c - pos > 19 or e - c > 19 then return nil end
+    local at, cnt = digits(v, pos, c - 1), digits(v, c + 1, e)
     if at == nil or cnt == nil or cnt == 0 then return nil end
     if prev ~= nil then
       if at == 0 then return nil end
@@ -143,3 +151,10 @@ local function logEncode(l)
   end
   return tconcat(parts, ',')
 end
+
+-- The log changes in place; main.lua stores it when dirty is set.
+local function logStep(l, p, now, n)
+  return l, SlidingLogStep(l, p, now, n)
+end
+
+return {tag = 'l', name = 'sliding log', window = true, step = logStep, decode = logDecode, encode = logEncode}

@@ -1,10 +1,18 @@
--- slidingwindow.lua mirrors internal/algo/slidingwindow.go: SlidingWindow (a
--- table {Win, Cur, Prev}), SlidingWindowStep, untilUnits and slidingRetry,
--- line for line (addSat is in params.lua). Where Go computes
--- p.Burst-s.Cur-n and tests it against 0 the Lua compares the equivalent
--- sums, since its values are never negative. Like Go, slidingRetry takes a
--- quotient that does not fit in 64 bits as 0. The stored form
--- (slidingDecode, slidingEncode) follows.
+-- slidingwindow.lua (module "slidingwindow") mirrors
+-- internal/algo/slidingwindow.go: SlidingWindow (a table {Win, Cur, Prev}),
+-- SlidingWindowStep, untilUnits and slidingRetry, line for line (addSat is in
+-- params.lua). Where Go computes p.Burst-s.Cur-n and tests it against 0 the
+-- Lua compares the equivalent sums, since its values are never negative.
+-- Like Go, slidingRetry takes a quotient that does not fit in 64 bits as 0
+-- (which cannot happen there). The stored form (slidingDecode,
+-- slidingEncode) follows.
+
+local add, sub, mul, cmp, lt, eq, udivmod, div63, ceil63, digits, fmt = L.add, L.sub, L.mul, L.cmp, L.lt, L.eq, L.udivmod, L.div63, L.ceil63, L.digits, L.fmt
+local sfind = string.find
+L.import('params')
+L.import('window')
+local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local windowOf = L.windowOf
 
 -- SlidingWindow is the state of a sliding-window counter: Cur events
 -- admitted in window Win and Prev in the window before. The zero value is
@@ -99,10 +107,13 @@ slidingRetry = function(s, p, e, n)
   return add(capN, at)
 end
 
--- Not in Go: the stored form "s<Win>:<Cur>:<Prev>", Win <= MaxTime.
+-- Not in Go: the stored form "s<Win>:<Cur>:<Prev>", Win <= MaxTime. A
+-- missing key (false) is the zero state; nil means a malformed value.
 local function slidingDecode(v)
-  local _, _, w, c, pr = sfind(v, '^s(%d+):(%d+):(%d+)$')
-  local win, cur, prev = parse(w), parse(c), parse(pr)
+  if not v then return slidingZero end
+  local _, e, c, d = sfind(v, '^s%d+():%d+():%d+$')
+  if e == nil or c > 21 or d - c > 20 or e - d > 19 then return nil end
+  local win, cur, prev = digits(v, 2, c - 1), digits(v, c + 1, d - 1), digits(v, d + 1, e)
   if win == nil or cur == nil or prev == nil or lt(MaxTime, win) then return nil end
   return {Win = win, Cur = cur, Prev = prev}
 end
@@ -110,3 +121,5 @@ end
 local function slidingEncode(s)
   return 's' .. fmt(s.Win) .. ':' .. fmt(s.Cur) .. ':' .. fmt(s.Prev)
 end
+
+return {tag = 's', name = 'sliding window', window = true, step = SlidingWindowStep, decode = slidingDecode, encode = slidingEncode}

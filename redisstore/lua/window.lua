@@ -1,5 +1,7 @@
--- window.lua mirrors internal/algo/window.go: windowOf and untilWindow, line
--- for line.
+-- window.lua (module "window") mirrors internal/algo/window.go: windowOf
+-- and untilWindow, line for line.
+
+local sub, mul, lt, udivmod, ceil63 = L.sub, L.mul, L.lt, L.udivmod, L.ceil63
 
 -- windowOf returns the index k of the window holding now and the time
 -- elapsed in it, in units of 1/Td ns: now×Td = k×CapN + elapsed. Windows are
@@ -23,3 +25,5 @@ local function untilWindow(p, now, k)
   end
   return ceil63(sub(start, at), p.Td)
 end
+
+L.windowOf, L.untilWindow = windowOf, untilWindow
