@@ -4,6 +4,7 @@
 -- token bucket and the leaky bucket used as a meter both decide with
 -- BucketStep. The stored form (bucketDecode, bucketEncode) follows.
 
+L.import('lib')
 local add, sub, lt, divmod, fits63, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.divmod, L.fits63, L.digits, L.fmt, L.MAXI64
 local sfind = string.find
 L.import('params')

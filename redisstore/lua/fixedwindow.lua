@@ -5,6 +5,7 @@
 -- equivalent sums, since its values are never negative. The stored form
 -- (fixedDecode, fixedEncode) follows.
 
+L.import('lib')
 local add, sub, lt, digits, fmt = L.add, L.sub, L.lt, L.digits, L.fmt
 local sfind = string.find
 L.import('params')

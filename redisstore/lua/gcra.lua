@@ -3,6 +3,7 @@
 -- in that order and line for line. The stored form (gcraDecode, gcraEncode)
 -- follows.
 
+L.import('lib')
 local add, sub, mul, cmp, lt, divmod, udivmod, ceil63 = L.add, L.sub, L.mul, L.cmp, L.lt, L.divmod, L.udivmod, L.ceil63
 local digits, fmt, TWO64 = L.digits, L.fmt, L.TWO64
 local sfind = string.find

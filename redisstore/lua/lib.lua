@@ -1,6 +1,6 @@
--- lib.lua: exact non-negative integer arithmetic, the Lua side of
--- internal/algo/u128.go (u128, mul64, divmod, div63, ceil63, fits63) plus the
--- int64 operations the step functions use.
+-- lib.lua (module "lib"): exact non-negative integer arithmetic, the Lua
+-- side of internal/algo/u128.go (u128, mul64, divmod, div63, ceil63, fits63)
+-- plus the int64 operations the step functions use.
 --
 -- Redis runs Lua 5.1, whose numbers are IEEE doubles, exact for integers
 -- below 2^53 only. A value v in [0, 2^128) is therefore held in one of two
@@ -383,24 +383,7 @@ local function fits63(x)
   return type(x) == 'number' or not lt(MAXI64, x)
 end
 
--- The other files are modules: functions of the table L below, which the
--- script runs only when a call needs them (import), so that a call builds
--- the closures of its own algorithms only. Each module unpacks from L what
--- it uses and adds what it exports.
-local modules, loaded = {}, {}
-local L = {
-  add = add, sub = sub, mul = mul, cmp = cmp, lt = lt, eq = eq, divmod = divmod,
-  udivmod = udivmod, div63 = div63, ceil63 = ceil63, fits63 = fits63, dec = dec,
-  parse = parse, arg = arg, digits = digits, fromTime = fromTime, fmt = fmt,
-  MAXI64 = MAXI64, TWO64 = TWO64,
-}
-
--- import returns module name's exports, running it on first use.
-function L.import(name)
-  local m = loaded[name]
-  if m == nil then
-    m = modules[name](L) or true
-    loaded[name] = m
-  end
-  return m
-end
+-- Exports, for the modules that import "lib".
+L.add, L.sub, L.mul, L.cmp, L.lt, L.eq, L.divmod = add, sub, mul, cmp, lt, eq, divmod
+L.udivmod, L.div63, L.ceil63, L.fits63, L.dec, L.digits = udivmod, div63, ceil63, fits63, dec, digits
+L.parse, L.arg, L.fromTime, L.fmt, L.MAXI64, L.TWO64 = parse, arg, fromTime, fmt, MAXI64, TWO64

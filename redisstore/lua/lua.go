@@ -11,14 +11,17 @@ import (
 	"github.com/admit-go/admit/internal/algo"
 )
 
-// sources holds the script's parts. Decide is lib.lua followed by every
-// other file wrapped as a module, a function of the library table L that the
-// script runs only when a call needs it (see lib.lua).
+// sources holds the script's parts. Decide is a prelude, then every
+// file but fast.lua and main.lua wrapped as a module (a function of the
+// table L through which modules share their exports, run by import only when
+// a call needs it, so that a call builds the closures it uses and no
+// others), then fast.lua and main.lua at the chunk's top level.
 //
 //go:embed *.lua
 var sources embed.FS
 
 var modules = []string{
+	"lib",           // exact integers (u128.go)
 	"params",        // params.go
 	"gcra",          // gcra.go
 	"bucket",        // bucket.go
@@ -26,8 +29,23 @@ var modules = []string{
 	"fixedwindow",   // fixedwindow.go
 	"slidingwindow", // slidingwindow.go
 	"slidinglog",    // slidinglog.go
-	"main",          // arguments, states, reply
+	"slow",          // the general path of main.lua
 }
+
+const prelude = `-- admit decision script (github.com/admit-go/admit/redisstore/lua)
+
+local loaded, L = {}, {}
+
+-- import runs module name once per call and returns what it returned (true
+-- if nothing); modules add their exports to L. Each module is a branch of
+-- import, so a call creates the functions of the modules it uses only.
+local function import(name)
+  local m = loaded[name]
+  if m ~= nil then
+    return m
+  end
+  loaded[name] = true -- (modules import each other only in order)
+`
 
 // Decide is the source of the decision script: the .lua files of this
 // package composed into one chunk, so that one EVALSHA decides any number
@@ -44,12 +62,18 @@ func compose() string {
 		return string(b)
 	}
 	var b strings.Builder
-	b.WriteString("-- admit decision script (github.com/admit-go/admit/redisstore/lua)\n\n-- lib.lua\n")
-	b.WriteString(read("lib.lua"))
-	for _, m := range modules {
-		fmt.Fprintf(&b, "\n-- %s.lua\nmodules[%q] = function(L)\n%send\n", m, m, read(m+".lua"))
+	b.WriteString(prelude)
+	for i, m := range modules {
+		if i > 0 {
+			b.WriteString("  else")
+		} else {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(&b, "if name == %q then\n    m = (function()\n-- %s.lua\n%s    end)()\n", m, m, read(m+".lua"))
 	}
-	b.WriteString("\nreturn L.import('main')\n")
+	b.WriteString("  end\n  m = m or true\n  loaded[name] = m\n  return m\nend\nL.import = import\n")
+	b.WriteString("\n-- fast.lua\n" + read("fast.lua"))
+	b.WriteString("\n-- main.lua\n" + read("main.lua"))
 	return b.String()
 }
 
@@ -115,7 +139,8 @@ var ErrReply = errors.New("lua: malformed script reply")
 
 // ParseReply checks and converts the script's reply for nkeys keys, as
 // go-redis returns it (RESP2 or RESP3): the instant the script decided at
-// and one result per key. Every departure from the documented form (a
+// and one result per key. Each number may be an integer reply or a decimal
+// string. Every departure from the documented form (a
 // wrong type or length, a number that does not parse or is out of range)
 // is an error wrapping ErrReply; ParseReply never panics.
 func ParseReply(reply any, nkeys int) (now int64, results []algo.Result, err error) {
@@ -155,17 +180,21 @@ func ParseReply(reply any, nkeys int) (now int64, results []algo.Result, err err
 	return now, results, nil
 }
 
-// field parses a[j], a decimal string in [0, most].
+// field returns a[j], an integer reply or a decimal string in [0, most].
 func field(a []any, j int, most int64) (int64, error) {
-	s, ok := a[j].(string)
-	if !ok {
-		return 0, fmt.Errorf("%w: element %d is %T, want a decimal string", ErrReply, j, a[j])
+	switch v := a[j].(type) {
+	case int64:
+		if v >= 0 && v <= most {
+			return v, nil
+		}
+	case string:
+		if v, ok := parseDec(v, most); ok {
+			return v, nil
+		}
+	default:
+		return 0, fmt.Errorf("%w: element %d is %T, want an integer or a decimal string", ErrReply, j, v)
 	}
-	v, ok := parseDec(s, most)
-	if !ok {
-		return 0, fmt.Errorf("%w: element %d is %.40q, want a decimal integer in [0, %d]", ErrReply, j, s, most)
-	}
-	return v, nil
+	return 0, fmt.Errorf("%w: element %d is %.40q, want an integer in [0, %d]", ErrReply, j, fmt.Sprint(a[j]), most)
 }
 
 // parseDec parses s as strconv.FormatInt writes a value in [0, most].

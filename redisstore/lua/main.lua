@@ -1,89 +1,60 @@
--- main.lua (module "main"): the script's entry point, not a mirror of Go
--- code. It reads the arguments, decides every key in order against the
--- states pending from the earlier keys of the same call, then writes the
--- changed states. The calling convention is documented in the Go package
--- lua (doc.go).
+-- main.lua (chunk level): the script's entry point, not a mirror of Go code.
+-- It reads the arguments, decides every key in order against the states
+-- pending from the earlier keys of the same call (by gcraFast when it
+-- applies, else by the step function of the algorithm's module), then
+-- writes the changed states. The calling convention is documented in the Go
+-- package lua (doc.go). Pending states are kept in their stored form; the
+-- general path lives in the module "slow".
 
-local add, lt, eq, mul, divmod, arg, fmt, fromTime = L.add, L.lt, L.eq, L.mul, L.divmod, L.arg, L.fmt, L.fromTime
-local import = L.import
-local sfmt, ssub, sbyte = string.format, string.sub, string.byte
-import('params')
-local MaxSpan, Normal, Unlimited, Closed, Clamp, ceilDiv = L.MaxSpan, L.Normal, L.Unlimited, L.Closed, L.Clamp, L.ceilDiv
+local MAXSTR = '9223372036854775807' -- math.MaxInt64: algo.Never
 
-local function fail(msg)
+function L.fail(msg)
   error('admit: ' .. msg, 0)
 end
+local fail = L.fail
 
--- The module of each algorithm code; the token bucket and the leaky bucket
--- meter share one state. byTag names the module of each state's first byte.
-local byCode = {gcra = 'gcra', tb = 'bucket', lb = 'bucket', fw = 'fixedwindow', sw = 'slidingwindow', sl = 'slidinglog'}
-local byTag = {g = 'gcra', b = 'bucket', f = 'fixedwindow', s = 'slidingwindow', l = 'slidinglog'}
-
--- readParams returns the compiled limit of key i from ARGV[b..b+4] after
--- checking that algo.Compile (and CheckWindow for a window algorithm) could
--- have produced it: the exact arithmetic of the scripts then agrees with
--- Go's 64-bit arithmetic, which cannot overflow for such limits.
-local function readParams(i, b, window)
-  local m = ARGV[b]
-  local burst, tn, td, capN = arg(ARGV[b + 1]), arg(ARGV[b + 2]), arg(ARGV[b + 3]), arg(ARGV[b + 4])
-  if burst == nil or tn == nil or td == nil or capN == nil then
-    fail(sfmt('key %d: Burst, Tn, Td and CapN must be decimal integers in [0, 2^63)', i))
-  end
-  local mode
-  if m == '0' then
-    mode = Normal
-    if burst == 0 or tn == 0 or td == 0 or not eq(mul(burst, tn), capN)
-      or lt(MaxSpan, (divmod(capN, td))) or (window and lt(capN, td)) then
-      fail(sfmt('key %d: not a compiled limit', i))
-    end
-  elseif m == '1' then
-    mode = Unlimited
-  elseif m == '2' then
-    mode = Closed
-  else
-    fail(sfmt('key %d: Mode must be 0, 1 or 2', i))
-  end
-  return {Mode = mode, Burst = burst, Tn = tn, Td = td, CapN = capN}
+-- small returns s as a number if Lua reads it as an integer in [0, 4e15)
+-- (so "1e3" is 1000), else nil.
+local function small(s)
+  local v = tonumber(s)
+  if v ~= nil and v >= 0 and v < 4e15 and v == floor(v) then return v end
+  return nil
 end
 
--- readNow returns the instant of ARGV[2], or Redis TIME, clamped.
+-- readNow returns the instant of ARGV[2], or Redis TIME, clamped to
+-- [0, MaxTime], as hi, lo with instant = hi×1e7 + lo.
 local function readNow()
   local s = ARGV[2]
-  local now
+  local hi, lo
   if s == '' then
     local t = redis.call('TIME')
-    now = fromTime(tonumber(t[1]), tonumber(t[2]))
-  elseif sbyte(s, 1) == 45 then -- '-': before the epoch
-    local abs = ssub(s, 2)
-    if arg(abs) == nil and abs ~= '9223372036854775808' then
-      fail('ARGV[2] must be "" or a decimal int64 instant (ns)')
-    end
-    now = 0
+    local sec, usec = tonumber(t[1]), tonumber(t[2])
+    -- sec×1e9 + usec×1e3, with usec×1e3 = floor(usec/1e4)×1e7 + (usec mod 1e4)×1e3
+    lo = fmod(usec, 1e4)
+    hi, lo = sec * 100 + (usec - lo) / 1e4, lo * 1000
   else
-    now = arg(s)
-    if now == nil then
+    local neg = sbyte(s, 1) == 45 -- '-': before the epoch
+    if neg then s = ssub(s, 2) end
+    local v = tonumber(s)
+    if v ~= nil and v >= 0 and v < 9e15 and v == floor(v) then
+      lo = fmod(v, 1e7)
+      hi = (v - lo) / 1e7
+    elseif #s >= 16 and #s <= 19 and sfind(s, '^%d+$') then
+      hi, lo = tonumber(ssub(s, 1, -8)), tonumber(ssub(s, -7))
+      if hi > 922337203685 or (hi == 922337203685 and lo > 4775807 + (neg and 1 or 0)) then hi = nil end
+    end
+    if hi == nil then
       fail('ARGV[2] must be "" or a decimal int64 instant (ns)')
     end
+    if neg then hi, lo = 0, 0 end
   end
-  return Clamp(now)
+  if hi > 461168601842 or (hi == 461168601842 and lo > 7387904) then
+    hi, lo = 461168601842, 7387904 -- MaxTime
+  end
+  return hi, lo
 end
 
--- decodeState returns the state stored as v (false if missing) for key i of
--- algorithm alg.
-local function decodeState(i, alg, v)
-  local st = alg.decode(v)
-  if st ~= nil then
-    return st
-  end
-  local name = byTag[ssub(v, 1, 1)]
-  if name ~= nil then
-    local other = import(name)
-    if other ~= alg and other.decode(v) ~= nil then
-      fail(sfmt('key %d holds a %s state, not a %s state', i, other.name, alg.name))
-    end
-  end
-  fail(sfmt('key %d holds a malformed %s state (a value this script did not write)', i, alg.name))
-end
+local nowHi, nowLo -- the instant of the call: nowHi×1e7 + nowLo
 
 local function run()
   local nkeys = #KEYS
@@ -95,58 +66,79 @@ local function run()
     fail('ARGV[1] must be "0" (independent) or "1" (all-or-nothing)')
   end
   all = all == '1'
-  local now = readNow()
-  local minTTL = arg(ARGV[3])
+  nowHi, nowLo = readNow()
+  local minTTL = small(ARGV[3])
   if minTTL == nil then
-    fail('ARGV[3] must be a decimal minimum TTL (ms)')
+    import('lib')
+    minTTL = L.arg(ARGV[3])
+    if minTTL == nil then
+      fail('ARGV[3] must be a decimal minimum TTL (ms)')
+    end
   end
 
-  local reply = {fmt(now)}
+  local reply = {nowHi > 0 and sfmt('%d%07d', nowHi, nowLo) or sfmt('%d', nowLo)}
+  local nr = 1
   local pending, order = {}, {}
   local allowed = true
   for i = 1, nkeys do
     local b = 4 + 7 * (i - 1)
-    local name = byCode[ARGV[b]]
-    if name == nil then
-      fail(sfmt('key %d: unknown algorithm code %q', i, ARGV[b]))
+    local code = ARGV[b]
+    local tag -- the first byte of the code's stored states
+    if code == 'gcra' then
+      tag = 'g'
+    elseif code == 'tb' or code == 'lb' then
+      tag = 'b'
+    elseif code == 'fw' then
+      tag = 'f'
+    elseif code == 'sw' then
+      tag = 's'
+    elseif code == 'sl' then
+      tag = 'l'
+    else
+      fail(sfmt('key %d: unknown algorithm code %q', i, code))
     end
-    local alg = import(name)
-    local n = arg(ARGV[b + 1])
-    if n == nil then
-      fail(sfmt('key %d: n must be a decimal integer in [0, 2^63)', i))
-    end
-    local p = readParams(i, b + 2, alg.window)
-    local ent, st
-    if p.Mode == Normal then
+    local ok, rem, retry, reset, v2
+    if ARGV[b + 2] == '0' then
       local key = KEYS[i]
-      ent = pending[key]
+      local ent = pending[key]
       if ent == nil then
         local v = redis.pcall('GET', key)
         if type(v) == 'table' then
           fail(sfmt('key %d: %s', i, tostring(v.err)))
         end
-        ent = {key = key, alg = alg, st = decodeState(i, alg, v)}
+        ent = {key = key, tag = tag, v = v}
         pending[key] = ent
         order[#order + 1] = ent
-      elseif ent.alg.tag ~= alg.tag then
-        fail(sfmt('key %d holds a %s state, not a %s state', i, ent.alg.name, alg.name))
+      elseif ent.tag ~= tag then
+        import('slow')
+        fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
       end
-      st = ent.st
-    end
-    local st2, r = alg.step(st, p, now, n)
-    if st2 ~= st or (st2 and st2.dirty) then
-      if st2.dirty then st2.dirty = false end
-      ent.st, ent.changed, ent.reset = st2, true, r.ResetAfter
-    end
-    if r.Allowed then
-      reply[#reply + 1] = 1
+      if code == 'gcra' and nowHi >= 1 then
+        local n, burst, tn, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 6])
+        if n and burst and tn and capN and ARGV[b + 5] == '1' and burst >= 1 and tn >= 1 and burst * tn == capN then
+          v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+        end
+      end
+      if v2 == nil then
+        import('slow')
+        v2, ok, rem, retry, reset = L.decide(i, b, code, ent.v, nowHi, nowLo)
+      end
+      if v2 ~= ent.v then
+        ent.v, ent.changed, ent.reset = v2, true, reset
+      end
     else
-      reply[#reply + 1] = 0
-      allowed = false
+      -- Unlimited and Closed decide without the state.
+      import('slow')
+      v2, ok, rem, retry, reset = L.decide(i, b, code, false, nowHi, nowLo)
     end
-    reply[#reply + 1] = fmt(r.Remaining)
-    reply[#reply + 1] = fmt(r.RetryAfter)
-    reply[#reply + 1] = fmt(r.ResetAfter)
+    reply[nr + 1] = ok and 1 or 0
+    allowed = allowed and ok
+    -- Integers below 2^53 as integer replies, others as decimal strings.
+    if type(rem) ~= 'number' then rem = L.reply(rem) end
+    if type(retry) ~= 'number' then retry = L.reply(retry) elseif retry == -1 then retry = MAXSTR end
+    if type(reset) ~= 'number' then reset = L.reply(reset) end
+    reply[nr + 2], reply[nr + 3], reply[nr + 4] = rem, retry, reset
+    nr = nr + 4
   end
 
   if all and not allowed then
@@ -155,13 +147,24 @@ local function run()
   for j = 1, #order do
     local ent = order[j]
     if ent.changed then
-      if ent.st.size == 0 then -- an empty sliding log
+      if ent.v == false then -- an empty sliding log
         redis.call('DEL', ent.key)
       else
         -- PX = max(ceil(ResetAfter / 1ms) + 1, minTTL)
-        local ttl = add(ceilDiv(ent.reset, 1000000), 1)
-        if lt(ttl, minTTL) then ttl = minTTL end
-        redis.call('SET', ent.key, ent.alg.encode(ent.st), 'PX', fmt(ttl))
+        local reset, px = ent.reset, nil
+        if type(reset) == 'number' and type(minTTL) == 'number' then
+          local r = fmod(reset, 1e6)
+          px = (reset - r) / 1e6 + 1
+          if r > 0 then px = px + 1 end
+          if px < minTTL then px = minTTL end
+          -- (Redis prints a number argument as its shortest decimal form,
+          -- which is exact for integers below 1e14.)
+          if px >= 1e14 then px = sfmt('%d', px) end
+        else
+          import('slow')
+          px = L.px(reset, minTTL)
+        end
+        redis.call('SET', ent.key, ent.v, 'PX', px)
       end
     end
   end

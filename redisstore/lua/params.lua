@@ -5,6 +5,7 @@
 -- CapN} and a Result a table {Allowed, Remaining, RetryAfter, ResetAfter},
 -- all values in lib.lua's normal form.
 
+L.import('lib')
 local add, lt, divmod, MAXI64 = L.add, L.lt, L.divmod, L.MAXI64
 
 local MaxTime = {7387904, 8601842, 46116} -- 1 << 62

@@ -19,6 +19,10 @@ func TestParseReply(t *testing.T) {
 	if now != 1767225600000000000 || len(res) != 2 || res[0] != want[0] || res[1] != want[1] {
 		t.Fatalf("got %d %+v", now, res)
 	}
+	mixed := []any{int64(5), int64(0), int64(4), "0", int64(7)}
+	if now, res, err := lua.ParseReply(mixed, 1); err != nil || now != 5 || res[0] != (algo.Result{Remaining: 4, ResetAfter: 7}) {
+		t.Fatalf("integers: %d %v %v", now, res, err)
+	}
 	if _, res, err := lua.ParseReply([]any{"0"}, 0); err != nil || len(res) != 0 {
 		t.Fatalf("no keys: %v %v", res, err)
 	}
@@ -38,7 +42,7 @@ func TestParseReply(t *testing.T) {
 		"long":            {append(ok, "0"), 2},
 		"negative nkeys":  {ok, -1},
 		"wrong nkeys":     {ok, 1},
-		"now int":         {with(0, int64(5)), 2},
+		"now -5":          {with(0, int64(-5)), 2},
 		"now negative":    {with(0, "-1"), 2},
 		"now past max":    {with(0, strconv.FormatInt(algo.MaxTime+1, 10)), 2},
 		"now empty":       {with(0, ""), 2},
@@ -46,8 +50,9 @@ func TestParseReply(t *testing.T) {
 		"allowed -1":      {with(1, int64(-1)), 2},
 		"allowed string":  {with(1, "1"), 2},
 		"allowed nil":     {with(1, nil), 2},
-		"remaining int":   {with(2, int64(4)), 2},
-		"remaining float": {with(2, "4.0"), 2},
+		"remaining -4":    {with(2, int64(-4)), 2},
+		"remaining float": {with(2, 4.0), 2},
+		"remaining 4.0":   {with(2, "4.0"), 2},
 		"remaining -1":    {with(2, "-1"), 2},
 		"remaining +1":    {with(2, "+1"), 2},
 		"remaining 01":    {with(2, "01"), 2},

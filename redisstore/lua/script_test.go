@@ -262,6 +262,26 @@ func TestTTL(t *testing.T) {
 			t.Errorf("%s: a denial changed the TTL to %v", code, pttl)
 		}
 	}
+	// In Redis TIME mode the expiry is exact: Redis 7 freezes the clock
+	// during a script, so PEXPIRETIME - floor(now/1ms) is the PX the script
+	// set (or 1ms more: the frozen clock may have passed TIME's millisecond),
+	// and the key lives at least until now + ResetAfter.
+	odd := mustCompile(t, 1, time.Second+1, 3) // ResetAfter not a whole ms
+	for _, code := range codes {
+		key := e.prefix + "ttl:exact:" + code
+		now, r, err := e.call(lua.Independent, lua.RedisTime, "0", req{key, code, 1, odd}) // ResetAfter 1s+1ns
+		if err != nil || !r[0].Allowed {
+			t.Fatal(r, err)
+		}
+		at, err := e.rdb.Do(e.ctx, "PEXPIRETIME", key).Int64()
+		if err != nil {
+			t.Skipf("PEXPIRETIME: %v (Redis < 7)", err)
+		}
+		want := (r[0].ResetAfter+999_999)/1_000_000 + 1
+		if px := at - now/1_000_000; px < want || px > want+1 || at*1_000_000 < now+r[0].ResetAfter {
+			t.Errorf("%s: PX %dms (expiry %d) after ResetAfter %dns at %d, want %dms", code, px, at, r[0].ResetAfter, now, want)
+		}
+	}
 	// A TTL in Redis TIME mode: the key outlives ResetAfter and expires.
 	key := e.prefix + "ttl:time"
 	short := mustCompile(t, 1, 20*time.Millisecond, 0)

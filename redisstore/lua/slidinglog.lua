@@ -7,6 +7,7 @@
 -- back before them), so main.lua stores the log whenever dirty is set. The
 -- stored form (logDecode, logEncode) follows.
 
+L.import('lib')
 local add, sub, lt, eq, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.eq, L.digits, L.fmt, L.MAXI64
 local sfind, sbyte, tconcat = string.find, string.byte, table.concat
 L.import('params')

@@ -7,6 +7,7 @@
 -- (which cannot happen there). The stored form (slidingDecode,
 -- slidingEncode) follows.
 
+L.import('lib')
 local add, sub, mul, cmp, lt, eq, udivmod, div63, ceil63, digits, fmt = L.add, L.sub, L.mul, L.cmp, L.lt, L.eq, L.udivmod, L.div63, L.ceil63, L.digits, L.fmt
 local sfind = string.find
 L.import('params')

@@ -1,6 +1,7 @@
 -- window.lua (module "window") mirrors internal/algo/window.go: windowOf
 -- and untilWindow, line for line.
 
+L.import('lib')
 local sub, mul, lt, udivmod, ceil63 = L.sub, L.mul, L.lt, L.udivmod, L.ceil63
 
 -- windowOf returns the index k of the window holding now and the time

@@ -1,0 +1,54 @@
+-- fast.lua (chunk level): an exact fast path for the most common decision,
+-- not a mirror. gcraFast is GCRAStep (gcra.lua) specialized to a limit whose
+-- T is a whole number of ns (Td = 1) and whose capacity CapN is below 4e15 ns,
+-- a stored state without Frac, a debt below 4e15 ns and an instant of at
+-- least 1e7 ns. Every value is then a Lua number, instants are handled as
+-- pairs hi×1e7 + lo, and nothing is allocated but the stored form. Outside
+-- that case it returns nil and the caller runs GCRAStep. The differential
+-- test checks both paths against Go.
+
+local sfind, ssub, sbyte, sfmt = string.find, string.sub, string.byte, string.format
+local fmod, floor, tonumber, type, tostring = math.fmod, math.floor, tonumber, type, tostring
+
+-- gcraFast decides n events (n < 4e15) at now = nowHi×1e7 + nowLo
+-- (nowHi >= 1) for the GCRA state stored as v (false: missing) under the
+-- limit burst, tn, Td = 1, capN = burst×tn. It returns the new stored form,
+-- allowed, remaining, retryAfter (-1 for Never) and resetAfter.
+local function gcraFast(v, nowHi, nowLo, n, burst, tn, capN)
+  -- d0 = debt(s, now) = max(At-now, 0), for At = hi×1e7 + lo.
+  local d0 = 0
+  if v then
+    local len = #v
+    if len > 20 or not sfind(v, '^g%d+$') then return nil end
+    if len > 8 then
+      local hi, lo = tonumber(ssub(v, 2, -8)), tonumber(ssub(v, -7))
+      if hi > nowHi or (hi == nowHi and lo > nowLo) then
+        -- A debt of 4e15 or more (including any At past farFuture, since
+        -- now <= MaxTime) takes the general path.
+        if hi - nowHi >= 4e8 then return nil end
+        d0 = (hi - nowHi) * 1e7 + (lo - nowLo)
+      end
+    end -- else At < 1e7 <= now
+  end
+  -- gcraReport: Remaining = floor((CapN-d)/Tn) if d < CapN; ResetAfter = d.
+  local rem = 0
+  if n == 0 then
+    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
+    return v, true, rem, 0, d0
+  end
+  if n > burst then
+    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
+    return v, false, rem, -1, d0
+  end
+  local need = d0 + n * tn -- n×tn <= capN < 4e15
+  if need > capN then
+    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
+    return v, false, rem, need - capN, d0
+  end
+  -- gcraAt: At = now + need, Frac = 0.
+  local lo = nowLo + need
+  local l = fmod(lo, 1e7)
+  rem = capN - need
+  rem = (rem - fmod(rem, tn)) / tn
+  return sfmt('g%d%07d', nowHi + (lo - l) / 1e7, l), true, rem, 0, need
+end
