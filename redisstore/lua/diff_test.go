@@ -516,3 +516,61 @@ func FuzzDecide(f *testing.F) {
 		r.run(t, genTimeline(c, 3, 40))
 	})
 }
+
+// TestFastPathEdges compares script and Go around the bounds of the fast
+// paths (fast.lua): debts, levels, elapsed times and gaps near 4e15 and
+// 9e15 ns, instants whose low 7 digits are 0 or 9999999, instants below
+// 1e7, and capacities near 4e15.
+func TestFastPathEdges(t *testing.T) {
+	r := newRunner(t)
+	var params []algo.Params
+	for _, l := range [][3]int64{
+		{1, 1e9, 0}, {3, 1e9, 0}, {1, 4e15 - 1, 1}, {1, 4e15, 1}, {2, 8e15, 2}, {1, 2e15, 2},
+		{1, 9e15, 1}, {7, 7, 0}, {1, 1, 1}, {1000, 1, 1000},
+	} {
+		p, err := algo.Compile(l[0], l[1], l[2])
+		if err != nil {
+			t.Fatal(l, err)
+		}
+		params = append(params, p)
+	}
+	// (Offsets just below 4e15 and 9e15 whose low 7 digits differ from
+	// now's make the high parts differ by exactly 4e8 or 9e8.)
+	offsets := []int64{0, 1, 2, 1e7 - 1, 1e7, 1e7 + 1, 4e15 - 1e7 - 1, 4e15 - 1e7, 4e15 - 5e6 + 1, 4e15 - 2, 4e15 - 1, 4e15,
+		4e15 + 1, 4e15 + 1e7, 9e15 - 1e7 - 1, 9e15 - 1e7, 9e15 - 5e6 + 1, 9e15 - 2, 9e15 - 1, 9e15, 9e15 + 1, 2e16}
+	nows := []int64{t0, t0 + 9999999, t0 + 1234567, 1e7, 1e7 - 1, 5, 4e15, 9e15 + 3, 2e16 + 9999999, algo.MaxTime, algo.MaxTime - 1}
+	for _, now := range nows {
+		for _, p := range params {
+			var tl timeline
+			add := func(code string, st any) {
+				tl.keys = append(tl.keys, keySpec{code: code, params: []algo.Params{p}, init: st})
+			}
+			for _, d := range offsets {
+				for _, at := range []int64{now + d, now - d} {
+					if at < 0 || at > algo.MaxTime {
+						continue
+					}
+					add(lua.CodeGCRA, algo.GCRA{At: at})
+					for _, level := range []int64{1, d, d + 1, max(d-1, 1), 4e15 - 1, 4e15, 9e15 - 2, 9e15 + 1, p.CapN, p.CapN + 1} {
+						add(lua.CodeTokenBucket, algo.Bucket{Last: at, Level: level})
+					}
+				}
+			}
+			add(lua.CodeGCRA, nil)
+			add(lua.CodeLeakyBucket, nil)
+			for _, dt := range []int64{0, 1, 1e7, 4e15} {
+				call := callSpec{now: min(now+dt, algo.MaxTime)}
+				for i, k := range tl.keys {
+					code := k.code
+					if code == lua.CodeTokenBucket && i%2 == 0 {
+						code = lua.CodeLeakyBucket
+					}
+					n := []int64{0, 1, p.Burst, p.Burst + 1}[(i+int(dt%7))%4]
+					call.ops = append(call.ops, opSpec{key: i, code: code, p: p, n: n})
+				}
+				tl.calls = append(tl.calls, call)
+			}
+			r.run(t, tl)
+		}
+	}
+}

@@ -52,3 +52,51 @@ local function gcraFast(v, nowHi, nowLo, n, burst, tn, capN)
   rem = (rem - fmod(rem, tn)) / tn
   return sfmt('g%d%07d', nowHi + (lo - l) / 1e7, l), true, rem, 0, need
 end
+
+-- bucketFast is BucketStep (bucket.lua) specialized like gcraFast: Td = 1,
+-- capN < 4e15, a stored level below 4e15 and its instant Last at least 1e7
+-- ns and within 4e15 ns of now when now is earlier. With Td = 1 the bucket's
+-- TAT is Last + Level (no saturation: both are small enough), so at
+-- t = max(now, Last) the debt is max(Level - (t-Last), 0); an admission
+-- stores Bucket{Last: t, Level: need}, and every duration of the result is
+-- shifted by t - now. It returns what gcraFast returns, or nil.
+local function bucketFast(v, nowHi, nowLo, n, burst, tn, capN)
+  local tHi, tLo, gap, d0 = nowHi, nowLo, 0, 0
+  if v then
+    local _, e, c = sfind(v, '^b%d+():%d+$')
+    if e == nil or c < 10 or c > 21 or e - c > 16 then return nil end
+    local hi, lo, level = tonumber(ssub(v, 2, c - 8)), tonumber(ssub(v, c - 7, c - 1)), tonumber(ssub(v, c + 1))
+    if level >= 4e15 or hi > 461168601842 or (hi == 461168601842 and lo > 7387904) then return nil end
+    -- elapsed = t - Last, with t = max(now, Last) (bucketClamp).
+    local elapsed
+    if hi > nowHi or (hi == nowHi and lo > nowLo) then
+      if hi - nowHi >= 4e8 then return nil end
+      gap = (hi - nowHi) * 1e7 + (lo - nowLo)
+      tHi, tLo, elapsed = hi, lo, 0
+    elseif nowHi - hi >= 9e8 then
+      elapsed = 9e15 -- at least 9e15 - 1e7, more than level: drained
+    else
+      elapsed = (nowHi - hi) * 1e7 + (nowLo - lo)
+    end
+    if level > elapsed then d0 = level - elapsed end
+  end
+  -- GCRAStep at t, then shift(r, gap): non-zero durations grow by gap.
+  local rem = 0
+  if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
+  local reset = d0
+  if reset ~= 0 then reset = reset + gap end
+  if n == 0 then
+    return v, true, rem, 0, reset
+  end
+  if n > burst then
+    return v, false, rem, -1, reset -- addSat(Never, gap) = Never
+  end
+  local need = d0 + n * tn
+  if need > capN then
+    return v, false, rem, need - capN + gap, reset
+  end
+  -- bucketAt: Bucket{Last: t, Level: need}.
+  rem = capN - need
+  rem = (rem - fmod(rem, tn)) / tn
+  return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, need + gap
+end
