@@ -51,7 +51,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: tag of %d bytes, the maximum is %d", ErrKeyTooLong, len(tag), s.o.maxKeyLen)
 	}
 	cs := make([]*limits.Compiled, len(layers))
-	h := tagOf(tag)
+	h := hashOf(tag)
 	p := &op{all: true, items: make([]item, 0, len(layers)), done: make(chan struct{}, 1)}
 	for i, l := range layers {
 		lim := l.Limiter
@@ -70,7 +70,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 		if err != nil {
 			return c.Refusal(lim.name), dst, fmt.Errorf("redisstore: layer %d: %w", i, err)
 		}
-		p.items = append(p.items, item{key: lim.redisKey(h, l.Key), code: lim.code, n: n, p: &c.P})
+		p.items = append(p.items, item{key: lim.redisKey(h, l.Key), args: lim.argsOf(c), n: n})
 	}
 	layers[0].Limiter.fill(p, now, h)
 	if err := s.do(ctx, p); err != nil {

@@ -3,8 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -30,6 +31,10 @@ type Limiter struct {
 	obs    admit.Observer
 	// head is the part of each key after the hash tag: ":<code>:<name>:".
 	head string
+	// ownArgs and args hold the script's arguments for the own limit and
+	// for per-call ones (*limits.Compiled -> []any).
+	ownArgs []any
+	args    sync.Map
 }
 
 // Limiter returns a limiter deciding by algorithm alg (any but the
@@ -56,6 +61,7 @@ func (s *Store) Limiter(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Li
 		return nil, lim.own.Err
 	}
 	lim.head = ":" + code + ":" + o.name + ":"
+	lim.ownArgs = lua.AppendArgs(nil, code, 0, &lim.own.P)
 	return lim, nil
 }
 
@@ -122,7 +128,7 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 	if err := lim.check(key, n); err != nil {
 		return c.Refusal(lim.name), err
 	}
-	tag := tagOf(key)
+	tag := hashOf(key)
 	rkey := lim.redisKey(tag, key)
 	explicit := now >= 0
 	local := now
@@ -136,7 +142,7 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 		}
 	}
 	p := s.getOp()
-	p.items = append(p.items, item{key: rkey, code: lim.code, n: n, p: &c.P})
+	p.items = append(p.items, item{key: rkey, args: lim.argsOf(c), n: n})
 	lim.fill(p, now, tag)
 	if err := s.do(ctx, p); err != nil {
 		return c.Refusal(lim.name), err
@@ -149,14 +155,27 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 	return lim.observe(key, n, c.Decision(r, lim.name)), nil
 }
 
-// fill sets an op's instant, minimum TTL and slot.
-func (lim *Limiter) fill(p *op, now int64, tag string) {
+// fill sets an op's instant and slot.
+func (lim *Limiter) fill(p *op, now int64, tag uint64) {
 	p.now = ""
 	if now >= 0 {
 		p.now = strconv.FormatInt(now, 10)
 	}
-	p.minTTL = lim.s.minTTL
 	p.tag = tag
+}
+
+// argsOf returns the script's arguments for limit c (n is filled in per
+// call), formatted once per limit.
+func (lim *Limiter) argsOf(c *limits.Compiled) []any {
+	if c == lim.own {
+		return lim.ownArgs
+	}
+	if a, ok := lim.args.Load(c); ok {
+		return a.([]any)
+	}
+	a := lua.AppendArgs(nil, lim.code, 0, &c.P)
+	lim.args.Store(c, a)
+	return a
 }
 
 func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decision {
@@ -173,7 +192,7 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 	if err := lim.check(key, 0); err != nil {
 		return err
 	}
-	rkey := lim.redisKey(tagOf(key), key)
+	rkey := lim.redisKey(hashOf(key), key)
 	if lim.s.deny != nil {
 		lim.s.deny.forget(rkey)
 	}
@@ -183,27 +202,49 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-// tagOf returns the hash tag of a key: 16 hex digits of its FNV-1a hash,
-// so that any bytes in the key, '{' and '}' included, leave its slot alone.
+// hashOf returns the FNV-1a hash of a key, whose 16 hex digits are its
+// hash tag.
+func hashOf(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// tagOf returns the hash tag of a key: the 16 hex digits of its FNV-1a
+// hash, so that any bytes in the key, '{' and '}' included, leave its slot
+// alone.
 func tagOf(key string) string {
-	h := fnv.New64a()
-	h.Write([]byte(key))
 	var b [16]byte
+	putHex(b[:], hashOf(key))
+	return string(b[:])
+}
+
+func putHex(b []byte, v uint64) {
 	const hex = "0123456789abcdef"
-	v := h.Sum64()
 	for i := 15; i >= 0; i-- {
 		b[i] = hex[v&15]
 		v >>= 4
 	}
-	return string(b[:])
 }
 
-// redisKey is prefix "{" tag "}" ":" code ":" name ":" key. The prefix has
-// no braces and the tag no '}', so Redis Cluster hashes the tag alone; the
-// code and name have no ':', so distinct (name, key) pairs never share a
-// key.
-func (lim *Limiter) redisKey(tag, key string) string {
-	return lim.s.prefix + "{" + tag + "}" + lim.head + key
+// redisKey is prefix "{" tag "}" ":" code ":" name ":" key, where tag is
+// the hex of h. The prefix has no braces and the tag no '}', so Redis
+// Cluster hashes the tag alone; the code and name have no ':', so distinct
+// (name, key) pairs never share a key.
+func (lim *Limiter) redisKey(h uint64, key string) string {
+	var b strings.Builder
+	b.Grow(len(lim.s.prefix) + 18 + len(lim.head) + len(key))
+	b.WriteString(lim.s.prefix)
+	var tag [18]byte
+	tag[0], tag[17] = '{', '}'
+	putHex(tag[1:17], h)
+	b.Write(tag[:])
+	b.WriteString(lim.head)
+	b.WriteString(key)
+	return b.String()
 }
 
 // Request is one check of a batch (see AllowBatch).
@@ -258,7 +299,7 @@ func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, d
 			q.d, q.done = q.c.Refusal(lim.name), true
 			continue
 		}
-		tag := tagOf(r.Key)
+		tag := hashOf(r.Key)
 		q.rkey = lim.redisKey(tag, r.Key)
 		if s.deny != nil {
 			if res, ok := s.deny.get(q.rkey, q.c.Key, explicit, local, r.N); ok {
@@ -267,7 +308,7 @@ func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, d
 			}
 		}
 		q.p = s.getOp()
-		q.p.items = append(q.p.items, item{key: q.rkey, code: lim.code, n: r.N, p: &q.c.P})
+		q.p.items = append(q.p.items, item{key: q.rkey, args: lim.argsOf(q.c), n: r.N})
 		lim.fill(q.p, now, tag)
 		sent = append(sent, q.p)
 	}

@@ -110,19 +110,17 @@ func (s *Store) Close() error {
 // item is one key's request within a script call.
 type item struct {
 	key  string // the Redis key
-	code string // the algorithm's script code
+	args []any  // the script's arguments for the key's limit (see argsOf)
 	n    int64
-	p    *algo.Params
 }
 
 // op is one script call a caller waits for: one key, or several layers
 // decided all or nothing.
 type op struct {
-	items  []item
-	all    bool   // all or nothing
-	now    string // decimal ns, or "" for Redis TIME
-	minTTL string // decimal ms
-	tag    string // the hash tag's hex (the slot), for grouping in a cluster
+	items []item
+	all   bool   // all or nothing
+	now   string // decimal ns, or "" for Redis TIME
+	tag   uint64 // the hash tag's hash (the slot), for grouping in a cluster
 	// deadline is the caller's (zero: none).
 	deadline time.Time
 
@@ -250,6 +248,8 @@ func (s *Store) deadline(batch []*op) time.Time {
 // call is one script call of a pipeline: ops merged when they decide keys
 // independently at the same instant (and, in a cluster, in one slot).
 type call struct {
+	all  bool   // one all-or-nothing op
+	now  string // the instant of its ops
 	ops  []*op
 	keys []string
 	args []any
@@ -304,8 +304,15 @@ func (s *Store) exec(ctx context.Context, calls []*call, source bool) {
 
 // group merges the ops of a batch into script calls.
 func (s *Store) group(batch []*op) []*call {
-	calls := make([]*call, 0, len(batch))
-	merge := map[[2]string]*call{}
+	calls := make([]*call, 0, 4)
+	type group struct {
+		now string
+		tag uint64
+	}
+	var merge map[group]*call
+	if s.cluster {
+		merge = make(map[group]*call, len(batch))
+	}
 	for _, p := range batch {
 		if p.all {
 			c := &call{ops: []*op{p}}
@@ -313,14 +320,23 @@ func (s *Store) group(batch []*op) []*call {
 			calls = append(calls, c)
 			continue
 		}
-		g := [2]string{p.now + " " + p.minTTL}
+		var c *call
 		if s.cluster {
-			g[1] = p.tag
+			c = merge[group{p.now, p.tag}]
+		} else {
+			// Few groups (one per instant given; usually just Redis's
+			// clock): a linear search beats a map.
+			for _, k := range calls {
+				if !k.all && k.now == p.now && len(k.keys) < maxKeysPerCall {
+					c = k
+				}
+			}
 		}
-		c := merge[g]
 		if c == nil || len(c.keys)+len(p.items) > maxKeysPerCall {
-			c = &call{}
-			merge[g] = c
+			c = &call{now: p.now}
+			if s.cluster {
+				merge[group{p.now, p.tag}] = c
+			}
 			calls = append(calls, c)
 		}
 		c.ops = append(c.ops, p)
@@ -339,11 +355,12 @@ func (s *Store) appendOp(c *call, p *op) {
 		if p.all {
 			mode = "1"
 		}
-		c.args = append(make([]any, 0, 3+7*len(p.items)), mode, p.now, p.minTTL)
+		c.all = p.all
+		c.args = append(make([]any, 0, 3+7*len(p.items)), mode, p.now, s.minTTL)
 	}
 	for _, it := range p.items {
 		c.keys = append(c.keys, it.key)
-		c.args = lua.AppendArgs(c.args, it.code, it.n, it.p)
+		c.args = append(c.args, it.args[0], it.n, it.args[2], it.args[3], it.args[4], it.args[5], it.args[6])
 	}
 }
 
