@@ -574,3 +574,48 @@ func TestFastPathEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedFastEdges compares script and Go for fixed windows at window
+// edges (now = k×W-1, k×W, k×W+1), windows from 1e6 to 4e15 ns, stored
+// windows behind, at and ahead of now's, and counts around the burst.
+func TestFixedFastEdges(t *testing.T) {
+	r := newRunner(t)
+	for _, l := range [][2]int64{
+		{1, 1e6 - 1}, {1, 1e6}, {1, 1e6 + 1}, {5, 3e6}, {1000, 1e9}, {7, 7e9}, {60, 6e10}, {3600, 3.6e12},
+		{1, 86400e9}, {1, 4e15 - 1}, {4, 4e15}, {1, 999999999989}, {1, 1 << 52},
+	} {
+		p, err := algo.Compile(l[0], l[1], 0)
+		if err != nil {
+			t.Fatal(l, err)
+		}
+		w := p.CapN / p.Td
+		for _, base := range []int64{t0, algo.MaxTime, 3e18 + 12345} {
+			k := base / w
+			for _, now := range []int64{k*w - 1, k * w, k*w + 1, k*w + w/2, k*w + w - 1} {
+				if now < 0 || now > algo.MaxTime {
+					continue
+				}
+				var tl timeline
+				kn := now / w
+				for _, win := range []int64{0, kn - 1, kn, kn + 1, kn + 2} {
+					for _, count := range []int64{0, 1, p.Burst - 1, p.Burst, p.Burst + 1} {
+						if win < 0 || count < 0 {
+							continue
+						}
+						tl.keys = append(tl.keys, keySpec{code: lua.CodeFixedWindow, params: []algo.Params{p},
+							init: algo.FixedWindow{Win: win, Count: count}})
+					}
+				}
+				for _, dt := range []int64{0, 1, w - 1} {
+					call := callSpec{now: min(now+dt, algo.MaxTime)}
+					for i := range tl.keys {
+						n := []int64{0, 1, p.Burst, p.Burst + 1, 2}[(i+int(dt%5))%5]
+						call.ops = append(call.ops, opSpec{key: i, code: lua.CodeFixedWindow, p: p, n: n})
+					}
+					tl.calls = append(tl.calls, call)
+				}
+				r.run(t, tl)
+			}
+		}
+	}
+}

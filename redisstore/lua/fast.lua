@@ -100,3 +100,57 @@ local function bucketFast(v, nowHi, nowLo, n, burst, tn, capN)
   rem = (rem - fmod(rem, tn)) / tn
   return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, need + gap
 end
+
+-- windowFast is windowOf (window.lua) for Td = 1 and a window W = capN in
+-- [1e6, 4e15): the index k and the elapsed time e of now = hi×1e7 + lo,
+-- now = k×W + e. The quotient of the doubles is within 1 of k (k < 5e12);
+-- k×W is computed exactly from 7-digit halves (every partial product stays
+-- below 2^53 because k×W is about now), and e corrects k.
+local function windowFast(hi, lo, w)
+  local k = floor((hi * 1e7 + lo) / w)
+  local kl, wl = fmod(k, 1e7), fmod(w, 1e7)
+  local kh, wh = (k - kl) / 1e7, (w - wl) / 1e7
+  local c = kl * wl
+  local cl = fmod(c, 1e7)
+  local e = (hi - (kh * wh * 1e7 + kh * wl + kl * wh + (c - cl) / 1e7)) * 1e7 + (lo - cl)
+  if e < 0 then
+    k, e = k - 1, e + w
+  elseif e >= w then
+    k, e = k + 1, e - w
+  end
+  return k, e
+end
+
+-- fixedFast is FixedWindowStep (fixedwindow.lua) specialized to Td = 1, a
+-- window W = capN in [1e6, 4e15), a stored state whose Win and Count have at
+-- most 15 digits and whose window is at most the next one. untilWindow(p,
+-- now, w) is then (w-k)×W - e. It returns what gcraFast returns, or nil.
+local function fixedFast(v, nowHi, nowLo, n, burst, capN)
+  if capN < 1e6 then return nil end
+  local k, e = windowFast(nowHi, nowLo, capN)
+  local win, count = 0, 0
+  if v then
+    local _, en, c = sfind(v, '^f%d+():%d+$')
+    if en == nil or c > 17 or en - c > 15 then return nil end
+    win, count = tonumber(ssub(v, 2, c - 1)), tonumber(ssub(v, c + 1))
+  end
+  if k > win then
+    win, count = k, 0
+  elseif win - k > 1 then
+    return nil
+  end
+  local untilNext = (win - k + 1) * capN - e -- untilWindow(p, now, s.Win+1)
+  local ok, retry = true, 0
+  if n > burst then
+    ok, retry = false, -1
+  elseif n > burst - count then
+    ok, retry = false, untilNext
+  elseif n > 0 then
+    count = count + n
+    v = sfmt('f%d:%d', win, count)
+  end
+  local rem, reset = 0, 0
+  if count < burst then rem = burst - count end
+  if count > 0 then reset = untilNext end
+  return v, ok, rem, retry, reset
+end

@@ -1,7 +1,8 @@
 -- main.lua (chunk level): the script's entry point, not a mirror of Go code.
 -- It reads the arguments, decides every key in order against the states
--- pending from the earlier keys of the same call (by gcraFast or bucketFast
--- when they apply, else by the step function of the algorithm's module), then
+-- pending from the earlier keys of the same call (by the fast paths of
+-- fast.lua when they apply, else by the step function of the algorithm's
+-- module), then
 -- writes the changed states. The calling convention is documented in the Go
 -- package lua (doc.go). Pending states are kept in their stored form; the
 -- general path lives in the module "slow".
@@ -113,12 +114,17 @@ local function run()
         import('slow')
         fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
       end
-      if tag == 'g' or tag == 'b' then
+      if tag == 'g' or tag == 'b' or tag == 'f' then
+        -- The fast paths: Td = 1 and small values (see fast.lua).
         local n, burst, tn, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 6])
         if n and burst and tn and capN and ARGV[b + 5] == '1' and burst >= 1 and tn >= 1 and burst * tn == capN and nowHi >= 1 then
-          local fast = gcraFast
-          if tag == 'b' then fast = bucketFast end
-          v2, ok, rem, retry, reset = fast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+          if tag == 'g' then
+            v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+          elseif tag == 'b' then
+            v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+          else
+            v2, ok, rem, retry, reset = fixedFast(ent.v, nowHi, nowLo, n, burst, capN)
+          end
         end
       end
       if v2 == nil then
