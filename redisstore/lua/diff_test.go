@@ -619,3 +619,52 @@ func TestFixedFastEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestSlidingFastEdges compares script and Go for sliding windows at window
+// edges, with previous and current counts around the burst, stored windows
+// behind, at and ahead of now's, and products near the fast path's bounds.
+func TestSlidingFastEdges(t *testing.T) {
+	r := newRunner(t)
+	for _, l := range [][2]int64{
+		{1, 1e6 - 1}, {1, 1e6}, {5, 3e6}, {1000, 1e9}, {7, 7e9}, {60, 6e10}, {3600, 3.6e12}, {3, 999999999999},
+		{1, 3e15 - 1}, {1, 4e15 - 3}, {1000, 3e12}, {999, 2997e9}, {10, 1e12}, {1, 4e15 + 1}, {3, 6e15 + 3},
+	} {
+		p, err := algo.Compile(l[0], l[1], 0)
+		if err != nil {
+			t.Fatal(l, err)
+		}
+		w := p.CapN / p.Td
+		for _, base := range []int64{t0, algo.MaxTime, 3e18 + 12345} {
+			k := base / w
+			for _, now := range []int64{k*w - 1, k * w, k*w + 1, k*w + w/3, k*w + w - 1} {
+				if now < 0 || now > algo.MaxTime {
+					continue
+				}
+				var tl timeline
+				kn := now / w
+				for _, win := range []int64{0, kn - 2, kn - 1, kn, kn + 1, kn + 2} {
+					// (Prev near k×W for small k makes slidingRetry's first quotient
+					// small; counts past 3e15/W leave the fast path.)
+					for _, cur := range []int64{0, 1, p.Burst / 2, p.Burst, p.Burst + 1, 3e15/w - 1, 3e15 / w, 8e15/w + 1} {
+						for _, prev := range []int64{0, 1, p.Burst - 1, p.Burst, w - 1, w, 2*w - 1, 4*w + 1, 3e15/w - 1, 3e15 / w, 8e15/w + 1} {
+							if win < 0 || cur < 0 || prev < 0 {
+								continue
+							}
+							tl.keys = append(tl.keys, keySpec{code: lua.CodeSlidingWindow, params: []algo.Params{p},
+								init: algo.SlidingWindow{Win: win, Cur: cur, Prev: prev}})
+						}
+					}
+				}
+				for _, dt := range []int64{0, 1, w/2 + 1} {
+					call := callSpec{now: min(now+dt, algo.MaxTime)}
+					for i := range tl.keys {
+						n := []int64{0, 1, p.Burst, p.Burst + 1, 2, p.Burst / 2}[(i+int(dt%6))%6]
+						call.ops = append(call.ops, opSpec{key: i, code: lua.CodeSlidingWindow, p: p, n: n})
+					}
+					tl.calls = append(tl.calls, call)
+				}
+				r.run(t, tl)
+			}
+		}
+	}
+}

@@ -154,3 +154,76 @@ local function fixedFast(v, nowHi, nowLo, n, burst, capN)
   if count > 0 then reset = untilNext end
   return v, ok, rem, retry, reset
 end
+
+-- slidingFast is SlidingWindowStep with untilUnits and slidingRetry
+-- (slidingwindow.lua) specialized to Td = 1, a window W = capN >= 1e6 with
+-- Burst×W below 3e15, a stored state whose fields have at most 15 digits,
+-- whose window is at most the next one and whose counts times W are below
+-- 3e15: every product and sum is then below 9e15, and untilUnits(p, now, w,
+-- off) is max((w-k)×W + off - e, 0) for now = k×W + e. It returns what
+-- gcraFast returns, or nil.
+local function slidingFast(v, nowHi, nowLo, n, burst, capN)
+  local w = capN
+  if w < 1e6 or burst * w >= 3e15 then return nil end
+  local k, eNow = windowFast(nowHi, nowLo, w)
+  local win, cur, prev = 0, 0, 0
+  if v then
+    local _, en, c, d = sfind(v, '^s%d+():%d+():%d+$')
+    if en == nil or c > 17 or d - c > 16 or en - d > 15 then return nil end
+    win, cur, prev = tonumber(ssub(v, 2, c - 1)), tonumber(ssub(v, c + 1, d - 1)), tonumber(ssub(v, d + 1))
+  end
+  local e = eNow
+  if k == win + 1 then
+    win, cur, prev = k, 0, cur
+  elseif k > win then
+    win, cur, prev = k, 0, 0
+  elseif k < win then
+    if win - k > 1 then return nil end
+    e = 0
+  end
+  if cur * w >= 3e15 or prev * w >= 3e15 then return nil end
+  -- The estimate×W is Prev×(W-e) + Cur×W, the limit B×W.
+  local limit = burst * w
+  local est = prev * (w - e) + cur * w
+  local ok, retry = true, 0
+  if n > burst then
+    ok, retry = false, -1
+  elseif n > 0 then
+    if est + n * w > limit then
+      -- slidingRetry: the offset from the window's start at which n fit.
+      local off
+      if burst - cur - n >= 0 and prev > 0 then
+        local x = (burst - cur - n) * w
+        local q = (x - fmod(x, prev)) / prev
+        if q > 0 then off = w - q end
+      end
+      if off == nil then
+        local at = 0
+        if cur > 0 then
+          local x = (burst - n) * w
+          local q = (x - fmod(x, cur)) / cur
+          if q < w then at = w - q end
+        end
+        off = w + at
+      end
+      ok, retry = false, (win - k) * w + off - eNow
+      if retry < 0 then retry = 0 end
+    else
+      cur = cur + n
+      est = est + n * w
+      v = sfmt('s%d:%d:%d', win, cur, prev)
+    end
+  end
+  local rem, reset = 0, 0
+  if est < limit then
+    rem = limit - est
+    rem = (rem - fmod(rem, w)) / w
+  end
+  if cur > 0 then
+    reset = (win - k) * w + 2 * w - eNow
+  elseif prev > 0 then
+    reset = (win - k) * w + w - eNow
+  end
+  if reset < 0 then reset = 0 end
+  return v, ok, rem, retry, reset
+end
