@@ -538,7 +538,7 @@ func TestFastPathEdges(t *testing.T) {
 	// now's make the high parts differ by exactly 4e8 or 9e8.)
 	offsets := []int64{0, 1, 2, 1e7 - 1, 1e7, 1e7 + 1, 4e15 - 1e7 - 1, 4e15 - 1e7, 4e15 - 5e6 + 1, 4e15 - 2, 4e15 - 1, 4e15,
 		4e15 + 1, 4e15 + 1e7, 9e15 - 1e7 - 1, 9e15 - 1e7, 9e15 - 5e6 + 1, 9e15 - 2, 9e15 - 1, 9e15, 9e15 + 1, 2e16}
-	nows := []int64{t0, t0 + 9999999, t0 + 1234567, 1e7, 1e7 - 1, 5, 4e15, 9e15 + 3, 2e16 + 9999999, algo.MaxTime, algo.MaxTime - 1}
+	nows := []int64{t0, t0 + 9999999, t0 + 1234567, 1e7 - 1, 9e15 + 3, algo.MaxTime}
 	for _, now := range nows {
 		for _, p := range params {
 			var tl timeline
@@ -558,7 +558,7 @@ func TestFastPathEdges(t *testing.T) {
 			}
 			add(lua.CodeGCRA, nil)
 			add(lua.CodeLeakyBucket, nil)
-			for _, dt := range []int64{0, 1, 1e7, 4e15} {
+			for _, dt := range []int64{0, 1e7, 4e15} {
 				call := callSpec{now: min(now+dt, algo.MaxTime)}
 				for i, k := range tl.keys {
 					code := k.code
@@ -634,9 +634,9 @@ func TestSlidingFastEdges(t *testing.T) {
 			t.Fatal(l, err)
 		}
 		w := p.CapN / p.Td
-		for _, base := range []int64{t0, algo.MaxTime, 3e18 + 12345} {
+		for _, base := range []int64{t0, algo.MaxTime} {
 			k := base / w
-			for _, now := range []int64{k*w - 1, k * w, k*w + 1, k*w + w/3, k*w + w - 1} {
+			for _, now := range []int64{k*w - 1, k * w, k*w + w/3} {
 				if now < 0 || now > algo.MaxTime {
 					continue
 				}
@@ -655,10 +655,10 @@ func TestSlidingFastEdges(t *testing.T) {
 						}
 					}
 				}
-				for _, dt := range []int64{0, 1, w/2 + 1} {
+				for j, dt := range []int64{0, w/2 + 1} {
 					call := callSpec{now: min(now+dt, algo.MaxTime)}
 					for i := range tl.keys {
-						n := []int64{0, 1, p.Burst, p.Burst + 1, 2, p.Burst / 2}[(i+int(dt%6))%6]
+						n := []int64{0, 1, p.Burst, p.Burst + 1, 2, p.Burst / 2}[(i+j)%6]
 						call.ops = append(call.ops, opSpec{key: i, code: lua.CodeSlidingWindow, p: p, n: n})
 					}
 					tl.calls = append(tl.calls, call)
