@@ -668,3 +668,49 @@ func TestSlidingFastEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestLogFastEdges compares script and Go for sliding logs whose entries
+// sit at the window's edges, in the future of now (the log's clamp), at now
+// (merges into the first or the newest entry), all expired, near MaxTime,
+// and with gaps near the fast path's bounds.
+func TestLogFastEdges(t *testing.T) {
+	r := newRunner(t)
+	for _, l := range [][3]int64{{1, 1e9, 3}, {5, 5, 0}, {1000, 1e9, 0}, {1, 4e15 - 1, 1}, {3, 3e15, 0}, {7, 13, 0}} {
+		p, err := algo.Compile(l[0], l[1], l[2])
+		if err != nil {
+			t.Fatal(l, err)
+		}
+		w := p.Window()
+		logs := [][]int64{nil, {-w}, {-w + 1}, {0}, {1}, {-2 * w, -w, -w + 1, -1, 0}, {-w + 1, 0}, {1, 2},
+			{-1, 0, 1}, {-w - 1, -w}, {-w, 0}, {-4e15 + 1, -3}, {-3, 4e15 - 9}, {-w + 1, -w + 2, -w + 3}}
+		for _, now := range []int64{t0, t0 + 9999999, algo.MaxTime, algo.MaxTime - 5, 1e7 + 3} {
+			var tl timeline
+			for _, offs := range logs {
+				for _, count := range []int64{1, max(p.Burst-1, 1), p.Burst} {
+					var entries []algo.LogEntry
+					for _, o := range offs {
+						at := now + o
+						if at < 0 || at > algo.MaxTime {
+							entries = nil
+							break
+						}
+						entries = append(entries, algo.LogEntry{At: at, N: count})
+					}
+					if offs != nil && entries == nil {
+						continue
+					}
+					tl.keys = append(tl.keys, keySpec{code: lua.CodeSlidingLog, params: []algo.Params{p}, init: logOf(entries)})
+				}
+			}
+			for j, dt := range []int64{0, 1, -1, w, 0} {
+				call := callSpec{now: min(max(now+dt, 0), algo.MaxTime)}
+				for i := range tl.keys {
+					n := []int64{0, 1, p.Burst, p.Burst + 1, 2}[(i+j)%5]
+					call.ops = append(call.ops, opSpec{key: i, code: lua.CodeSlidingLog, p: p, n: n})
+				}
+				tl.calls = append(tl.calls, call)
+			}
+			r.run(t, tl)
+		}
+	}
+}

@@ -7,7 +7,7 @@
 -- that case it returns nil and the caller runs GCRAStep. The differential
 -- test checks both paths against Go.
 
-local sfind, ssub, sbyte, sfmt = string.find, string.sub, string.byte, string.format
+local sfind, ssub, sbyte, sfmt, gmatch = string.find, string.sub, string.byte, string.format, string.gmatch
 local fmod, floor, tonumber, type, tostring = math.fmod, math.floor, tonumber, type, tostring
 
 -- gcraFast decides n events (n < 4e15) at now = nowHi×1e7 + nowLo
@@ -226,4 +226,112 @@ local function slidingFast(v, nowHi, nowLo, n, burst, capN)
   end
   if reset < 0 then reset = 0 end
   return v, ok, rem, retry, reset
+end
+
+-- instant returns the decimal form of the instant hi×1e7 + lo + off, for an
+-- offset |off| < 9e15 and a result >= 0.
+local function instant(hi, lo, off)
+  lo = lo + off
+  local l = lo - floor(lo / 1e7) * 1e7
+  hi = hi + (lo - l) / 1e7
+  if hi > 0 then return sfmt('%d%07d', hi, l) end
+  return sfmt('%d', l)
+end
+
+-- logFast is SlidingLogStep with its expire and push (slidinglog.lua)
+-- specialized to Td = 1 (the window W is capN), W and Burst below 4e15, a
+-- stored log whose instants lie within 4e15 ns of now, whose gaps and counts
+-- have at most 15 digits and whose sum is below 4e15. Instants are kept as
+-- offsets from the instant t the log is judged at (t = max(now, newest),
+-- the log's own clamp), and the stored form is rewritten around its
+-- unchanged middle. It returns what gcraFast returns, or nil.
+local function logFast(v, nowHi, nowLo, n, burst, w)
+  local off, cnt, seg, size, sum = {}, {}, {}, 0, 0
+  if v then
+    local _, e, a, c = sfind(v, '^l(%d+):(%d+)')
+    if e == nil or #a > 19 or #a < 8 or #c > 15 then return nil end
+    local hi, lo = tonumber(ssub(a, 1, -8)), tonumber(ssub(a, -7))
+    if hi - nowHi >= 4e8 or nowHi - hi >= 4e8 then return nil end
+    local at = (hi - nowHi) * 1e7 + (lo - nowLo) -- At - now
+    size, sum = 1, tonumber(c)
+    off[1], cnt[1], seg[1] = at, sum, e + 1
+    local pos = e + 1
+    for p, d, c in gmatch(v, '(),(%d+):(%d+)') do
+      if p ~= pos or #d > 15 or #c > 15 then return nil end
+      pos = p + 2 + #d + #c
+      d, c = tonumber(d), tonumber(c)
+      at = at + d
+      if d == 0 or c == 0 or at >= 4e15 then return nil end
+      size, sum = size + 1, sum + c
+      off[size], cnt[size], seg[size] = at, c, p
+    end
+    if pos ~= #v + 1 or cnt[1] == 0 or sum >= 4e15 then return nil end
+    -- Instants past MaxTime are malformed: the general path says so.
+    if 461168601842 - nowHi < 4e8 and at > (461168601842 - nowHi) * 1e7 + (7387904 - nowLo) then return nil end
+  end
+  -- The log's clamp: judged at t = max(now, newest), durations shifted by
+  -- gap = t - now.
+  local gap = 0
+  if size > 0 and off[size] > 0 then
+    gap = off[size]
+  end
+  -- expire: drop the entries W or more before t.
+  local first = 1
+  while first <= size and gap - off[first] >= w do
+    sum = sum - cnt[first]
+    first = first + 1
+  end
+  local ok, retry, pushed = true, 0, false
+  if n > burst then
+    ok, retry = false, -1
+  elseif n > burst - sum then
+    -- Wait until the oldest events holding sum+n-B leave the window.
+    local excess, acc = sum + n - burst, 0
+    for i = first, size do
+      acc = acc + cnt[i]
+      if acc >= excess then
+        ok, retry = false, off[i] - gap + w + gap -- At+w-t, shifted by gap
+        break
+      end
+    end
+  elseif n > 0 then
+    pushed = true
+    sum = sum + n
+  end
+  local rem, reset = 0, 0
+  if sum < burst then rem = burst - sum end
+  local last = size
+  if pushed then
+    if first <= size and off[size] == gap then
+      cnt[size] = cnt[size] + n -- an event at t joins the newest entry
+    else
+      last = size + 1
+      off[last], cnt[last] = gap, n
+    end
+  end
+  if first <= last then
+    reset = off[last] - gap + w
+    if gap > 0 then reset = reset + gap end
+  end
+  if first == 1 and not pushed then
+    return v, ok, rem, retry, reset -- unchanged
+  end
+  if first > last then
+    return false, ok, rem, retry, reset -- empty: the key is deleted
+  end
+  -- The new stored form: the first entry as an instant, the unchanged
+  -- entries between as they were, then the newest entry if it changed or
+  -- is new.
+  local parts = {'l', instant(nowHi, nowLo, off[first]), ':', sfmt('%d', cnt[first])}
+  local upto = last -- entries first+1..upto are copied
+  if pushed then upto = size - (last == size and 1 or 0) end
+  if upto > first then
+    local stop = #v
+    if upto < size then stop = seg[upto + 1] - 1 end
+    parts[5] = ssub(v, seg[first + 1], stop)
+  end
+  if pushed and last > first then
+    parts[#parts + 1] = sfmt(',%d:%d', off[last] - off[last - 1], cnt[last])
+  end
+  return table.concat(parts), ok, rem, retry, reset
 end

@@ -114,7 +114,7 @@ local function run()
         import('slow')
         fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
       end
-      if tag ~= 'l' then
+      do
         -- The fast paths: Td = 1 and small values (see fast.lua).
         local n, burst, tn, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 6])
         if n and burst and tn and capN and ARGV[b + 5] == '1' and burst >= 1 and tn >= 1 and burst * tn == capN and nowHi >= 1 then
@@ -124,8 +124,10 @@ local function run()
             v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
           elseif tag == 'f' then
             v2, ok, rem, retry, reset = fixedFast(ent.v, nowHi, nowLo, n, burst, capN)
-          else
+          elseif tag == 's' then
             v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN)
+          else
+            v2, ok, rem, retry, reset = logFast(ent.v, nowHi, nowLo, n, burst, capN)
           end
         end
       end

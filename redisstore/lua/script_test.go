@@ -373,6 +373,18 @@ func TestErrors(t *testing.T) {
 			expectErr("value "+strconvQuote(v)+", "+code, req{key, code, 1, p})
 		}
 	}
+	// Instants past MaxTime, decided at MaxTime (near them).
+	for i, v := range []string{"l4611686018427387900:1,5:1", "b4611686018427387905:1", "g6917529027641081857"} {
+		key := e.prefix + "pastmax:" + strconv.Itoa(i)
+		if err := e.rdb.Set(e.ctx, key, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		code := map[byte]string{'l': lua.CodeSlidingLog, 'b': lua.CodeTokenBucket, 'g': lua.CodeGCRA}[v[0]]
+		_, _, err := e.call(lua.Independent, strconv.FormatInt(algo.MaxTime, 10), "0", req{key, code, 1, p})
+		if err == nil || !strings.HasPrefix(err.Error(), "admit: ") {
+			t.Errorf("%q at MaxTime: err = %v", v, err)
+		}
+	}
 	// A state of another algorithm.
 	other := e.prefix + "other"
 	e.mustCall(lua.Independent, t0, req{other, lua.CodeSlidingWindow, 1, p})
