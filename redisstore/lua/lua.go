@@ -11,11 +11,12 @@ import (
 	"github.com/admit-go/admit/internal/algo"
 )
 
-// sources holds the script's parts. Decide is a prelude, then every
-// file but fast.lua and main.lua wrapped as a module (a function of the
-// table L through which modules share their exports, run by import only when
-// a call needs it, so that a call builds the closures it uses and no
-// others), then fast.lua and main.lua at the chunk's top level.
+// sources holds the script's parts. Decide is a prelude defining import,
+// whose branches are the modules: every file but fast.lua and main.lua, each
+// the body of a function run at most once per call, on the first import of
+// it (modules share their exports through the table L). A call thus builds
+// the closures of the modules it uses and no others: EVALSHA runs the whole
+// chunk every time. fast.lua and main.lua follow at the chunk's top level.
 //
 //go:embed *.lua
 var sources embed.FS

@@ -92,7 +92,7 @@ function L.decide(i, b, code, v, nowHi, nowLo)
   return v, r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter
 end
 
--- name returns the name of the state of algorithm code, or of tag.
+-- stateName returns the name of the state of algorithm code, or of tag.
 function L.stateName(code, tag)
   return import(code and byCode[code] or byTag[tag]).name
 end
