@@ -330,17 +330,6 @@ local function arg(s)
   return parse(s)
 end
 
--- fromTime returns sec×1e9 + usec×1e3 (Redis TIME), for sec < 1e10.
-local function fromTime(sec, usec)
-  -- usec×1e3 = floor(usec/1e4)×1e7 + (usec mod 1e4)×1e3
-  local lo = fmod(usec, 1e4)
-  local hi = sec * 100 + (usec - lo) / 1e4
-  lo = lo * 1000
-  if hi < 9e8 then return hi * 1e7 + lo end
-  local l1 = fmod(hi, 1e7)
-  return {lo, l1, (hi - l1) / 1e7}
-end
-
 -- fmt returns the decimal form of v.
 local function fmt(v)
   if type(v) == 'number' then return sfmt('%d', v) end
@@ -386,4 +375,4 @@ end
 -- Exports, for the modules that import "lib".
 L.add, L.sub, L.mul, L.cmp, L.lt, L.eq, L.divmod = add, sub, mul, cmp, lt, eq, divmod
 L.udivmod, L.div63, L.ceil63, L.fits63, L.dec, L.digits = udivmod, div63, ceil63, fits63, dec, digits
-L.parse, L.arg, L.fromTime, L.fmt, L.MAXI64, L.TWO64 = parse, arg, fromTime, fmt, MAXI64, TWO64
+L.parse, L.arg, L.fmt, L.MAXI64, L.TWO64 = parse, arg, fmt, MAXI64, TWO64

@@ -7,7 +7,7 @@
 -- package lua (doc.go). Pending states are kept in their stored form; the
 -- general path lives in the module "slow".
 
-local MAXSTR = '9223372036854775807' -- math.MaxInt64: algo.Never
+local MAXSTR = '9223372036854775807' -- math.MaxInt64: algo.Never, and Remaining when unlimited
 
 function L.fail(msg)
   error('admit: ' .. msg, 0)
@@ -139,14 +139,26 @@ local function run()
         ent.v, ent.changed, ent.reset = v2, true, reset
       end
     else
-      -- Unlimited and Closed decide without the state.
-      import('slow')
-      v2, ok, rem, retry, reset = L.decide(i, b, code, false, nowHi, nowLo)
+      -- Unlimited and Closed decide without the state: unlimited() and
+      -- closed(n) of params.lua, whatever the algorithm.
+      local mode, n = ARGV[b + 2], small(ARGV[b + 1])
+      if (mode == '1' or mode == '2') and n and small(ARGV[b + 3]) and small(ARGV[b + 4]) and small(ARGV[b + 5]) and small(ARGV[b + 6]) then
+        if mode == '1' then
+          ok, rem, retry, reset = true, MAXSTR, 0, 0
+        elseif n == 0 then
+          ok, rem, retry, reset = true, 0, 0, 0
+        else
+          ok, rem, retry, reset = false, 0, -1, 0
+        end
+      else
+        import('slow')
+        v2, ok, rem, retry, reset = L.decide(i, b, code, false, nowHi, nowLo)
+      end
     end
     reply[nr + 1] = ok and 1 or 0
     allowed = allowed and ok
     -- Integers below 2^53 as integer replies, others as decimal strings.
-    if type(rem) ~= 'number' then rem = L.reply(rem) end
+    if type(rem) ~= 'number' and rem ~= MAXSTR then rem = L.reply(rem) end
     if type(retry) ~= 'number' then retry = L.reply(retry) elseif retry == -1 then retry = MAXSTR end
     if type(reset) ~= 'number' then reset = L.reply(reset) end
     reply[nr + 2], reply[nr + 3], reply[nr + 4] = rem, retry, reset
