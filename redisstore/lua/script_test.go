@@ -486,3 +486,39 @@ func strconvQuote(v any) string {
 func fmtAny(v any) string { return fmt.Sprint(v) }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+// TestCluster runs the script on a Redis Cluster: keys that share a hash
+// tag, all-or-nothing, with Redis TIME and an explicit instant.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx := context.Background()
+	rdb := redistest.SharedCluster(t).Client(t)
+	script := redis.NewScript(lua.Decide)
+	p := mustCompile(t, 1, time.Second, 0)
+	tag := "{" + redistest.Prefix(t) + "}"
+	keys := []string{tag + "a", tag + "b", tag + "a"}
+	var args []any
+	for _, mode := range []string{lua.RedisTime, strconv.FormatInt(t0, 10)} {
+		args = append(args[:0], lua.AllOrNothing, mode, "0")
+		for range keys {
+			args = lua.AppendArgs(args, lua.CodeGCRA, 1, &p)
+		}
+		v, err := script.Run(ctx, rdb, keys, args...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, res, err := lua.ParseReply(v, len(keys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a and b fit; a again does not: nothing is written.
+		if !res[0].Allowed || !res[1].Allowed || res[2].Allowed {
+			t.Fatalf("%s: %+v", mode, res)
+		}
+		if n, err := rdb.Exists(ctx, tag+"a", tag+"b").Result(); err != nil || n != 0 {
+			t.Fatalf("%s: %d keys written, %v", mode, n, err)
+		}
+	}
+}
