@@ -522,11 +522,13 @@ func FuzzDecide(f *testing.F) {
 // 9e15 ns, instants whose low 7 digits are 0 or 9999999, instants below
 // 1e7, and capacities near 4e15.
 func TestFastPathEdges(t *testing.T) {
+	t.Parallel()
 	r := newRunner(t)
 	var params []algo.Params
 	for _, l := range [][3]int64{
 		{1, 1e9, 0}, {3, 1e9, 0}, {1, 4e15 - 1, 1}, {1, 4e15, 1}, {2, 8e15, 2}, {1, 2e15, 2},
-		{1, 9e15, 1}, {7, 7, 0}, {1, 1, 1}, {1000, 1, 1000},
+		{1, 9e15, 1}, {7, 7, 0}, {1, 1, 1}, {1000, 1, 1000}, {7, 13, 0}, {999983, 1e9, 0}, {3, 1e9, 5},
+		{7, 5e14 + 1, 0}, // Td = 7, CapN near 4e15 units
 	} {
 		p, err := algo.Compile(l[0], l[1], l[2])
 		if err != nil {
@@ -538,34 +540,48 @@ func TestFastPathEdges(t *testing.T) {
 	// now's make the high parts differ by exactly 4e8 or 9e8.)
 	offsets := []int64{0, 1, 2, 1e7 - 1, 1e7, 1e7 + 1, 4e15 - 1e7 - 1, 4e15 - 1e7, 4e15 - 5e6 + 1, 4e15 - 2, 4e15 - 1, 4e15,
 		4e15 + 1, 4e15 + 1e7, 9e15 - 1e7 - 1, 9e15 - 1e7, 9e15 - 5e6 + 1, 9e15 - 2, 9e15 - 1, 9e15, 9e15 + 1, 2e16}
-	nows := []int64{t0, t0 + 9999999, t0 + 1234567, 1e7 - 1, 9e15 + 3, algo.MaxTime}
+	nows := []int64{t0, t0 + 9999999, 1e7 - 1, algo.MaxTime}
 	for _, now := range nows {
 		for _, p := range params {
 			var tl timeline
 			add := func(code string, st any) {
 				tl.keys = append(tl.keys, keySpec{code: code, params: []algo.Params{p}, init: st})
 			}
-			for _, d := range offsets {
+			ds := offsets
+			if p.Mode == algo.Normal && p.Td > 1 { // debts near 4e15 and 9e15 units
+				// (786743589436924 ns: a debt of 5.5e15 units under 7/(5e14+1)ns
+				// where n = Burst would round in doubles, found by search.)
+				ds = append(ds[:len(ds):len(ds)], 4e15/p.Td, 4e15/p.Td+1, 9e15/p.Td-1, 9e15/p.Td, 786743589436924)
+			}
+			for _, d := range ds {
 				for _, at := range []int64{now + d, now - d} {
 					if at < 0 || at > algo.MaxTime {
 						continue
 					}
 					add(lua.CodeGCRA, algo.GCRA{At: at})
-					for _, level := range []int64{1, d, d + 1, max(d-1, 1), 4e15 - 1, 4e15, 9e15 - 2, 9e15 + 1, p.CapN, p.CapN + 1} {
+					if p.Td > 1 {
+						add(lua.CodeGCRA, algo.GCRA{At: at, Frac: 1})
+						add(lua.CodeGCRA, algo.GCRA{At: at, Frac: p.Td - 1})
+					}
+					for _, level := range []int64{1, d, d + 1, max(d-1, 1), 4e15 - 1, 4e15, 9e15 - 2, 9e15 + 1, p.CapN, p.CapN + 1,
+						d * p.Td, d*p.Td + 1, max(d*p.Td-1, 1)} {
+						if level <= 0 {
+							continue
+						}
 						add(lua.CodeTokenBucket, algo.Bucket{Last: at, Level: level})
 					}
 				}
 			}
 			add(lua.CodeGCRA, nil)
 			add(lua.CodeLeakyBucket, nil)
-			for _, dt := range []int64{0, 1e7, 4e15} {
+			for j, dt := range []int64{0, 0, 0, 0, 1e7, 4e15} { // every n at now
 				call := callSpec{now: min(now+dt, algo.MaxTime)}
 				for i, k := range tl.keys {
 					code := k.code
 					if code == lua.CodeTokenBucket && i%2 == 0 {
 						code = lua.CodeLeakyBucket
 					}
-					n := []int64{0, 1, p.Burst, p.Burst + 1}[(i+int(dt%7))%4]
+					n := []int64{p.Burst + 1, p.Burst, 1, 0}[(i+j)%4]
 					call.ops = append(call.ops, opSpec{key: i, code: code, p: p, n: n})
 				}
 				tl.calls = append(tl.calls, call)
@@ -579,6 +595,7 @@ func TestFastPathEdges(t *testing.T) {
 // edges (now = k×W-1, k×W, k×W+1), windows from 1e6 to 4e15 ns, stored
 // windows behind, at and ahead of now's, and counts around the burst.
 func TestFixedFastEdges(t *testing.T) {
+	t.Parallel()
 	r := newRunner(t)
 	for _, l := range [][2]int64{
 		{1, 1e6 - 1}, {1, 1e6}, {1, 1e6 + 1}, {5, 3e6}, {1000, 1e9}, {7, 7e9}, {60, 6e10}, {3600, 3.6e12},
@@ -624,6 +641,7 @@ func TestFixedFastEdges(t *testing.T) {
 // edges, with previous and current counts around the burst, stored windows
 // behind, at and ahead of now's, and products near the fast path's bounds.
 func TestSlidingFastEdges(t *testing.T) {
+	t.Parallel()
 	r := newRunner(t)
 	for _, l := range [][2]int64{
 		{1, 1e6 - 1}, {1, 1e6}, {5, 3e6}, {1000, 1e9}, {7, 7e9}, {60, 6e10}, {3600, 3.6e12}, {3, 999999999999},
@@ -674,6 +692,7 @@ func TestSlidingFastEdges(t *testing.T) {
 // (merges into the first or the newest entry), all expired, near MaxTime,
 // and with gaps near the fast path's bounds.
 func TestLogFastEdges(t *testing.T) {
+	t.Parallel()
 	r := newRunner(t)
 	for _, l := range [][3]int64{{1, 1e9, 3}, {5, 5, 0}, {1000, 1e9, 0}, {1, 4e15 - 1, 1}, {3, 3e15, 0}, {7, 13, 0}} {
 		p, err := algo.Compile(l[0], l[1], l[2])

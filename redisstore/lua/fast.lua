@@ -1,66 +1,88 @@
--- fast.lua (chunk level): an exact fast path for the most common decision,
--- not a mirror. gcraFast is GCRAStep (gcra.lua) specialized to a limit whose
--- T is a whole number of ns (Td = 1) and whose capacity CapN is below 4e15 ns,
--- a stored state without Frac, a debt below 4e15 ns and an instant of at
--- least 1e7 ns. Every value is then a Lua number, instants are handled as
--- pairs hi×1e7 + lo, and nothing is allocated but the stored form. Outside
--- that case it returns nil and the caller runs GCRAStep. The differential
--- test checks both paths against Go.
+-- fast.lua (chunk level): exact fast paths for the common decisions, not
+-- mirrors: each is a step function of the mirrors specialized to limits and
+-- states whose values, in the units the step function uses, stay below 4e15
+-- (sums of two stay below 2^53), with instants of at least 1e7 ns. Every
+-- value is then a Lua number, instants are handled as pairs hi×1e7 + lo (or
+-- as offsets from now), and nothing is allocated but the stored form.
+-- Outside its case each returns nil and the caller runs the general path.
+-- The differential test and the edge tests check both against Go.
 
 local sfind, ssub, sbyte, sfmt, gmatch = string.find, string.sub, string.byte, string.format, string.gmatch
 local fmod, floor, tonumber, type, tostring = math.fmod, math.floor, tonumber, type, tostring
 
--- gcraFast decides n events (n < 4e15) at now = nowHi×1e7 + nowLo
+-- ceilDiv returns ceil(x/d) for 0 <= x < 2^53 and d >= 1.
+local function ceilDiv(x, d)
+  local r = fmod(x, d)
+  if r == 0 then return x / d end
+  return (x - r) / d + 1
+end
+
+-- gcraFast is GCRAStep (gcra.lua) for debts, capacities and n×Tn below 4e15
+-- units of 1/Td ns. It decides n events at now = nowHi×1e7 + nowLo
 -- (nowHi >= 1) for the GCRA state stored as v (false: missing) under the
--- limit burst, tn, Td = 1, capN = burst×tn. It returns the new stored form,
+-- limit burst, tn, td, capN = burst×tn, and returns the new stored form,
 -- allowed, remaining, retryAfter (-1 for Never) and resetAfter.
-local function gcraFast(v, nowHi, nowLo, n, burst, tn, capN)
-  -- d0 = debt(s, now) = max(At-now, 0), for At = hi×1e7 + lo.
+local function gcraFast(v, nowHi, nowLo, n, burst, tn, td, capN)
+  -- d0 = debt(s, now): 0 if the TAT is at or before now, else
+  -- (At-now)×Td + Frac.
   local d0 = 0
   if v then
-    local len = #v
-    if len > 20 or not sfind(v, '^g%d+$') then return nil end
-    if len > 8 then
-      local hi, lo = tonumber(ssub(v, 2, -8)), tonumber(ssub(v, -7))
-      if hi > nowHi or (hi == nowHi and lo > nowLo) then
-        -- A debt of 4e15 or more (including any At past farFuture, since
-        -- now <= MaxTime) takes the general path.
+    local _, e, c = sfind(v, '^g%d+()')
+    if e == nil or e > 20 then return nil end
+    local frac = 0
+    if c <= #v then
+      local _, f = sfind(v, '^:%d+$', c)
+      if f == nil or f - c > 15 then return nil end
+      frac = tonumber(ssub(v, c + 1))
+    end
+    if e > 8 then -- At has 8 digits or more (else At < 1e7 <= now)
+      local hi, lo = tonumber(ssub(v, 2, e - 7)), tonumber(ssub(v, e - 6, e))
+      if hi > nowHi or (hi == nowHi and (lo > nowLo or (lo == nowLo and frac > 0))) then
+        -- A debt of 4e15 units or more (including any At past farFuture,
+        -- since now <= MaxTime) takes the general path.
         if hi - nowHi >= 4e8 then return nil end
-        d0 = (hi - nowHi) * 1e7 + (lo - nowLo)
+        d0 = ((hi - nowHi) * 1e7 + (lo - nowLo)) * td + frac
+        if d0 >= 4e15 then return nil end
       end
-    end -- else At < 1e7 <= now
+    end
   end
-  -- gcraReport: Remaining = floor((CapN-d)/Tn) if d < CapN; ResetAfter = d.
+  -- gcraReport: Remaining = floor((CapN-d)/Tn) if d < CapN; ResetAfter =
+  -- ceil(d/Td).
   local rem = 0
+  if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
   if n == 0 then
-    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
-    return v, true, rem, 0, d0
+    return v, true, rem, 0, ceilDiv(d0, td)
   end
   if n > burst then
-    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
-    return v, false, rem, -1, d0
+    return v, false, rem, -1, ceilDiv(d0, td)
   end
   local need = d0 + n * tn -- n×tn <= capN < 4e15
   if need > capN then
-    if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
-    return v, false, rem, need - capN, d0
+    return v, false, rem, ceilDiv(need - capN, td), ceilDiv(d0, td)
   end
-  -- gcraAt: At = now + need, Frac = 0.
-  local lo = nowLo + need
+  -- gcraAt: At = now + floor(need/Td), Frac = need mod Td.
+  local frac = fmod(need, td)
+  local lo = nowLo + (need - frac) / td
   local l = fmod(lo, 1e7)
+  local hi = nowHi + (lo - l) / 1e7
   rem = capN - need
   rem = (rem - fmod(rem, tn)) / tn
-  return sfmt('g%d%07d', nowHi + (lo - l) / 1e7, l), true, rem, 0, need
+  if frac == 0 then
+    v = sfmt('g%d%07d', hi, l)
+  else
+    v = sfmt('g%d%07d:%d', hi, l, frac)
+  end
+  return v, true, rem, 0, ceilDiv(need, td)
 end
 
--- bucketFast is BucketStep (bucket.lua) specialized like gcraFast: Td = 1,
--- capN < 4e15, a stored level below 4e15 and its instant Last at least 1e7
--- ns and within 4e15 ns of now when now is earlier. With Td = 1 the bucket's
--- TAT is Last + Level (no saturation: both are small enough), so at
--- t = max(now, Last) the debt is max(Level - (t-Last), 0); an admission
--- stores Bucket{Last: t, Level: need}, and every duration of the result is
--- shifted by t - now. It returns what gcraFast returns, or nil.
-local function bucketFast(v, nowHi, nowLo, n, burst, tn, capN)
+-- bucketFast is BucketStep (bucket.lua) specialized like gcraFast, for a
+-- stored level below 4e15 units and an instant Last of at least 1e7 ns and
+-- within 4e15 ns of now when now is earlier. The bucket's TAT is Last +
+-- Level/Td (no saturation: both are small enough), so at t = max(now, Last)
+-- the debt is max(Level - (t-Last)×Td, 0); an admission stores Bucket{Last:
+-- t, Level: need}, and every non-zero duration of the result is shifted by
+-- t - now. It returns what gcraFast returns, or nil.
+local function bucketFast(v, nowHi, nowLo, n, burst, tn, td, capN)
   local tHi, tLo, gap, d0 = nowHi, nowLo, 0, 0
   if v then
     local _, e, c = sfind(v, '^b%d+():%d+$')
@@ -78,12 +100,13 @@ local function bucketFast(v, nowHi, nowLo, n, burst, tn, capN)
     else
       elapsed = (nowHi - hi) * 1e7 + (nowLo - lo)
     end
-    if level > elapsed then d0 = level - elapsed end
+    local drained = elapsed * td -- exact when below level (< 4e15)
+    if level > drained then d0 = level - drained end
   end
   -- GCRAStep at t, then shift(r, gap): non-zero durations grow by gap.
   local rem = 0
   if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
-  local reset = d0
+  local reset = ceilDiv(d0, td)
   if reset ~= 0 then reset = reset + gap end
   if n == 0 then
     return v, true, rem, 0, reset
@@ -93,12 +116,12 @@ local function bucketFast(v, nowHi, nowLo, n, burst, tn, capN)
   end
   local need = d0 + n * tn
   if need > capN then
-    return v, false, rem, need - capN + gap, reset
+    return v, false, rem, ceilDiv(need - capN, td) + gap, reset
   end
   -- bucketAt: Bucket{Last: t, Level: need}.
   rem = capN - need
   rem = (rem - fmod(rem, tn)) / tn
-  return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, need + gap
+  return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, ceilDiv(need, td) + gap
 end
 
 -- windowFast is windowOf (window.lua) for Td = 1 and a window W = capN in

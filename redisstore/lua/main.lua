@@ -115,13 +115,16 @@ local function run()
         fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
       end
       do
-        -- The fast paths: Td = 1 and small values (see fast.lua).
-        local n, burst, tn, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 6])
-        if n and burst and tn and capN and ARGV[b + 5] == '1' and burst >= 1 and tn >= 1 and burst * tn == capN and nowHi >= 1 then
+        -- The fast paths, for small values (see fast.lua); the window
+        -- algorithms' need Td = 1.
+        local n, burst, tn, td, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 5]), small(ARGV[b + 6])
+        if n and burst and tn and td and capN and burst >= 1 and tn >= 1 and td >= 1 and burst * tn == capN and nowHi >= 1 then
           if tag == 'g' then
-            v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+            v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
           elseif tag == 'b' then
-            v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, capN)
+            v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
+          elseif td ~= 1 then
+            -- the general path
           elseif tag == 'f' then
             v2, ok, rem, retry, reset = fixedFast(ent.v, nowHi, nowLo, n, burst, capN)
           elseif tag == 's' then
