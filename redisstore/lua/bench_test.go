@@ -53,7 +53,11 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	frac, err := algo.Compile(3, int64(time.Millisecond), 0) // Td = 3: the general path
+	frac, err := algo.Compile(3, int64(time.Millisecond), 0) // T = 1ms/3: Td = 3
+	if err != nil {
+		b.Fatal(err)
+	}
+	long, err := algo.Compile(1, int64(100*24*time.Hour), 0) // T of 8.64e15ns: the general path
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +69,8 @@ func BenchmarkDecide(b *testing.B) {
 	}{
 		{"gcra/1key", lua.CodeGCRA, 1, &p},
 		{"gcra/10keys", lua.CodeGCRA, 10, &p},
-		{"gcra/general", lua.CodeGCRA, 1, &frac},
+		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac},
+		{"gcra/general", lua.CodeGCRA, 1, &long},
 		{"tb/1key", lua.CodeTokenBucket, 1, &p},
 		{"fw/1key", lua.CodeFixedWindow, 1, &p},
 		{"sw/1key", lua.CodeSlidingWindow, 1, &p},
