@@ -70,7 +70,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 		if err != nil {
 			return c.Refusal(lim.name), dst, fmt.Errorf("redisstore: layer %d: %w", i, err)
 		}
-		p.items = append(p.items, item{key: lim.redisKey(h, l.Key), args: lim.argsOf(c), n: n})
+		p.items = append(p.items, item{key: lim.redisKey(h, l.Key), limit: lim.argsOf(c), n: n})
 	}
 	layers[0].Limiter.fill(p, now, h)
 	if err := s.do(ctx, p); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -31,10 +30,9 @@ type Limiter struct {
 	obs    admit.Observer
 	// head is the part of each key after the hash tag: ":<code>:<name>:".
 	head string
-	// ownArgs and args hold the script's arguments for the own limit and
-	// for per-call ones (*limits.Compiled -> []any).
-	ownArgs []any
-	args    sync.Map
+	// ownArgs holds the script's arguments for the own limit (per-call
+	// limits keep theirs in limits.Compiled.Ext).
+	ownArgs *lua.Limit
 }
 
 // Limiter returns a limiter deciding by algorithm alg (any but the
@@ -61,7 +59,7 @@ func (s *Store) Limiter(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Li
 		return nil, lim.own.Err
 	}
 	lim.head = ":" + code + ":" + o.name + ":"
-	lim.ownArgs = lua.AppendArgs(nil, code, 0, &lim.own.P)
+	lim.ownArgs = lua.NewLimit(code, &lim.own.P)
 	return lim, nil
 }
 
@@ -142,7 +140,7 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 		}
 	}
 	p := s.getOp()
-	p.items = append(p.items, item{key: rkey, args: lim.argsOf(c), n: n})
+	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
 	lim.fill(p, now, tag)
 	if err := s.do(ctx, p); err != nil {
 		return c.Refusal(lim.name), err
@@ -164,18 +162,21 @@ func (lim *Limiter) fill(p *op, now int64, tag uint64) {
 	p.tag = tag
 }
 
-// argsOf returns the script's arguments for limit c (n is filled in per
-// call), formatted once per limit.
-func (lim *Limiter) argsOf(c *limits.Compiled) []any {
+// argsOf returns the script's arguments for limit c, formatted once per
+// limit, so that a call sends each limit once.
+func (lim *Limiter) argsOf(c *limits.Compiled) *lua.Limit {
 	if c == lim.own {
 		return lim.ownArgs
 	}
-	if a, ok := lim.args.Load(c); ok {
-		return a.([]any)
+	if a := c.Ext.Load(); a != nil {
+		if l, ok := (*a).(*lua.Limit); ok {
+			return l
+		}
 	}
-	a := lua.AppendArgs(nil, lim.code, 0, &c.P)
-	lim.args.Store(c, a)
-	return a
+	l := lua.NewLimit(lim.code, &c.P)
+	var a any = l
+	c.Ext.Store(&a)
+	return l
 }
 
 func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decision {
@@ -308,7 +309,7 @@ func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, d
 			}
 		}
 		q.p = s.getOp()
-		q.p.items = append(q.p.items, item{key: q.rkey, args: lim.argsOf(q.c), n: r.N})
+		q.p.items = append(q.p.items, item{key: q.rkey, limit: lim.argsOf(q.c), n: r.N})
 		lim.fill(q.p, now, tag)
 		sent = append(sent, q.p)
 	}

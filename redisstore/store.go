@@ -109,9 +109,9 @@ func (s *Store) Close() error {
 
 // item is one key's request within a script call.
 type item struct {
-	key  string // the Redis key
-	args []any  // the script's arguments for the key's limit (see argsOf)
-	n    int64
+	key   string     // the Redis key
+	limit *lua.Limit // the script's arguments for the key's limit (see argsOf)
+	n     int64
 }
 
 // op is one script call a caller waits for: one key, or several layers
@@ -250,6 +250,7 @@ func (s *Store) deadline(batch []*op) time.Time {
 type call struct {
 	all  bool   // one all-or-nothing op
 	now  string // the instant of its ops
+	la   lua.Args
 	ops  []*op
 	keys []string
 	args []any
@@ -261,6 +262,13 @@ type call struct {
 // each op's results or error.
 func (s *Store) run(ctx context.Context, batch []*op) {
 	calls := s.group(batch)
+	for _, c := range calls {
+		mode := lua.Independent
+		if c.all {
+			mode = lua.AllOrNothing
+		}
+		c.args = c.la.Append(make([]any, 0, 4+6+2*len(c.keys)), mode, c.now, s.minTTL)
+	}
 	start := time.Now()
 	s.exec(ctx, calls, false)
 	var missing []*call
@@ -350,17 +358,10 @@ func (s *Store) group(batch []*op) []*call {
 const maxKeysPerCall = 256
 
 func (s *Store) appendOp(c *call, p *op) {
-	if c.args == nil {
-		mode := "0"
-		if p.all {
-			mode = "1"
-		}
-		c.all = p.all
-		c.args = append(make([]any, 0, 3+7*len(p.items)), mode, p.now, s.minTTL)
-	}
+	c.all = p.all
 	for _, it := range p.items {
 		c.keys = append(c.keys, it.key)
-		c.args = append(c.args, it.args[0], it.n, it.args[2], it.args[3], it.args[4], it.args[5], it.args[6])
+		c.la.Add(it.limit, it.n)
 	}
 }
 

@@ -19,6 +19,11 @@ type Compiled struct {
 	Limit admit.Limit // with Burst filled in
 	P     algo.Params
 	Err   error // wraps admit.ErrInvalidLimit; P is unusable then
+
+	// Ext is for the store using the limit: whatever it derives from it
+	// (such as its arguments formatted for a script), set once, so that it
+	// lives and goes with the compiled limit in the Cache.
+	Ext atomic.Pointer[any]
 }
 
 // Compile checks l for algorithm alg and compiles it. The window

@@ -78,11 +78,13 @@ func BenchmarkDecide(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			keys := make([]string, c.keys)
-			args := []any{lua.Independent, lua.RedisTime, "0"}
+			var a lua.Args
+			l := lua.NewLimit(c.code, c.p)
 			for i := range keys {
 				keys[i] = "bench:" + c.name + ":" + strconv.Itoa(i)
-				args = lua.AppendArgs(args, c.code, 1, c.p)
+				a.Add(l, 1)
 			}
+			args := a.Append(nil, lua.Independent, lua.RedisTime, "0")
 			rdb.Del(ctx, keys...)
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)

@@ -388,11 +388,22 @@ func (r *runner) run(t testing.TB, tl timeline) {
 		if call.all {
 			mode = lua.AllOrNothing
 		}
-		args := []any{mode, strconv.FormatInt(call.now, 10), testMinTTL}
+		var a lua.Args
+		type limitOf struct {
+			code string
+			p    algo.Params
+		}
+		shared := map[limitOf]*lua.Limit{} // each limit once per call, as redisstore sends it
 		for i, op := range call.ops {
 			keys[i] = names[op.key]
-			args = lua.AppendArgs(args, op.code, op.n, &op.p)
+			l := shared[limitOf{op.code, op.p}]
+			if l == nil || i%3 == 2 { // and now and then again
+				l = lua.NewLimit(op.code, &op.p)
+				shared[limitOf{op.code, op.p}] = l
+			}
+			a.Add(l, op.n)
 		}
+		args := a.Append(nil, mode, strconv.FormatInt(call.now, 10), testMinTTL)
 		// The reference: the same steps at the clamped instant, each key
 		// seeing the state pending from the earlier ops of the call.
 		now := algo.Clamp(call.now)

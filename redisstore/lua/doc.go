@@ -54,11 +54,18 @@
 //	            RedisTime ("") for Redis TIME (seconds×1e9 + microseconds×1e3).
 //	            It is clamped to [0, algo.MaxTime] as algo.Clamp does.
 //	ARGV[3]     the minimum TTL of written keys in ms, in decimal ("0": none).
-//	then 7 arguments per key i (0-based), from ARGV[4+7i]:
-//	            the algorithm code (Code), n >= 0, and the limit compiled by
-//	            algo.Compile: Mode, Burst, Tn, Td, CapN (AppendArgs appends
-//	            them). Numbers are decimal int64s; below 9e15 the script reads
-//	            them with Lua's tonumber, which also takes forms such as 1e3.
+//	ARGV[4]     L, the number of limits.
+//	then 6 arguments per limit j (1-based), from ARGV[5+6(j-1)]:
+//	            the algorithm code (Code) and the limit compiled by
+//	            algo.Compile: Mode, Burst, Tn, Td, CapN (NewLimit formats
+//	            them). Each is read and checked once per call.
+//	then 2 arguments per key i (1-based), from ARGV[5+6L+2(i-1)]:
+//	            the index j of its limit, and n >= 0 (Args.Add adds them).
+//	Numbers are decimal int64s; below 9e15 the script reads them with Lua's
+//	tonumber, which also takes forms such as 1e3.
+//
+// A call of many keys under one limit (the usual batch) thus sends 2
+// arguments per key rather than 7, and the script checks the limit once.
 //
 // A key may appear more than once: each occurrence sees the state pending
 // from the earlier ones. The reply is a flat array:

@@ -120,18 +120,68 @@ func Code(a admit.Algorithm) (string, bool) {
 	return "", false
 }
 
-// AppendArgs appends the seven arguments of one key to args: the algorithm
-// code, n, and the compiled limit's Mode, Burst, Tn, Td and CapN, all as
-// decimal strings. p must come from algo.Compile (and pass CheckWindow for
-// the window algorithms); the script rejects any other limit.
-func AppendArgs(args []any, code string, n int64, p *algo.Params) []any {
-	return append(args, code,
-		strconv.FormatInt(n, 10),
+// Limit is one limit's six arguments to the script, formatted once: the
+// algorithm code and the compiled limit's Mode, Burst, Tn, Td and CapN as
+// decimal strings.
+type Limit [6]any
+
+// NewLimit formats limit p of algorithm code. p must come from
+// algo.Compile (and pass CheckWindow for the window algorithms); the script
+// rejects any other limit.
+func NewLimit(code string, p *algo.Params) *Limit {
+	return &Limit{code,
 		strconv.Itoa(int(p.Mode)),
 		strconv.FormatInt(p.Burst, 10),
 		strconv.FormatInt(p.Tn, 10),
 		strconv.FormatInt(p.Td, 10),
-		strconv.FormatInt(p.CapN, 10))
+		strconv.FormatInt(p.CapN, 10)}
+}
+
+// Args collects the arguments of one script call: each distinct limit
+// once, then a limit and a cost per key, in the order of the keys. The zero
+// value is empty; Reset empties it for reuse.
+type Args struct {
+	limits []*Limit
+	keys   []any // per key: the limit's index (from 1) and n
+}
+
+// Add appends the request of one key (the call's next KEYS entry): n
+// events under limit l. Limits are told apart by pointer, so reuse one
+// *Limit per limit to send it once.
+func (a *Args) Add(l *Limit, n int64) {
+	j := 0
+	for i, x := range a.limits {
+		if x == l {
+			j = i + 1
+			break
+		}
+	}
+	if j == 0 {
+		a.limits = append(a.limits, l)
+		j = len(a.limits)
+	}
+	a.keys = append(a.keys, int64(j), n)
+}
+
+// Len returns the number of keys added.
+func (a *Args) Len() int { return len(a.keys) / 2 }
+
+// Reset empties a, keeping its memory.
+func (a *Args) Reset() {
+	clear(a.limits)
+	a.limits, a.keys = a.limits[:0], a.keys[:0]
+}
+
+// Append appends the call's ARGV to dst and returns the result: mode
+// (Independent or AllOrNothing), now (decimal ns, or RedisTime), the
+// minimum TTL (decimal ms), the number of limits, the limits, and the keys'
+// limit indexes and costs.
+func (a *Args) Append(dst []any, mode, now, minTTL string) []any {
+	dst = append(dst, mode, now, minTTL, int64(len(a.limits)))
+	for _, l := range a.limits {
+		dst = append(dst, l[:]...)
+	}
+	return append(dst, a.keys...)
 }
 
 // ErrReply reports a reply of the script that does not have the documented

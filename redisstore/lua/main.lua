@@ -59,8 +59,12 @@ local nowHi, nowLo -- the instant of the call: nowHi×1e7 + nowLo
 
 local function run()
   local nkeys = #KEYS
-  if #ARGV ~= 3 + 7 * nkeys then
-    fail(sfmt('%d keys need %d arguments, got %d', nkeys, 3 + 7 * nkeys, #ARGV))
+  local nsets = small(ARGV[4])
+  if nsets == nil then
+    fail('ARGV[4] must be the number of limits')
+  end
+  if #ARGV ~= 4 + 6 * nsets + 2 * nkeys then
+    fail(sfmt('%d limits and %d keys need %d arguments, got %d', nsets, nkeys, 4 + 6 * nsets + 2 * nkeys, #ARGV))
   end
   local all = ARGV[1]
   if all ~= '0' and all ~= '1' then
@@ -77,12 +81,12 @@ local function run()
     end
   end
 
-  local reply = {nowHi > 0 and sfmt('%d%07d', nowHi, nowLo) or sfmt('%d', nowLo)}
-  local nr = 1
-  local pending, order = {}, {}
-  local allowed = true
-  for i = 1, nkeys do
-    local b = 4 + 7 * (i - 1)
+  -- The limits, each read once: its code, the ARGV index of its Mode, the
+  -- tag of its stored states, and its fields when the fast paths can use
+  -- them (see fast.lua; the window algorithms' need Td = 1).
+  local sets = {}
+  for j = 1, nsets do
+    local b = 5 + 6 * (j - 1)
     local code = ARGV[b]
     local tag -- the first byte of the code's stored states
     if code == 'gcra' then
@@ -96,10 +100,33 @@ local function run()
     elseif code == 'sl' then
       tag = 'l'
     else
-      fail(sfmt('key %d: unknown algorithm code %q', i, code))
+      fail(sfmt('limit %d: unknown algorithm code %q', j, code))
     end
+    local set = {code = code, tag = tag, pb = b + 1, mode = ARGV[b + 1]}
+    local burst, tn, td, capN = small(ARGV[b + 2]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 5])
+    if burst and tn and td and capN then
+      set.small = true
+      if set.mode == '0' and burst >= 1 and tn >= 1 and td >= 1 and burst * tn == capN then
+        set.burst, set.tn, set.td, set.capN = burst, tn, td, capN
+      end
+    end
+    sets[j] = set
+  end
+  local kb0 = 5 + 6 * nsets -- ARGV index of the first key's limit
+
+  local reply = {nowHi > 0 and sfmt('%d%07d', nowHi, nowLo) or sfmt('%d', nowLo)}
+  local nr = 1
+  local pending, order = {}, {}
+  local allowed = true
+  for i = 1, nkeys do
+    local kb = kb0 + 2 * (i - 1)
+    local set = sets[tonumber(ARGV[kb])]
+    if set == nil then
+      fail(sfmt('key %d: ARGV[%d] must be the index of one of the %d limits', i, kb, nsets))
+    end
+    local code, tag, nArg = set.code, set.tag, ARGV[kb + 1]
     local ok, rem, retry, reset, v2
-    if ARGV[b + 2] == '0' then
+    if set.mode == '0' then
       local key = KEYS[i]
       local ent = pending[key]
       if ent == nil then
@@ -117,8 +144,8 @@ local function run()
       do
         -- The fast paths, for small values (see fast.lua); the window
         -- algorithms' need Td = 1.
-        local n, burst, tn, td, capN = small(ARGV[b + 1]), small(ARGV[b + 3]), small(ARGV[b + 4]), small(ARGV[b + 5]), small(ARGV[b + 6])
-        if n and burst and tn and td and capN and burst >= 1 and tn >= 1 and td >= 1 and burst * tn == capN and nowHi >= 1 then
+        local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
+        if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
           if tag == 'g' then
             v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
           elseif tag == 'b' then
@@ -136,7 +163,7 @@ local function run()
       end
       if v2 == nil then
         import('slow')
-        v2, ok, rem, retry, reset = L.decide(i, b, code, ent.v, nowHi, nowLo)
+        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo)
       end
       if v2 ~= ent.v then
         ent.v, ent.changed, ent.reset = v2, true, reset
@@ -144,8 +171,8 @@ local function run()
     else
       -- Unlimited and Closed decide without the state: unlimited() and
       -- closed(n) of params.lua, whatever the algorithm.
-      local mode, n = ARGV[b + 2], small(ARGV[b + 1])
-      if (mode == '1' or mode == '2') and n and small(ARGV[b + 3]) and small(ARGV[b + 4]) and small(ARGV[b + 5]) and small(ARGV[b + 6]) then
+      local mode, n = set.mode, small(nArg)
+      if (mode == '1' or mode == '2') and n and set.small then
         if mode == '1' then
           ok, rem, retry, reset = true, MAXSTR, 0, 0
         elseif n == 0 then
@@ -155,7 +182,7 @@ local function run()
         end
       else
         import('slow')
-        v2, ok, rem, retry, reset = L.decide(i, b, code, false, nowHi, nowLo)
+        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, false, nowHi, nowLo)
       end
     end
     reply[nr + 1] = ok and 1 or 0

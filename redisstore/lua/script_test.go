@@ -53,11 +53,12 @@ func newEnv(t testing.TB) *env {
 // call runs the script and returns its reply or error.
 func (e *env) call(mode, now, minTTL string, reqs ...req) (int64, []algo.Result, error) {
 	keys := make([]string, len(reqs))
-	args := []any{mode, now, minTTL}
+	var a lua.Args
 	for i, r := range reqs {
 		keys[i] = r.key
-		args = lua.AppendArgs(args, r.code, r.n, &r.p)
+		a.Add(lua.NewLimit(r.code, &r.p), r.n)
 	}
+	args := a.Append(nil, mode, now, minTTL)
 	v, err := e.script.Run(e.ctx, e.rdb, keys, args...).Result()
 	if err != nil {
 		return 0, nil, err
@@ -399,14 +400,17 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	ok := lua.AppendArgs(nil, lua.CodeGCRA, 1, &p)
+	// ok is: mode, now, minTTL, 1 limit, the limit (code, Mode, Burst, Tn,
+	// Td, CapN), then key 1's limit index and n.
+	ok := append([]any{"0", "100", "0", "1"}, lua.NewLimit(lua.CodeGCRA, &p)[:]...)
+	ok = append(ok, "1", "1")
 	with := func(i int, v any) []any {
-		a := append([]any{"0", "100", "0"}, ok...)
+		a := append([]any(nil), ok...)
 		a[i] = v
 		return a
 	}
 	bad("no arguments")
-	bad("too few", "0", "100", "0", "gcra")
+	bad("too few", "0", "100", "0", "1", "gcra")
 	bad("too many", append(with(0, "0"), "x")...)
 	for _, c := range []struct {
 		i int
@@ -415,8 +419,10 @@ func TestErrors(t *testing.T) {
 		{0, "2"}, {0, ""}, {1, "x"}, {1, "--1"}, {1, "99999999999999999999"}, {1, "-99999999999999999999"},
 		{1, "1.5"}, {1, "inf"}, {1, "nan"}, {1, "1e300"},
 		{2, "-1"}, {2, ""}, {2, "1.5"},
-		{3, "token_bucket"}, {3, ""}, {4, "-1"}, {4, "0.5"}, {4, "9223372036854775808"},
+		{3, "2"}, {3, "0"}, {3, "x"}, {3, "-1"},
+		{4, "token_bucket"}, {4, ""}, {11, "-1"}, {11, "0.5"}, {11, "9223372036854775808"},
 		{5, "3"}, {5, ""}, {6, "0"}, {6, "-1"}, {7, "0"}, {8, "0"}, {9, "999"}, {9, "x"},
+		{10, "0"}, {10, "2"}, {10, "x"}, {10, "1.5"}, {10, ""},
 	} {
 		bad("argument "+strconv.Itoa(c.i+1)+" = "+strconvQuote(c.v), with(c.i, c.v)...)
 	}
@@ -426,10 +432,10 @@ func TestErrors(t *testing.T) {
 		{Mode: algo.Normal, Burst: 1 << 40, Tn: 1 << 40, Td: 1, CapN: 0},
 		{Mode: algo.Normal, Burst: 1, Tn: math.MaxInt64, Td: 1, CapN: math.MaxInt64}, // longer than MaxSpan
 	} {
-		bad("params "+strconvQuote(q), append([]any{"0", "100", "0"}, lua.AppendArgs(nil, lua.CodeGCRA, 1, &q)...)...)
+		bad("params "+strconvQuote(q), oneKey(lua.CodeGCRA, &q)...)
 	}
 	sub := algo.Params{Mode: algo.Normal, Burst: 1, Tn: 1, Td: 2, CapN: 1} // window of 1/2 ns
-	bad("sub-ns window", append([]any{"0", "100", "0"}, lua.AppendArgs(nil, lua.CodeFixedWindow, 1, &sub)...)...)
+	bad("sub-ns window", oneKey(lua.CodeFixedWindow, &sub)...)
 	if _, _, err := e.call(lua.Independent, "100", "0", req{key, lua.CodeGCRA, 1, sub}); err != nil {
 		t.Errorf("a sub-ns T is fine for gcra: %v", err)
 	}
@@ -500,11 +506,14 @@ func TestCluster(t *testing.T) {
 	tag := "{" + redistest.Prefix(t) + "}"
 	keys := []string{tag + "a", tag + "b", tag + "a"}
 	var args []any
+	var a lua.Args
+	l := lua.NewLimit(lua.CodeGCRA, &p)
 	for _, mode := range []string{lua.RedisTime, strconv.FormatInt(t0, 10)} {
-		args = append(args[:0], lua.AllOrNothing, mode, "0")
+		a.Reset()
 		for range keys {
-			args = lua.AppendArgs(args, lua.CodeGCRA, 1, &p)
+			a.Add(l, 1)
 		}
+		args = a.Append(args[:0], lua.AllOrNothing, mode, "0")
 		v, err := script.Run(ctx, rdb, keys, args...).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -521,4 +530,12 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("%s: %d keys written, %v", mode, n, err)
 		}
 	}
+}
+
+// oneKey returns the arguments of one independent key at 100 ns with no
+// minimum TTL, n = 1 under limit p of code.
+func oneKey(code string, p *algo.Params) []any {
+	var a lua.Args
+	a.Add(lua.NewLimit(code, p), 1)
+	return a.Append(nil, lua.Independent, "100", "0")
 }

@@ -58,11 +58,11 @@ local function decodeState(i, alg, v)
   fail(sfmt('key %d holds a malformed %s state (a value this script did not write)', i, alg.name))
 end
 
--- decide runs the step function of algorithm code for key i (arguments from
--- ARGV[b]) at now = nowHi×1e7 + nowLo on the state stored as v, and returns
+-- decide runs the step function of algorithm code for key i (n given as the
+-- argument nArg, the limit's fields from ARGV[pb]) at now = nowHi×1e7 + nowLo on the state stored as v, and returns
 -- the new stored form (v itself if unchanged, false for an empty sliding log)
 -- and the result's fields.
-function L.decide(i, b, code, v, nowHi, nowLo)
+function L.decide(i, nArg, pb, code, v, nowHi, nowLo)
   if nowV == nil then
     if nowHi < 9e8 then
       nowV = nowHi * 1e7 + nowLo
@@ -72,11 +72,11 @@ function L.decide(i, b, code, v, nowHi, nowLo)
     end
   end
   local alg = import(byCode[code])
-  local n = arg(ARGV[b + 1])
+  local n = arg(nArg)
   if n == nil then
     fail(sfmt('key %d: n must be a decimal integer in [0, 2^63)', i))
   end
-  local p = readParams(i, b + 2, alg.window)
+  local p = readParams(i, pb, alg.window)
   local st = nil
   if p.Mode == L.Normal then
     st = decodeState(i, alg, v)
