@@ -3,7 +3,10 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -369,4 +372,39 @@ func TestConformanceSentinel(t *testing.T) {
 	sentinel := redistest.NewSentinel(t)
 	client := sentinel.Client(t)
 	admittest.Run(t, factory(func(testing.TB) redis.UniversalClient { return client }), admit.AlgGCRA, admit.AlgSlidingLog)
+}
+
+// Close while checks are in flight: every caller returns (a decision or
+// ErrClosed), none hangs, and no worker is left behind.
+func TestCloseUnderLoad(t *testing.T) {
+	client := standalone(t)
+	before := runtime.NumGoroutine()
+	s, err := redisstore.New(client, redisstore.WithPrefix(redistest.Prefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(1e6))
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				_, err := lim.Allow(context.Background(), "k"+strconv.Itoa(w*1000+i%50), 1)
+				if errors.Is(err, redisstore.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // let the load build up
+	s.Close()
+	wg.Wait()
+	for start := time.Now(); runtime.NumGoroutine() > before+2; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("%d goroutines after Close, %d before", runtime.NumGoroutine(), before)
+		}
+	}
 }

@@ -166,6 +166,11 @@ func (s *Store) do(ctx context.Context, p *op) error {
 		return p.err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.quit:
+		// Close may have drained the queue before p went in: nobody
+		// would answer it. (A worker that took p still answers, into
+		// p.done's buffer, and p is not reused.)
+		return ErrClosed
 	}
 }
 
