@@ -94,6 +94,14 @@
 // latency. After a refused connection go-redis redials about once a
 // second, so recovery after Redis is back takes up to a second.
 //
+// # Examples and tests
+//
+// The Examples and tests of this package run against real Redis: under
+// `go test` the package's TestMain starts redis-server processes from PATH
+// on free ports (a standalone server, a 3-node cluster, Sentinel) and stops
+// them at the end; without redis-server the tests skip (they fail with
+// ADMIT_REQUIRE_REDIS=1) and the Examples fail, saying how to install it.
+//
 // # Errors
 //
 // A denial is a Decision, not an error. Errors mean nothing was decided:
