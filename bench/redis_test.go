@@ -55,10 +55,11 @@ var redisAddr = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	redisCmd = cmd
+	redisCmd, redisDir = cmd, dir
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
@@ -70,7 +71,10 @@ var redisAddr = sync.OnceValues(func() (string, error) {
 	return "", fmt.Errorf("redis-server on %s did not answer", addr)
 })
 
-var redisCmd *exec.Cmd
+var (
+	redisCmd *exec.Cmd
+	redisDir string
+)
 
 // quiet drops go-redis's log lines (a refused dial per check during the
 // outage benchmark).
@@ -84,6 +88,7 @@ func TestMain(m *testing.M) {
 	if redisCmd != nil {
 		redisCmd.Process.Kill()
 		redisCmd.Wait()
+		os.RemoveAll(redisDir)
 	}
 	os.Exit(code)
 }
