@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -79,8 +78,8 @@ type Quota struct {
 	errFull   error
 
 	// cur is the current period: the latest any decision was made in. It
-	// only moves forward. nil before the first decision.
-	cur atomic.Pointer[window]
+	// only moves forward.
+	cur Latest
 	t   *table
 }
 
@@ -285,22 +284,7 @@ func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, e
 // window returns the period to decide an instant in: the current period
 // if now is in it or earlier, else the period holding now, which becomes
 // the current period.
-func (q *Quota) window(now int64) window {
-	if p := q.cur.Load(); p != nil && now < p.End {
-		return *p
-	}
-	w := new(window)
-	*w = q.bounds(now)
-	for {
-		p := q.cur.Load()
-		if p != nil && p.Start >= w.Start {
-			return *p // another call moved on meanwhile
-		}
-		if q.cur.CompareAndSwap(p, w) {
-			return *w
-		}
-	}
-}
+func (q *Quota) window(now int64) window { return q.cur.Window(now, q.bounds) }
 
 // bounds returns the period holding now.
 func (q *Quota) bounds(now int64) window {
@@ -312,12 +296,7 @@ func (q *Quota) bounds(now int64) window {
 // past w since w was read. Called under the key's shard lock, it makes
 // sure a key forgotten for having ended (by a call that held the lock
 // before) is never decided in its ended period.
-func (q *Quota) latest(w window) window {
-	if p := q.cur.Load(); p.Start > w.Start {
-		return *p
-	}
-	return w
-}
+func (q *Quota) latest(w window) window { return q.cur.Newer(w) }
 
 // decision builds the Decision of a step's result and reports it.
 func (q *Quota) decision(key string, n, limit int64, r result, evicted int) admit.Decision {
@@ -370,8 +349,8 @@ func (q *Quota) refuse(now int64, key string, limit, n int64) (admit.Decision, e
 	}
 	// Report the period without making it the current one.
 	var w window
-	if p := q.cur.Load(); p != nil && now < p.End {
-		w = *p
+	if p, ok := q.cur.Get(); ok && now < p.End {
+		w = p
 	} else {
 		w = q.bounds(now)
 	}

@@ -11,10 +11,13 @@ import "math"
 // never is the RetryAfter (ns) of a request that can never be admitted.
 const never = int64(math.MaxInt64)
 
-// window is a calendar period [Start, End), in ns since the Unix epoch.
-type window struct {
+// Window is a calendar period [Start, End), in ns since the Unix epoch.
+type Window struct {
 	Start, End int64
 }
+
+// window is the package's short name for Window.
+type window = Window
 
 // state is one key's count: Used events admitted in the period [Start,
 // End). The zero state is empty: it holds no period (no period ends at the

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -104,16 +103,13 @@ type Quota struct {
 	head      string // ":quota:<name>:<period>@"
 
 	// cur is the latest period an explicit instant was decided in; it
-	// only moves forward. nil before the first.
-	cur atomic.Pointer[qwindow]
+	// only moves forward.
+	cur quota.Latest
 
 	// guess is the local clock, which guesses the period of Redis's
 	// instant (a test sets it off).
 	guess func() time.Time
 }
-
-// qwindow is a calendar period [start, end), in ns since the Unix epoch.
-type qwindow struct{ start, end int64 }
 
 // Quota returns a quota of n events per key per period, whose counts live
 // in Redis. period is one of package quota's Periods (quota.ParsePeriod
@@ -278,12 +274,12 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	}
 	w := q.bounds(nanos(q.guess()))
 	keys := []string{
-		q.redisKey(q.bounds(w.start-1).start, key),
-		q.redisKey(w.start, key),
-		q.redisKey(w.end, key),
+		q.redisKey(q.bounds(w.Start-1).Start, key),
+		q.redisKey(w.Start, key),
+		q.redisKey(w.End, key),
 	}
-	if p := q.cur.Load(); p != nil {
-		keys = append(keys, q.redisKey(p.start, key))
+	if p, ok := q.cur.Get(); ok {
+		keys = append(keys, q.redisKey(p.Start, key))
 	}
 	start := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, q.s.o.timeout)
@@ -337,7 +333,7 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 	used := r[1]
 	d := admit.Decision{
 		Allowed:   r[0] == 1,
-		Limit:     admit.Limit{Rate: limit, Period: time.Duration(w.end - w.start), Burst: limit},
+		Limit:     admit.Limit{Rate: limit, Period: time.Duration(w.End - w.Start), Burst: limit},
 		Remaining: max(limit-used, 0),
 		Rule:      q.name,
 		Kind:      admit.KindQuota,
@@ -347,10 +343,10 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 	case n > limit:
 		d.RetryAfter = admit.InfDuration
 	default:
-		d.RetryAfter = time.Duration(w.end - now)
+		d.RetryAfter = time.Duration(w.End - now)
 	}
 	if used > 0 {
-		d.ResetAfter = time.Duration(w.end - now)
+		d.ResetAfter = time.Duration(w.End - now)
 	}
 	if q.obs != nil {
 		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
@@ -372,9 +368,9 @@ func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) erro
 // call runs the script for key at now (< 0: Redis's clock) and returns
 // its reply, the period it was decided in and the instant it was decided
 // at (ns).
-func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, qwindow, int64, error) {
+func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, quota.Window, int64, error) {
 	explicit := now >= 0
-	var w qwindow
+	var w quota.Window
 	if explicit {
 		w = q.window(now)
 	} else {
@@ -386,9 +382,9 @@ func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit in
 		if explicit {
 			at = strconv.FormatInt(now/1000, 10)
 		}
-		expireAt := (w.end + int64(QuotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
-		r, err := q.s.evalInts(ctx, quotaScript, "quota", []string{q.redisKey(w.start, key)}, 3,
-			op, at, strconv.FormatInt(w.start/1000, 10), strconv.FormatInt(w.end/1000, 10),
+		expireAt := (w.End + int64(QuotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
+		r, err := q.s.evalInts(ctx, quotaScript, "quota", []string{q.redisKey(w.Start, key)}, 3,
+			op, at, strconv.FormatInt(w.Start/1000, 10), strconv.FormatInt(w.End/1000, 10),
 			strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10),
 			strconv.FormatInt(expireAt, 10), minTTL)
 		if err != nil {
@@ -418,27 +414,12 @@ func (q *Quota) redisKey(start int64, key string) string {
 // window returns the period to decide an explicit instant in: the latest
 // one decided in if now is in it or earlier, else the period holding now,
 // which becomes the latest.
-func (q *Quota) window(now int64) qwindow {
-	if p := q.cur.Load(); p != nil && now < p.end {
-		return *p
-	}
-	w := new(qwindow)
-	*w = q.bounds(now)
-	for {
-		p := q.cur.Load()
-		if p != nil && p.start >= w.start {
-			return *p // another call moved on meanwhile
-		}
-		if q.cur.CompareAndSwap(p, w) {
-			return *w
-		}
-	}
-}
+func (q *Quota) window(now int64) quota.Window { return q.cur.Window(now, q.bounds) }
 
 // bounds returns the period holding now.
-func (q *Quota) bounds(now int64) qwindow {
+func (q *Quota) bounds(now int64) quota.Window {
 	start, end := q.period.Bounds(time.Unix(0, now), q.loc, q.weekStart)
-	return qwindow{start: start.UnixNano(), end: end.UnixNano()}
+	return quota.Window{Start: start.UnixNano(), End: end.UnixNano()}
 }
 
 func (q *Quota) checkInput(key string, n int64) error {
