@@ -17,62 +17,87 @@ local function ceilDiv(x, d)
   return (x - r) / d + 1
 end
 
--- gcraFast is GCRAStep (gcra.lua) for debts, capacities and n×Tn below 4e15
--- units of 1/Td ns. It decides n events at now = nowHi×1e7 + nowLo
--- (nowHi >= 1) for the GCRA state stored as v (false: missing) under the
--- limit burst, tn, td, capN = burst×tn, and returns the new stored form,
--- allowed, remaining, retryAfter (-1 for Never) and resetAfter.
-local function gcraFast(v, nowHi, nowLo, n, burst, tn, td, capN)
+-- gcraDecodeFast reads a GCRA state stored as v (false: missing) as the
+-- numbers hi, lo, frac with At = hi×1e7 + lo, or returns nil if it is too
+-- large for gcraStepFast (an At of more than 19 digits, a Frac of more
+-- than 15). A missing state is At = 0.
+local function gcraDecodeFast(v)
+  if not v then return 0, 0, 0 end
+  local _, e, c = sfind(v, '^g%d+()')
+  if e == nil or e > 20 then return nil end
+  local frac = 0
+  if c <= #v then
+    local _, f = sfind(v, '^:%d+$', c)
+    if f == nil or f - c > 15 then return nil end
+    frac = tonumber(ssub(v, c + 1))
+  end
+  if e > 8 then -- At has 8 digits or more
+    return tonumber(ssub(v, 2, e - 7)), tonumber(ssub(v, e - 6, e)), frac
+  end
+  return 0, tonumber(ssub(v, 2, e)), frac
+end
+
+-- gcraEncodeFast is the stored form of At = hi×1e7 + lo (hi >= 1) and
+-- frac.
+local function gcraEncodeFast(hi, lo, frac)
+  if frac == 0 then
+    return sfmt('g%d%07d', hi, lo)
+  end
+  return sfmt('g%d%07d:%d', hi, lo, frac)
+end
+
+-- gcraStepFast is GCRAStep (gcra.lua) for debts, capacities and n×Tn
+-- below 4e15 units of 1/Td ns. It decides n events at now = nowHi×1e7 +
+-- nowLo (nowHi >= 1) for the state hi, lo, frac (see gcraDecodeFast) under
+-- the limit burst, tn, td, capN = burst×tn, and returns the new state's
+-- hi, lo, frac (the same values if unchanged), allowed, remaining,
+-- retryAfter (-1 for Never) and resetAfter; or nil outside its case.
+local function gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
   -- d0 = debt(s, now): 0 if the TAT is at or before now, else
   -- (At-now)×Td + Frac.
   local d0 = 0
-  if v then
-    local _, e, c = sfind(v, '^g%d+()')
-    if e == nil or e > 20 then return nil end
-    local frac = 0
-    if c <= #v then
-      local _, f = sfind(v, '^:%d+$', c)
-      if f == nil or f - c > 15 then return nil end
-      frac = tonumber(ssub(v, c + 1))
-    end
-    if e > 8 then -- At has 8 digits or more (else At < 1e7 <= now)
-      local hi, lo = tonumber(ssub(v, 2, e - 7)), tonumber(ssub(v, e - 6, e))
-      if hi > nowHi or (hi == nowHi and (lo > nowLo or (lo == nowLo and frac > 0))) then
-        -- A debt of 4e15 units or more (including any At past farFuture,
-        -- since now <= MaxTime) takes the general path.
-        if hi - nowHi >= 4e8 then return nil end
-        d0 = ((hi - nowHi) * 1e7 + (lo - nowLo)) * td + frac
-        if d0 >= 4e15 then return nil end
-      end
-    end
+  if hi > nowHi or (hi == nowHi and (lo > nowLo or (lo == nowLo and frac > 0))) then
+    -- A debt of 4e15 units or more (including any At past farFuture,
+    -- since now <= MaxTime) takes the general path.
+    if hi - nowHi >= 4e8 then return nil end
+    d0 = ((hi - nowHi) * 1e7 + (lo - nowLo)) * td + frac
+    if d0 >= 4e15 then return nil end
   end
   -- gcraReport: Remaining = floor((CapN-d)/Tn) if d < CapN; ResetAfter =
   -- ceil(d/Td).
   local rem = 0
   if d0 < capN then rem = capN - d0; rem = (rem - fmod(rem, tn)) / tn end
   if n == 0 then
-    return v, true, rem, 0, ceilDiv(d0, td)
+    return hi, lo, frac, true, rem, 0, ceilDiv(d0, td)
   end
   if n > burst then
-    return v, false, rem, -1, ceilDiv(d0, td)
+    return hi, lo, frac, false, rem, -1, ceilDiv(d0, td)
   end
   local need = d0 + n * tn -- n×tn <= capN < 4e15
   if need > capN then
-    return v, false, rem, ceilDiv(need - capN, td), ceilDiv(d0, td)
+    return hi, lo, frac, false, rem, ceilDiv(need - capN, td), ceilDiv(d0, td)
   end
   -- gcraAt: At = now + floor(need/Td), Frac = need mod Td.
-  local frac = fmod(need, td)
-  local lo = nowLo + (need - frac) / td
-  local l = fmod(lo, 1e7)
-  local hi = nowHi + (lo - l) / 1e7
+  local f = fmod(need, td)
+  local l = nowLo + (need - f) / td
+  local l7 = fmod(l, 1e7)
   rem = capN - need
   rem = (rem - fmod(rem, tn)) / tn
-  if frac == 0 then
-    v = sfmt('g%d%07d', hi, l)
-  else
-    v = sfmt('g%d%07d:%d', hi, l, frac)
+  return nowHi + (l - l7) / 1e7, l7, f, true, rem, 0, ceilDiv(need, td)
+end
+
+-- gcraFast is gcraStepFast on a stored form v (false: missing): it returns
+-- the new stored form (v itself if unchanged), allowed, remaining,
+-- retryAfter and resetAfter, or nil.
+local function gcraFast(v, nowHi, nowLo, n, burst, tn, td, capN)
+  local hi, lo, frac = gcraDecodeFast(v)
+  if hi == nil then return nil end
+  local h2, l2, f2, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
+  if h2 == nil then return nil end
+  if h2 ~= hi or l2 ~= lo or f2 ~= frac then
+    v = gcraEncodeFast(h2, l2, f2)
   end
-  return v, true, rem, 0, ceilDiv(need, td)
+  return v, ok, rem, retry, reset
 end
 
 -- bucketFast is BucketStep (bucket.lua) specialized like gcraFast, for a

@@ -147,7 +147,22 @@ local function run()
         local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
         if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
           if tag == 'g' then
-            v2, ok, rem, retry, reset = gcraFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
+            -- A key met again in this call keeps its state decoded, and
+            -- is encoded once, when written (ent.stale).
+            if ent.hi == nil then
+              ent.hi, ent.lo, ent.frac = gcraDecodeFast(ent.v)
+            end
+            if ent.hi ~= nil then
+              local hi, lo, frac
+              hi, lo, frac, ok, rem, retry, reset = gcraStepFast(ent.hi, ent.lo, ent.frac, nowHi, nowLo, n, burst, tn, td, capN)
+              if hi ~= nil then
+                v2 = ent.v
+                if hi ~= ent.hi or lo ~= ent.lo or frac ~= ent.frac then
+                  ent.hi, ent.lo, ent.frac = hi, lo, frac
+                  ent.stale, ent.changed, ent.reset = true, true, reset
+                end
+              end
+            end
           elseif tag == 'b' then
             v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
           elseif td ~= 1 then
@@ -163,6 +178,10 @@ local function run()
       end
       if v2 == nil then
         import('slow')
+        if ent.stale then
+          ent.v, ent.stale = gcraEncodeFast(ent.hi, ent.lo, ent.frac), false
+        end
+        ent.hi = nil -- the general path may change the stored form
         v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo)
       end
       if v2 ~= ent.v then
@@ -201,6 +220,9 @@ local function run()
   for j = 1, #order do
     local ent = order[j]
     if ent.changed then
+      if ent.stale then
+        ent.v = gcraEncodeFast(ent.hi, ent.lo, ent.frac)
+      end
       if ent.v == false then -- an empty sliding log
         redis.call('DEL', ent.key)
       else
