@@ -277,3 +277,9 @@ func TestFaultClusterMissingSlot(t *testing.T) {
 		t.Errorf("a key of a served slot: %+v %v", d, err)
 	}
 }
+
+// The Redis limiters fit the failure policies.
+var (
+	_ compose.Limiter = (*redisstore.Limiter)(nil)
+	_ compose.Limiter = (*redisstore.Quota)(nil)
+)
