@@ -7,14 +7,14 @@
 // Use package keyed when one process decides alone: it is exact and costs
 // about 100 ns. Use redisstore when several processes must share a limit:
 // each check is a Redis round trip (batched with the other checks in flight,
-// so thousands of checks share one), and a key denied until T is answered
+// so under load many checks share one), and a key denied until T is answered
 // locally until T. Wrap a Redis limiter in a failure policy from package
 // compose to choose what happens when Redis is down.
 //
 // A Store makes three kinds of limiter:
 //
 //   - Store.Limiter: a rate limit per key, by any algorithm of package admit
-//     but the Pacer (GCRA by default in admit's own constructors).
+//     but the Pacer (GCRA is the usual choice: one timestamp per key).
 //   - Store.Concurrency: at most N in flight per key across the fleet, with
 //     leases that expire, so a crashed holder cannot leak its slots (the
 //     Redis version of package concurrency).
