@@ -35,7 +35,10 @@ import (
 // Observer (FallbackChanged with Active true and the last failure as the
 // Reason) and the logger, and, as a Breaker, it stops calling the primary.
 // When the primary succeeds again (under a Breaker: when a probe succeeds)
-// it switches back, which it reports once too (Active false). Switches are
+// it switches back, which it reports once too (Active false). A primary
+// that answers some requests without its store, as redisstore.Limiter's
+// deny cache does, says so with a method Healthy() bool: a success counts
+// as the store being back only when Healthy reports true. Switches are
 // never reported per request; Stats counts the failures and the decisions
 // of the policy.
 //
@@ -71,6 +74,7 @@ type Guard struct {
 	obs       admit.Observer
 	log       *slog.Logger
 	isFailure func(error) bool
+	healthy   func() bool // the primary's Healthy method, or nil
 	policy    Policy
 	openD     admit.Decision // FailOpen's decision
 	closedD   admit.Decision // FailClosed's decision
@@ -146,6 +150,9 @@ func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
 		isFailure: o.isFailure,
 		policy:    policy,
 	}
+	if h, ok := primary.(interface{ Healthy() bool }); ok {
+		g.healthy = h.Healthy
+	}
 	if g.name != "" {
 		g.rule = g.name + "/" + g.rule
 	}
@@ -197,10 +204,18 @@ func (g *Guard) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 		d, _, err = g.failed(ctx, key, n, d, timedOut, err)
 		return d, err
 	}
-	if g.state.Load() != stateClosed {
+	if g.state.Load() != stateClosed && g.primaryHealthy() {
 		g.succeeded(false)
 	}
 	return d, nil
+}
+
+// primaryHealthy reports whether a success of the primary shows that its
+// store answers: always, unless the primary has a Healthy method (as
+// redisstore.Limiter does, whose deny cache answers some requests without
+// Redis) that says otherwise.
+func (g *Guard) primaryHealthy() bool {
+	return g.healthy == nil || g.healthy()
 }
 
 // call calls the primary under the Guard's timeout, and reports whether
@@ -232,7 +247,13 @@ func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decis
 	g.stats.probes.Add(1)
 	d, timedOut, err := g.call(ctx, key, n)
 	if err == nil {
-		g.succeeded(true)
+		if g.primaryHealthy() {
+			g.succeeded(true)
+		} else {
+			// Answered without the store: the probe tells nothing, so
+			// the next request probes.
+			g.nextProbe.CompareAndSwap(now+g.interval, now)
+		}
 		return d, nil
 	}
 	d, failure, err := g.failed(ctx, key, n, d, timedOut, err)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -670,4 +671,46 @@ func TestBreakerTimeouts(t *testing.T) {
 			t.Errorf("%d decisions observed, want 2005", obs.decided.Load())
 		}
 	})
+}
+
+// healthPrimary is a fakePrimary with a Healthy method, as a store with a
+// local cache has: it may succeed without its store answering.
+type healthPrimary struct {
+	*fakePrimary
+	up atomic.Bool
+}
+
+func (p *healthPrimary) Healthy() bool { return p.up.Load() }
+
+// TestSuccessWithoutTheStore: successes the primary makes while it says
+// its store is not answering (a cached denial) switch nothing back, with
+// or without a breaker; once it is healthy, they do.
+func TestSuccessWithoutTheStore(t *testing.T) {
+	for _, breaker := range []bool{false, true} {
+		clk := admittest.NewManualClock(admittest.Epoch)
+		prim := &healthPrimary{fakePrimary: newPrimary(down)}
+		policy := compose.FailOpen
+		if breaker {
+			policy = compose.Breaker(policy)
+		}
+		rec := &recorder{}
+		g := mustGuard(t, prim, policy, compose.WithClock(clk), compose.WithThreshold(1), compose.WithObserver(rec))
+		allow(t, g, "k", 1) // switches to the policy
+		prim.set(healthy)   // answers, from its cache only
+		for range 5 {
+			clk.Advance(time.Second) // a probe each time, under the breaker
+			allow(t, g, "k", 1)
+		}
+		if s := g.Stats(); !s.Active || s.Switches != 1 {
+			t.Errorf("breaker %v, successes without the store: stats %+v", breaker, s)
+		}
+		prim.up.Store(true)
+		clk.Advance(time.Second)
+		if d := allow(t, g, "k", 1); d != primaryDecision {
+			t.Errorf("breaker %v: decision %+v once healthy", breaker, d)
+		}
+		if s := g.Stats(); s.Active || s.Switches != 2 {
+			t.Errorf("breaker %v, once healthy: stats %+v", breaker, s)
+		}
+	}
 }

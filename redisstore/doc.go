@@ -94,6 +94,13 @@
 // latency. After a refused connection go-redis redials about once a
 // second, so recovery after Redis is back takes up to a second.
 //
+// The deny cache keeps answering during an outage, exactly, for the keys it
+// holds. Such answers say nothing of Redis's health, so Limiter.Healthy
+// tells a Guard whether the Store's latest round trip got an answer, and a
+// Guard switches back to Redis only on a success when it does. (An open
+// Breaker does not call the limiter at all, so its policy decides those
+// keys too.)
+//
 // # Examples and tests
 //
 // The Examples and tests of this package run against real Redis: under

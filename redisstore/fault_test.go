@@ -283,3 +283,54 @@ var (
 	_ compose.Limiter = (*redisstore.Limiter)(nil)
 	_ compose.Limiter = (*redisstore.Quota)(nil)
 )
+
+// A key denied before Redis dies stays denied from the deny cache during
+// the outage (without a breaker: an open breaker does not ask the limiter,
+// and its policy decides), and those answers do not make a Guard switch
+// back and forth: one switch to the policy for the whole outage.
+func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
+	srv := redistest.NewStandalone(t)
+	s := newStore(t, faultClient(t, srv.Addr()))
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("api"))
+	ctx := t.Context()
+	for _, policy := range []compose.Policy{compose.FailOpen, compose.Breaker(compose.FailOpen)} {
+		t.Run(policy.String(), func(t *testing.T) {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := compose.NewGuard(lim, policy, compose.WithThreshold(1), compose.WithProbeInterval(time.Millisecond))
+			hot := "hot-" + policy.String()
+			g.Allow(ctx, hot, 1) // the burst
+			if d, err := g.Allow(ctx, hot, 1); err != nil || d.Allowed {
+				t.Fatalf("the hot key: %+v %v, want denied", d, err)
+			}
+			srv.Kill()
+			if d, _ := g.Allow(ctx, "cold-"+policy.String(), 1); !strings.HasSuffix(d.Rule, "fail-open") {
+				t.Fatalf("a key Redis must decide, during the outage: %+v", d)
+			}
+			cached := 0
+			for i := range 200 {
+				d, err := g.Allow(ctx, hot, 1)
+				if err != nil {
+					t.Fatalf("the hot key during the outage, check %d: %v", i, err)
+				}
+				if d.Rule == "api" && d.Allowed {
+					t.Fatalf("the hot key during the outage, check %d: %+v, want the cached denial", i, d)
+				}
+				if d.Rule == "api" {
+					cached++
+				}
+				if i%20 == 0 {
+					g.Allow(ctx, "cold-"+policy.String(), 1)
+					time.Sleep(time.Millisecond) // a probe interval
+				}
+			}
+			if st := g.Stats(); st.Switches != 1 || !st.Active {
+				t.Errorf("during the outage: %+v, want one switch and the policy active", st)
+			}
+			if cached == 0 {
+				t.Error("no check of the hot key was answered from the deny cache")
+			}
+		})
+	}
+}

@@ -186,6 +186,12 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decisio
 	return d
 }
 
+// Healthy reports whether the Store's latest round trip to Redis got an
+// answer. Decisions from the deny cache are made without Redis and say
+// nothing of its health, so a failure policy (package compose) asks this
+// before it takes a success for a sign that Redis is back.
+func (lim *Limiter) Healthy() bool { return !lim.s.down.Load() }
+
 // Reset forgets key's state in Redis (and in this store's deny cache): the
 // key starts full. Other processes' deny caches keep their denials of the
 // key until those end.

@@ -35,6 +35,9 @@ type Store struct {
 	once    sync.Once
 
 	deny   *denyCache
+	// down is set when the latest pipeline got no answer from Redis at
+	// all, and cleared by the next one that does (see Limiter.Healthy).
+	down atomic.Bool
 	minTTL string    // decimal ms
 	pool   sync.Pool // *op
 }
@@ -287,13 +290,21 @@ func (s *Store) run(ctx context.Context, batch []*op) {
 	}
 	elapsed := time.Since(start)
 	var first error
-	keys := 0
+	keys, answered := 0, false
 	for _, c := range calls {
-		if err := s.deliver(c); err != nil && first == nil {
+		err := s.deliver(c)
+		if err != nil && first == nil {
 			first = err
+		}
+		// An error reply (a key of the wrong type, a missing slot) comes
+		// from a Redis that answers.
+		var reply redis.Error
+		if err == nil || errors.As(err, &reply) {
+			answered = true
 		}
 		keys += len(c.keys)
 	}
+	s.down.Store(!answered)
 	if s.o.obs != nil {
 		s.o.obs.StoreCalled(admit.StoreEvent{Limiter: s.o.name, Op: "decide", Keys: keys, Duration: elapsed, Err: first})
 	}
