@@ -34,10 +34,10 @@ type Store struct {
 	closed  atomic.Bool
 	once    sync.Once
 
-	deny   *denyCache
+	deny *denyCache
 	// down is set when the latest pipeline got no answer from Redis at
 	// all, and cleared by the next one that does (see Limiter.Healthy).
-	down atomic.Bool
+	down   atomic.Bool
 	minTTL string    // decimal ms
 	pool   sync.Pool // *op
 }
