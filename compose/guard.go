@@ -38,7 +38,11 @@ import (
 // it switches back, which it reports once too (Active false). A primary
 // that answers some requests without its store, as redisstore.Limiter's
 // deny cache does, says so with a method Healthy() bool: a success counts
-// as the store being back only when Healthy reports true. Switches are
+// as the store being back only when Healthy reports true. While a Breaker
+// is open, a primary with a method Cached(key string, n int64)
+// (admit.Decision, bool) still answers the requests it can decide without
+// its store (redisstore.Limiter: the keys its deny cache holds), so a known
+// denial stays a denial whatever the policy. Switches are
 // never reported per request; Stats counts the failures and the decisions
 // of the policy.
 //
@@ -74,7 +78,8 @@ type Guard struct {
 	obs       admit.Observer
 	log       *slog.Logger
 	isFailure func(error) bool
-	healthy   func() bool // the primary's Healthy method, or nil
+	healthy   func() bool                                      // the primary's Healthy method, or nil
+	cached    func(key string, n int64) (admit.Decision, bool) // the primary's Cached method, or nil
 	policy    Policy
 	openD     admit.Decision // FailOpen's decision
 	closedD   admit.Decision // FailClosed's decision
@@ -152,6 +157,11 @@ func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
 	}
 	if h, ok := primary.(interface{ Healthy() bool }); ok {
 		g.healthy = h.Healthy
+	}
+	if c, ok := primary.(interface {
+		Cached(key string, n int64) (admit.Decision, bool)
+	}); ok {
+		g.cached = c.Cached
 	}
 	if g.name != "" {
 		g.rule = g.name + "/" + g.rule
@@ -242,6 +252,11 @@ func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decis
 	next := g.nextProbe.Load()
 	if now < next || !g.nextProbe.CompareAndSwap(next, now+g.interval) {
 		g.stats.skipped.Add(1)
+		if g.cached != nil {
+			if d, ok := g.cached(key, n); ok {
+				return d, nil
+			}
+		}
 		return g.decide(ctx, key, n)
 	}
 	g.stats.probes.Add(1)

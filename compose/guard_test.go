@@ -714,3 +714,35 @@ func TestSuccessWithoutTheStore(t *testing.T) {
 		}
 	}
 }
+
+// cachePrimary is a fakePrimary that knows some answers without its store.
+type cachePrimary struct {
+	*fakePrimary
+	known map[string]admit.Decision
+}
+
+func (p *cachePrimary) Cached(key string, n int64) (admit.Decision, bool) {
+	d, ok := p.known[key]
+	return d, ok
+}
+
+// TestOpenBreakerAsksCached: while the breaker is open, the requests the
+// primary can answer without its store get its answer, the others the
+// policy's.
+func TestOpenBreakerAsksCached(t *testing.T) {
+	clk := admittest.NewManualClock(admittest.Epoch)
+	denied := admit.Decision{Limit: admit.PerHour(1), RetryAfter: time.Minute, Rule: "primary"}
+	prim := &cachePrimary{fakePrimary: newPrimary(down), known: map[string]admit.Decision{"hot": denied}}
+	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithThreshold(1))
+	allow(t, g, "cold", 1) // opens the breaker
+	calls := prim.calls.Load()
+	if d := allow(t, g, "hot", 1); d != denied {
+		t.Errorf("a known key under the open breaker: %+v, want the primary's cached denial", d)
+	}
+	if d := allow(t, g, "cold", 1); !d.Allowed || d.Rule != "fail-open" {
+		t.Errorf("another key under the open breaker: %+v, want the policy's", d)
+	}
+	if prim.calls.Load() != calls {
+		t.Error("the open breaker called the primary's Allow")
+	}
+}

@@ -97,9 +97,9 @@
 // The deny cache keeps answering during an outage, exactly, for the keys it
 // holds. Such answers say nothing of Redis's health, so Limiter.Healthy
 // tells a Guard whether the Store's latest round trip got an answer, and a
-// Guard switches back to Redis only on a success when it does. (An open
-// Breaker does not call the limiter at all, so its policy decides those
-// keys too.)
+// Guard switches back to Redis only on a success when it does. An open
+// Breaker, which does not call the limiter, asks Limiter.Cached first, so
+// known denials stay denials under any policy.
 //
 // # Examples and tests
 //

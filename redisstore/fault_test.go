@@ -285,9 +285,9 @@ var (
 )
 
 // A key denied before Redis dies stays denied from the deny cache during
-// the outage (without a breaker: an open breaker does not ask the limiter,
-// and its policy decides), and those answers do not make a Guard switch
-// back and forth: one switch to the policy for the whole outage.
+// the outage, with or without a breaker (an open one asks the limiter's
+// Cached), and those answers do not make a Guard switch back and forth: one
+// switch to the policy for the whole outage.
 func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 	srv := redistest.NewStandalone(t)
 	s := newStore(t, faultClient(t, srv.Addr()))
@@ -308,17 +308,13 @@ func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 			if d, _ := g.Allow(ctx, "cold-"+policy.String(), 1); !strings.HasSuffix(d.Rule, "fail-open") {
 				t.Fatalf("a key Redis must decide, during the outage: %+v", d)
 			}
-			cached := 0
 			for i := range 200 {
 				d, err := g.Allow(ctx, hot, 1)
 				if err != nil {
 					t.Fatalf("the hot key during the outage, check %d: %v", i, err)
 				}
-				if d.Rule == "api" && d.Allowed {
+				if d.Rule != "api" || d.Allowed {
 					t.Fatalf("the hot key during the outage, check %d: %+v, want the cached denial", i, d)
-				}
-				if d.Rule == "api" {
-					cached++
 				}
 				if i%20 == 0 {
 					g.Allow(ctx, "cold-"+policy.String(), 1)
@@ -327,9 +323,6 @@ func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 			}
 			if st := g.Stats(); st.Switches != 1 || !st.Active {
 				t.Errorf("during the outage: %+v, want one switch and the policy active", st)
-			}
-			if cached == 0 {
-				t.Error("no check of the hot key was answered from the deny cache")
 			}
 		})
 	}

@@ -192,6 +192,22 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decisio
 // before it takes a success for a sign that Redis is back.
 func (lim *Limiter) Healthy() bool { return !lim.s.down.Load() }
 
+// Cached returns the decision for n events of key under the limiter's own
+// limit if the Store's deny cache holds it (see the package
+// documentation), without calling Redis; ok is false otherwise. An open
+// circuit breaker (package compose) uses it to keep denying known denied
+// keys while Redis is down.
+func (lim *Limiter) Cached(key string, n int64) (d admit.Decision, ok bool) {
+	if lim.s.deny == nil || lim.check(key, n) != nil {
+		return admit.Decision{}, false
+	}
+	r, ok := lim.s.deny.get(lim.redisKey(hashOf(key), key), lim.own.Key, false, timeline.Now(), n)
+	if !ok {
+		return admit.Decision{}, false
+	}
+	return lim.observe(key, n, lim.own.Decision(r, lim.name)), true
+}
+
 // Reset forgets key's state in Redis (and in this store's deny cache): the
 // key starts full. Other processes' deny caches keep their denials of the
 // key until those end.
