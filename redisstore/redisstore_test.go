@@ -408,3 +408,54 @@ func TestCloseUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// obsRecorder records the events of a Store and its Limiter.
+type obsRecorder struct {
+	admit.NopObserver
+	mu      sync.Mutex
+	decided []admit.DecisionEvent
+	calls   []admit.StoreEvent
+}
+
+func (o *obsRecorder) Decided(e admit.DecisionEvent) {
+	o.mu.Lock()
+	o.decided = append(o.decided, e)
+	o.mu.Unlock()
+}
+
+func (o *obsRecorder) StoreCalled(e admit.StoreEvent) {
+	o.mu.Lock()
+	o.calls = append(o.calls, e)
+	o.mu.Unlock()
+}
+
+// The observer hears of every decision, cached ones included, and of each
+// round trip to Redis, which a cached denial does not make.
+func TestObserver(t *testing.T) {
+	obs := &obsRecorder{}
+	s := newStore(t, standalone(t), redisstore.WithObserver(obs), redisstore.WithName("store"))
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("api"), redisstore.WithObserver(obs))
+	ctx := t.Context()
+	now := admittest.At(0)
+	for _, want := range []bool{true, false, false} {
+		if d, err := lim.AllowAt(ctx, now, "k", 1); err != nil || d.Allowed != want {
+			t.Fatalf("%+v %v, want allowed %v", d, err, want)
+		}
+	}
+	if len(obs.decided) != 3 {
+		t.Fatalf("%d decisions observed, want 3", len(obs.decided))
+	}
+	for i, e := range obs.decided {
+		if e.Limiter != "api" || e.Key != "k" || e.N != 1 || e.Decision.Rule != "api" || e.Decision.Allowed != (i == 0) {
+			t.Errorf("decision event %d: %+v", i, e)
+		}
+	}
+	if len(obs.calls) != 2 {
+		t.Fatalf("%d store calls observed, want 2 (the third check is the deny cache's)", len(obs.calls))
+	}
+	for _, e := range obs.calls {
+		if e.Limiter != "store" || e.Op != "decide" || e.Keys != 1 || e.Err != nil || e.Duration <= 0 {
+			t.Errorf("store event %+v", e)
+		}
+	}
+}
