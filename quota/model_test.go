@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/timeline"
 )
 
 // model is a Quota without eviction, removal or cap: every key's state is
@@ -114,7 +115,7 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 						if err != nil {
 							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d): %v", i, at, key, limit, n, err)
 						}
-						if want := m.allow(nanos(at), key, limit, n); got != want {
+						if want := m.allow(timeline.Wall(at), key, limit, n); got != want {
 							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
 						}
 					}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/timeline"
 )
 
 // Quota counts events per key per calendar period: at most N events for
@@ -147,7 +148,7 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // every method has the signature of the keyed limiters, in memory or in a
 // store.
 func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return q.decide(nanos(q.clock.Now()), key, q.limit, n)
+	return q.decide(timeline.Wall(q.clock.Now()), key, q.limit, n)
 }
 
 // AllowAt decides whether n events may happen for key at instant now, and
@@ -174,12 +175,12 @@ func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 // beyond the cap (ErrTooManyKeys, RetryAfter until the period ends, when
 // keys are freed).
 func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return q.decide(nanos(now), key, q.limit, n)
+	return q.decide(timeline.Wall(now), key, q.limit, n)
 }
 
 // AllowLimit is shorthand for AllowLimitAt(ctx, clock.Now(), key, limit, n).
 func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(nanos(q.clock.Now()), key, limit, n)
+	return q.decide(timeline.Wall(q.clock.Now()), key, limit, n)
 }
 
 // AllowLimitAt is AllowAt with a quota of limit events per period instead
@@ -190,7 +191,7 @@ func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (adm
 // Remaining 0. limit must be at least 1; otherwise the error wraps
 // ErrInvalidQuota and the request is refused.
 func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(nanos(now), key, limit, n)
+	return q.decide(timeline.Wall(now), key, limit, n)
 }
 
 // Refund is shorthand for RefundAt(ctx, clock.Now(), key, n).
@@ -209,7 +210,7 @@ func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64
 	if err := q.checkInput(key, n); err != nil {
 		return err
 	}
-	w := q.window(nanos(now))
+	w := q.window(timeline.Wall(now))
 	sh := q.t.shard(key)
 	sh.mu.Lock()
 	w = q.latest(w)
@@ -374,21 +375,4 @@ func (q *Quota) checkInput(key string, n int64) error {
 		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.maxKeyLen)
 	}
 	return nil
-}
-
-// maxTime is the latest instant (ns since the Unix epoch, in 2116) a quota
-// distinguishes, as in package admit.
-const maxTime = int64(1) << 62
-
-// nanos returns t's wall-clock time in ns since the Unix epoch, clamped to
-// [0, maxTime].
-func nanos(t time.Time) int64 {
-	s := t.Unix()
-	switch {
-	case s < 0:
-		return 0
-	case s > maxTime/1e9:
-		return maxTime
-	}
-	return min(s*1e9+int64(t.Nanosecond()), maxTime)
 }

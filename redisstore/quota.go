@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/timeline"
 	"github.com/admit-go/admit/quota"
 	"github.com/redis/go-redis/v9"
 )
@@ -213,7 +215,7 @@ func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 // AllowAt decides whether n events may happen for key at instant now, and
 // if so counts them, as AllowLimitAt with the quota's own size.
 func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return q.decide(ctx, nanos(now), key, q.limit, n)
+	return q.decide(ctx, timeline.Wall(now), key, q.limit, n)
 }
 
 // AllowLimit decides whether n events may happen for key now, on Redis's
@@ -241,7 +243,7 @@ func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (adm
 // line. RetryAfter and ResetAfter are measured from now, to the
 // nanosecond.
 func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(ctx, nanos(now), key, limit, n)
+	return q.decide(ctx, timeline.Wall(now), key, limit, n)
 }
 
 // Refund gives back up to n events counted for key in the current period,
@@ -257,7 +259,7 @@ func (q *Quota) Refund(ctx context.Context, key string, n int64) error {
 // RefundAt is Refund in the period of instant now, chosen as AllowAt
 // chooses it.
 func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
-	return q.refund(ctx, nanos(now), key, n)
+	return q.refund(ctx, timeline.Wall(now), key, n)
 }
 
 // Reset forgets key's counts in the period holding the current time on the
@@ -272,7 +274,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if q.s.closed.Load() {
 		return ErrClosed
 	}
-	w := q.bounds(nanos(q.guess()))
+	w := q.bounds(timeline.Wall(q.guess()))
 	keys := []string{
 		q.redisKey(q.bounds(w.Start-1).Start, key),
 		q.redisKey(w.Start, key),
@@ -374,7 +376,7 @@ func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit in
 	if explicit {
 		w = q.window(now)
 	} else {
-		w = q.bounds(nanos(q.guess()))
+		w = q.bounds(timeline.Wall(q.guess()))
 	}
 	minTTL := strconv.FormatInt(int64((q.s.o.minTTL+time.Millisecond-1)/time.Millisecond), 10)
 	for attempt := 0; ; attempt++ {
@@ -393,7 +395,7 @@ func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit in
 		if explicit {
 			return r, w, now, nil
 		}
-		redisNow := min(max(r[2], 0), maxTime/1000) * 1000
+		redisNow := min(max(r[2], 0), algo.MaxTime/1000) * 1000
 		if r[0] != -1 {
 			return r, w, redisNow, nil
 		}
@@ -430,21 +432,4 @@ func (q *Quota) checkInput(key string, n int64) error {
 		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.s.o.maxKeyLen)
 	}
 	return nil
-}
-
-// maxTime is the latest instant (ns since the Unix epoch, in 2116) a quota
-// distinguishes, as in packages admit and quota.
-const maxTime = int64(1) << 62
-
-// nanos returns t's wall-clock time in ns since the Unix epoch, clamped to
-// [0, maxTime], as package quota reads instants.
-func nanos(t time.Time) int64 {
-	s := t.Unix()
-	switch {
-	case s < 0:
-		return 0
-	case s > maxTime/1e9:
-		return maxTime
-	}
-	return min(s*1e9+int64(t.Nanosecond()), maxTime)
 }

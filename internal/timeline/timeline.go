@@ -62,3 +62,17 @@ func far(d int64) int64 {
 func Time(ns int64) time.Time {
 	return Base.Add(time.Duration(ns - BaseNanos))
 }
+
+// Wall converts t by its wall clock alone, ignoring any monotonic reading:
+// its Unix nanoseconds, clamped to [0, algo.MaxTime]. Calendar quotas read
+// instants this way, since their periods follow the wall clock.
+func Wall(t time.Time) int64 {
+	s := t.Unix()
+	switch {
+	case s < 0:
+		return 0
+	case s > algo.MaxTime/1e9:
+		return algo.MaxTime
+	}
+	return min(s*1e9+int64(t.Nanosecond()), algo.MaxTime)
+}
