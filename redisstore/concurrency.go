@@ -363,12 +363,7 @@ func (l *ConcurrencyLimiter) try(ctx context.Context, key string, max, n int64) 
 	return Lease{l: l, zkey: zk, hkey: hk, id: id}, d, nil
 }
 
-func (l *ConcurrencyLimiter) checkKey(key string) error {
-	if len(key) > l.s.o.maxKeyLen {
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), l.s.o.maxKeyLen)
-	}
-	return nil
-}
+func (l *ConcurrencyLimiter) checkKey(key string) error { return l.s.checkInput(key, 0) }
 
 // keys returns the Redis keys of key: the sorted set of leases and the
 // hash of weights.

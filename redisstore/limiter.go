@@ -111,15 +111,7 @@ func (lim *Limiter) allowLimit(ctx context.Context, now int64, key string, l adm
 }
 
 // check refuses bad input.
-func (lim *Limiter) check(key string, n int64) error {
-	if n < 0 {
-		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
-	}
-	if len(key) > lim.s.o.maxKeyLen {
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.s.o.maxKeyLen)
-	}
-	return nil
-}
+func (lim *Limiter) check(key string, n int64) error { return lim.s.checkInput(key, n) }
 
 // decide decides one key at now (-1: Redis's clock).
 func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {

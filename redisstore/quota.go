@@ -424,12 +424,4 @@ func (q *Quota) bounds(now int64) quota.Window {
 	return quota.Window{Start: start.UnixNano(), End: end.UnixNano()}
 }
 
-func (q *Quota) checkInput(key string, n int64) error {
-	if n < 0 {
-		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
-	}
-	if len(key) > q.s.o.maxKeyLen {
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.s.o.maxKeyLen)
-	}
-	return nil
-}
+func (q *Quota) checkInput(key string, n int64) error { return q.s.checkInput(key, n) }

@@ -404,6 +404,18 @@ func (s *Store) deliver(c *call) error {
 	return err
 }
 
+// checkInput refuses a negative cost (admit.ErrInvalidCost) and a key
+// longer than the maximum (ErrKeyTooLong), for every limiter of the Store.
+func (s *Store) checkInput(key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if len(key) > s.o.maxKeyLen {
+		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), s.o.maxKeyLen)
+	}
+	return nil
+}
+
 func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
