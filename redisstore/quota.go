@@ -310,27 +310,21 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 	if err == nil && q.s.closed.Load() {
 		err = ErrClosed
 	}
+	refusal := admit.Decision{
+		Limit:      admit.Limit{Rate: limit, Burst: limit},
+		RetryAfter: admit.InfDuration,
+		Rule:       q.name,
+		Kind:       admit.KindQuota,
+	}
 	if err != nil {
-		d := admit.Decision{
-			Limit:      admit.Limit{Rate: limit, Burst: limit},
-			RetryAfter: admit.InfDuration,
-			Rule:       q.name,
-			Kind:       admit.KindQuota,
-		}
 		if q.obs != nil {
-			q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
+			q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: refusal})
 		}
-		return d, err
+		return refusal, err
 	}
 	r, w, now, err := q.call(ctx, now, key, "a", n, limit)
 	if err != nil {
-		d := admit.Decision{
-			Limit:      admit.Limit{Rate: limit, Burst: limit},
-			RetryAfter: admit.InfDuration,
-			Rule:       q.name,
-			Kind:       admit.KindQuota,
-		}
-		return d, err
+		return refusal, err
 	}
 	used := r[1]
 	d := admit.Decision{
