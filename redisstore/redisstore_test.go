@@ -459,3 +459,43 @@ func TestObserver(t *testing.T) {
 		}
 	}
 }
+
+// Layers with bad input are refused before anything is sent, and nothing
+// is consumed.
+func TestLayersBadInput(t *testing.T) {
+	s := newStore(t, standalone(t))
+	other := newStore(t, standalone(t))
+	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("ip"))
+	foreign, _ := other.Limiter(admit.AlgGCRA, admit.PerSecond(1))
+	ctx := t.Context()
+	now := admittest.At(0)
+	bad := admit.Limit{Rate: -5}
+	many := make([]redisstore.Layer, 257)
+	for i := range many {
+		many[i] = redisstore.Layer{Limiter: lim, Key: "k"}
+	}
+	for name, c := range map[string]struct {
+		tag    string
+		n      int64
+		layers []redisstore.Layer
+		want   error
+	}{
+		"no layers":     {"t", 1, nil, redisstore.ErrInvalidOption},
+		"too many":      {"t", 1, many, redisstore.ErrInvalidOption},
+		"nil limiter":   {"t", 1, []redisstore.Layer{{Key: "k"}}, redisstore.ErrInvalidOption},
+		"another store": {"t", 1, []redisstore.Layer{{Limiter: foreign, Key: "k"}}, redisstore.ErrInvalidOption},
+		"negative n":    {"t", -1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrInvalidCost},
+		"bad limit":     {"t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}, {Limiter: lim, Key: "j", Limit: &bad}}, admit.ErrInvalidLimit},
+		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong},
+		"1 MB tag":      {strings.Repeat("t", 1<<20), 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrKeyTooLong},
+	} {
+		d, _, err := s.AllowLayersAt(ctx, now, c.tag, c.n, c.layers, nil)
+		if !errors.Is(err, c.want) || d.Allowed {
+			t.Errorf("%s: %+v, %v; want a refusal wrapping %v", name, d, err, c.want)
+		}
+	}
+	// Nothing was consumed: the one event of "k" under tag "t" is there.
+	if d, _, err := s.AllowLayersAt(ctx, now, "t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, nil); err != nil || !d.Allowed {
+		t.Errorf("after the refusals: %+v %v", d, err)
+	}
+}
