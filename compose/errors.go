@@ -31,3 +31,18 @@ var (
 	// under errors.Is.
 	ErrTimeout = fmt.Errorf("compose: the primary did not answer in time: %w", context.DeadlineExceeded)
 )
+
+// Errors of All, Chain and Admit.
+var (
+	// ErrNoLayers reports a chain without layers.
+	ErrNoLayers = errors.New("compose: no layers")
+
+	// ErrInvalidLayer reports a layer with neither or both of Limiter and
+	// Slots, a layer that cannot be undone placed before another, or a
+	// number of keys that is not the number of layers.
+	ErrInvalidLayer = errors.New("compose: invalid layer")
+
+	// ErrNeedHeld reports a chain with Slots layers called without a Held
+	// to record their slots in (see Chain.AllowKeys).
+	ErrNeedHeld = errors.New("compose: a concurrency layer needs a Held")
+)

@@ -174,7 +174,7 @@ func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
 
 // isNil reports whether l is nil or holds a nil pointer (or map, func...),
 // on which calling Allow would panic.
-func isNil(l Limiter) bool {
+func isNil(l any) bool {
 	if l == nil {
 		return true
 	}
