@@ -99,6 +99,23 @@ func BucketRefund(b Bucket, p *Params, now int64, after Bucket, n int64) Bucket 
 	return bucketAt(GCRARefund(b.tat(p), p, now, after.tat(p), n), p, now)
 }
 
+// BucketUndo gives back n events admitted at now: GCRAUndo on the bucket's
+// level, at now or, if the bucket has seen a later instant, at that one (as
+// BucketStep admits). The level never goes below empty, and a bucket with
+// nothing to give back is returned as it is.
+func BucketUndo(b Bucket, p *Params, now, n int64) Bucket {
+	if p.Mode != Normal || n <= 0 {
+		return b
+	}
+	t := b.clamp(now)
+	g := b.tat(p)
+	u := GCRAUndo(g, p, t, n)
+	if u == g {
+		return b
+	}
+	return bucketAt(u, p, t)
+}
+
 // BucketReport describes the bucket at now without changing it.
 func BucketReport(b Bucket, p *Params, now int64) Result {
 	_, r := BucketStep(b, p, now, 0)

@@ -42,6 +42,23 @@ func FixedWindowStep(s FixedWindow, p *Params, now, n int64) (FixedWindow, Resul
 	return saved, r
 }
 
+// FixedWindowUndo gives back n events admitted at now: it takes them off
+// the count of the window FixedWindowStep counted them in (the state's
+// window, for an instant in it or before it), never below zero. An instant
+// in a later window than the state's gives back nothing: no event admitted
+// then is in the state (and a window the state has left no longer counts).
+// n <= 0 and the degenerate modes change nothing.
+func FixedWindowUndo(s FixedWindow, p *Params, now, n int64) FixedWindow {
+	if p.Mode != Normal || n <= 0 {
+		return s
+	}
+	if k, _ := windowOf(p, now); k > s.Win {
+		return s
+	}
+	s.Count -= min(n, s.Count)
+	return s
+}
+
 // FixedWindowRebase converts a state kept under limit old into one under
 // limit new at now: the count of the window holding now carries over into
 // the new limit's window holding now.

@@ -145,6 +145,29 @@ func GCRARefund(s GCRA, p *Params, now int64, after GCRA, n int64) GCRA {
 	return gcraAt(p, now, d.sub(refund))
 }
 
+// GCRAUndo gives back n events admitted at now: it undoes GCRAStep(s, p,
+// now, n) as far as the state allows. The TAT moves back by n×T, but never
+// before now, so the limit never holds more than its burst; a state that
+// owes nothing at now is returned as it is. Right after an admission of n at
+// now, GCRAUndo at now leaves a state that decides as the state before the
+// admission at every instant from now on. (GCRARefund is the form for
+// reservations, which knows the state the reservation left.) n <= 0 and the
+// degenerate modes change nothing.
+func GCRAUndo(s GCRA, p *Params, now, n int64) GCRA {
+	if p.Mode != Normal || n <= 0 {
+		return s
+	}
+	d := s.debt(p, now)
+	if d == (u128{}) {
+		return s
+	}
+	refund := mul64(uint64(n), uint64(p.Tn))
+	if !refund.less(d) {
+		return GCRA{At: now}
+	}
+	return gcraAt(p, now, d.sub(refund))
+}
+
 // units returns the TAT in units of 1/Td ns.
 func units(s GCRA, p *Params) u128 {
 	return mul64(uint64(s.At), uint64(p.Td)).add64(uint64(s.Frac))

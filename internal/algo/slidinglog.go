@@ -108,6 +108,38 @@ func (l *SlidingLog) SlidingLogStep(p *Params, now, n int64) Result {
 	return r
 }
 
+// SlidingLogUndo gives back n events admitted at now: it removes them from
+// the newest entries, those SlidingLogStep logs at (now, or the latest
+// logged instant if that is later), newest first, dropping the entries it
+// empties. Entries W or more before that instant are left alone: they no
+// longer count, so a refund in a later window gives back nothing; and
+// nothing is given back beyond the events logged. n <= 0 and the degenerate
+// modes change nothing.
+func (l *SlidingLog) SlidingLogUndo(p *Params, now, n int64) {
+	if p.Mode != Normal || n <= 0 || l.size == 0 {
+		return
+	}
+	t := max(now, l.at(l.size-1).At)
+	w := p.Window()
+	for n > 0 && l.size > 0 {
+		e := l.at(l.size - 1)
+		if t-e.At >= w {
+			return
+		}
+		take := min(n, e.N)
+		e.N -= take
+		l.sum -= take
+		n -= take
+		if e.N == 0 {
+			*e = LogEntry{}
+			l.size--
+		}
+	}
+	if l.size == 0 {
+		l.head = 0
+	}
+}
+
 // Reset empties the log, keeping its buffer.
 func (l *SlidingLog) Reset() {
 	clear(l.buf)

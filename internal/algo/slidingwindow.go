@@ -67,6 +67,22 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 	return saved, r
 }
 
+// SlidingWindowUndo gives back n events admitted at now: it takes them off
+// the current count of the state, where SlidingWindowStep counted them (for
+// an instant in the state's window or before it), never below zero. An
+// instant in a later window than the state's gives back nothing. n <= 0 and
+// the degenerate modes change nothing.
+func SlidingWindowUndo(s SlidingWindow, p *Params, now, n int64) SlidingWindow {
+	if p.Mode != Normal || n <= 0 {
+		return s
+	}
+	if k, _ := windowOf(p, now); k > s.Win {
+		return s
+	}
+	s.Cur -= min(n, s.Cur)
+	return s
+}
+
 // untilUnits returns the ns from now until off units after the start of
 // window k, rounded up.
 func untilUnits(p *Params, now, k int64, off uint64) int64 {
