@@ -26,6 +26,10 @@
 // Tiers: give the limit per call (AllowLimit) and one Limiter serves
 // free, standard and enterprise clients alike.
 //
+// Refunds: Refund (and RefundAt, RefundLimit) gives back events that were
+// admitted for nothing, as when a later limit refused the request; it is
+// what compose.All calls to undo the layers before the one that refused.
+//
 // Time: Allow reads the limiter's Clock; AllowAt takes the instant, as
 // golang.org/x/time/rate's AllowN does, for exact tests and for deciding
 // several limits at one instant.

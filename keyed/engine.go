@@ -13,6 +13,9 @@ type engine interface {
 	// keys it evicted, idle and under pressure. ok is false if the key
 	// could not be stored (its shard's arena is full).
 	decide(now int64, key string, p *algo.Params, n int64) (r algo.Result, ev evictions, ok bool)
+	// refund gives back n events admitted for key at now, if the key is
+	// stored (a key that is not is full: there is nothing to give back).
+	refund(now int64, key string, p *algo.Params, n int64)
 	reset(key string) bool
 	len() int
 }
@@ -35,6 +38,8 @@ type ops[S any] struct {
 	// fullAt returns the instant from which the state is back at full
 	// capacity, so that forgetting it changes nothing.
 	fullAt func(s *S) int64
+	// undo gives back n events admitted at now, updating *s.
+	undo func(s *S, p *algo.Params, now, n int64)
 }
 
 // table is a sharded set of keys with their states.
@@ -193,6 +198,15 @@ func (t *table[S]) idle(s *S, now int64) bool {
 	return t.ops.fullAt(s) <= now-t.grace
 }
 
+func (t *table[S]) refund(now int64, key string, p *algo.Params, n int64) {
+	sh, h := t.locate(key)
+	sh.mu.Lock()
+	if i := sh.find(h, key); i >= 0 {
+		t.ops.undo(&sh.slots[i].st, p, now, n)
+	}
+	sh.mu.Unlock()
+}
+
 func (t *table[S]) reset(key string) bool {
 	sh, h := t.locate(key)
 	sh.mu.Lock()
@@ -228,6 +242,9 @@ var gcraOps = ops[algo.GCRA]{
 		}
 		return s.At
 	},
+	undo: func(s *algo.GCRA, p *algo.Params, now, n int64) {
+		*s = algo.GCRAUndo(*s, p, now, n)
+	},
 }
 
 type withFull[S any] struct {
@@ -243,7 +260,9 @@ func fullAfter(now int64, r algo.Result) int64 {
 	return now + r.ResetAfter
 }
 
-func opsWithFull[S any](step func(S, *algo.Params, int64, int64) (S, algo.Result)) ops[withFull[S]] {
+// opsWithFull returns the ops of a state that keeps its full instant
+// beside it. An undo sets that instant again from a peek's ResetAfter.
+func opsWithFull[S any](step func(S, *algo.Params, int64, int64) (S, algo.Result), undo func(S, *algo.Params, int64, int64) S) ops[withFull[S]] {
 	return ops[withFull[S]]{
 		step: func(s *withFull[S], p *algo.Params, now, n int64) (r algo.Result) {
 			s.st, r = step(s.st, p, now, n)
@@ -251,13 +270,18 @@ func opsWithFull[S any](step func(S, *algo.Params, int64, int64) (S, algo.Result
 			return r
 		},
 		fullAt: func(s *withFull[S]) int64 { return s.full },
+		undo: func(s *withFull[S], p *algo.Params, now, n int64) {
+			var r algo.Result
+			s.st, r = step(undo(s.st, p, now, n), p, now, 0)
+			s.full = fullAfter(now, r)
+		},
 	}
 }
 
 var (
-	bucketOps  = opsWithFull(algo.BucketStep)
-	fixedOps   = opsWithFull(algo.FixedWindowStep)
-	slidingOps = opsWithFull(algo.SlidingWindowStep)
+	bucketOps  = opsWithFull(algo.BucketStep, algo.BucketUndo)
+	fixedOps   = opsWithFull(algo.FixedWindowStep, algo.FixedWindowUndo)
+	slidingOps = opsWithFull(algo.SlidingWindowStep, algo.SlidingWindowUndo)
 	logOps     = ops[withFull[*algo.SlidingLog]]{
 		step: func(s *withFull[*algo.SlidingLog], p *algo.Params, now, n int64) algo.Result {
 			if s.st == nil {
@@ -268,5 +292,12 @@ var (
 			return r
 		},
 		fullAt: func(s *withFull[*algo.SlidingLog]) int64 { return s.full },
+		undo: func(s *withFull[*algo.SlidingLog], p *algo.Params, now, n int64) {
+			if s.st == nil {
+				return
+			}
+			s.st.SlidingLogUndo(p, now, n)
+			s.full = fullAfter(now, s.st.SlidingLogStep(p, now, 0))
+		},
 	}
 )

@@ -55,3 +55,24 @@ func ExampleLimiter_AllowLimitAt() {
 	// acme (pro, 100/min): 10 of 10 admitted
 	// bob (free, 3/min): 3 of 10 admitted
 }
+
+func ExampleLimiter_RefundAt() {
+	// 3 per minute per user; a request admitted here but refused further
+	// on (by another limit, or a failed upstream call) is given back.
+	lim, err := keyed.New(admit.AlgGCRA, admit.PerMinute(3))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	d, _ := lim.AllowAt(ctx, now, "user-7", 2)
+	fmt.Println("admitted 2, remaining", d.Remaining)
+	if err := lim.RefundAt(ctx, now, "user-7", 2); err != nil {
+		panic(err)
+	}
+	d, _ = lim.AllowAt(ctx, now, "user-7", 0) // a peek
+	fmt.Println("given back 2, remaining", d.Remaining)
+	// Output:
+	// admitted 2, remaining 1
+	// given back 2, remaining 3
+}

@@ -180,6 +180,66 @@ func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (a
 	return lim.decide(now, key, c, n)
 }
 
+// Refund is shorthand for RefundAt(ctx, clock.Now(), key, n).
+func (lim *Limiter) Refund(ctx context.Context, key string, n int64) error {
+	return lim.refund(lim.now(), key, lim.own, n)
+}
+
+// RefundAt gives back n events admitted for key at instant now under the
+// limiter's limit, undoing an AllowAt that a later check (another layer
+// of a compose.All chain, a failed call downstream) made pointless. It
+// gives back what the algorithm can without ever exceeding the burst: GCRA
+// and the buckets move the key's state back by n emission intervals, but
+// not past full at now; the fixed and sliding windows take n off the count
+// of the window the events were counted in, and give back nothing in a
+// later window; the sliding log drops n of its newest events, never those
+// that have left the window. Right after an admission of n at now, a
+// RefundAt of n at now leaves the key deciding as if it had never been
+// admitted. A refund at a later instant (Refund reads the clock again) is
+// exact when no other request changed the key in between; otherwise the
+// algorithm gives back what it can of the latest events, so an admission
+// at the end of a window followed by others at the start of the next can
+// see the next window's count lowered instead. A key that is not stored is
+// full: there is nothing to give back, and nothing is stored.
+//
+// The error is non-nil only for bad input: n < 0 (admit.ErrInvalidCost) or
+// a key longer than the maximum (ErrKeyTooLong). n = 0 does nothing. ctx is
+// not used. RefundAt does not allocate.
+func (lim *Limiter) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
+	return lim.refund(timeline.Nanos(now), key, lim.own, n)
+}
+
+// RefundLimit is shorthand for RefundLimitAt(ctx, clock.Now(), key, l, n).
+func (lim *Limiter) RefundLimit(ctx context.Context, key string, l admit.Limit, n int64) error {
+	return lim.refundLimit(lim.now(), key, l, n)
+}
+
+// RefundLimitAt is RefundAt under limit l, for events that AllowLimitAt
+// admitted under l. An invalid l is an error wrapping
+// admit.ErrInvalidLimit.
+func (lim *Limiter) RefundLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) error {
+	return lim.refundLimit(timeline.Nanos(now), key, l, n)
+}
+
+func (lim *Limiter) refundLimit(now int64, key string, l admit.Limit, n int64) error {
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Err
+	}
+	return lim.refund(now, key, c, n)
+}
+
+func (lim *Limiter) refund(now int64, key string, c *limits.Compiled, n int64) error {
+	if n < 0 || len(key) > lim.maxKeyLen {
+		_, err := lim.refuse(key, c, n, nil)
+		return err
+	}
+	if n > 0 {
+		lim.eng.refund(now, key, &c.P, n)
+	}
+	return nil
+}
+
 // Reset forgets key, which then starts full. It reports whether the key was
 // held.
 func (lim *Limiter) Reset(key string) bool { return lim.eng.reset(key) }
