@@ -165,7 +165,11 @@ func GCRAUndo(s GCRA, p *Params, now, n int64) GCRA {
 	if !refund.less(d) {
 		return GCRA{At: now}
 	}
-	return gcraAt(p, now, d.sub(refund))
+	rest := d.sub(refund)
+	if !rest.less(mul64(uint64(farFuture-now), uint64(p.Td))) {
+		return s // still owing past farFuture, which no step makes: left as it is
+	}
+	return gcraAt(p, now, rest)
 }
 
 // units returns the TAT in units of 1/Td ns.

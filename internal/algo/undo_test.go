@@ -400,3 +400,20 @@ func TestUndoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", allocs)
 	}
 }
+
+// TestGCRAUndoHugeDebt: a state owing more than any step makes (a Frac
+// past Td, as a stored value could hold) is never turned into an instant
+// outside the time line.
+func TestGCRAUndoHugeDebt(t *testing.T) {
+	p, _ := Compile(5, 5, 5) // T = 1ns, Td = 1
+	for _, s := range []GCRA{{At: 3199336, Frac: math.MaxInt64}, {At: farFuture, Frac: math.MaxInt64}, {At: farFuture}} {
+		for _, now := range []int64{0, 1e18, MaxTime} {
+			for _, n := range []int64{1, 5, math.MaxInt64} {
+				got := GCRAUndo(s, &p, now, n)
+				if got.At < 0 || got.At > farFuture || got.Frac < 0 {
+					t.Errorf("GCRAUndo(%+v, now %d, n %d) = %+v", s, now, n, got)
+				}
+			}
+		}
+	}
+}
