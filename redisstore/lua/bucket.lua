@@ -1,16 +1,17 @@
 -- bucket.lua (module "bucket") mirrors internal/algo/bucket.go: Bucket (a
 -- table {Last, Level}), its tat method (bucketTat), bucketAt, sat, its clamp
--- method (bucketClamp) and BucketStep, in that order and line for line. The
+-- method (bucketClamp), BucketStep and BucketUndo, in that order and line
+-- for line. The
 -- token bucket and the leaky bucket used as a meter both decide with
 -- BucketStep. The stored form (bucketDecode, bucketEncode) follows.
 
 L.import('lib')
-local add, sub, lt, divmod, fits63, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.divmod, L.fits63, L.digits, L.fmt, L.MAXI64
+local add, sub, lt, eq, divmod, fits63, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.eq, L.divmod, L.fits63, L.digits, L.fmt, L.MAXI64
 local sfind = string.find
 L.import('params')
 L.import('gcra')
 local MaxTime, farFuture, Normal, shift = L.MaxTime, L.farFuture, L.Normal, L.shift
-local GCRAStep, gcraDebt, gcraZero = L.GCRAStep, L.gcraDebt, L.gcraZero
+local GCRAStep, GCRAUndo, gcraDebt, gcraZero = L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero
 
 -- Bucket is the state of a token bucket / leaky bucket meter. The zero
 -- value is an empty leaky bucket, that is a full token bucket.
@@ -70,6 +71,22 @@ local function BucketStep(b, p, now, n)
   return b, shift(r, sub(t, now))
 end
 
+-- BucketUndo gives back n events admitted at now: GCRAUndo on the bucket's
+-- level, at now or at the later instant the bucket has seen. A bucket with
+-- nothing to give back is returned as it is.
+local function BucketUndo(b, p, now, n)
+  if p.Mode ~= Normal or n == 0 then
+    return b
+  end
+  local t = bucketClamp(b, now)
+  local g = bucketTat(b, p)
+  local u = GCRAUndo(g, p, t, n)
+  if eq(u.At, g.At) and eq(u.Frac, g.Frac) then
+    return b
+  end
+  return bucketAt(u, p, t)
+end
+
 -- Not in Go: the stored form "b<Last>:<Level>", Last <= MaxTime. A missing
 -- key (false) is the zero state; nil means a malformed value.
 local function bucketDecode(v)
@@ -85,4 +102,4 @@ local function bucketEncode(b)
   return 'b' .. fmt(b.Last) .. ':' .. fmt(b.Level)
 end
 
-return {tag = 'b', name = 'bucket (tb/lb)', window = false, step = BucketStep, decode = bucketDecode, encode = bucketEncode}
+return {tag = 'b', name = 'bucket (tb/lb)', window = false, step = BucketStep, undo = BucketUndo, decode = bucketDecode, encode = bucketEncode}

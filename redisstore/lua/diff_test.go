@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,9 +269,10 @@ type opSpec struct {
 }
 
 type callSpec struct {
-	all bool
-	now int64 // as sent; the script clamps it
-	ops []opSpec
+	all    bool
+	refund bool  // ops give their n back (lua.Refund)
+	now    int64 // as sent; the script clamps it
+	ops    []opSpec
 }
 
 type timeline struct {
@@ -327,6 +329,9 @@ func genTimeline(c chooser, maxKeys, maxCalls int) timeline {
 		if c.IntN(3) == 0 {
 			nops = 2 + c.IntN(3)
 			call.all = c.IntN(2) == 0
+		}
+		if !call.all && c.IntN(5) == 0 {
+			call.refund = true
 		}
 		for range nops {
 			ki := c.IntN(nkeys)
@@ -385,8 +390,11 @@ func (r *runner) run(t testing.TB, tl timeline) {
 	for ci, call := range tl.calls {
 		keys := make([]string, len(call.ops))
 		mode := lua.Independent
-		if call.all {
+		switch {
+		case call.all:
 			mode = lua.AllOrNothing
+		case call.refund:
+			mode = lua.Refund
 		}
 		var a lua.Args
 		type limitOf struct {
@@ -411,14 +419,18 @@ func (r *runner) run(t testing.TB, tl timeline) {
 		want := make([]algo.Result, len(call.ops))
 		allowed := true
 		for i, op := range call.ops {
-			pending[op.key], want[i] = refStep(op.code, pending[op.key], &op.p, now, op.n)
+			if call.refund {
+				pending[op.key], want[i] = refRefund(op.code, pending[op.key], &op.p, now, op.n)
+			} else {
+				pending[op.key], want[i] = refStep(op.code, pending[op.key], &op.p, now, op.n)
+			}
 			allowed = allowed && want[i].Allowed
 		}
 		if !call.all || allowed {
 			ref = pending
 		}
 		for _, op := range call.ops {
-			history = append(history, fmt.Sprintf("call %d all=%v now=%d key %d %s n=%d %+v", ci, call.all, call.now, op.key, op.code, op.n, op.p))
+			history = append(history, fmt.Sprintf("call %d all=%v refund=%v now=%d key %d %s n=%d %+v", ci, call.all, call.refund, call.now, op.key, op.code, op.n, op.p))
 		}
 		reply, err := r.script.Run(ctx, r.rdb, keys, args...).Result()
 		if err != nil {
@@ -473,7 +485,10 @@ func TestDifferential(t *testing.T) {
 		trials = 50
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if v, err := strconv.ParseUint(os.Getenv("ADMIT_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("seed %d (set ADMIT_SEED to run it again)", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for range trials {
 		r.run(t, genTimeline(rng, 3, 30))

@@ -5,7 +5,9 @@
 // The script decides exactly as the Go step functions of internal/algo do
 // (GCRAStep, BucketStep, FixedWindowStep, SlidingWindowStep and
 // SlidingLog.SlidingLogStep; the root package and the keyed package use the
-// same ones, the token bucket and the leaky bucket meter both BucketStep).
+// same ones, the token bucket and the leaky bucket meter both BucketStep),
+// and gives events back exactly as their undo functions do (GCRAUndo,
+// BucketUndo, FixedWindowUndo, SlidingWindowUndo, SlidingLogUndo).
 // Redis runs Lua 5.1, whose numbers are doubles, so no result may ever be
 // computed in floating point; the script is built from these files:
 //
@@ -89,11 +91,11 @@
 //
 // # States and expiry
 //
-// Only an admission changes a state, so only admissions write, with one
-// exception that mirrors Go: a sliding log drops its expired entries on every
-// decision, denials and peeks included, and that change is stored too (it
-// matters when a later instant falls back before them); a log left empty is
-// deleted. Each state is a Redis string, set with SET ... PX, in a compact
+// Only an admission or a refund changes a state, so only they write, with
+// one exception that mirrors Go: a sliding log drops its expired entries on
+// every decision, denials and peeks included, and that change is stored too
+// (it matters when a later instant falls back before them); a log left
+// empty is deleted. Each state is a Redis string, set with SET ... PX, in a compact
 // decimal form tagged by its first byte (fields are int64 >= 0; leading
 // zeros are accepted):
 //

@@ -1,6 +1,6 @@
 -- fixedwindow.lua (module "fixedwindow") mirrors
--- internal/algo/fixedwindow.go: FixedWindow (a table {Win, Count}) and
--- FixedWindowStep, line for line. Where Go computes p.Burst-s.Count (which
+-- internal/algo/fixedwindow.go: FixedWindow (a table {Win, Count}),
+-- FixedWindowStep and FixedWindowUndo, line for line. Where Go computes p.Burst-s.Count (which
 -- cannot overflow: both are in [0, MaxInt64]) the Lua compares the
 -- equivalent sums, since its values are never negative. The stored form
 -- (fixedDecode, fixedEncode) follows.
@@ -10,7 +10,7 @@ local add, sub, lt, digits, fmt = L.add, L.sub, L.lt, L.digits, L.fmt
 local sfind = string.find
 L.import('params')
 L.import('window')
-local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local MaxTime, Never, Normal, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Normal, L.Unlimited, L.Closed, L.unlimited, L.closed
 local windowOf, untilWindow = L.windowOf, L.untilWindow
 
 -- FixedWindow is the state of a fixed-window counter: Count events admitted
@@ -51,6 +51,27 @@ local function FixedWindowStep(s, p, now, n)
   return saved, r
 end
 
+-- FixedWindowUndo gives back n events admitted at now: it takes them off
+-- the count of the state's window, never below zero, unless now is in a
+-- later window. (A count of 0 is returned as it is, so that a missing key
+-- is not written; Go's value is the same.)
+local function FixedWindowUndo(s, p, now, n)
+  if p.Mode ~= Normal or n == 0 then
+    return s
+  end
+  local k = windowOf(p, now)
+  if lt(s.Win, k) then
+    return s
+  end
+  -- s.Count -= min(n, s.Count)
+  if s.Count == 0 then
+    return s
+  elseif lt(n, s.Count) then
+    return {Win = s.Win, Count = sub(s.Count, n)}
+  end
+  return {Win = s.Win, Count = 0}
+end
+
 -- Not in Go: the stored form "f<Win>:<Count>", Win <= MaxTime. A missing
 -- key (false) is the zero state; nil means a malformed value.
 local function fixedDecode(v)
@@ -66,4 +87,4 @@ local function fixedEncode(s)
   return 'f' .. fmt(s.Win) .. ':' .. fmt(s.Count)
 end
 
-return {tag = 'f', name = 'fixed window', window = true, step = FixedWindowStep, decode = fixedDecode, encode = fixedEncode}
+return {tag = 'f', name = 'fixed window', window = true, step = FixedWindowStep, undo = FixedWindowUndo, decode = fixedDecode, encode = fixedEncode}

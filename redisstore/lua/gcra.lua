@@ -1,7 +1,7 @@
 -- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
--- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep and gcraReport,
--- in that order and line for line. The stored form (gcraDecode, gcraEncode)
--- follows.
+-- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport and
+-- GCRAUndo, in that order and line for line. The stored form (gcraDecode,
+-- gcraEncode) follows.
 
 L.import('lib')
 local add, sub, mul, cmp, lt, divmod, udivmod, ceil63 = L.add, L.sub, L.mul, L.cmp, L.lt, L.divmod, L.udivmod, L.ceil63
@@ -9,7 +9,7 @@ local digits, fmt, TWO64 = L.digits, L.fmt, L.TWO64
 local sfind = string.find
 L.import('params')
 local MaxTime, farFuture, Never = L.MaxTime, L.farFuture, L.Never
-local Unlimited, Closed, unlimited, closed = L.Unlimited, L.Closed, L.unlimited, L.closed
+local Normal, Unlimited, Closed, unlimited, closed = L.Normal, L.Unlimited, L.Closed, L.unlimited, L.closed
 
 -- GCRA is the state of the generic cell rate algorithm: TAT = At + Frac/Td.
 -- The zero value is a full limit.
@@ -73,6 +73,28 @@ gcraReport = function(p, d, allowed, retry)
   return r
 end
 
+-- GCRAUndo gives back n events admitted at now: the TAT moves back by n×T,
+-- but never before now; a state that owes nothing at now is returned as it
+-- is. (Lua values are never negative: Go's n <= 0 is n = 0.)
+local function GCRAUndo(s, p, now, n)
+  if p.Mode ~= Normal or n == 0 then
+    return s
+  end
+  local d = gcraDebt(s, p, now)
+  if d == 0 then
+    return s
+  end
+  local refund = mul(n, p.Tn)
+  if not lt(refund, d) then
+    return {At = now, Frac = 0}
+  end
+  local rest = sub(d, refund)
+  if not lt(rest, mul(sub(farFuture, now), p.Td)) then
+    return s -- still owing past farFuture, which no step makes: left as it is
+  end
+  return gcraAt(p, now, rest)
+end
+
 -- Not in Go: the stored form. "g<At>" when Frac is 0 (always when Td = 1),
 -- else "g<At>:<Frac>"; At <= farFuture. A missing key (false) is the zero
 -- state; nil means a malformed value.
@@ -95,5 +117,5 @@ local function gcraEncode(s)
   return 'g' .. fmt(s.At) .. ':' .. fmt(s.Frac)
 end
 
-L.GCRAStep, L.gcraDebt, L.gcraZero = GCRAStep, gcraDebt, gcraZero
-return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, decode = gcraDecode, encode = gcraEncode}
+L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, gcraDebt, gcraZero
+return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, decode = gcraDecode, encode = gcraEncode}

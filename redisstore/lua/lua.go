@@ -96,6 +96,10 @@ const (
 	// AllOrNothing admits every key's request or none: it decides all of
 	// them, then writes only if all were allowed.
 	AllOrNothing = "1"
+	// Refund gives back each key's n events, admitted at the call's
+	// instant (the undo functions of internal/algo), and replies for each
+	// key what a peek (n = 0) would then get.
+	Refund = "2"
 )
 
 // RedisTime is the value of ARGV[2] that makes the script use Redis TIME as
@@ -173,7 +177,7 @@ func (a *Args) Reset() {
 }
 
 // Append appends the call's ARGV to dst and returns the result: mode
-// (Independent or AllOrNothing), now (decimal ns, or RedisTime), the
+// (Independent, AllOrNothing or Refund), now (decimal ns, or RedisTime), the
 // minimum TTL (decimal ms), the number of limits, the limits, and the keys'
 // limit indexes and costs.
 func (a *Args) Append(dst []any, mode, now, minTTL string) []any {

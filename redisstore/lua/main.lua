@@ -66,11 +66,13 @@ local function run()
   if #ARGV ~= 4 + 6 * nsets + 2 * nkeys then
     fail(sfmt('%d limits and %d keys need %d arguments, got %d', nsets, nkeys, 4 + 6 * nsets + 2 * nkeys, #ARGV))
   end
-  local all = ARGV[1]
-  if all ~= '0' and all ~= '1' then
-    fail('ARGV[1] must be "0" (independent) or "1" (all-or-nothing)')
+  local mode = ARGV[1]
+  if mode ~= '0' and mode ~= '1' and mode ~= '2' then
+    fail('ARGV[1] must be "0" (independent), "1" (all-or-nothing) or "2" (refund)')
   end
-  all = all == '1'
+  -- A refund gives each key's n events back (slow.lua), each key on its
+  -- own, and replies a peek's result.
+  local all, refund = mode == '1', mode == '2'
   nowHi, nowLo = readNow()
   local minTTL = small(ARGV[3])
   if minTTL == nil then
@@ -145,7 +147,7 @@ local function run()
         -- The fast paths, for small values (see fast.lua); the window
         -- algorithms' need Td = 1.
         local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
-        if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
+        if n and burst and nowHi >= 1 and not refund then -- (set.burst is there only for limits checked above)
           if tag == 'g' then
             -- A key met again in this call keeps its state decoded, and
             -- is encoded once, when written (ent.stale).
@@ -182,7 +184,7 @@ local function run()
           ent.v, ent.stale = gcraEncodeFast(ent.hi, ent.lo, ent.frac), false
         end
         ent.hi = nil -- the general path may change the stored form
-        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo)
+        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo, refund)
       end
       if v2 ~= ent.v then
         ent.v, ent.changed, ent.reset = v2, true, reset
@@ -192,6 +194,9 @@ local function run()
       -- closed(n) of params.lua, whatever the algorithm.
       local mode, n = set.mode, small(nArg)
       if (mode == '1' or mode == '2') and n and set.small then
+        if refund then
+          n = 0 -- a peek's result
+        end
         if mode == '1' then
           ok, rem, retry, reset = true, MAXSTR, 0, 0
         elseif n == 0 then
@@ -201,7 +206,7 @@ local function run()
         end
       else
         import('slow')
-        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, false, nowHi, nowLo)
+        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, false, nowHi, nowLo, refund)
       end
     end
     reply[nr + 1] = ok and 1 or 0

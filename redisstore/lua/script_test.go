@@ -416,7 +416,7 @@ func TestErrors(t *testing.T) {
 		i int
 		v string
 	}{
-		{0, "2"}, {0, ""}, {1, "x"}, {1, "--1"}, {1, "99999999999999999999"}, {1, "-99999999999999999999"},
+		{0, "3"}, {0, ""}, {1, "x"}, {1, "--1"}, {1, "99999999999999999999"}, {1, "-99999999999999999999"},
 		{1, "1.5"}, {1, "inf"}, {1, "nan"}, {1, "1e300"},
 		{2, "-1"}, {2, ""}, {2, "1.5"},
 		{3, "2"}, {3, "0"}, {3, "x"}, {3, "-1"},
@@ -425,6 +425,11 @@ func TestErrors(t *testing.T) {
 		{10, "0"}, {10, "2"}, {10, "x"}, {10, "1.5"}, {10, ""},
 	} {
 		bad("argument "+strconv.Itoa(c.i+1)+" = "+strconvQuote(c.v), with(c.i, c.v)...)
+		if c.i > 0 { // and in refund mode
+			a := with(c.i, c.v)
+			a[0] = lua.Refund
+			bad("refund: argument "+strconv.Itoa(c.i+1)+" = "+strconvQuote(c.v), a...)
+		}
 	}
 	// Limits algo.Compile cannot produce.
 	for _, q := range []algo.Params{
@@ -538,4 +543,71 @@ func oneKey(code string, p *algo.Params) []any {
 	var a lua.Args
 	a.Add(lua.NewLimit(code, p), 1)
 	return a.Append(nil, lua.Independent, "100", "0")
+}
+
+// TestRefundMode: refunds give events back and reply a peek's result; a
+// missing key stays missing, an emptied log is deleted, a degenerate limit
+// reads nothing, and the key's TTL follows its new ResetAfter.
+func TestRefundMode(t *testing.T) {
+	e := newEnv(t)
+	p := mustCompile(t, 10, time.Hour, 0) // T = 6min, B = 10
+	call := func(mode string, reqs ...req) []algo.Result {
+		t.Helper()
+		_, res, err := e.call(mode, strconv.FormatInt(t0, 10), "0", reqs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, code := range codes {
+		key := e.prefix + "refund:" + code
+		// A missing key is full: nothing is written.
+		r := call(lua.Refund, req{key, code, 3, p})
+		if want := (algo.Result{Allowed: true, Remaining: 10}); r[0] != want {
+			t.Errorf("%s: refund of a missing key: %+v", code, r[0])
+		}
+		if v := e.get(key); v != "" {
+			t.Errorf("%s: refund of a missing key wrote %q", code, v)
+		}
+		if r := call(lua.Independent, req{key, code, 6, p}); !r[0].Allowed || r[0].Remaining != 4 {
+			t.Fatalf("%s: admission: %+v", code, r[0])
+		}
+		ttl := e.rdb.PTTL(e.ctx, key).Val()
+		// Two refunds in one call: each sees the other's state.
+		r = call(lua.Refund, req{key, code, 2, p}, req{key, code, 1, p})
+		if r[0].Remaining != 6 || r[1].Remaining != 7 || !r[0].Allowed || r[0].RetryAfter != 0 {
+			t.Errorf("%s: refunds: %+v", code, r)
+		}
+		// A bucket is full sooner; a window still ends when it ends.
+		if got := e.rdb.PTTL(e.ctx, key).Val(); got > ttl || got <= 0 || (!window(code) && got == ttl) {
+			t.Errorf("%s: TTL %v after the refunds, %v before", code, got, ttl)
+		}
+		r = call(lua.Refund, req{key, code, 1 << 62, p})
+		if want := (algo.Result{Allowed: true, Remaining: 10}); r[0] != want {
+			t.Errorf("%s: refund of everything: %+v", code, r[0])
+		}
+		if v := e.get(key); code == lua.CodeSlidingLog && v != "" {
+			t.Errorf("%s: an emptied log is kept: %q", code, v)
+		}
+		if r := call(lua.Independent, req{key, code, 10, p}); !r[0].Allowed {
+			t.Errorf("%s: the whole burst after the refunds: %+v", code, r[0])
+		}
+	}
+	// Degenerate limits read nothing and reply a peek's result.
+	hash := e.prefix + "refund:hash"
+	if err := e.rdb.HSet(e.ctx, hash, "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	inf := mustCompile(t, algo.InfRate, 0, 5)
+	closed := mustCompile(t, 0, 0, 0)
+	for _, code := range codes {
+		r := call(lua.Refund, req{hash, code, 7, inf}, req{hash, code, 3, closed})
+		if want := []algo.Result{{Allowed: true, Remaining: math.MaxInt64}, {Allowed: true}}; r[0] != want[0] || r[1] != want[1] {
+			t.Errorf("%s: %+v", code, r)
+		}
+	}
+	// A refund of a key holding another type fails and writes nothing.
+	if _, _, err := e.call(lua.Refund, "100", "0", req{hash, lua.CodeGCRA, 1, p}); err == nil || !strings.HasPrefix(err.Error(), "admit: ") {
+		t.Errorf("refund of a hash: %v", err)
+	}
 }

@@ -1,6 +1,7 @@
 -- slidinglog.lua (module "slidinglog") mirrors
 -- internal/algo/slidinglog.go: SlidingLog, its at, expire and push methods
--- (logAt, logExpire, logPush) and SlidingLogStep, line for line. Go keeps the entries in a ring buffer; here they are two
+-- (logAt, logExpire, logPush), SlidingLogStep and SlidingLogUndo, line for
+-- line. Go keeps the entries in a ring buffer; here they are two
 -- arrays (instants and counts) indexed from head, which is the same deque.
 -- Like Go, a step changes the log in place: it drops the expired entries
 -- even when it denies or peeks (which matters when a later instant falls
@@ -11,7 +12,7 @@ L.import('lib')
 local add, sub, lt, eq, digits, fmt, MAXI64 = L.add, L.sub, L.lt, L.eq, L.digits, L.fmt, L.MAXI64
 local sfind, sbyte, tconcat = string.find, string.byte, table.concat
 L.import('params')
-local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local MaxTime, Never, Normal, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Normal, L.Unlimited, L.Closed, L.unlimited, L.closed
 local shift, Window = L.shift, L.Window
 
 -- SlidingLog is the state of a sliding log: {at = {...}, n = {...}, head,
@@ -104,6 +105,42 @@ local function SlidingLogStep(l, p, now, n)
   return r
 end
 
+-- SlidingLogUndo gives back n events admitted at now: it removes them from
+-- the newest entries, those SlidingLogStep logs at (now, or the newest
+-- instant if later), newest first, dropping the entries it empties, and
+-- leaves alone the entries W or more before that instant.
+local function SlidingLogUndo(l, p, now, n)
+  if p.Mode ~= Normal or n == 0 or l.size == 0 then
+    return
+  end
+  local t = l.at[logAt(l, l.size - 1)]
+  if lt(t, now) then -- t := max(now, newest)
+    t = now
+  end
+  local w = Window(p)
+  while n ~= 0 and l.size > 0 do
+    local e = logAt(l, l.size - 1)
+    if not lt(sub(t, l.at[e]), w) then
+      return
+    end
+    local take = l.n[e] -- min(n, e.N)
+    if lt(n, take) then
+      take = n
+    end
+    l.n[e] = sub(l.n[e], take)
+    l.sum = sub(l.sum, take)
+    n = sub(n, take)
+    l.dirty = true
+    if l.n[e] == 0 then
+      l.at[e], l.n[e] = nil, nil
+      l.size = l.size - 1
+    end
+  end
+  if l.size == 0 then
+    l.head = 1
+  end
+end
+
 -- Not in Go: the stored form "l<At>:<N>" for the oldest entry followed by
 -- ",<At-previous At>:<N>" for each later one: instants strictly increase and
 -- are at most MaxTime, counts are at least 1 and sum to at most MaxInt64.
@@ -158,4 +195,9 @@ local function logStep(l, p, now, n)
   return l, SlidingLogStep(l, p, now, n)
 end
 
-return {tag = 'l', name = 'sliding log', window = true, step = logStep, decode = logDecode, encode = logEncode}
+local function logUndo(l, p, now, n)
+  SlidingLogUndo(l, p, now, n)
+  return l
+end
+
+return {tag = 'l', name = 'sliding log', window = true, step = logStep, undo = logUndo, decode = logDecode, encode = logEncode}

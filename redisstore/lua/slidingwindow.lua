@@ -1,6 +1,7 @@
 -- slidingwindow.lua (module "slidingwindow") mirrors
 -- internal/algo/slidingwindow.go: SlidingWindow (a table {Win, Cur, Prev}),
--- SlidingWindowStep, untilUnits and slidingRetry, line for line (addSat is in
+-- SlidingWindowStep, SlidingWindowUndo, untilUnits and slidingRetry, line
+-- for line (addSat is in
 -- params.lua). Where Go computes p.Burst-s.Cur-n and tests it against 0 the
 -- Lua compares the equivalent sums, since its values are never negative.
 -- Like Go, slidingRetry takes a quotient that does not fit in 64 bits as 0
@@ -12,7 +13,7 @@ local add, sub, mul, cmp, lt, eq, udivmod, div63, ceil63, digits, fmt = L.add, L
 local sfind = string.find
 L.import('params')
 L.import('window')
-local MaxTime, Never, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Unlimited, L.Closed, L.unlimited, L.closed
+local MaxTime, Never, Normal, Unlimited, Closed, unlimited, closed = L.MaxTime, L.Never, L.Normal, L.Unlimited, L.Closed, L.unlimited, L.closed
 local windowOf = L.windowOf
 
 -- SlidingWindow is the state of a sliding-window counter: Cur events
@@ -71,6 +72,26 @@ local function SlidingWindowStep(s, p, now, n)
   return saved, r
 end
 
+-- SlidingWindowUndo gives back n events admitted at now: it takes them off
+-- the current count, never below zero, unless now is in a later window than
+-- the state's. (A count of 0 is returned as it is, as in fixedwindow.lua.)
+local function SlidingWindowUndo(s, p, now, n)
+  if p.Mode ~= Normal or n == 0 then
+    return s
+  end
+  local k = windowOf(p, now)
+  if lt(s.Win, k) then
+    return s
+  end
+  -- s.Cur -= min(n, s.Cur)
+  if s.Cur == 0 then
+    return s
+  elseif lt(n, s.Cur) then
+    return {Win = s.Win, Cur = sub(s.Cur, n), Prev = s.Prev}
+  end
+  return {Win = s.Win, Cur = 0, Prev = s.Prev}
+end
+
 -- untilUnits returns the ns from now until off units after the start of
 -- window k, rounded up.
 untilUnits = function(p, now, k, off)
@@ -123,4 +144,4 @@ local function slidingEncode(s)
   return 's' .. fmt(s.Win) .. ':' .. fmt(s.Cur) .. ':' .. fmt(s.Prev)
 end
 
-return {tag = 's', name = 'sliding window', window = true, step = SlidingWindowStep, decode = slidingDecode, encode = slidingEncode}
+return {tag = 's', name = 'sliding window', window = true, step = SlidingWindowStep, undo = SlidingWindowUndo, decode = slidingDecode, encode = slidingEncode}

@@ -59,10 +59,12 @@ local function decodeState(i, alg, v)
 end
 
 -- decide runs the step function of algorithm code for key i (n given as the
--- argument nArg, the limit's fields from ARGV[pb]) at now = nowHi×1e7 + nowLo on the state stored as v, and returns
--- the new stored form (v itself if unchanged, false for an empty sliding log)
--- and the result's fields.
-function L.decide(i, nArg, pb, code, v, nowHi, nowLo)
+-- argument nArg, the limit's fields from ARGV[pb]) at now = nowHi×1e7 +
+-- nowLo on the state stored as v, and returns the new stored form (v itself
+-- if unchanged, false for an empty sliding log) and the result's fields.
+-- With refund set it gives the n events back instead (the algorithm's undo
+-- function), and the result is a peek's at now on the state it leaves.
+function L.decide(i, nArg, pb, code, v, nowHi, nowLo, refund)
   if nowV == nil then
     if nowHi < 9e8 then
       nowV = nowHi * 1e7 + nowLo
@@ -81,7 +83,12 @@ function L.decide(i, nArg, pb, code, v, nowHi, nowLo)
   if p.Mode == L.Normal then
     st = decodeState(i, alg, v)
   end
-  local st2, r = alg.step(st, p, nowV, n)
+  local st2, r
+  if refund then
+    st2, r = alg.step(alg.undo(st, p, nowV, n), p, nowV, 0)
+  else
+    st2, r = alg.step(st, p, nowV, n)
+  end
   if st2 ~= st or (st2 ~= nil and st2.dirty) then
     if st2.size == 0 then -- an empty sliding log
       v = false

@@ -66,6 +66,28 @@ func refStep(code string, st any, p *algo.Params, now, n int64) (any, algo.Resul
 	panic("unknown code " + code)
 }
 
+// refRefund gives back n events at now as the script's refund mode does:
+// the algorithm's undo function, then a peek for the result. It never
+// changes st.
+func refRefund(code string, st any, p *algo.Params, now, n int64) (any, algo.Result) {
+	switch family(code) {
+	case lua.CodeGCRA:
+		return algo.GCRAStep(algo.GCRAUndo(st.(algo.GCRA), p, now, n), p, now, 0)
+	case lua.CodeTokenBucket:
+		return algo.BucketStep(algo.BucketUndo(st.(algo.Bucket), p, now, n), p, now, 0)
+	case lua.CodeFixedWindow:
+		return algo.FixedWindowStep(algo.FixedWindowUndo(st.(algo.FixedWindow), p, now, n), p, now, 0)
+	case lua.CodeSlidingWindow:
+		return algo.SlidingWindowStep(algo.SlidingWindowUndo(st.(algo.SlidingWindow), p, now, n), p, now, 0)
+	case lua.CodeSlidingLog:
+		l := st.(*algo.SlidingLog).Clone()
+		l.SlidingLogUndo(p, now, n)
+		r := l.SlidingLogStep(p, now, 0)
+		return l, r
+	}
+	panic("unknown code " + code)
+}
+
 // logEntries returns a log's entries, oldest first. algo.SlidingLog does not
 // export them; reflection reads its ring buffer.
 func logEntries(l *algo.SlidingLog) []algo.LogEntry {
