@@ -61,18 +61,20 @@
 // # The deny cache
 //
 // Every algorithm here only moves a key towards denial when requests are
-// admitted: nothing but time (and Reset) gives capacity back. So a key that
-// Redis denied one event until instant T stays denied until T, whatever
-// other clients do, and the store answers it from memory until then without
-// a call to Redis (WithDenyCache bounds the keys it remembers). This holds
+// admitted: nothing but time (and Reset and Refund) gives capacity back. So
+// a key that Redis denied one event until instant T stays denied until T,
+// whatever other clients admit, and the store answers it from memory until
+// then without a call to Redis (WithDenyCache bounds the keys it
+// remembers). This holds
 // for GCRA, the token and leaky buckets, the fixed and sliding windows and
 // the sliding log. Only requests of one event are cached: while one event
 // does not fit, the whole decision (Remaining 0, RetryAfter, ResetAfter) is
 // the one Redis would give, unless another client admits events for the key
 // meanwhile, in which case Redis would give a longer wait; the denial
-// itself is exact. A Reset by another process is seen once the cached
-// denials end. An admission through the same Store forgets the key's
-// denial. The argument needs instants that do not go backwards between
+// itself is exact. A Reset or Refund by another process is seen once the
+// cached denials end (until then this Store denies what Redis would admit,
+// erring on the side of the limit). An admission, a Reset or a Refund
+// through the same Store forgets the key's denial. The argument needs instants that do not go backwards between
 // clients: a bucket treats an instant earlier than the latest it saw as
 // that latest one, so with callers' own instants (AllowAt) on skewed
 // clocks, one client's admission at a later instant could end another's
@@ -100,6 +102,17 @@
 // Guard switches back to Redis only on a success when it does. An open
 // Breaker, which does not call the limiter, asks Limiter.Cached first, so
 // known denials stay denials under any policy.
+//
+// # Layers
+//
+// Store.AllowLayers decides the layers of one request in one script call,
+// all or nothing, when they all live in this Redis. To chain Redis limits
+// with local ones (a per-IP keyed.Limiter before a per-tenant Limiter here,
+// a concurrency cap after), use compose.All: a Limiter and a Quota are
+// layers whose admission a refusal further down is refunded from (Refund,
+// RefundLimit: a refund mode of the same script), and
+// ConcurrencyLimiter.Slots makes a concurrency layer whose leases are
+// released.
 //
 // # Examples and tests
 //

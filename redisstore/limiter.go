@@ -217,6 +217,83 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
+// Refund gives back n events admitted for key, on Redis's clock, under the
+// limiter's limit: it undoes an Allow that a later check made pointless (a
+// later layer of a compose.All chain refused the request). The script gives
+// them back exactly as keyed.Limiter.RefundAt does at the instant Redis
+// reads (see there): GCRA and the buckets move the key's state back by n
+// emission intervals, never past full; the windows take n off the count of
+// the window they were counted in, and give back nothing in a later one;
+// the sliding log drops n of its newest events. A key Redis does not hold
+// is full: nothing is given back or written. The refund is one script call,
+// pipelined with the other calls in flight; the key's expiry follows its
+// new state.
+//
+// The refund makes this Store's deny cache forget the key. Other Stores
+// (other processes) keep a denial of the key they cached until it ends:
+// they deny what Redis would now admit, which errs on the side of the
+// limit.
+//
+// The error is non-nil when nothing may have been given back: bad input
+// (admit.ErrInvalidCost, ErrKeyTooLong), Redis failing (ErrStore), ctx
+// ending first (its error; the refund may then still happen), or a closed
+// store (ErrClosed). n = 0 does nothing.
+func (lim *Limiter) Refund(ctx context.Context, key string, n int64) error {
+	return lim.refund(ctx, -1, key, lim.own, n)
+}
+
+// RefundAt is Refund at instant now instead of Redis's clock: it gives back
+// n events that AllowAt admitted at now.
+func (lim *Limiter) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
+	return lim.refund(ctx, algo.Clamp(timeline.Nanos(now)), key, lim.own, n)
+}
+
+// RefundLimit is Refund under limit l, for events AllowLimit admitted under
+// l. An invalid l is an error wrapping admit.ErrInvalidLimit.
+func (lim *Limiter) RefundLimit(ctx context.Context, key string, l admit.Limit, n int64) error {
+	return lim.refundLimit(ctx, -1, key, l, n)
+}
+
+// RefundLimitAt is RefundLimit at instant now.
+func (lim *Limiter) RefundLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) error {
+	return lim.refundLimit(ctx, algo.Clamp(timeline.Nanos(now)), key, l, n)
+}
+
+func (lim *Limiter) refundLimit(ctx context.Context, now int64, key string, l admit.Limit, n int64) error {
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Err
+	}
+	return lim.refund(ctx, now, key, c, n)
+}
+
+// refund gives back n events of key at now (-1: Redis's clock).
+func (lim *Limiter) refund(ctx context.Context, now int64, key string, c *limits.Compiled, n int64) error {
+	if err := lim.check(key, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	tag := hashOf(key)
+	rkey := lim.redisKey(tag, key)
+	s := lim.s
+	p := s.getOp()
+	p.refund = true
+	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
+	lim.fill(p, now, tag)
+	err := s.do(ctx, p)
+	if err == nil {
+		s.putOp(p)
+	}
+	if s.deny != nil {
+		// After the call, so that a denial recorded while it was on its
+		// way (decided before the refund) is forgotten too.
+		s.deny.forget(rkey)
+	}
+	return err
+}
+
 // hashOf returns the FNV-1a hash of a key, whose 16 hex digits are its
 // hash tag.
 func hashOf(key string) uint64 {

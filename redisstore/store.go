@@ -120,10 +120,11 @@ type item struct {
 // op is one script call a caller waits for: one key, or several layers
 // decided all or nothing.
 type op struct {
-	items []item
-	all   bool   // all or nothing
-	now   string // decimal ns, or "" for Redis TIME
-	tag   uint64 // the hash tag's hash (the slot), for grouping in a cluster
+	items  []item
+	all    bool   // all or nothing
+	refund bool   // give the items' events back (lua.Refund)
+	now    string // decimal ns, or "" for Redis TIME
+	tag    uint64 // the hash tag's hash (the slot), for grouping in a cluster
 	// deadline is the caller's (zero: none).
 	deadline time.Time
 
@@ -139,7 +140,7 @@ func (s *Store) getOp() *op {
 	p.items = p.single[:0]
 	p.results = p.results[:0]
 	p.err = nil
-	p.all = false
+	p.all, p.refund = false, false
 	return p
 }
 
@@ -254,15 +255,17 @@ func (s *Store) deadline(batch []*op) time.Time {
 }
 
 // call is one script call of a pipeline: ops merged when they decide keys
-// independently at the same instant (and, in a cluster, in one slot).
+// independently (or give events back) at the same instant (and, in a
+// cluster, in one slot).
 type call struct {
-	all  bool   // one all-or-nothing op
-	now  string // the instant of its ops
-	la   lua.Args
-	ops  []*op
-	keys []string
-	args []any
-	cmd  *redis.Cmd
+	all    bool   // one all-or-nothing op
+	refund bool   // refund ops
+	now    string // the instant of its ops
+	la     lua.Args
+	ops    []*op
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
 }
 
 // run sends batch as one pipeline of script calls, retrying with the
@@ -272,8 +275,11 @@ func (s *Store) run(ctx context.Context, batch []*op) {
 	calls := s.group(batch)
 	for _, c := range calls {
 		mode := lua.Independent
-		if c.all {
+		switch {
+		case c.all:
 			mode = lua.AllOrNothing
+		case c.refund:
+			mode = lua.Refund
 		}
 		c.args = c.la.Append(make([]any, 0, 4+6+2*len(c.keys)), mode, c.now, s.minTTL)
 	}
@@ -330,8 +336,9 @@ func (s *Store) exec(ctx context.Context, calls []*call, source bool) {
 func (s *Store) group(batch []*op) []*call {
 	calls := make([]*call, 0, 4)
 	type group struct {
-		now string
-		tag uint64
+		now    string
+		tag    uint64
+		refund bool
 	}
 	var merge map[group]*call
 	if s.cluster {
@@ -346,20 +353,20 @@ func (s *Store) group(batch []*op) []*call {
 		}
 		var c *call
 		if s.cluster {
-			c = merge[group{p.now, p.tag}]
+			c = merge[group{p.now, p.tag, p.refund}]
 		} else {
 			// Few groups (one per instant given; usually just Redis's
 			// clock): a linear search beats a map.
 			for _, k := range calls {
-				if !k.all && k.now == p.now && len(k.keys) < maxKeysPerCall {
+				if !k.all && k.now == p.now && k.refund == p.refund && len(k.keys) < maxKeysPerCall {
 					c = k
 				}
 			}
 		}
 		if c == nil || len(c.keys)+len(p.items) > maxKeysPerCall {
-			c = &call{now: p.now}
+			c = &call{now: p.now, refund: p.refund}
 			if s.cluster {
-				merge[group{p.now, p.tag}] = c
+				merge[group{p.now, p.tag, p.refund}] = c
 			}
 			calls = append(calls, c)
 		}

@@ -1,0 +1,61 @@
+package redisstore
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+)
+
+// The limiters of a Store are layers of a compose.All chain: the rate
+// Limiter and the Quota as limits that can be refunded, the
+// ConcurrencyLimiter through Slots.
+var (
+	_ compose.Limiter  = (*Limiter)(nil)
+	_ compose.Refunder = (*Limiter)(nil)
+	_ compose.Limiter  = (*Quota)(nil)
+	_ compose.Refunder = (*Quota)(nil)
+	_ compose.Slots    = slots{}
+)
+
+// Slots returns l as a concurrency layer of a compose.All chain (the Slots
+// field of a compose.Layer): its TryAcquire is l.TryAcquire, and the slots
+// are held by a Lease until the compose.Held the chain recorded them in is
+// released, or at once when a later layer refuses the request. Releasing
+// is a call to Redis, bounded by the Store's timeout (WithTimeout); if it
+// fails, the slots come back when their lease expires (WithLease). Slots of
+// a nil l is nil, which compose.All refuses.
+func (l *ConcurrencyLimiter) Slots() compose.Slots {
+	if l == nil {
+		return nil
+	}
+	return slots{l}
+}
+
+// slots adapts a ConcurrencyLimiter to compose.Slots.
+type slots struct{ l *ConcurrencyLimiter }
+
+func (s slots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	lease, d, err := s.l.TryAcquire(ctx, key, n)
+	if err != nil || !d.Allowed || lease.l == nil {
+		return nil, d, err
+	}
+	return &leaseReleaser{lease: lease}, d, nil
+}
+
+// leaseReleaser releases a Lease once, whoever calls Release and however
+// often.
+type leaseReleaser struct {
+	lease Lease
+	done  atomic.Bool
+}
+
+func (r *leaseReleaser) Release() {
+	if r.done.Swap(true) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.lease.l.s.o.timeout)
+	defer cancel()
+	_, _ = r.lease.Release(ctx)
+}
