@@ -1,0 +1,169 @@
+package promlimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/keyed"
+	"github.com/admit-go/admit/quota"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The tests of this file wire the Observer to the module's limiters and
+// check the series their events produce.
+
+func TestKeyedLimiter(t *testing.T) {
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2),
+		keyed.WithName("api"), keyed.WithObserver(obs),
+		keyed.WithShards(1), keyed.WithMaxKeys(2), keyed.WithForgetAfter(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := admittest.Epoch
+	for _, key := range []string{"alice", "alice", "alice", "bob"} {
+		if _, err := lim.AllowAt(ctx, t0, key, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A third key at the cap of 2, none idle: one is evicted under pressure.
+	if _, err := lim.AllowAt(ctx, t0, "carol", 1); err != nil {
+		t.Fatal(err)
+	}
+	// A second later every key is full again, so idle: a new key makes
+	// the limiter forget them.
+	if _, err := lim.AllowAt(ctx, t0.Add(time.Second), "dave", 1); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, reg, decisionsHeader+`
+admit_decisions_total{decision="allowed",kind="rate",limiter="api",rule="api"} 5
+admit_decisions_total{decision="denied",kind="rate",limiter="api",rule="api"} 1
+`, "admit_decisions_total")
+	if got := value(t, reg, "admit_evictions_total", "limiter", "api", "reason", "pressure"); got != 1 {
+		t.Errorf("evictions under pressure = %v, want 1", got)
+	}
+	if got := value(t, reg, "admit_evictions_total", "limiter", "api", "reason", "idle"); got < 1 {
+		t.Errorf("evictions of idle keys = %v, want at least 1", got)
+	}
+	if got, want := value(t, reg, "admit_keys_tracked", "limiter", "api"), float64(lim.Len()); got != want {
+		t.Errorf("keys_tracked = %v, want Len() = %v", got, want)
+	}
+}
+
+func TestConcurrencyLimiter(t *testing.T) {
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	lim, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, d, err := lim.TryAcquire(ctx, "report", 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("first TryAcquire: %+v, %v", d, err)
+	}
+	if _, d, err := lim.TryAcquire(ctx, "report", 1); err != nil || d.Allowed {
+		t.Fatalf("second TryAcquire: %+v, %v; want a denial", d, err)
+	}
+	p.Release()
+	p, d, err = lim.TryAcquire(ctx, "report", 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("TryAcquire after Release: %+v, %v", d, err)
+	}
+	p.Release()
+	// The limiter reports the keys it holds when their number has moved
+	// by 16.
+	for i := range 20 {
+		if _, d, err := lim.TryAcquire(ctx, fmt.Sprint("job-", i), 1); err != nil || !d.Allowed {
+			t.Fatalf("TryAcquire of a new key: %+v, %v", d, err)
+		}
+	}
+	if got := value(t, reg, "admit_keys_tracked", "limiter", "jobs"); got < 16 || got > 20 {
+		t.Errorf("keys_tracked with 20 keys held = %v, want 16 to 20", got)
+	}
+	compare(t, reg, decisionsHeader+`
+admit_decisions_total{decision="allowed",kind="concurrency",limiter="jobs",rule="jobs"} 22
+admit_decisions_total{decision="denied",kind="concurrency",limiter="jobs",rule="jobs"} 1
+`, "admit_decisions_total")
+}
+
+func TestQuota(t *testing.T) {
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	q, err := quota.New(2, quota.Day, quota.WithName("daily"), quota.WithObserver(obs), quota.WithLocation(time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := admittest.Epoch
+	for range 3 {
+		if _, err := q.AllowAt(ctx, t0, "tenant", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare(t, reg, decisionsHeader+`
+admit_decisions_total{decision="allowed",kind="quota",limiter="daily",rule="daily"} 2
+admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily"} 1
+`, "admit_decisions_total")
+}
+
+// flaky stands for a shared store that is up or down.
+type flaky struct{ down atomic.Bool }
+
+func (f *flaky) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	if f.down.Load() {
+		return admit.Decision{}, errors.New("dial tcp: connection refused")
+	}
+	return admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 99, Rule: "shared"}, nil
+}
+
+func TestGuard(t *testing.T) {
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	primary := &flaky{}
+	g, err := compose.NewGuard(primary, compose.FailClosed,
+		compose.WithName("redis"), compose.WithObserver(obs),
+		compose.WithThreshold(2), compose.WithTimeout(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := func() {
+		t.Helper()
+		if _, err := g.Allow(ctx, "client", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow() // the primary decides: its decisions are its own to report
+	if n := testutil.CollectAndCount(obs, "admit_fallback_active"); n != 0 {
+		t.Errorf("%d fallback_active series before any switch, want none", n)
+	}
+	primary.down.Store(true)
+	allow() // one failure: decided by the policy, no switch yet
+	if n := testutil.CollectAndCount(obs, "admit_fallback_active"); n != 0 {
+		t.Errorf("%d fallback_active series before the threshold, want none", n)
+	}
+	allow() // two: the Guard switches
+	if got := value(t, reg, "admit_fallback_active", "limiter", "redis"); got != 1 {
+		t.Errorf("fallback_active while the primary fails = %v, want 1", got)
+	}
+	allow()
+	primary.down.Store(false)
+	allow() // back
+	if got := value(t, reg, "admit_fallback_active", "limiter", "redis"); got != 0 {
+		t.Errorf("fallback_active once the primary is back = %v, want 0", got)
+	}
+	if got := value(t, reg, "admit_fallback_changes_total", "limiter", "redis"); got != 2 {
+		t.Errorf("fallback_changes_total = %v, want 2", got)
+	}
+	// The policy's three denials, named after the Guard.
+	compare(t, reg, decisionsHeader+`
+admit_decisions_total{decision="denied",kind="rate",limiter="redis",rule="redis/fail-closed"} 3
+`, "admit_decisions_total")
+}
