@@ -1,0 +1,188 @@
+package httplimit
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
+)
+
+// benchWriter is a minimal reusable ResponseWriter, so that the benchmarks
+// measure the middleware and not httptest.ResponseRecorder. net/http's own
+// writer makes a header map per response; this one clears and reuses its
+// map, so the figures are the middleware's allocations beyond net/http's.
+type benchWriter struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func newBenchWriter() *benchWriter { return &benchWriter{h: make(http.Header)} }
+
+func (w *benchWriter) Header() http.Header { return w.h }
+func (w *benchWriter) WriteHeader(s int)   { w.status = s }
+func (w *benchWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	w.n += len(b)
+	return len(b), nil
+}
+func (w *benchWriter) WriteString(s string) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	w.n += len(s)
+	return len(s), nil
+}
+func (w *benchWriter) reset() { clear(w.h); w.status = 0 }
+
+// bareHandler is the handler the middleware wraps: it writes a short body.
+var bareHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = w.Write([]byte("ok"))
+})
+
+func benchRequest() *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/items/1", nil)
+	r.RemoteAddr = "192.0.2.1:1234"
+	return r
+}
+
+func runBench(b *testing.B, h http.Handler, r *http.Request, status int) {
+	w := newBenchWriter()
+	h.ServeHTTP(w, r) // warm up: the key is stored
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		w.reset()
+		h.ServeHTTP(w, r)
+	}
+	b.StopTimer()
+	if w.status != status {
+		b.Fatalf("status %d, want %d", w.status, status)
+	}
+}
+
+// generous is a limit no benchmark reaches: 1e9/s.
+var generous = admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
+
+func benchLimiter(b *testing.B, l admit.Limit) *keyed.Limiter {
+	lim, err := keyed.New(admit.AlgGCRA, l, keyed.WithName("api"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lim
+}
+
+// BenchmarkBare is the handler alone: the baseline of the others.
+func BenchmarkBare(b *testing.B) {
+	runBench(b, bareHandler, benchRequest(), 200)
+}
+
+// BenchmarkLimiterAlone is the keyed limiter's decision alone.
+func BenchmarkLimiterAlone(b *testing.B) {
+	lim := benchLimiter(b, generous)
+	r := benchRequest()
+	b.ReportAllocs()
+	for range b.N {
+		if d, _ := lim.Allow(r.Context(), "192.0.2.1", 1); !d.Allowed {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// BenchmarkAdmitted is an admitted request through one local GCRA layer,
+// keyed by the client address, with both dialects of fields.
+func BenchmarkAdmitted(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP)
+	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
+}
+
+// BenchmarkAdmittedNoFields: the same without rate-limit fields.
+func BenchmarkAdmittedNoFields(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, WithFields(NoFields))
+	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
+}
+
+// BenchmarkRefused is a refused request: fields, Retry-After and the JSON
+// body, without the handler.
+func BenchmarkRefused(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP)
+	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
+}
+
+// BenchmarkRefusedProblem: a refusal with problem details.
+func BenchmarkRefusedProblem(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP, WithProblemJSON("", ""))
+	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
+}
+
+// BenchmarkExempt is a request on an exempt path.
+func BenchmarkExempt(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, WithExemptPaths("/healthz"), WithExemptPrefixes("/metrics"))
+	r := benchRequest()
+	r.URL.Path = "/healthz"
+	runBench(b, m.Handler(bareHandler), r, 200)
+}
+
+// BenchmarkAdmittedTrustedProxy keys by X-Forwarded-For behind a trusted
+// proxy.
+func BenchmarkAdmittedTrustedProxy(b *testing.B) {
+	c, err := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := mustNew(b, benchLimiter(b, generous), c.Key)
+	r := benchRequest()
+	r.RemoteAddr = "10.0.0.2:5"
+	r.Header.Set("X-Forwarded-For", "198.51.100.7, 192.0.2.1, 10.0.0.9")
+	runBench(b, m.Handler(bareHandler), r, 200)
+}
+
+// BenchmarkAdmittedChain is an admitted request through a chain of a
+// per-client rate limit and a global concurrency cap (a Held from the
+// pool).
+func BenchmarkAdmittedChain(b *testing.B) {
+	cl := newBenchSlots(1 << 20)
+	chain, err := compose.All(compose.Layer{Limiter: benchLimiter(b, generous)}, compose.Layer{Slots: cl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := NewChain(chain, []KeyFunc{RemoteIP, Const("")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
+}
+
+// benchSlots is an allocation-free compose.Slots: a counter.
+type benchSlots struct {
+	max, used int64
+	rel       benchRelease
+}
+
+type benchRelease struct{ s *benchSlots }
+
+func (r benchRelease) Release() { r.s.used-- }
+
+func newBenchSlots(max int64) *benchSlots {
+	s := &benchSlots{max: max}
+	s.rel = benchRelease{s}
+	return s
+}
+
+func (s *benchSlots) TryAcquire(_ context.Context, _ string, n int64) (compose.Releaser, admit.Decision, error) {
+	d := admit.Decision{Limit: admit.Limit{Rate: s.max, Burst: s.max}, Kind: admit.KindConcurrency, Rule: "inflight"}
+	if s.used+n > s.max {
+		return nil, d, nil
+	}
+	s.used += n
+	d.Allowed, d.Remaining = true, s.max-s.used
+	return s.rel, d, nil
+}

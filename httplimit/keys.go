@@ -1,0 +1,341 @@
+package httplimit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+)
+
+// KeyFunc returns the key a request is limited under: its client address,
+// API key, user, route, or a combination. An error means the request
+// cannot be keyed (the middleware refuses it with 400, or serves it
+// without a limit under WithSkipUnkeyed); the KeyFuncs of this package
+// return errors wrapping ErrNoKey. A KeyFunc must be safe for concurrent
+// use, and should return a substring of the request rather than a new
+// string where it can, to save an allocation.
+type KeyFunc func(r *http.Request) (string, error)
+
+// Const returns a KeyFunc that gives every request the key key: one limit
+// shared by all requests (a global limit, or a limit per route when the
+// middleware wraps one route).
+func Const(key string) KeyFunc {
+	return func(*http.Request) (string, error) { return key, nil }
+}
+
+// Header returns a KeyFunc that keys a request by the value of its header
+// name, which must appear exactly once with a non-empty value: a missing,
+// empty or repeated header is an error wrapping ErrNoKey (repeated, since
+// a proxy may have added a line to the client's, and which one to trust is
+// not for this function to guess). The value is not trimmed beyond what
+// net/http does.
+func Header(name string) KeyFunc {
+	canon := textproto.CanonicalMIMEHeaderKey(name)
+	missing := fmt.Errorf("%w: header %s is missing or empty", ErrNoKey, canon)
+	repeated := fmt.Errorf("%w: header %s appears more than once", ErrNoKey, canon)
+	return func(r *http.Request) (string, error) {
+		v := r.Header[canon]
+		switch {
+		case len(v) > 1:
+			return "", repeated
+		case len(v) == 0 || v[0] == "":
+			return "", missing
+		}
+		return v[0], nil
+	}
+}
+
+// Method returns a KeyFunc that keys a request by its method ("GET" for
+// an empty one).
+func Method() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if r.Method == "" {
+			return http.MethodGet, nil
+		}
+		return r.Method, nil
+	}
+}
+
+// Route returns a KeyFunc that keys a request by the http.ServeMux pattern
+// that matched it (Request.Pattern, Go 1.22+), such as "GET /items/{id}",
+// so that all requests to one route share a limit whatever their path
+// values. ServeMux sets the pattern when it routes the request, so it is
+// set only in handlers the mux calls: wrap each route's handler,
+//
+//	mux.Handle("GET /items/{id}", m.Handler(items))
+//
+// rather than the mux (or use RouteOf). A request without a pattern is an
+// error wrapping ErrNoKey.
+func Route() KeyFunc {
+	missing := fmt.Errorf("%w: the request has no route pattern (wrap the mux's handlers, not the mux; see Route)", ErrNoKey)
+	return func(r *http.Request) (string, error) {
+		if r.Pattern == "" {
+			return "", missing
+		}
+		return r.Pattern, nil
+	}
+}
+
+// RouteOf returns a KeyFunc that keys a request by the pattern of mux that
+// matches it, found with mux.Handler: for middleware that wraps the whole
+// mux, where Request.Pattern is not yet set. It routes each request twice
+// (here and in the mux). A request no pattern matches (one the mux will
+// answer 404, 405 or with a redirect) is an error wrapping ErrNoKey.
+func RouteOf(mux *http.ServeMux) KeyFunc {
+	missing := fmt.Errorf("%w: no route of the mux matches the request", ErrNoKey)
+	return func(r *http.Request) (string, error) {
+		_, p := mux.Handler(r)
+		if p == "" {
+			return "", missing
+		}
+		return p, nil
+	}
+}
+
+// ContextValue returns a KeyFunc that keys a request by the value its
+// context holds for key (set by an authentication middleware that runs
+// before this one): a non-empty string, or a fmt.Stringer giving one.
+// Anything else, nil included, is an error wrapping ErrNoKey.
+func ContextValue(key any) KeyFunc {
+	missing := fmt.Errorf("%w: no string in the context for %v", ErrNoKey, key)
+	return func(r *http.Request) (string, error) {
+		var s string
+		switch v := r.Context().Value(key).(type) {
+		case string:
+			s = v
+		case fmt.Stringer:
+			s = v.String()
+		}
+		if s == "" {
+			return "", missing
+		}
+		return s, nil
+	}
+}
+
+// FromContext returns a KeyFunc that keys a request by what f finds in its
+// context, such as the user an authentication middleware stored there.
+// f's false, or an empty string, is an error wrapping ErrNoKey.
+func FromContext(f func(ctx context.Context) (string, bool)) KeyFunc {
+	if f == nil {
+		panic("httplimit: FromContext(nil)")
+	}
+	missing := fmt.Errorf("%w: no key in the context", ErrNoKey)
+	return func(r *http.Request) (string, error) {
+		s, ok := f(r.Context())
+		if !ok || s == "" {
+			return "", missing
+		}
+		return s, nil
+	}
+}
+
+// APIKeySource is a place an API key is looked for: Bearer, InHeader or
+// InQuery.
+type APIKeySource struct {
+	kind uint8 // 0 bearer, 1 header, 2 query
+	name string
+}
+
+// Bearer is the token of an "Authorization: Bearer <token>" header (the
+// scheme in any case).
+func Bearer() APIKeySource { return APIKeySource{kind: 0} }
+
+// InHeader is the value of the header name, such as "X-API-Key".
+func InHeader(name string) APIKeySource {
+	return APIKeySource{kind: 1, name: textproto.CanonicalMIMEHeaderKey(name)}
+}
+
+// InQuery is the value of the URL query parameter param, such as
+// "api_key".
+func InQuery(param string) APIKeySource { return APIKeySource{kind: 2, name: param} }
+
+// APIKey returns a KeyFunc that keys a request by its API key, looked for
+// in sources in order (Bearer() if none is given); the first source that
+// holds a key gives it. A source that holds more than one (a repeated
+// header or query parameter) is an error, as is a request no source gives
+// a key for; the errors wrap ErrNoKey. The key is used as it is: to keep
+// secrets out of the limiter's memory and out of a shared store's key
+// names, wrap the KeyFunc in Hashed.
+func APIKey(sources ...APIKeySource) KeyFunc {
+	if len(sources) == 0 {
+		sources = []APIKeySource{Bearer()}
+	}
+	srcs := append([]APIKeySource(nil), sources...)
+	missing := fmt.Errorf("%w: no API key in the request", ErrNoKey)
+	ambiguous := fmt.Errorf("%w: more than one API key in the request", ErrNoKey)
+	return func(r *http.Request) (string, error) {
+		for _, s := range srcs {
+			var (
+				v  string
+				ok bool
+			)
+			switch s.kind {
+			case 0:
+				v, ok = bearer(r.Header["Authorization"])
+			case 1:
+				vs := r.Header[s.name]
+				if len(vs) > 1 {
+					return "", ambiguous
+				}
+				if len(vs) == 1 {
+					v, ok = vs[0], vs[0] != ""
+				}
+			default:
+				var many bool
+				v, ok, many = queryParam(r.URL.RawQuery, s.name)
+				if many {
+					return "", ambiguous
+				}
+			}
+			if ok {
+				return v, nil
+			}
+		}
+		return "", missing
+	}
+}
+
+// bearer returns the token of a single "Bearer" Authorization header.
+func bearer(vs []string) (string, bool) {
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, tok, ok := strings.Cut(vs[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.Trim(tok, " \t")
+	if tok == "" || strings.ContainsAny(tok, " \t") {
+		return "", false
+	}
+	return tok, true
+}
+
+// queryParam finds the value of param in a raw query, without building
+// url.Values: ok reports that it is present once and non-empty, many that
+// it is present more than once.
+func queryParam(raw, param string) (v string, ok, many bool) {
+	seen := false
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		k, val, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, "%+") {
+			uk, err := url.QueryUnescape(k)
+			if err != nil {
+				continue
+			}
+			k = uk
+		}
+		if k != param {
+			continue
+		}
+		if seen {
+			return "", false, true
+		}
+		seen = true
+		if strings.ContainsAny(val, "%+") {
+			uv, err := url.QueryUnescape(val)
+			if err != nil {
+				val = ""
+			} else {
+				val = uv
+			}
+		}
+		v = val
+	}
+	return v, v != "", false
+}
+
+// Hashed returns a KeyFunc that keys a request by the SHA-256 of k's key
+// (its first 128 bits, in 32 hex digits): for secrets such as API keys,
+// which then appear neither in the limiter's memory nor in a shared
+// store's key names. k's errors pass through. Hashed panics if k is nil.
+func Hashed(k KeyFunc) KeyFunc {
+	if k == nil {
+		panic("httplimit: Hashed(nil)")
+	}
+	return func(r *http.Request) (string, error) {
+		s, err := k(r)
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(sum[:16]), nil
+	}
+}
+
+// First returns a KeyFunc that keys a request by the first of keys that
+// can key it: First(APIKey(), clientIP.Key) limits clients by API key when
+// they send one and by address otherwise. (Prefix the keys, with Join and
+// Const, if an API key could collide with an address.) If none can, the
+// error is the last one's. First panics if keys is empty or holds a nil
+// KeyFunc.
+func First(keys ...KeyFunc) KeyFunc {
+	ks := checkKeys("First", keys)
+	return func(r *http.Request) (string, error) {
+		var err error
+		for _, k := range ks {
+			var s string
+			if s, err = k(r); err == nil {
+				return s, nil
+			}
+		}
+		return "", err
+	}
+}
+
+// Join returns a KeyFunc that keys a request by all of keys at once, such
+// as the client and the route: the keys joined with '|' after escaping
+// each '\' and '|' in them with a '\', so that different lists of keys
+// always give different joined keys ("a|b" then "c" is `a\|b|c`, "a" then
+// "b|c" is `a|b\|c`). An error of any of keys is the joined KeyFunc's
+// error. Join panics if keys is empty or holds a nil KeyFunc.
+func Join(keys ...KeyFunc) KeyFunc {
+	ks := checkKeys("Join", keys)
+	return func(r *http.Request) (string, error) {
+		var stack [128]byte
+		b := stack[:0]
+		for i, k := range ks {
+			s, err := k(r)
+			if err != nil {
+				return "", err
+			}
+			if i > 0 {
+				b = append(b, '|')
+			}
+			b = appendEscaped(b, s)
+		}
+		return string(b), nil
+	}
+}
+
+func checkKeys(fn string, keys []KeyFunc) []KeyFunc {
+	if len(keys) == 0 {
+		panic("httplimit: " + fn + " needs at least one KeyFunc")
+	}
+	for _, k := range keys {
+		if k == nil {
+			panic("httplimit: " + fn + " given a nil KeyFunc")
+		}
+	}
+	return append([]KeyFunc(nil), keys...)
+}
+
+// appendEscaped appends s with '\' and '|' escaped by a '\'.
+func appendEscaped(b []byte, s string) []byte {
+	for {
+		i := strings.IndexAny(s, `\|`)
+		if i < 0 {
+			return append(b, s...)
+		}
+		b = append(b, s[:i]...)
+		b = append(b, '\\', s[i])
+		s = s[i+1:]
+	}
+}

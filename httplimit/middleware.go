@@ -1,0 +1,522 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+)
+
+// Decider decides a whole request, as a policy engine does.
+type Decider interface {
+	// Decide decides r; the slots of concurrency limits it grants are recorded in h and
+	// released by the middleware after the handler returns.
+	Decide(r *http.Request, h *compose.Held) (admit.Decision, error)
+}
+
+// Outcome is what the middleware did with a request it decided.
+type Outcome uint8
+
+const (
+	// Admitted: the limit admitted the request; it was served.
+	Admitted Outcome = iota
+	// Refused: the limit refused the request (429, or WithStatus's).
+	Refused
+	// Unkeyed: the request could not be keyed (Event.Err says why: its
+	// KeyFunc or cost function failed, or the key was too long, or the
+	// limiter refused the key or cost as invalid); it was refused with 400
+	// or 431.
+	Unkeyed
+	// Skipped: the request could not be keyed and was served without a
+	// limit (WithSkipUnkeyed).
+	Skipped
+	// FailedOpen: the limiter failed (Event.Err); the request was served
+	// (WithFailOpen, the default).
+	FailedOpen
+	// FailedClosed: the limiter failed (Event.Err); the request was refused
+	// with 503 (WithFailClosed).
+	FailedClosed
+	// Canceled: the request's context ended while the limiter decided (the
+	// client went away); it was answered 503 without being served.
+	Canceled
+)
+
+var outcomeNames = [...]string{
+	Admitted: "admitted", Refused: "refused", Unkeyed: "unkeyed", Skipped: "skipped",
+	FailedOpen: "failed-open", FailedClosed: "failed-closed", Canceled: "canceled",
+}
+
+// String returns the outcome's name: "admitted", "refused", "unkeyed",
+// "skipped", "failed-open", "failed-closed" or "canceled".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Event describes one request the middleware decided, for WithObserver.
+type Event struct {
+	// Request is the request. It must not be kept after the observer
+	// returns.
+	Request *http.Request
+	// Key is the request's key (for a Chain, the first layer's; empty for
+	// a Decider, or when the request could not be keyed).
+	Key string
+	// Cost is the request's cost (1 unless WithCost; 0 for a Decider).
+	Cost int64
+	// Outcome is what the middleware did, or in shadow mode what it would
+	// have done.
+	Outcome Outcome
+	// Shadow reports shadow mode (WithShadow): the request was served
+	// whatever the Outcome says.
+	Shadow bool
+	// Decision is the limiter's decision (the zero Decision if there was
+	// none).
+	Decision admit.Decision
+	// Err is the error of the key function, cost function or limiter, if
+	// any.
+	Err error
+}
+
+type mode uint8
+
+const (
+	modeKeyed mode = iota
+	modeChain
+	modeDecider
+)
+
+// Middleware is net/http middleware that limits the requests it wraps, with
+// any router: Handler has the signature func(http.Handler) http.Handler
+// that routers' Use methods take.
+//
+// Each request is decided in one of three ways, fixed by the constructor:
+// by a keyed limiter and a KeyFunc (New), by a compose.Chain with a
+// KeyFunc per layer (NewChain), or by a Decider such as a policy engine
+// (NewDecider). Requests on exempt paths (WithExemptPaths,
+// WithExemptPrefixes, WithExempt) are served without a decision.
+//
+// An admitted request is served with the rate-limit fields of its decision
+// (see WithFields): for a limit of 100 per minute named "api" with 42
+// requests left, full again in 30 s,
+//
+//	RateLimit-Policy: "api";q=100;w=60
+//	RateLimit: "api";r=42;t=30
+//	X-RateLimit-Limit: 100
+//	X-RateLimit-Remaining: 42
+//	X-RateLimit-Reset: 30
+//
+// The policy's name is the decision's Rule ("default" if it has none); q
+// is the limit's burst, the most it admits at once, and w the time its
+// burst takes to come back, B×Period/Rate rounded up to whole seconds (for
+// the default burst, Burst = Rate, that is the Period). t, like
+// X-RateLimit-Reset, is the time until the limit is back to full capacity
+// (ResetAfter), rounded up: exact for windows and calendar quotas,
+// conservative for the buckets, whose capacity comes back continuously.
+// A concurrency limit is sent as q=max;qu="concurrent-requests" without w,
+// t or X-RateLimit-Reset. A decision without a finite limit (an unlimited
+// limit, or a compose.Guard's fail-open) gets no rate-limit fields.
+//
+// A refused request is answered with status 429 (WithStatus), the same
+// fields except that t is the Retry-After (so that Retry-After does not
+// end before the effective window, as the draft asks), Retry-After in
+// seconds (the decision's RetryAfter rounded up; at least 1 s, since a
+// limit that cannot say, such as a concurrency limit, reports 0; at most
+// MaxRetryAfter), and a JSON body:
+//
+//	{"code":"RATE_LIMIT","limit_dim":"api","retry_after_ms":1500}
+//
+// limit_dim is the Rule, retry_after_ms the RetryAfter in milliseconds,
+// rounded up (and bounded as Retry-After is). A refusal by a concurrency
+// limit or a calendar quota adds "kind":"CONCURRENCY_LIMIT" or
+// "kind":"QUOTA_EXCEEDED". WithProblemJSON sends RFC 9457 problem details
+// instead, and WithRefusalHandler writes whatever the caller likes.
+//
+// A request that cannot be keyed (the KeyFunc or cost function fails) is
+// refused with 400 {"code":"KEY_MISSING"}, or served without a limit under
+// WithSkipUnkeyed; a key longer than WithMaxKeyLength (default 4 KiB) is
+// refused with 431 {"code":"KEY_TOO_LONG"} without reaching the limiter.
+// The limiter's errors about the request are treated alike: a key too long
+// for it (admit.ErrKeyTooLong) gets 431, an invalid cost 400. Any other
+// error of the limiter is a failure, decided by the failure policy:
+// WithFailOpen (the default) serves the request, WithFailClosed refuses
+// it with 503 and Retry-After.
+//
+// The slots a Chain's or a Decider's concurrency limits grant (recorded in
+// a compose.Held) are released when the handler returns, or panics: the
+// panic goes on once they are released.
+//
+// Per request, an admitted request costs the key function, the limiter's
+// decision, one string and one []string for the field values (none with
+// NoFields), and no closure: see bench_test.go for the figures. The
+// refusal path writes its body from the same string, without calling the
+// handler.
+//
+// The zero Middleware is not usable; create one with New, NewChain or
+// NewDecider. A Middleware is safe for concurrent use if its limiter, key
+// functions and observer are.
+type Middleware struct {
+	mode    mode
+	lim     compose.Limiter
+	key     KeyFunc
+	chain   *compose.Chain
+	keys    []KeyFunc
+	decider Decider
+	exempts bool // any exemption is configured
+	bad     [2]refusalBody
+	options
+}
+
+// refusalBody is a precomputed answer to a request that cannot be keyed.
+type refusalBody struct {
+	status int
+	ctype  string
+	body   string
+}
+
+// New returns middleware that decides each request by asking lim for the
+// request's key (key(r)) and cost (1, or WithCost's). lim is any keyed
+// limiter: a keyed.Limiter, a redisstore.Limiter, a compose.Guard, a
+// compose.Chain whose layers share the key. New fails with ErrNilArgument
+// for a nil lim or key, and with ErrInvalidOption for an invalid option.
+func New(lim compose.Limiter, key KeyFunc, opts ...Option) (*Middleware, error) {
+	if isNil(lim) || key == nil {
+		return nil, fmt.Errorf("%w: New needs a limiter and a key function", ErrNilArgument)
+	}
+	return build(&Middleware{mode: modeKeyed, lim: lim, key: key}, opts)
+}
+
+// NewChain returns middleware that decides each request by chain c, with
+// keys[i](r) the key of the chain's layer i, and the cost of WithCost
+// (default 1). The slots of the chain's concurrency layers are held until
+// the handler returns. NewChain fails with ErrNilArgument for a nil c or
+// key function, and with ErrInvalidOption if len(keys) is not the number of
+// layers.
+func NewChain(c *compose.Chain, keys []KeyFunc, opts ...Option) (*Middleware, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: NewChain needs a chain", ErrNilArgument)
+	}
+	if n := len(c.Layers()); len(keys) != n {
+		return nil, fmt.Errorf("%w: %d key functions for %d layers", ErrInvalidOption, len(keys), n)
+	}
+	for i, k := range keys {
+		if k == nil {
+			return nil, fmt.Errorf("%w: key function %d is nil", ErrNilArgument, i)
+		}
+	}
+	return build(&Middleware{mode: modeChain, chain: c, keys: append([]KeyFunc(nil), keys...)}, opts)
+}
+
+// NewDecider returns middleware that decides each request by d, a policy
+// engine or any Decider: d works out the keys and the cost itself, so
+// WithCost is an error here. The slots d records in the Held are released
+// when the handler returns (or at once if d refuses or fails). An error of
+// d wrapping ErrNoKey is treated as a request that cannot be keyed.
+// NewDecider fails with ErrNilArgument for a nil d.
+func NewDecider(d Decider, opts ...Option) (*Middleware, error) {
+	if isNil(d) {
+		return nil, fmt.Errorf("%w: NewDecider needs a Decider", ErrNilArgument)
+	}
+	m, err := build(&Middleware{mode: modeDecider, decider: d}, opts)
+	if err == nil && m.cost != nil {
+		return nil, fmt.Errorf("%w: WithCost: a Decider decides the cost itself", ErrInvalidOption)
+	}
+	return m, err
+}
+
+func build(m *Middleware, opts []Option) (*Middleware, error) {
+	m.options = defaultOptions()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&m.options)
+		}
+	}
+	if m.err != nil {
+		return nil, m.err
+	}
+	m.exempts = len(m.exactPaths) > 0 || len(m.prefixes) > 0 || m.exemptFunc != nil
+	m.bad[0] = m.badBody(http.StatusBadRequest, "KEY_MISSING", "the request carries no usable key for its rate limit")
+	m.bad[1] = m.badBody(http.StatusRequestHeaderFieldsTooLarge, "KEY_TOO_LONG", "the request's rate-limit key is too long")
+	return m, nil
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Handler returns next wrapped in the middleware. m.Handler has the type
+// func(http.Handler) http.Handler, so it can be given to a router's Use:
+//
+//	r.Use(m.Handler)                        // a router with Use (chi, ...)
+//	mux.Handle("POST /login", m.Handler(h)) // one route of a ServeMux
+//	http.ListenAndServe(addr, m.Handler(mux))
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return &handler{m: m, next: next}
+}
+
+type handler struct {
+	m    *Middleware
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := h.m
+	if m.exempts && m.exempt(r) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	if m.mode == modeKeyed {
+		m.serveKeyed(h.next, w, r)
+	} else {
+		m.serveHeld(h.next, w, r)
+	}
+}
+
+// serveKeyed decides r by m.lim, under the key of m.key.
+func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	var (
+		n   int64 = 1
+		key string
+		err error
+	)
+	if m.cost != nil {
+		n, err = m.costOf(r)
+	}
+	if err == nil {
+		key, err = m.key(r)
+	}
+	if err != nil {
+		m.unkeyed(next, w, r, "", n, err)
+		return
+	}
+	if len(key) > m.maxKeyLen {
+		m.unkeyed(next, w, r, "", n, ErrKeyTooLong)
+		return
+	}
+	d, err := m.lim.Allow(r.Context(), key, n)
+	if err != nil {
+		m.failed(next, w, r, key, n, &d, err)
+		return
+	}
+	if !d.Allowed {
+		m.refused(next, w, r, key, n, &d)
+		return
+	}
+	if m.observer != nil {
+		m.observer(Event{Request: r, Key: key, Cost: n, Outcome: Admitted, Shadow: m.shadow, Decision: d})
+	}
+	if m.fields != 0 && !m.shadow {
+		m.setFields(w.Header(), &d)
+	}
+	next.ServeHTTP(w, r)
+}
+
+func (m *Middleware) costOf(r *http.Request) (int64, error) {
+	n, err := m.cost(r)
+	if err != nil {
+		return 0, fmt.Errorf("httplimit: cost: %w: %w", ErrNoKey, err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%w: %d", ErrInvalidCost, n)
+	}
+	return n, nil
+}
+
+var heldPool = sync.Pool{New: func() any { return new(compose.Held) }}
+
+// maxStackKeys is the number of chain layers whose keys are kept on the
+// stack.
+const maxStackKeys = 8
+
+// serveHeld decides r by m.chain or m.decider, which may grant slots.
+func (m *Middleware) serveHeld(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	var (
+		d   admit.Decision
+		err error
+		n   int64
+		key string
+	)
+	h := heldPool.Get().(*compose.Held)
+	if m.mode == modeDecider {
+		d, err = m.decider.Decide(r, h)
+		if err != nil && errors.Is(err, ErrNoKey) {
+			release(h)
+			m.unkeyed(next, w, r, "", 0, err)
+			return
+		}
+	} else {
+		n = 1
+		if m.cost != nil {
+			n, err = m.costOf(r)
+		}
+		var buf [maxStackKeys]string
+		keys := buf[:0]
+		if len(m.keys) > maxStackKeys {
+			keys = make([]string, 0, len(m.keys))
+		}
+		for _, kf := range m.keys {
+			if err != nil {
+				break
+			}
+			var k string
+			if k, err = kf(r); err == nil && len(k) > m.maxKeyLen {
+				err = ErrKeyTooLong
+			}
+			keys = append(keys, k)
+		}
+		if err != nil {
+			release(h)
+			m.unkeyed(next, w, r, "", n, err)
+			return
+		}
+		key = keys[0]
+		d, err = m.chain.AllowKeys(r.Context(), keys, n, h)
+	}
+	if err != nil || !d.Allowed {
+		release(h)
+		if err != nil {
+			m.failed(next, w, r, key, n, &d, err)
+		} else {
+			m.refused(next, w, r, key, n, &d)
+		}
+		return
+	}
+	if m.observer != nil {
+		m.observer(Event{Request: r, Key: key, Cost: n, Outcome: Admitted, Shadow: m.shadow, Decision: d})
+	}
+	if m.fields != 0 && !m.shadow {
+		m.setFields(w.Header(), &d)
+	}
+	serveHolding(next, w, r, h)
+}
+
+// serveHolding serves r and releases h when the handler returns or panics
+// (the panic goes on after the release).
+func serveHolding(next http.Handler, w http.ResponseWriter, r *http.Request, h *compose.Held) {
+	defer release(h)
+	next.ServeHTTP(w, r)
+}
+
+func release(h *compose.Held) {
+	h.Release()
+	heldPool.Put(h)
+}
+
+// unkeyed answers a request that cannot be keyed (err says why).
+func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, err error) {
+	tooLong := errors.Is(err, ErrKeyTooLong) || errors.Is(err, admit.ErrKeyTooLong)
+	out := Unkeyed
+	if m.skipUnkeyed && !tooLong {
+		out = Skipped
+	}
+	if m.observer != nil {
+		m.observer(Event{Request: r, Key: key, Cost: n, Outcome: out, Shadow: m.shadow, Err: err})
+	}
+	if out == Skipped || m.shadow {
+		next.ServeHTTP(w, r)
+		return
+	}
+	b := &m.bad[0]
+	if tooLong {
+		b = &m.bad[1]
+	}
+	w.Header()[keyCType] = []string{b.ctype}
+	w.WriteHeader(b.status)
+	writeString(w, b.body)
+}
+
+// failed answers a request whose limiter returned err.
+func (m *Middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, d *admit.Decision, err error) {
+	switch {
+	case errors.Is(err, admit.ErrKeyTooLong), errors.Is(err, admit.ErrInvalidCost), errors.Is(err, ErrKeyTooLong):
+		m.unkeyed(next, w, r, key, n, err)
+		return
+	}
+	if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		if m.observer != nil {
+			m.observer(Event{Request: r, Key: key, Cost: n, Outcome: Canceled, Shadow: m.shadow, Decision: *d, Err: err})
+		}
+		if m.shadow {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	out := FailedOpen
+	if m.failClosed {
+		out = FailedClosed
+	}
+	if m.observer != nil {
+		m.observer(Event{Request: r, Key: key, Cost: n, Outcome: out, Shadow: m.shadow, Decision: *d, Err: err})
+	}
+	if out == FailedOpen || m.shadow {
+		next.ServeHTTP(w, r)
+		return
+	}
+	fd := admit.Decision{RetryAfter: m.failRetry, Rule: "fail-closed"}
+	m.refuse(w, r, &fd, http.StatusServiceUnavailable)
+}
+
+// refused answers a request the limit refused.
+func (m *Middleware) refused(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, d *admit.Decision) {
+	if m.observer != nil {
+		m.observer(Event{Request: r, Key: key, Cost: n, Outcome: Refused, Shadow: m.shadow, Decision: *d})
+	}
+	if m.shadow {
+		next.ServeHTTP(w, r)
+		return
+	}
+	m.refuse(w, r, d, m.status)
+}
+
+// exempt reports whether r is exempt from the limit.
+func (m *Middleware) exempt(r *http.Request) bool {
+	p := r.URL.Path
+	if (len(m.exactPaths) > 0 || len(m.prefixes) > 0) && cleanPath(p) {
+		if _, ok := m.exactPaths[p]; ok {
+			return true
+		}
+		for _, pre := range m.prefixes {
+			if len(p) >= len(pre) && p[:len(pre)] == pre &&
+				(len(p) == len(pre) || pre[len(pre)-1] == '/' || p[len(pre)] == '/') {
+				return true
+			}
+		}
+	}
+	return m.exemptFunc != nil && m.exemptFunc(r)
+}
+
+// cleanPath reports whether p is as path.Clean leaves it, but for a
+// trailing slash: no empty, "." or ".." segment.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	start := 1
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		seg := p[start:i]
+		if (seg == "" && i < len(p)) || seg == "." || seg == ".." {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
