@@ -59,8 +59,8 @@ type entry[K any, V any] struct {
 
 // table maps label values to the metrics resolved for them (the result of
 // WithLabelValues), so that the hot path makes no call of WithLabelValues:
-// a lookup is an atomic load and a map read, without a lock or an
-// allocation.
+// a lookup is a few atomic loads and key comparisons, or a map read,
+// without a lock or an allocation.
 //
 // It holds at most max keys with a series of their own ("own" keys); a key
 // beyond that, or one whose values are too long, is counted under its
@@ -73,10 +73,10 @@ type entry[K any, V any] struct {
 // entries are checked by comparing the keys (hashing the strings of a key
 // for a map costs more than comparing them with the entry's). An entry
 // found under a folded key is not put there. Then reads go to an immutable
-// snapshot. Writes go, under
-// mu, to a dirty copy, which becomes the snapshot once the lookups that
-// missed the snapshot amount to an eighth of its size (so that copying a
-// snapshot costs O(1) per miss, amortized), as sync.Map does.
+// snapshot. Writes go, under mu, to a dirty copy, which becomes the
+// snapshot once the lookups that missed the snapshot amount to an eighth
+// of its size (so that copying a snapshot costs O(1) per miss, amortized),
+// as sync.Map does.
 type table[K seriesKey[K], V any] struct {
 	recent [recentSlots]atomic.Pointer[entry[K, V]]
 	snap   atomic.Pointer[snapshot[K, V]]
