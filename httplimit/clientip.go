@@ -81,8 +81,9 @@ const (
 // holds a whole /64 and could otherwise take a new key per request. The
 // key is the canonical text: "192.0.2.1", "2001:db8:1:2::/64".
 //
-// The zero ClientIP is not usable; create one with NewClientIP. A ClientIP
-// is safe for concurrent use.
+// The zero ClientIP is NewClientIP(): it trusts nothing but the connection
+// and groups by the default prefixes. A ClientIP is safe for concurrent
+// use.
 type ClientIP struct {
 	trusted []netip.Prefix
 	hops    int
@@ -212,7 +213,7 @@ func NewClientIP(opts ...IPOption) (*ClientIP, error) {
 	return c, nil
 }
 
-var defaultClientIP = &ClientIP{v4bits: DefaultIPv4Prefix, v6bits: DefaultIPv6Prefix}
+var defaultClientIP = new(ClientIP)
 
 // RemoteIP keys a request by its peer's address, RemoteAddr, trusting no
 // forwarding header: it is the Key of NewClientIP().
@@ -299,6 +300,12 @@ func (c *ClientIP) format(a netip.Addr, text string) string {
 	bits, full := c.v6bits, 128
 	if a.Is4() {
 		bits, full = c.v4bits, 32
+	}
+	if bits == 0 { // the zero ClientIP
+		bits = DefaultIPv6Prefix
+		if a.Is4() {
+			bits = DefaultIPv4Prefix
+		}
 	}
 	var stack [64]byte
 	if bits >= full {

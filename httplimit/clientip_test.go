@@ -147,6 +147,18 @@ func TestClientIP(t *testing.T) {
 	}
 }
 
+func TestZeroClientIP(t *testing.T) {
+	var c ClientIP
+	for remote, want := range map[string]string{"192.0.2.1:1": "192.0.2.1", "[2001:db8:1:2::1]:1": "2001:db8:1:2::/64"} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", "6.6.6.6")
+		if k, err := c.Key(r); k != want || err != nil {
+			t.Errorf("zero ClientIP: %q, %v; want %q", k, err, want)
+		}
+	}
+}
+
 func TestNewClientIPErrors(t *testing.T) {
 	ten := WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"))
 	for name, opts := range map[string][]IPOption{

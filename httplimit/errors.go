@@ -1,6 +1,10 @@
 package httplimit
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/admit-go/admit"
+)
 
 // Errors returned by this package. They are wrapped with %w where a call
 // has more to say, so test them with errors.Is.
@@ -29,8 +33,10 @@ var (
 
 	// ErrKeyTooLong reports a key longer than the maximum (see
 	// WithMaxKeyLength). The middleware refuses the request with 431
-	// Request Header Fields Too Large without asking the limiter.
-	ErrKeyTooLong = errors.New("httplimit: key too long")
+	// Request Header Fields Too Large without asking the limiter, as it
+	// does when the limiter itself finds the key too long. It is
+	// admit.ErrKeyTooLong.
+	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrInvalidCost reports a cost function that returned a negative cost.
 	// It wraps ErrNoKey: the request is treated as one that cannot be keyed.

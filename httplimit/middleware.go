@@ -418,7 +418,7 @@ func release(h *compose.Held) {
 
 // unkeyed answers a request that cannot be keyed (err says why).
 func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, err error) {
-	tooLong := errors.Is(err, ErrKeyTooLong) || errors.Is(err, admit.ErrKeyTooLong)
+	tooLong := errors.Is(err, ErrKeyTooLong)
 	out := Unkeyed
 	if m.skipUnkeyed && !tooLong {
 		out = Skipped
@@ -442,7 +442,7 @@ func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.R
 // failed answers a request whose limiter returned err.
 func (m *Middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, d *admit.Decision, err error) {
 	switch {
-	case errors.Is(err, admit.ErrKeyTooLong), errors.Is(err, admit.ErrInvalidCost), errors.Is(err, ErrKeyTooLong):
+	case errors.Is(err, ErrKeyTooLong), errors.Is(err, admit.ErrInvalidCost):
 		m.unkeyed(next, w, r, key, n, err)
 		return
 	}

@@ -32,27 +32,35 @@ const (
 	sfMax = 999_999_999_999_999
 	// defaultPolicy names the policy of a decision without a Rule.
 	defaultPolicy = "default"
-	maxFields     = 7
 )
 
-// fieldSet records where field values are: built in a byte buffer
-// (starts, ends) or constant (start -1). The buffer itself is passed by
-// value, so that a buffer on the stack stays there.
+// The fields, by index: fieldNames[i] is the canonical key of field i.
+const (
+	fPolicy = iota
+	fRateLimit
+	fLimit
+	fRemaining
+	fReset
+	fRetry
+	fCType
+	maxFields
+)
+
+var fieldNames = [maxFields]string{keyPolicy, keyRateLimit, keyLimit, keyRemaining, keyReset, keyRetry, keyCType}
+
+// fieldSet records which fields a response has and where their values are
+// in a byte buffer; the buffer itself is passed by value, so that a buffer
+// on the stack stays there. The Content-Type, when set, is ctype.
 type fieldSet struct {
-	names  [maxFields]string
-	starts [maxFields]int
-	ends   [maxFields]int
-	consts [maxFields]string
-	n      int
+	n     int
+	name  [maxFields]uint8
+	start [maxFields]int32
+	end   [maxFields]int32
+	ctype string
 }
 
-func (f *fieldSet) add(name string, start, end int) {
-	f.names[f.n], f.starts[f.n], f.ends[f.n] = name, start, end
-	f.n++
-}
-
-func (f *fieldSet) constant(name, value string) {
-	f.names[f.n], f.starts[f.n], f.consts[f.n] = name, -1, value
+func (f *fieldSet) add(field, start, end int) {
+	f.name[f.n], f.start[f.n], f.end[f.n] = uint8(field), int32(start), int32(end)
 	f.n++
 }
 
@@ -63,12 +71,12 @@ func (f *fieldSet) flush(h http.Header, b []byte, body int) string {
 	s := string(b)
 	vals := make([]string, f.n)
 	for i := range f.n {
-		if f.starts[i] < 0 {
-			vals[i] = f.consts[i]
+		if f.name[i] == fCType {
+			vals[i] = f.ctype
 		} else {
-			vals[i] = s[f.starts[i]:f.ends[i]]
+			vals[i] = s[f.start[i]:f.end[i]]
 		}
-		h[f.names[i]] = vals[i : i+1 : i+1]
+		h[fieldNames[f.name[i]]] = vals[i : i+1 : i+1]
 	}
 	return s[body:]
 }
@@ -96,7 +104,7 @@ func (m *Middleware) setFields(h http.Header, d *admit.Decision) {
 // and the body (or calls the RefusalHandler).
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Decision, status int) {
 	var (
-		stack [512]byte
+		stack [320]byte
 		f     fieldSet
 	)
 	b := stack[:0]
@@ -105,19 +113,25 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Dec
 	if m.fields != 0 && hasLimit(d) {
 		b = m.appendFields(b, &f, d, true, raSecs)
 	}
-	start := len(b)
-	b = strconv.AppendInt(b, raSecs, 10)
-	f.add(keyRetry, start, len(b))
+	if f.n > fRateLimit && f.name[fRateLimit] == fRateLimit {
+		// The RateLimit field's t is the Retry-After: its digits end it.
+		end := int(f.end[fRateLimit])
+		f.add(fRetry, end-digits(raSecs), end)
+	} else {
+		start := len(b)
+		b = strconv.AppendInt(b, raSecs, 10)
+		f.add(fRetry, start, len(b))
+	}
 	if m.refusal != nil {
 		f.flush(w.Header(), b, len(b))
 		m.refusal(w, r, *d, status)
 		return
 	}
+	f.ctype = ctypeJSON
 	if m.problem {
-		f.constant(keyCType, ctypeProblem)
-	} else {
-		f.constant(keyCType, ctypeJSON)
+		f.ctype = ctypeProblem
 	}
+	f.add(fCType, 0, 0)
 	body := len(b)
 	b = m.appendBody(b, d, status, ra, raSecs)
 	s := f.flush(w.Header(), b, body)
@@ -142,40 +156,55 @@ func (m *Middleware) appendFields(b []byte, f *fieldSet, d *admit.Decision, refu
 	if !refusal {
 		t = reset
 	}
-	var start int
+	// The legacy fields reuse the digits of the IETF fields where the
+	// numbers are the same (q, r, and t on an admission).
+	var qs, qe, rs, re, ts, te int
 	if m.fields&IETFFields != 0 {
-		start = len(b)
+		start := len(b)
 		b = appendSFString(b, policyName(d.Rule))
 		b = append(b, ";q="...)
+		qs = len(b)
 		b = strconv.AppendInt(b, q, 10)
+		qe = len(b)
 		if conc {
 			b = append(b, `;qu="concurrent-requests"`...)
 		} else if w, ok := window(d.Limit, q); ok {
 			b = append(b, ";w="...)
 			b = strconv.AppendInt(b, w, 10)
 		}
-		f.add(keyPolicy, start, len(b))
+		f.add(fPolicy, start, len(b))
 		start = len(b)
 		b = appendSFString(b, policyName(d.Rule))
 		b = append(b, ";r="...)
+		rs = len(b)
 		b = strconv.AppendInt(b, r, 10)
+		re = len(b)
 		if t >= 0 {
 			b = append(b, ";t="...)
+			ts = len(b)
 			b = strconv.AppendInt(b, t, 10)
+			te = len(b)
 		}
-		f.add(keyRateLimit, start, len(b))
+		f.add(fRateLimit, start, len(b))
 	}
 	if m.fields&LegacyFields != 0 {
-		start = len(b)
-		b = strconv.AppendInt(b, q, 10)
-		f.add(keyLimit, start, len(b))
-		start = len(b)
-		b = strconv.AppendInt(b, r, 10)
-		f.add(keyRemaining, start, len(b))
+		if qe == 0 {
+			qs = len(b)
+			b = strconv.AppendInt(b, q, 10)
+			qe = len(b)
+			rs = len(b)
+			b = strconv.AppendInt(b, r, 10)
+			re = len(b)
+		}
+		f.add(fLimit, qs, qe)
+		f.add(fRemaining, rs, re)
 		if reset >= 0 {
-			start = len(b)
-			b = strconv.AppendInt(b, reset, 10)
-			f.add(keyReset, start, len(b))
+			if refusal || te == 0 {
+				ts = len(b)
+				b = strconv.AppendInt(b, reset, 10)
+				te = len(b)
+			}
+			f.add(fReset, ts, te)
 		}
 	}
 	return b
@@ -291,6 +320,16 @@ func ceilDiv(d, unit time.Duration) int64 {
 		q++
 	}
 	return q
+}
+
+// digits is the number of decimal digits of v >= 0.
+func digits(v int64) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
 }
 
 func clamp(v int64) int64 { return min(max(v, 0), sfMax) }
