@@ -1,0 +1,613 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+)
+
+// Entry is one entry of a descriptor: a key ("remote_address", "tenant",
+// "route") and its value for the request.
+type Entry struct {
+	Key   string
+	Value string
+}
+
+// Descriptor is one descriptor of a request, as in Envoy's rate-limit
+// service: an ordered list of entries, which rules match (see Rule), with
+// optional per-descriptor cost and limit.
+type Descriptor struct {
+	// Entries are the descriptor's entries, outermost first. At least
+	// one.
+	Entries []Entry
+
+	// Hits is the cost of the request for this descriptor's rules when
+	// OwnHits is set (Envoy's per-descriptor hits_addend, where 0 checks
+	// without consuming); otherwise the request's Hits applies.
+	Hits    int64
+	OwnHits bool
+
+	// Limit, if not nil, is the limit of this descriptor, given by the
+	// caller instead of the policy's rules (Envoy's descriptor limit
+	// override: requests_per_unit and unit, see UnitLimit). The domain's
+	// Override says how it is enforced; its key is the descriptor's
+	// entries, keys and values. Rules are not matched for it.
+	Limit *admit.Limit
+}
+
+// Request is what Check decides: a request of the named domain carrying
+// descriptors, costing Hits events for each.
+type Request struct {
+	// Domain names the policy's domain whose rules apply. A domain the
+	// policy does not have matches nothing (see HasDomain).
+	Domain string
+	// Descriptors are the request's descriptors; each is matched on its
+	// own, and the request is admitted iff every matched rule admits it.
+	Descriptors []Descriptor
+	// Hits is the request's cost in events (in slots for concurrency
+	// caps). 0 is a peek: it checks without consuming. (Envoy's
+	// request-level hits_addend counts 0 as 1: a server passes
+	// max(1, hits_addend).)
+	Hits int64
+}
+
+// Code is a descriptor's outcome, numbered as Envoy's
+// RateLimitResponse.Code.
+type Code uint8
+
+const (
+	CodeUnknown   Code = 0
+	CodeOK        Code = 1 // within its limits
+	CodeOverLimit Code = 2 // a limit refused the request
+)
+
+// String returns "OK", "OVER_LIMIT" or "UNKNOWN".
+func (c Code) String() string {
+	switch c {
+	case CodeOK:
+		return "OK"
+	case CodeOverLimit:
+		return "OVER_LIMIT"
+	}
+	return "UNKNOWN"
+}
+
+// Status is the outcome of one descriptor of a request: what an Envoy
+// descriptor status reports (code, current limit, remaining, duration until
+// reset), and which rule decided and why.
+type Status struct {
+	// Code is CodeOverLimit if one of the descriptor's limits refused the
+	// request (and the rule is not in shadow mode), else CodeOK.
+	Code Code
+
+	// Rule names the rule the descriptor matched ("" if none), Tier the
+	// tier of a tier table's rule.
+	Rule string
+	Tier string
+
+	// Kind, Limit, Remaining, RetryAfter and ResetAfter are those of the
+	// most restrictive of the descriptor's limits (the one that refused,
+	// if one did), as in admit.Decision: Limit is the current limit
+	// (Rate per Period, Burst), ResetAfter the time until it is full
+	// again. When a later layer refused the request, the events this one
+	// had admitted are given back, and Remaining counts them again.
+	Kind       admit.Kind
+	Limit      admit.Limit
+	Remaining  int64
+	RetryAfter time.Duration
+	ResetAfter time.Duration
+
+	// Shadow reports that the rule is in shadow mode (its own, its
+	// domain's, or the engine's), so Code is CodeOK whatever it decided;
+	// WouldRefuse then reports that it would have refused.
+	Shadow      bool
+	WouldRefuse bool
+
+	// Exempt: the descriptor has an exempt value of the rule (nothing was
+	// checked). Unlimited: the rule (or tier) is unlimited (Limit is
+	// admit.Unlimited, Remaining math.MaxInt64). Replaced: the rule was
+	// replaced by another matched rule (see Rule.Replaces). Override: the
+	// descriptor gave its limit inline.
+	Exempt    bool
+	Unlimited bool
+	Replaced  bool
+	Override  bool
+
+	// Skipped reports that some of the descriptor's limits were not
+	// asked, because the request was refused (by another descriptor's
+	// limit) before their turn; nothing was consumed from them, and the
+	// fields above describe those that were asked, if any (else Limit
+	// is the configured limit of the first, Remaining 0).
+	Skipped bool
+
+	// Err is the error of one of the descriptor's limits (a shadow rule's
+	// are reported only here).
+	Err error
+}
+
+// Result is the outcome of a check: one decision for the request, and one
+// status per descriptor. Reuse a Result from call to call: Check reuses
+// the capacity of Statuses.
+type Result struct {
+	// Decision is the request's: Allowed iff every limit of every
+	// matched rule not in shadow mode admitted it; its Rule names the
+	// limit that refused it, or, when admitted, the most restrictive
+	// (fewest Remaining) of the limits asked. With no limit to ask, it
+	// admits with Limit admit.Unlimited.
+	Decision admit.Decision
+
+	// Statuses has one Status per descriptor, in the request's order.
+	Statuses []Status
+
+	// ShadowRefused reports that a rule in shadow mode would have refused
+	// the request; Shadow is the most restrictive of the refusals of
+	// those rules.
+	ShadowRefused bool
+	Shadow        admit.Decision
+}
+
+// allowAll is the decision of a request no limit applies to.
+var allowAll = admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: math.MaxInt64}
+
+// Check decides whether req may proceed: it matches each descriptor to
+// the rule of its domain that fits it best (see Rule), and asks the
+// limits of every matched rule, as one all-or-nothing decision (the
+// semantics of compose.Admit): the cheap local limits first, then those
+// kept in Redis, the concurrency caps last; the first refusal stops the
+// check, and what the limits before it consumed is given back (refunded,
+// or released). Rules in shadow mode are asked after the others, only if
+// they admitted the request, and never refuse it. out receives the
+// decision and one status per descriptor.
+//
+// The slots that concurrency caps grant are recorded in h: release it
+// when the request is done (h.Release). h may be nil for a policy without
+// concurrency caps, or for a peek (Hits 0); a request that needs slots
+// without h fails with compose.ErrNeedHeld.
+//
+// A refusal is not an error: out.Decision.Allowed is false. The error is
+// non-nil when the request could not be decided, and the request is then
+// refused: a bad request (ErrInvalidRequest: a negative cost, a
+// descriptor without entries, an invalid inline limit), too many inline
+// limits (ErrTooManyOverrides), a closed engine (ErrClosed), the
+// context's end, or an error of a limiter that its failure policy does not
+// absorb (a key longer than the limiter's maximum, or Redis failing for a
+// rule whose failure policy lets errors through).
+func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *Result) error {
+	nd := len(req.Descriptors)
+	if cap(out.Statuses) < nd {
+		out.Statuses = make([]Status, nd)
+	} else {
+		out.Statuses = out.Statuses[:nd]
+		clear(out.Statuses)
+	}
+	out.Decision, out.Shadow, out.ShadowRefused = admit.Decision{}, admit.Decision{}, false
+	if e.closed.Load() {
+		out.Decision = refusal
+		return ErrClosed
+	}
+	if req.Hits < 0 {
+		out.Decision = refusal
+		return fmt.Errorf("%w: cost %d is negative", ErrInvalidRequest, req.Hits)
+	}
+	for i := range req.Descriptors {
+		d := &req.Descriptors[i]
+		switch {
+		case len(d.Entries) == 0:
+			out.Decision = refusal
+			return fmt.Errorf("%w: descriptor %d has no entries", ErrInvalidRequest, i)
+		case d.OwnHits && d.Hits < 0:
+			out.Decision = refusal
+			return fmt.Errorf("%w: descriptor %d: cost %d is negative", ErrInvalidRequest, i, d.Hits)
+		}
+		out.Statuses[i].Code = CodeOK
+	}
+	dom := e.domains[req.Domain]
+	if dom == nil {
+		out.Decision = allowAll
+		return nil
+	}
+	sc := e.pool.Get().(*scratch)
+	err := e.check(ctx, dom, req, h, out, sc)
+	sc.reset()
+	e.pool.Put(sc)
+	return err
+}
+
+// refusal is the decision of a request that could not be decided.
+var refusal = admit.Decision{RetryAfter: admit.InfDuration}
+
+// scratch is the per-request state of a check, pooled.
+type scratch struct {
+	held   compose.Held // the Held of peeks checked without one
+	buf    []byte
+	calls  []call
+	rules  []*crule
+	names  []string
+	layers []compose.Layer
+	keys   []string
+}
+
+func (sc *scratch) reset() {
+	clear(sc.calls)
+	clear(sc.rules)
+	clear(sc.layers)
+	clear(sc.keys)
+	clear(sc.names)
+	sc.buf, sc.calls, sc.rules, sc.layers, sc.keys, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.layers[:0], sc.keys[:0], sc.names[:0]
+}
+
+// call is one limiter asked for one descriptor of a request. It stands for
+// the limiter in the layers given to compose.Admit, with its own cost
+// (compose.Admit gives every layer the same), and records its decision.
+type call struct {
+	l      *clayer
+	n      int64
+	desc   int
+	shadow bool
+	koff   int // the key's offset in the buffer, or -1 for key
+	kend   int
+	key    string
+	d      admit.Decision
+	err    error
+	done   bool
+}
+
+func (c *call) record(d admit.Decision, err error) admit.Decision {
+	if !strings.HasPrefix(d.Rule, c.l.prefix) {
+		d.Rule = c.l.label
+	}
+	if c.l.kind != admit.KindRate && d.Kind == admit.KindRate {
+		d.Kind = c.l.kind
+	}
+	c.d, c.err, c.done = d, err, true
+	return d
+}
+
+// Allow asks the call's limiter, with the call's cost.
+func (c *call) Allow(ctx context.Context, key string, _ int64) (admit.Decision, error) {
+	d, err := c.l.lim.Allow(ctx, key, c.n)
+	return c.record(d, err), err
+}
+
+// Refund gives back the call's cost (compose.Admit undoing it).
+func (c *call) Refund(ctx context.Context, key string, _ int64) error {
+	if c.n == 0 || c.l.refund == nil {
+		return nil
+	}
+	return c.l.refund.Refund(ctx, key, c.n)
+}
+
+// TryAcquire asks the call's concurrency cap for the call's cost.
+func (c *call) TryAcquire(ctx context.Context, key string, _ int64) (compose.Releaser, admit.Decision, error) {
+	rel, d, err := c.l.slots.TryAcquire(ctx, key, c.n)
+	return rel, c.record(d, err), err
+}
+
+func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
+	nd := len(req.Descriptors)
+	if cap(sc.rules) < nd {
+		sc.rules = make([]*crule, nd)
+	} else {
+		sc.rules = sc.rules[:nd]
+	}
+	// Match the descriptors; inline limits need no match.
+	for i := range req.Descriptors {
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if d.Limit != nil {
+			l, err := dom.ov.get(*d.Limit)
+			if err != nil {
+				out.Decision = refusal
+				return err
+			}
+			st.Override, st.Rule, st.Shadow = true, l.label, dom.shadow
+			koff := len(sc.buf)
+			for _, en := range d.Entries {
+				sc.buf = appendValue(appendValue(sc.buf, en.Key), en.Value)
+			}
+			sc.calls = append(sc.calls, call{l: l, n: hitsOf(req, d), desc: i, shadow: dom.shadow, koff: koff, kend: len(sc.buf)})
+			continue
+		}
+		r := dom.lookup(d.Entries)
+		sc.rules[i] = r
+		if r != nil {
+			st.Rule, st.Shadow = r.name, r.shadow || dom.shadow
+		}
+	}
+	if dom.replaces {
+		for _, r := range sc.rules {
+			if r != nil {
+				sc.names = append(sc.names, r.replaces...)
+			}
+		}
+		for i, r := range sc.rules {
+			if r != nil && contains(sc.names, r.alias) {
+				sc.rules[i] = nil
+				out.Statuses[i].Replaced = true
+			}
+		}
+	}
+	// The calls of the matched rules.
+	for i, r := range sc.rules {
+		if r == nil {
+			continue
+		}
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if r.exempted(d.Entries) {
+			st.Exempt = true
+			continue
+		}
+		set := r.own
+		if r.table != nil {
+			set = r.table.pick(d.Entries[r.tierIdx].Value)
+			st.Tier = set.tier
+		}
+		if set.unlimited {
+			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+			continue
+		}
+		if len(set.layers) == 0 {
+			continue
+		}
+		c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
+		if !r.constKey {
+			c.koff = len(sc.buf)
+			for j := range r.depth {
+				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+			}
+			c.kend = len(sc.buf)
+		}
+		for _, l := range set.layers {
+			c.l = l
+			sc.calls = append(sc.calls, c)
+		}
+	}
+	if len(sc.calls) == 0 {
+		out.Decision = allowAll
+		return nil
+	}
+	// Keys, now that the buffer no longer moves; the check of h.
+	slots := false
+	for j := range sc.calls {
+		c := &sc.calls[j]
+		if c.l.slots != nil {
+			slots = true
+			if c.n > 0 && h == nil {
+				out.Decision = refusal
+				return fmt.Errorf("%w: rule %q caps concurrency", compose.ErrNeedHeld, c.l.label)
+			}
+		}
+		if c.koff < 0 {
+			continue
+		}
+		switch {
+		case c.kend == c.koff:
+			c.key = ""
+		case c.l.slots != nil || e.o.obs != nil:
+			// Stored by the limiter, or seen by the observer.
+			c.key = string(sc.buf[c.koff:c.kend])
+		default:
+			// The in-memory limiters copy the keys they keep; the
+			// buffer outlives the check.
+			c.key = unsafe.String(&sc.buf[c.koff], c.kend-c.koff)
+		}
+	}
+	// The layers: the enforcing ones by class, then the shadow ones.
+	for class := classLocal; class <= classRemoteSlots; class++ {
+		for j := range sc.calls {
+			if c := &sc.calls[j]; !c.shadow && c.l.class == class {
+				sc.add(c)
+			}
+		}
+	}
+	enforcing := len(sc.layers)
+	for j := range sc.calls {
+		if c := &sc.calls[j]; c.shadow {
+			sc.add(c)
+		}
+	}
+	if slots && h == nil {
+		h = &sc.held // peeks only: nothing will be held
+	}
+	var dec admit.Decision
+	var err error
+	if enforcing > 0 {
+		dec, err = compose.Admit(ctx, sc.layers[:enforcing], sc.keys[:enforcing], 1, h)
+		if err != nil {
+			dec.Allowed = false
+		}
+	} else {
+		dec = allowAll
+	}
+	if dec.Allowed {
+		for j := enforcing; j < len(sc.layers); j++ {
+			_, _ = compose.Admit(ctx, sc.layers[j:j+1], sc.keys[j:j+1], 1, h)
+		}
+	}
+	out.Decision = dec
+	e.statuses(sc, out, dec.Allowed)
+	return err
+}
+
+// add appends call c as a layer.
+func (sc *scratch) add(c *call) {
+	if c.l.slots != nil {
+		sc.layers = append(sc.layers, compose.Layer{Slots: c})
+	} else {
+		sc.layers = append(sc.layers, compose.Layer{Limiter: c})
+	}
+	sc.keys = append(sc.keys, c.key)
+}
+
+// statuses fills the descriptors' statuses from the calls' decisions.
+func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
+	for j := 0; j < len(sc.calls); {
+		i := sc.calls[j].desc
+		st := &out.Statuses[i]
+		var worst admit.Decision
+		have := false
+		for ; j < len(sc.calls) && sc.calls[j].desc == i; j++ {
+			c := &sc.calls[j]
+			if c.err != nil && st.Err == nil {
+				st.Err = c.err
+			}
+			if !c.done {
+				st.Skipped = true
+				if !have && st.Limit == (admit.Limit{}) {
+					st.Kind, st.Limit = c.l.kind, c.l.limit
+				}
+				continue
+			}
+			d := c.d
+			if !allowed && !c.shadow && d.Allowed && c.n > 0 {
+				// Undone by compose.Admit: the events are back.
+				d.Remaining = min(satAdd(d.Remaining, c.n), max(d.Limit.Burst, d.Remaining))
+			}
+			if c.shadow && !d.Allowed {
+				if !out.ShadowRefused || restrictive(d, out.Shadow) {
+					out.Shadow = d
+				}
+				out.ShadowRefused = true
+			}
+			if !have || worse(d, worst) {
+				worst, have = d, true
+			}
+		}
+		if !have {
+			continue
+		}
+		st.Kind, st.Limit, st.Remaining = worst.Kind, worst.Limit, worst.Remaining
+		st.RetryAfter, st.ResetAfter = worst.RetryAfter, worst.ResetAfter
+		if !worst.Allowed {
+			if st.Shadow {
+				st.WouldRefuse = true
+			} else {
+				st.Code = CodeOverLimit
+			}
+		}
+	}
+}
+
+// worse reports whether decision a should stand for its descriptor rather
+// than b: a refusal over an admission, else the more restrictive.
+func worse(a, b admit.Decision) bool {
+	if a.Allowed != b.Allowed {
+		return !a.Allowed
+	}
+	return restrictive(a, b)
+}
+
+// restrictive reports whether a leaves less room than b (compose.Admit's
+// order).
+func restrictive(a, b admit.Decision) bool {
+	if a.Remaining != b.Remaining {
+		return a.Remaining < b.Remaining
+	}
+	return a.ResetAfter > b.ResetAfter
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func hitsOf(req *Request, d *Descriptor) int64 {
+	if d.OwnHits {
+		return d.Hits
+	}
+	return req.Hits
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// appendValue appends s to a key, length-prefixed ("5:hello"), so that
+// keys made of several values are injective.
+func appendValue(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// lookup returns the rule matching a descriptor, as envoyproxy/ratelimit
+// walks its tree: at each level the exact value, then the first prefix
+// that matches, then the key alone; a descriptor of N entries matches
+// only a rule of N entries.
+func (cd *cdomain) lookup(es []Entry) *crule {
+	n := cd.root
+	last := len(es) - 1
+	for i := range es {
+		en := &es[i]
+		next := n.exact[entryKey{en.Key, en.Value}]
+		if next == nil {
+			for j := range n.prefix {
+				p := &n.prefix[j]
+				if p.key == en.Key && strings.HasPrefix(en.Value, p.prefix) {
+					next = p.node
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = n.any[en.Key]
+		}
+		switch {
+		case next == nil:
+			return nil
+		case i == last:
+			return next.rule
+		case !next.children:
+			return nil
+		}
+		n = next
+	}
+	return nil
+}
+
+// exempted reports whether a descriptor has one of the rule's exempt
+// values.
+func (r *crule) exempted(es []Entry) bool {
+	for i := range r.exempt {
+		x := &r.exempt[i]
+		v := es[x.idx].Value
+		if _, ok := x.values[v]; ok {
+			return true
+		}
+		if len(x.prefixes) > 0 && strings.ContainsAny(v, ".:") {
+			if a, err := netip.ParseAddr(v); err == nil {
+				a = a.Unmap()
+				for _, p := range x.prefixes {
+					if p.Contains(a) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// pick returns the tier of value v.
+func (t *ctable) pick(v string) *cset {
+	if s := t.assign[v]; s != nil {
+		return s
+	}
+	return t.def
+}

@@ -1,0 +1,148 @@
+// Package policy is admit's rate-limiting policy: a model of rules over
+// Envoy-style descriptors, two YAML formats to write it in (this package's
+// and envoyproxy/ratelimit's), and an Engine that enforces it with the
+// limiters of packages keyed, quota, concurrency, redisstore and compose.
+//
+// # Model
+//
+// A request names a domain and carries descriptors, each an ordered list
+// of entries (key, value): (remote_address 203.0.113.7), (tenant acme),
+// (tenant acme, route /login). Each descriptor is matched to the rule of
+// the domain that fits it best, level by level as envoyproxy/ratelimit
+// matches (see Rule), and the request is admitted iff every matched rule
+// admits it. A rule limits by a rate (any algorithm of package admit), a
+// calendar quota, a concurrency cap, or a tier table mapping a value (a
+// tenant) to the limits of its tier; keeps its state in memory or in
+// Redis, with a failure policy for when Redis fails; and may be in shadow
+// mode, exempt values, replace other rules, or share one key among all
+// the descriptors it matches. Policy, Domain, Rule, TierTable and Limits
+// are plain structs: build a Policy in Go, or load one.
+//
+// # Which one should I use?
+//
+//   - This package's format (ParseYAML) for a new policy: rates with any
+//     period ("100 per 5 minutes") and algorithm, bursts, calendar quotas
+//     in a time zone, concurrency caps, tier tables, per-rule store and
+//     failure policy, exemptions (CIDR ranges included), several domains
+//     in a file, and errors that name file, line, column and field.
+//   - envoyproxy/ratelimit's format (ParseEnvoy) to switch from
+//     envoyproxy/ratelimit without rewriting its configuration: its files
+//     load unchanged, with the meaning they have there (fixed windows per
+//     unit, the most specific match, replaces, unlimited, shadow_mode).
+//     Move rules to this package's format when you need what it lacks.
+//
+// Parse and ParseFile detect the format (DetectFormat); LoadFiles merges
+// several files, of either format, one domain or more each.
+//
+// # The YAML format
+//
+// Every key is listed here; any other key is an error, as are values of
+// the wrong type, numbers that overflow, negative limits, a burst with a
+// zero rate, unknown algorithms, duplicate keys, rule names or domains,
+// references to undefined tier tables or tiers, cyclic tier inheritance,
+// rules that can never match, and contradictions. A loader reports every
+// problem it finds (an Errors value), each as
+// "file:line:column: field.path: message". Anchors and aliases are
+// allowed, but their expansion is bounded (a document may expand to four
+// times its size), so a "billion laughs" file fails at once.
+//
+//	version: 1                  # optional; 1 is the only version
+//	shadow: false               # optional: every rule in shadow mode
+//	description: text           # optional, for people
+//	defaults:                   # optional: defaults of every rule
+//	  store: local              # local (the default) or redis
+//	  algorithm: gcra           # of rates (default gcra)
+//	  failure: fail_open        # of rules kept in Redis (default fail_open)
+//	tier_tables:                # optional: tier tables, by name
+//	  plans:
+//	    description: text
+//	    default: free           # required: the tier of values not assigned
+//	    tiers:                  # the tiers, by name: each sets any of
+//	      free:                 # rate, burst, algorithm, quota, concurrency,
+//	        rate: 10/s          # or unlimited (as a rule does)
+//	        burst: 20
+//	        quota: 1000/day
+//	        concurrency: 5
+//	      standard:
+//	        extends: free       # optional: start from another tier's fields
+//	        rate: 100/s
+//	        burst: 200
+//	    assign:                 # value -> tier
+//	      acme: standard
+//
+//	# One domain: domain (optional, default "default"), keys, overrides
+//	# and rules at the top level. Several: a list under domains, each with
+//	# domain (required), description, keys, shadow, overrides and rules.
+//	domain: api
+//	keys: [remote_address, user, tenant, route]   # optional: the only keys
+//	                            # descriptors carry; a rule on another key
+//	                            # can never match, and is an error
+//	overrides:                  # optional: how inline limits are enforced
+//	  algorithm: fixed_window   # (default fixed_window, as Envoy's)
+//	  store: redis              # (default: defaults.store)
+//	  failure: fail_open
+//	rules:
+//	  - name: per-tenant        # required, unique in the policy
+//	    description: text
+//	    match:                  # required: the descriptor's entries, in order
+//	      - key: tenant         # any value: one limit per tenant
+//	      - key: route
+//	        value: /login       # exactly this value
+//	      # or: prefix: /api/   # values starting with /api/
+//	      # A list item may be just a key ("- tenant"), and match may be
+//	      # just a key ("match: remote_address").
+//	    rate: 100/s burst 200   # a rate limit (see ParseRate)
+//	    burst: 200              # the burst, if the rate does not say it
+//	    algorithm: gcra         # gcra, token_bucket, leaky_bucket,
+//	                            # fixed_window, sliding_window, sliding_log
+//	    quota: 1000/day         # a calendar quota (see ParseQuota), or:
+//	    # quota: {limit: 1000, period: month, timezone: Europe/Paris,
+//	    #         week_start: monday}
+//	    concurrency: 50         # a cap on requests in flight, or:
+//	    # concurrency: {max: 50, lease: 30s}
+//	    # tiers: plans          # instead of rate, quota and concurrency
+//	    # tier_key: tenant      # the entry whose value picks the tier
+//	                            # (default: the last entry of match)
+//	    # unlimited: true       # matches, and limits nothing
+//	    store: redis            # local or redis (default: defaults.store)
+//	    failure: breaker/fallback   # fail_open, fail_closed, fallback, each
+//	                            # optionally after breaker/, or:
+//	    # failure: {policy: fallback, breaker: true, local_share: 4,
+//	    #           timeout: 50ms, threshold: 5, probe_interval: 1s,
+//	    #           retry_after: 1s}
+//	    shadow: false           # decide and report, never refuse
+//	    exempt:                 # values that bypass the rule, by key;
+//	      tenant: [internal]    # CIDR prefixes exempt IP addresses
+//	    shared: false           # all matching descriptors share one key
+//	    replaces: [other-rule]  # rules this one replaces when both match
+//
+// A rule sets any of rate, quota and concurrency (each must admit the
+// request), or tiers, or unlimited. failure applies to rules kept in
+// Redis only: fail_open admits while Redis fails, fail_closed refuses,
+// fallback asks a local limiter holding 1/local_share of the limit;
+// breaker/ stops calling a Redis that keeps failing and probes it (see
+// package compose). Concurrency caps kept in Redis apply the policy to each
+// call that fails, without a breaker.
+//
+// testdata/example.yaml is the multi-tenant API of the reference design
+// (per address and per user in memory, per tenant by plan and per route in
+// Redis, a global cap in flight) written in this format.
+//
+// # Rates and quotas
+//
+// A rate is what admit.ParseLimit reads ("100/s", "5000/1h burst 50",
+// "100 per 5m", "unlimited") and more: "100 per 5 minutes", "7/week",
+// "10_000/day" (see ParseRate). Its burst defaults to its rate. A quota is
+// "N/PERIOD" or "N per PERIOD" for calendar periods (hour, day, week,
+// month, year) in a time zone (see ParseQuota): "1000/day" resets at
+// midnight, where "1000/24h" is a rate that refills continuously.
+//
+// # The engine
+//
+// NewEngine builds one limiter per rule, limit kind and tier; Check
+// decides a request and reports one decision and one status per
+// descriptor (the code, limit, remaining and time to reset an Envoy
+// rate-limit service answers with). Checks allocate nothing for rules kept
+// in memory. NewEngine(p, WithPrevious(old)) reloads a policy keeping the
+// state of the rules that did not change.
+package policy

@@ -1,0 +1,680 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/compose"
+)
+
+// t0 is a Monday noon, UTC, on a whole second.
+var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+// engine loads src (this package's format, every rule in memory) into an
+// engine on a manual clock at t0.
+func engine(t testing.TB, src string, opts ...Option) (*Engine, *admittest.ManualClock) {
+	t.Helper()
+	p, err := Parse("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := admittest.NewManualClock(t0)
+	e, err := NewEngine(localOnly(p), append([]Option{WithClock(clock)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, clock
+}
+
+// desc returns a descriptor of key/value pairs.
+func desc(kv ...string) Descriptor {
+	var d Descriptor
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Entries = append(d.Entries, Entry{kv[i], kv[i+1]})
+	}
+	return d
+}
+
+func request(domain string, descs ...Descriptor) *Request {
+	return &Request{Domain: domain, Hits: 1, Descriptors: descs}
+}
+
+// check runs e.Check and fails the test on an error.
+func check(t testing.TB, e *Engine, req *Request, h *compose.Held) *Result {
+	t.Helper()
+	var res Result
+	if err := e.Check(context.Background(), req, h, &res); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return &res
+}
+
+// want checks a decision: allowed, the rule that decided, remaining.
+func want(t testing.TB, what string, d admit.Decision, allowed bool, rule string, remaining int64) {
+	t.Helper()
+	if d.Allowed != allowed || d.Rule != rule || d.Remaining != remaining {
+		t.Errorf("%s: allowed %v, rule %q, remaining %d; want %v, %q, %d (%+v)", what, d.Allowed, d.Rule, d.Remaining, allowed, rule, remaining, d)
+	}
+}
+
+func TestEngineExample(t *testing.T) {
+	e, clock := engine(t, fileText(t, "testdata/example.yaml"))
+	var h compose.Held
+	defer h.Release()
+	req := request("api",
+		desc("remote_address", "203.0.113.7"),
+		desc("user", "bob"),
+		desc("tenant", "acme"),
+		desc("route", "/login"),
+		desc("generic_key", "global"))
+	// per-user is 10/s burst 20: the most restrictive layer.
+	for i := range 20 {
+		res := check(t, e, req, &h)
+		want(t, fmt.Sprint("request ", i), res.Decision, true, "per-user", int64(19-i))
+		if len(res.Statuses) != 5 {
+			t.Fatalf("%d statuses", len(res.Statuses))
+		}
+	}
+	res := check(t, e, req, &h)
+	want(t, "request 20", res.Decision, false, "per-user", 0)
+	if res.Decision.RetryAfter != 100*time.Millisecond {
+		t.Errorf("RetryAfter %v, want 100ms", res.Decision.RetryAfter)
+	}
+	st := res.Statuses
+	if st[1].Code != CodeOverLimit || st[1].Rule != "per-user" || st[1].Limit != admit.PerSecond(10).WithBurst(20) {
+		t.Errorf("per-user status %+v", st[1])
+	}
+	// per-ip (50/s) admitted it first, and got its event back: 30 left.
+	if st[0].Code != CodeOK || st[0].Remaining != 30 || st[0].Skipped {
+		t.Errorf("per-ip status %+v", st[0])
+	}
+	// The tenant, route and global layers come later: never asked.
+	for _, i := range []int{2, 3, 4} {
+		if st[i].Code != CodeOK || !st[i].Skipped || st[i].Remaining != 0 {
+			t.Errorf("status %d: %+v", i, st[i])
+		}
+	}
+	if st[2].Tier != "enterprise" || st[2].Limit != admit.PerSecond(1000).WithBurst(2000) || st[2].Kind != admit.KindRate {
+		t.Errorf("tenant status %+v", st[2])
+	}
+	if h.Len() != 40 {
+		t.Errorf("held %d grants, want 2 per admitted request", h.Len())
+	}
+	clock.Advance(100 * time.Millisecond)
+	res = check(t, e, req, &h)
+	want(t, "after 100ms", res.Decision, true, "per-user", 0)
+	// An exempt address is not limited by per-ip.
+	res = check(t, e, request("api", desc("remote_address", "10.1.2.3")), nil)
+	if !res.Decision.Allowed || !res.Statuses[0].Exempt || res.Decision.Limit != admit.Unlimited {
+		t.Errorf("exempt: %+v", res)
+	}
+}
+
+func fileText(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestEngineTiers(t *testing.T) {
+	e, clock := engine(t, `
+tier_tables:
+  plans:
+    default: free
+    tiers:
+      free: {rate: 2/min, quota: 3/day, concurrency: 1}
+      pro: {rate: 10/min}
+      internal: {unlimited: true}
+    assign: {acme: pro, ops: internal}
+domain: api
+rules:
+  - {name: tenant, match: tenant, tiers: plans}
+`)
+	var h compose.Held
+	res := check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "free", res.Decision, true, "tenant/free/concurrency", 0)
+	if res.Statuses[0].Tier != "free" || res.Statuses[0].Kind != admit.KindConcurrency {
+		t.Errorf("status %+v", res.Statuses[0])
+	}
+	// One in flight: the next is refused by the cap, and the rate and
+	// quota it passed get their events back.
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "second in flight", res.Decision, false, "tenant/free/concurrency", 0)
+	if res.Decision.Kind != admit.KindConcurrency {
+		t.Errorf("kind %v", res.Decision.Kind)
+	}
+	h.Release()
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "after release", res.Decision, true, "tenant/free/rate", 0)
+	h.Release()
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "rate", res.Decision, false, "tenant/free/rate", 0)
+	h.Release()
+	// The day's quota: 3 events, 2 used; the rate refills one per 30s.
+	clock.Advance(30 * time.Second)
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "third", res.Decision, true, "tenant/free/quota", 0)
+	h.Release()
+	clock.Advance(time.Minute)
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "quota", res.Decision, false, "tenant/free/quota", 0)
+	if res.Decision.RetryAfter != 12*time.Hour-90*time.Second || res.Decision.Kind != admit.KindQuota {
+		t.Errorf("quota RetryAfter %v (kind %v), want until midnight", res.Decision.RetryAfter, res.Decision.Kind)
+	}
+	// A pro tenant has its own limits, and no cap.
+	for i := range 10 {
+		res = check(t, e, request("api", desc("tenant", "acme")), nil)
+		want(t, fmt.Sprint("pro ", i), res.Decision, true, "tenant/pro", int64(9-i))
+	}
+	res = check(t, e, request("api", desc("tenant", "ops")), nil)
+	if !res.Decision.Allowed || !res.Statuses[0].Unlimited || res.Statuses[0].Tier != "internal" || res.Statuses[0].Remaining != math.MaxInt64 {
+		t.Errorf("internal: %+v", res.Statuses[0])
+	}
+	clock.Set(t0.Add(12 * time.Hour))
+	res = check(t, e, request("api", desc("tenant", "unknown")), &h)
+	want(t, "next day", res.Decision, true, "tenant/free/concurrency", 0)
+	h.Release()
+}
+
+func TestEngineShadow(t *testing.T) {
+	const src = `
+domain: api
+rules:
+  - {name: user, match: user, rate: 1/min}
+  - {name: trial, match: tenant, rate: 1/min, shadow: true}
+`
+	e, _ := engine(t, src)
+	req := request("api", desc("user", "u"), desc("tenant", "t"))
+	res := check(t, e, req, nil)
+	want(t, "first", res.Decision, true, "user", 0)
+	if res.ShadowRefused || res.Statuses[1].WouldRefuse || !res.Statuses[1].Shadow || res.Statuses[1].Remaining != 0 {
+		t.Errorf("first: %+v", res)
+	}
+	// user refuses: the shadow rule is not asked.
+	res = check(t, e, req, nil)
+	want(t, "second", res.Decision, false, "user", 0)
+	if !res.Statuses[1].Skipped || res.ShadowRefused {
+		t.Errorf("second: %+v", res)
+	}
+	// The shadow rule alone: it would refuse, and does not.
+	res = check(t, e, request("api", desc("tenant", "t")), nil)
+	want(t, "shadow", res.Decision, true, "", math.MaxInt64)
+	st := res.Statuses[0]
+	if st.Code != CodeOK || !st.Shadow || !st.WouldRefuse || !res.ShadowRefused || res.Shadow.Rule != "trial" || res.Shadow.Allowed {
+		t.Errorf("shadow: %+v, %+v", st, res.Shadow)
+	}
+	// The engine's shadow mode: nothing refuses.
+	g, _ := engine(t, src, WithShadow(true))
+	for range 3 {
+		res = check(t, g, req, nil)
+		if !res.Decision.Allowed {
+			t.Fatalf("global shadow refused: %+v", res)
+		}
+	}
+	if !res.ShadowRefused || !res.Statuses[0].WouldRefuse || res.Statuses[0].Code != CodeOK {
+		t.Errorf("global shadow: %+v", res)
+	}
+	// A domain in shadow mode.
+	d, _ := engine(t, "shadow: true\n"+src)
+	check(t, d, req, nil)
+	if res := check(t, d, req, nil); !res.Decision.Allowed || !res.Statuses[0].WouldRefuse {
+		t.Errorf("domain shadow: %+v", res)
+	}
+}
+
+func TestEngineMatching(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: any-ip, match: ip, rate: 2/min}
+  - {name: blocked-ip, match: [{key: ip, value: 50.0.0.5}], rate: 0/s}
+  - {name: api-users, match: [{key: path, prefix: /api/users}], rate: 3/min}
+  - {name: api, match: [{key: path, prefix: /api/}], rate: 1/min}
+  - {name: nested, match: [tenant, {key: path, value: /login}], rate: 1/min}
+  - {name: shared, match: [{key: region, prefix: eu-}], rate: 1/min, shared: true}
+  - {name: free, match: [{key: ip, value: 127.0.0.1}], unlimited: true}
+`)
+	for _, tc := range []struct {
+		d    Descriptor
+		rule string
+	}{
+		{desc("ip", "1.2.3.4"), "any-ip"},
+		{desc("ip", "50.0.0.5"), "blocked-ip"},
+		{desc("ip", "127.0.0.1"), "free"},
+		{desc("path", "/api/x"), "api"},
+		{desc("path", "/api/users/1"), "api-users"},
+		{desc("path", "/api/"), "api"},
+		{desc("path", "/api"), ""},
+		{desc("path", "/other"), ""},
+		{desc("tenant", "t"), ""},
+		{desc("tenant", "t", "path", "/login"), "nested"},
+		{desc("tenant", "t", "path", "/x"), ""},
+		{desc("tenant", "t", "path", "/login", "x", "y"), ""},
+		{desc("ip", "1.2.3.4", "path", "/login"), ""},
+		{desc("unknown", "v"), ""},
+	} {
+		res := check(t, e, request("api", tc.d), nil)
+		if res.Statuses[0].Rule != tc.rule {
+			t.Errorf("%v matched %q, want %q", tc.d.Entries, res.Statuses[0].Rule, tc.rule)
+		}
+	}
+	// The blocked address is refused at once; others are limited per
+	// address.
+	res := check(t, e, request("api", desc("ip", "50.0.0.5")), nil)
+	want(t, "blocked", res.Decision, false, "blocked-ip", 0)
+	if res.Decision.RetryAfter != admit.InfDuration {
+		t.Errorf("blocked RetryAfter %v", res.Decision.RetryAfter)
+	}
+	check(t, e, request("api", desc("ip", "9.9.9.9")), nil)
+	res = check(t, e, request("api", desc("ip", "9.9.9.9")), nil)
+	want(t, "second of 9.9.9.9", res.Decision, true, "any-ip", 0)
+	res = check(t, e, request("api", desc("ip", "9.9.9.9")), nil)
+	want(t, "third of 9.9.9.9", res.Decision, false, "any-ip", 0)
+	res = check(t, e, request("api", desc("ip", "9.9.9.8")), nil)
+	want(t, "another address", res.Decision, true, "any-ip", 1)
+	// A shared rule: one key for all the values it matches.
+	res = check(t, e, request("api", desc("region", "eu-west")), nil)
+	want(t, "eu-west", res.Decision, true, "shared", 0)
+	res = check(t, e, request("api", desc("region", "eu-north")), nil)
+	want(t, "eu-north", res.Decision, false, "shared", 0)
+	// Unknown domains match nothing.
+	res = check(t, e, request("nope", desc("ip", "50.0.0.5")), nil)
+	if !res.Decision.Allowed || res.Statuses[0].Rule != "" || res.Decision.Limit != admit.Unlimited || e.HasDomain("nope") || !e.HasDomain("api") {
+		t.Errorf("unknown domain: %+v", res)
+	}
+}
+
+// TestEngineKeysInjective: values that concatenate alike never share a
+// key.
+func TestEngineKeysInjective(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: pair, match: [a, b], rate: 1/min}
+`)
+	for _, vals := range [][2]string{{"x:y", "z"}, {"x", "y:z"}, {"x", ":yz"}, {"", "x:yz"}, {"1:x", "yz"}, {"x:yz", ""}} {
+		res := check(t, e, request("api", desc("a", vals[0], "b", vals[1])), nil)
+		want(t, fmt.Sprint(vals), res.Decision, true, "pair", 0)
+	}
+	res := check(t, e, request("api", desc("a", "x", "b", "y:z")), nil)
+	want(t, "x, y:z again", res.Decision, false, "pair", 0)
+}
+
+func TestEngineReplaces(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: reads, match: [{key: kind, value: read}, user], rate: 1/min}
+  - {name: one-endpoint, match: [{key: endpoint, value: /special}, user], rate: 5/min, replaces: reads}
+`)
+	reads := desc("kind", "read", "user", "u")
+	special := desc("endpoint", "/special", "user", "u")
+	res := check(t, e, request("api", reads, special), nil)
+	want(t, "both", res.Decision, true, "one-endpoint", 4)
+	if !res.Statuses[0].Replaced || res.Statuses[0].Remaining != 0 {
+		t.Errorf("replaced status %+v", res.Statuses[0])
+	}
+	// Replaced, reads was not counted: it still has its one event.
+	res = check(t, e, request("api", reads), nil)
+	want(t, "reads alone", res.Decision, true, "reads", 0)
+}
+
+func TestEngineHits(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: a, match: a, rate: 10/min}
+  - {name: b, match: b, rate: 10/min}
+  - {name: c, match: c, concurrency: 3}
+`)
+	req := &Request{Domain: "api", Hits: 4, Descriptors: []Descriptor{desc("a", "1"), desc("b", "1")}}
+	req.Descriptors[1].Hits, req.Descriptors[1].OwnHits = 0, true // a peek
+	res := check(t, e, req, nil)
+	want(t, "4 and a peek", res.Decision, true, "a", 6)
+	if res.Statuses[1].Remaining != 10 {
+		t.Errorf("peek consumed: %+v", res.Statuses[1])
+	}
+	req.Descriptors[1].Hits = 7
+	res = check(t, e, req, nil)
+	want(t, "4 and 7", res.Decision, true, "a", 2)
+	res = check(t, e, req, nil)
+	want(t, "4 more", res.Decision, false, "a", 2)
+	// More than the burst can never pass.
+	req.Hits = 11
+	res = check(t, e, &Request{Domain: "api", Hits: 11, Descriptors: []Descriptor{desc("b", "2")}}, nil)
+	if res.Decision.Allowed || res.Decision.RetryAfter != admit.InfDuration {
+		t.Errorf("11 of 10: %+v", res.Decision)
+	}
+	// Slots: 4 of a cap of 3 is a refusal, not an error.
+	var h compose.Held
+	res = check(t, e, &Request{Domain: "api", Hits: 4, Descriptors: []Descriptor{desc("c", "x")}}, &h)
+	if res.Decision.Allowed || h.Len() != 0 {
+		t.Errorf("4 slots of 3: %+v", res.Decision)
+	}
+	// A peek of a concurrency cap needs no Held.
+	res = check(t, e, &Request{Domain: "api", Hits: 0, Descriptors: []Descriptor{desc("c", "x")}}, nil)
+	want(t, "peek of slots", res.Decision, true, "c", 3)
+}
+
+func TestEngineBadRequests(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: a, match: a, rate: 10/min}
+  - {name: c, match: c, concurrency: 3}
+`)
+	ctx := context.Background()
+	neg := request("api", desc("a", "1"))
+	neg.Descriptors[0].Hits, neg.Descriptors[0].OwnHits = -1, true
+	for _, tc := range []struct {
+		req  *Request
+		h    *compose.Held
+		want error
+	}{
+		{&Request{Domain: "api", Hits: -1, Descriptors: []Descriptor{desc("a", "1")}}, nil, ErrInvalidRequest},
+		{neg, nil, ErrInvalidRequest},
+		{request("api", Descriptor{}), nil, ErrInvalidRequest},
+		{request("api", desc("c", "1")), nil, compose.ErrNeedHeld},
+	} {
+		var res Result
+		err := e.Check(ctx, tc.req, tc.h, &res)
+		if !errors.Is(err, tc.want) || res.Decision.Allowed {
+			t.Errorf("%+v: %v, %+v; want %v and a refusal", tc.req, err, res.Decision, tc.want)
+		}
+	}
+	// A key longer than the limiter's maximum is an error.
+	var res Result
+	if err := e.Check(ctx, request("api", desc("a", strings.Repeat("x", 5000))), nil, &res); !errors.Is(err, admit.ErrKeyTooLong) || res.Decision.Allowed {
+		t.Errorf("long key: %v, %+v", err, res.Decision)
+	}
+	// A canceled context is not the limiters' business in memory; the
+	// engine still decides.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Check(ctx, request("api", desc("a", "1")), nil, &res); !errors.Is(err, ErrClosed) || res.Decision.Allowed {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestEngineOverrides(t *testing.T) {
+	e, clock := engine(t, `
+domain: api
+rules:
+  - {name: a, match: a, rate: 1/min}
+`, WithMaxOverrides(2))
+	l := admit.PerMinute(3)
+	d := desc("a", "1")
+	d.Limit = &l
+	for i := range 3 {
+		res := check(t, e, request("api", d), nil)
+		want(t, fmt.Sprint("override ", i), res.Decision, true, "api/override/3/min", int64(2-i))
+		if st := res.Statuses[0]; !st.Override || st.Limit != l || st.Rule != "api/override/3/min" {
+			t.Errorf("status %+v", st)
+		}
+	}
+	res := check(t, e, request("api", d), nil)
+	want(t, "override 3", res.Decision, false, "api/override/3/min", 0)
+	// A fixed window: the next minute starts afresh.
+	if res.Decision.RetryAfter != time.Minute {
+		t.Errorf("RetryAfter %v", res.Decision.RetryAfter)
+	}
+	clock.Advance(time.Minute)
+	res = check(t, e, request("api", d), nil)
+	want(t, "next window", res.Decision, true, "api/override/3/min", 2)
+	// The rule a is untouched.
+	res = check(t, e, request("api", desc("a", "1")), nil)
+	want(t, "rule a", res.Decision, true, "a", 0)
+	// Zero refuses; an invalid limit is a bad request; the cap of
+	// distinct limits holds.
+	zero := admit.Limit{Period: time.Second}
+	d.Limit = &zero
+	res = check(t, e, request("api", d), nil)
+	want(t, "zero", res.Decision, false, "api/override/0/s", 0)
+	bad := admit.Limit{Rate: 5}
+	d.Limit = &bad
+	var out Result
+	if err := e.Check(context.Background(), request("api", d), nil, &out); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("invalid inline limit: %v", err)
+	}
+	third := admit.PerHour(7)
+	d.Limit = &third
+	if err := e.Check(context.Background(), request("api", d), nil, &out); !errors.Is(err, ErrTooManyOverrides) || out.Decision.Allowed {
+		t.Errorf("third override: %v", err)
+	}
+}
+
+// TestEngineUndo: a request refused by a later layer gives back what the
+// earlier ones took, whatever their kind.
+func TestEngineUndo(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: rate, match: a, rate: 5/min}
+  - {name: quota, match: b, quota: 5/day}
+  - {name: slots, match: c, concurrency: 5}
+  - {name: gate, match: z, rate: 1/min}
+`)
+	var h compose.Held
+	req := request("api", desc("a", "1"), desc("b", "1"), desc("c", "1"), desc("z", "1"))
+	res := check(t, e, req, &h)
+	want(t, "first", res.Decision, true, "gate", 0)
+	res = check(t, e, req, &h)
+	// The slots layer is last: the gate refuses before it.
+	want(t, "second", res.Decision, false, "gate", 0)
+	if res.Statuses[0].Remaining != 4 || res.Statuses[1].Remaining != 4 || !res.Statuses[2].Skipped {
+		t.Errorf("statuses %+v", res.Statuses)
+	}
+	h.Release()
+	res = check(t, e, request("api", desc("a", "1"), desc("b", "1"), desc("c", "1")), &h)
+	want(t, "without the gate", res.Decision, true, "quota", 3)
+	if res.Statuses[1].Remaining != 3 || res.Statuses[2].Remaining != 4 {
+		t.Errorf("the refused request consumed: %+v", res.Statuses)
+	}
+	h.Release()
+}
+
+func TestEngineAlgorithms(t *testing.T) {
+	for _, alg := range admit.Algorithms() {
+		e, clock := engine(t, fmt.Sprintf("domain: api\nrules:\n  - {name: r, match: k, rate: 2/s, algorithm: %v}\n", alg))
+		for i := range 2 {
+			res := check(t, e, request("api", desc("k", "v")), nil)
+			want(t, fmt.Sprint(alg, i), res.Decision, true, "r", int64(1-i))
+		}
+		res := check(t, e, request("api", desc("k", "v")), nil)
+		want(t, fmt.Sprint(alg, " refused"), res.Decision, false, "r", 0)
+		clock.Advance(2 * time.Second)
+		res = check(t, e, request("api", desc("k", "v")), nil)
+		if !res.Decision.Allowed {
+			t.Errorf("%v after two seconds: %+v", alg, res.Decision)
+		}
+	}
+}
+
+func TestEngineExemptions(t *testing.T) {
+	e, _ := engine(t, `
+domain: api
+rules:
+  - name: ip
+    match: [tenant, ip]
+    rate: 0/s
+    exempt: {ip: [10.0.0.0/8, "2001:db8::/32", 192.0.2.1, not-an-ip], tenant: [internal]}
+`)
+	for _, tc := range []struct {
+		tenant, ip string
+		exempt     bool
+	}{
+		{"t", "10.9.8.7", true},
+		{"t", "::ffff:10.1.1.1", true},
+		{"t", "2001:db8::1", true},
+		{"t", "192.0.2.1", true},
+		{"t", "not-an-ip", true},
+		{"internal", "8.8.8.8", true},
+		{"t", "11.0.0.1", false},
+		{"t", "2001:db9::1", false},
+		{"t", "10.0.0.1.5", false},
+	} {
+		res := check(t, e, request("api", desc("tenant", tc.tenant, "ip", tc.ip)), nil)
+		if res.Statuses[0].Exempt != tc.exempt || res.Decision.Allowed != tc.exempt {
+			t.Errorf("%s %s: exempt %v, allowed %v; want %v", tc.tenant, tc.ip, res.Statuses[0].Exempt, res.Decision.Allowed, tc.exempt)
+		}
+	}
+}
+
+func TestWithPrevious(t *testing.T) {
+	const v1 = `
+domain: api
+rules:
+  - {name: users, match: user, rate: 3/min}
+  - {name: tenants, match: tenant, rate: 3/min}
+  - {name: slots, match: job, concurrency: 2}
+`
+	// v2 changes tenants' limit and adds a rule.
+	const v2 = `
+domain: api
+rules:
+  - {name: users, match: user, rate: 3/min}
+  - {name: tenants, match: tenant, rate: 4/min}
+  - {name: slots, match: job, concurrency: 2}
+  - {name: routes, match: route, rate: 1/min}
+`
+	clock := admittest.NewManualClock(t0)
+	load := func(src string, opts ...Option) *Engine {
+		p, err := ParseYAML("v.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEngine(p, append([]Option{WithClock(clock)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	old := load(v1)
+	var h compose.Held
+	req := request("api", desc("user", "u"), desc("tenant", "t"), desc("job", "j"))
+	check(t, old, req, &h)
+	check(t, old, req, &h)
+	l := admit.PerMinute(9)
+	ov := desc("x", "y")
+	ov.Limit = &l
+	check(t, old, request("api", ov), nil)
+
+	next := load(v2, WithPrevious(old))
+	res := check(t, next, request("api", desc("user", "u")), nil)
+	want(t, "users kept its state", res.Decision, true, "users", 0)
+	res = check(t, next, request("api", desc("tenant", "t")), nil)
+	want(t, "tenants changed: fresh", res.Decision, true, "tenants", 3)
+	res = check(t, next, request("api", desc("job", "j")), &h)
+	want(t, "slots kept its two in flight", res.Decision, false, "slots", 0)
+	res = check(t, next, request("api", ov), nil)
+	want(t, "the inline limit kept its state", res.Decision, true, "api/override/9/min", 7)
+	// The old engine still works, sharing the reused limiters.
+	res = check(t, old, request("api", desc("user", "u")), nil)
+	want(t, "old engine", res.Decision, false, "users", 0)
+	h.Release()
+	res = check(t, next, request("api", desc("job", "j")), &h)
+	want(t, "slots released", res.Decision, true, "slots", 1)
+	h.Release()
+	old.Close()
+	res = check(t, next, request("api", ov), nil)
+	want(t, "after the old engine's Close", res.Decision, true, "api/override/9/min", 6)
+
+	// Different options: nothing is reused.
+	other := load(v2, WithPrevious(next), WithKeyPrefix("x"))
+	res = check(t, other, request("api", desc("user", "u")), nil)
+	want(t, "another prefix: fresh", res.Decision, true, "users", 2)
+	// A nil previous is no previous.
+	if _, err := NewEngine(&Policy{}, WithPrevious(nil)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNewEngineErrors(t *testing.T) {
+	p, err := ParseFile("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewEngine(p)
+	if !errors.Is(err, ErrNoStore) || !errors.Is(err, ErrInvalidPolicy) ||
+		!strings.HasPrefix(err.Error(), "testdata/example.yaml:65:12: rules[2].store: policy: rule needs a Redis store") {
+		t.Errorf("redis rules without a store: %v", err)
+	}
+	for _, opt := range []Option{WithMaxKeys(0), WithMaxOverrides(-1), WithKeyPrefix(strings.Repeat("x", 300))} {
+		if _, err := NewEngine(&Policy{}, opt); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("bad option: %v", err)
+		}
+	}
+	bad := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{{Name: "r", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &admit.Limit{Rate: -1}}}}}}}
+	if _, err := NewEngine(bad); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
+		t.Errorf("invalid policy: %v", err)
+	}
+	if e, err := NewEngine(nil); err != nil || e.HasDomain("") {
+		t.Errorf("nil policy: %v", err)
+	}
+}
+
+// TestEngineGoroutines: an engine starts no goroutine, so closing it
+// leaves none behind.
+func TestEngineGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 10 {
+		e, _ := engine(t, fileText(t, "testdata/example.yaml"))
+		var h compose.Held
+		check(t, e, request("api", desc("generic_key", "global")), &h)
+		h.Release()
+		e.Close()
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines before, %d after", before, after)
+	}
+}
+
+// TestPolicyBuiltInGo: a Policy built in Go is checked like a loaded one,
+// with paths for positions.
+func TestPolicyBuiltInGo(t *testing.T) {
+	rate := admit.PerSecond(5)
+	table := &TierTable{Name: "plans", Default: "gold", Tiers: map[string]*Tier{"free": {Name: "free", Limits: Limits{Rate: &rate}}}, Assign: map[string]string{"a": "free"}}
+	p := &Policy{Domains: []*Domain{
+		{Name: "d", Keys: []string{"k", "k", ""}, Rules: []*Rule{
+			{Name: "r1", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &rate}},
+			{Name: "r1", Match: []Matcher{{Key: "k", Kind: MatchExact, Value: "v"}}, Limits: Limits{Rate: &rate}, Store: StoreLocal, Failure: Failure{Policy: FailClosed}},
+			{Name: "r3", Match: []Matcher{{Key: "k"}}, Tiers: table},
+			nil,
+		}},
+		nil,
+		{Name: "d", Override: Override{Algorithm: 99}},
+	}}
+	err := p.Validate()
+	wantErrs := []string{
+		`domains[0].keys[1]: duplicate key "k"`,
+		`domains[0].keys[2]: empty key`,
+		`domains[0].rules[1].name: duplicate rule name "r1" (first at )`,
+		`domains[0].rules[1].failure: a failure policy applies to rules kept in Redis (store: redis), and this one is local`,
+		`tier_tables.plans.default: default tier "gold" is not defined (tiers: free)`,
+		`domains[0].rules[3]: nil rule`,
+		`domains[0].rules[2].match: can never match: rule "r1" (at ) has the same match`,
+		`domains[1]: nil domain`,
+		`domains[2].domain: duplicate domain "d" (first at )`,
+		`domains[2].overrides.algorithm: unknown algorithm Algorithm(99)`,
+	}
+	if err == nil || err.Error() != strings.Join(wantErrs, "\n") {
+		t.Errorf("got:\n%v\nwant:\n%s", err, strings.Join(wantErrs, "\n"))
+	}
+}

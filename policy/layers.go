@@ -1,0 +1,197 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/redisstore"
+)
+
+// clayer is one limiter of a compiled rule or tier: a rate limit or quota
+// (lim) or a concurrency cap (slots), with what statuses report of it.
+type clayer struct {
+	kind   admit.Kind
+	class  uint8  // the order of evaluation: see classOf
+	label  string // Decision.Rule: the rule [/tier] [/kind]
+	prefix string // label + "/": the start of the Rule of its failure policy's decisions
+	limit  admit.Limit
+	lim    compose.Limiter
+	refund compose.Refunder
+	slots  compose.Slots
+	print  string // the definition, for WithPrevious
+}
+
+// The classes of layers, in the order a check asks them: cheap local
+// limits first, so that a request they refuse costs no round trip, and
+// concurrency caps last, so that their slots are rarely taken only to be
+// given back.
+const (
+	classLocal uint8 = iota
+	classRemote
+	classLocalSlots
+	classRemoteSlots
+)
+
+func classOf(kind admit.Kind, redis bool) uint8 {
+	c := classLocal
+	if kind == admit.KindConcurrency {
+		c = classLocalSlots
+	}
+	if redis {
+		c++
+	}
+	return c
+}
+
+// atLimiter is a Redis limiter deciding at explicit instants.
+type atLimiter interface {
+	AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error)
+}
+
+// clocked makes a Redis limiter decide at its clock's instants (see
+// WithStoreClock).
+type clocked struct {
+	lim   atLimiter
+	clock admit.Clock
+}
+
+func (c *clocked) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return c.lim.AllowAt(ctx, c.clock.Now(), key, n)
+}
+
+// Refund gives back n events at the clock's instant, or as the limiter
+// can.
+func (c *clocked) Refund(ctx context.Context, key string, n int64) error {
+	switch r := c.lim.(type) {
+	case interface {
+		RefundAt(ctx context.Context, now time.Time, key string, n int64) error
+	}:
+		return r.RefundAt(ctx, c.clock.Now(), key, n)
+	case compose.Refunder:
+		return r.Refund(ctx, key, n)
+	}
+	return nil
+}
+
+// Healthy forwards the limiter's health (see compose.Guard).
+func (c *clocked) Healthy() bool {
+	if h, ok := c.lim.(interface{ Healthy() bool }); ok {
+		return h.Healthy()
+	}
+	return true
+}
+
+// localSlots adapts a concurrency.Limiter to compose.Slots. Its Releasers
+// are pooled, so a grant allocates nothing.
+type localSlots struct {
+	c    *concurrency.Limiter
+	pool sync.Pool
+}
+
+func newLocalSlots(c *concurrency.Limiter) *localSlots {
+	s := &localSlots{c: c}
+	s.pool.New = func() any { return &permitBox{pool: &s.pool} }
+	return s
+}
+
+func (s *localSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	p, d, err := s.c.TryAcquire(ctx, key, n)
+	if err != nil {
+		if errors.Is(err, admit.ErrExceedsBurst) {
+			// More slots than the cap: never admitted, a refusal.
+			return nil, d, nil
+		}
+		return nil, d, err
+	}
+	if p == (concurrency.Permit{}) {
+		return nil, d, nil
+	}
+	b := s.pool.Get().(*permitBox)
+	b.p = p
+	return b, d, nil
+}
+
+// permitBox holds a Permit for a compose.Held, which releases it once and
+// forgets it; the box then goes back to its pool.
+type permitBox struct {
+	p    concurrency.Permit
+	pool *sync.Pool
+}
+
+func (b *permitBox) Release() {
+	p := b.p
+	if p == (concurrency.Permit{}) {
+		return
+	}
+	b.p = concurrency.Permit{}
+	p.Release()
+	b.pool.Put(b)
+}
+
+// redisSlots adapts a redisstore.ConcurrencyLimiter to compose.Slots, with
+// a failure policy applied to each call that fails (there is no breaker
+// for concurrency: each call asks Redis, within the Store's timeout).
+type redisSlots struct {
+	c          *redisstore.ConcurrencyLimiter
+	policy     FailurePolicy
+	local      *localSlots // Fallback's
+	retryAfter time.Duration
+	openD      admit.Decision
+	closedD    admit.Decision
+	fallback   string
+}
+
+func newRedisSlots(c *redisstore.ConcurrencyLimiter, label string, f Failure, local *localSlots) *redisSlots {
+	ra := f.RetryAfter
+	if ra == 0 {
+		ra = compose.DefaultRetryAfter
+	}
+	return &redisSlots{
+		c:          c,
+		policy:     f.Policy,
+		local:      local,
+		retryAfter: ra,
+		openD:      admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: math.MaxInt64, Rule: label + "/fail-open", Kind: admit.KindConcurrency},
+		closedD:    admit.Decision{RetryAfter: ra, ResetAfter: ra, Rule: label + "/fail-closed", Kind: admit.KindConcurrency},
+		fallback:   label + "/fallback",
+	}
+}
+
+func (s *redisSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	lease, d, err := s.c.TryAcquire(ctx, key, n)
+	switch {
+	case err == nil:
+		if !d.Allowed || n == 0 {
+			return nil, d, nil
+		}
+		return leaseBox{lease}, d, nil
+	case errors.Is(err, admit.ErrExceedsBurst):
+		return nil, d, nil
+	case ctx.Err() != nil || !compose.IsFailure(err):
+		return nil, d, err
+	}
+	switch s.policy {
+	case FailOpen:
+		return nil, s.openD, nil
+	case FailClosed:
+		if n == 0 {
+			return nil, admit.Decision{Allowed: true, Rule: s.closedD.Rule, Kind: admit.KindConcurrency}, nil
+		}
+		return nil, s.closedD, nil
+	}
+	rel, d, err := s.local.TryAcquire(ctx, key, n)
+	d.Rule = s.fallback
+	return rel, d, err
+}
+
+// leaseBox releases a Redis lease (bounded by the Store's timeout); if
+// Redis cannot be told, the lease expires.
+type leaseBox struct{ l redisstore.Lease }
+
+func (b leaseBox) Release() { _, _ = b.l.Release(context.Background()) }

@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Format is a policy file format.
+type Format uint8
+
+const (
+	// FormatUnknown is neither format.
+	FormatUnknown Format = iota
+	// FormatAdmit is this package's YAML format (see the package
+	// documentation): rules with rates, quotas, concurrency caps and tier
+	// tables, several domains, stores and failure policies.
+	FormatAdmit
+	// FormatEnvoy is envoyproxy/ratelimit's configuration format: one
+	// domain and its nested descriptors (see ParseEnvoy).
+	FormatEnvoy
+)
+
+// String returns "admit", "envoy" or "unknown".
+func (f Format) String() string {
+	switch f {
+	case FormatAdmit:
+		return "admit"
+	case FormatEnvoy:
+		return "envoy"
+	}
+	return "unknown"
+}
+
+// DetectFormat tells which format a policy file is in, from the keys of
+// its top-level mapping: descriptors (with domain) is envoyproxy/
+// ratelimit's format; rules, domains, tier_tables, defaults or version is
+// this package's. A file with a domain and neither is envoyproxy/
+// ratelimit's (a domain without descriptors). It returns FormatUnknown and
+// an error wrapping ErrUnknownFormat for anything else, including a file
+// that is not YAML or has keys of both formats.
+func DetectFormat(data []byte) (Format, error) {
+	if len(data) > MaxFileSize {
+		return FormatUnknown, fmt.Errorf("%w: file of %d bytes is larger than the maximum of %d", ErrUnknownFormat, len(data), MaxFileSize)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return FormatUnknown, fmt.Errorf("%w: %v", ErrUnknownFormat, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return FormatUnknown, fmt.Errorf("%w: empty file", ErrUnknownFormat)
+	}
+	return detectRoot(doc.Content[0])
+}
+
+func detectRoot(root *yaml.Node) (Format, error) {
+	if root.Kind != yaml.MappingNode {
+		return FormatUnknown, fmt.Errorf("%w: the file is not a YAML mapping", ErrUnknownFormat)
+	}
+	var admitKey, envoyKey string
+	hasDomain := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch k := root.Content[i].Value; k {
+		case "descriptors":
+			envoyKey = k
+		case "rules", "domains", "tier_tables", "defaults", "version":
+			admitKey = k
+		case "domain":
+			hasDomain = true
+		}
+	}
+	switch {
+	case admitKey != "" && envoyKey != "":
+		return FormatUnknown, fmt.Errorf("%w: the file has %s (admit's format) and %s (envoyproxy/ratelimit's)", ErrUnknownFormat, admitKey, envoyKey)
+	case admitKey != "":
+		return FormatAdmit, nil
+	case envoyKey != "" || hasDomain:
+		return FormatEnvoy, nil
+	}
+	return FormatUnknown, fmt.Errorf("%w: want rules or domains (admit's format) or domain and descriptors (envoyproxy/ratelimit's)", ErrUnknownFormat)
+}
+
+// Parse parses a policy file in either format, which it detects (see
+// DetectFormat): ParseYAML for this package's, ParseEnvoy for envoyproxy/
+// ratelimit's. name names the file in errors. The error is an Errors
+// listing every problem (matching ErrInvalidPolicy), or wraps
+// ErrUnknownFormat.
+func Parse(name string, data []byte) (*Policy, error) {
+	var errs errList
+	root, _ := parseYAML(name, data, &errs)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, Errors{{File: name, Msg: "empty file: want a policy"}}
+	}
+	f, err := detectRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if f == FormatEnvoy {
+		return ParseEnvoy(name, data)
+	}
+	return ParseYAML(name, data)
+}
+
+// ParseFile reads and parses the policy file at path (see Parse).
+func ParseFile(path string) (*Policy, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, Errors{{File: path, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
+	}
+	return data, nil
+}
+
+// LoadFiles reads and parses policy files, each in either format, and
+// merges them into one Policy (see Merge): envoyproxy/ratelimit's
+// deployments keep one domain per file. It reports the problems of every
+// file.
+func LoadFiles(paths ...string) (*Policy, error) {
+	var ps []*Policy
+	var all Errors
+	for _, path := range paths {
+		p, err := ParseFile(path)
+		if err != nil {
+			if es, ok := err.(Errors); ok {
+				all = append(all, es...)
+				continue
+			}
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	if len(all) > 0 {
+		return nil, all
+	}
+	return Merge(ps...)
+}
+
+// Merge returns a Policy with the domains of every policy given, in order,
+// validated together: a domain defined twice, or a rule name used in two
+// files, is an error (an Errors naming both places).
+func Merge(ps ...*Policy) (*Policy, error) {
+	out := &Policy{}
+	for _, p := range ps {
+		if p != nil {
+			out.Domains = append(out.Domains, p.Domains...)
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

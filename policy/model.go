@@ -1,0 +1,431 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/quota"
+)
+
+// Policy is a rate-limiting policy: rules, by domain, that decide whether a
+// request carrying descriptors is admitted (see Rule for the model). Load
+// one from a file (Parse, ParseFile, LoadFiles, in this package's YAML
+// format or envoyproxy/ratelimit's) or build one in Go and check it with
+// Validate. An Engine enforces it.
+//
+// A Policy is a plain value: the loaders return a new one, NewEngine reads
+// it and keeps no reference to its rules' slices, and nothing modifies it,
+// so it may be shared. The zero Policy has no domains and limits nothing.
+type Policy struct {
+	// Domains are the namespaces of rules; a request names the one it
+	// is checked against. Names are unique.
+	Domains []*Domain
+}
+
+// Domain is a namespace of rules, as in Envoy: a request is checked
+// against the rules of the domain it names, and only those.
+type Domain struct {
+	// Name is the domain's name, unique in the policy and not empty.
+	Name string
+
+	// Keys, if not empty, lists the descriptor keys the domain's
+	// requests carry (what the sources of descriptors produce: client
+	// address, user, tenant, route...). A rule matching a key not in the
+	// list could never match, and Validate refuses it. Empty: any key.
+	Keys []string
+
+	// Shadow puts every rule of the domain in shadow mode (see
+	// Rule.Shadow): the domain's rules decide and report, and never
+	// refuse a request.
+	Shadow bool
+
+	// Rules are the domain's rules, in the order of the file. The order
+	// matters only between rules matching by prefix at the same level
+	// (the first whose prefix matches is taken) and for reporting.
+	Rules []*Rule
+
+	// Override says how the engine enforces a limit a request gives
+	// inline (Descriptor.Limit, Envoy's descriptor limit override). The
+	// loaders set it to a fixed window, as envoyproxy/ratelimit counts.
+	Override Override
+
+	// envoy is set by the Envoy loader: rules in Envoy's configuration
+	// follow its rules (no check of prefix shadowing, replaces naming
+	// unknown limits).
+	envoy bool
+	src   *source
+}
+
+// Override is how an engine enforces the limits requests give inline
+// (Descriptor.Limit): by Algorithm, in Store, with Failure as the failure
+// policy when the store is Redis. The zero Override decides by GCRA in
+// the engine's default store, failing open; the loaders set Algorithm to
+// admit.AlgFixedWindow, envoyproxy/ratelimit's algorithm.
+type Override struct {
+	Algorithm admit.Algorithm
+	Store     Store
+	Failure   Failure
+}
+
+// Rule is one limit of a policy and the descriptors it applies to.
+//
+// # Matching
+//
+// A request carries descriptors, each an ordered list of entries (key,
+// value), as in Envoy's rate-limit service. A rule matches a descriptor
+// whose entries correspond one to one, in order, to the rule's Match:
+// same number of entries, same keys, and each value accepted by its
+// Matcher (an exact value, a prefix, or any value). When several rules
+// could match one descriptor, the most specific wins, level by level as
+// envoyproxy/ratelimit decides: at each entry an exact value is tried
+// first, then prefixes (in the order of the rules), then any value; the
+// first that exists is followed, without going back. So a rule for one
+// client address (value "50.0.0.5") replaces the rule for every address
+// (any value) for that address, instead of adding to it. Each descriptor
+// of a request is matched on its own, and a request is admitted iff every
+// rule matched by one of its descriptors admits it.
+//
+// # Keys
+//
+// The values of the descriptor's entries are part of the limit's key:
+// a rule matching any value of "remote_address" limits each address
+// separately (a per-value limit), and a rule matching (tenant any, route
+// "/login") limits each tenant's logins. With Shared, every descriptor the
+// rule matches shares one key. Keys are built injectively (each value is
+// length-prefixed), so different descriptors never share a key by
+// accident.
+//
+// # Limits
+//
+// A rule limits with any of a rate (Rate, by Algorithm), a calendar
+// quota (Quota) and a concurrency cap (Concurrency), all of which must
+// admit the request; or with a tier table (Tiers), whose tier for the
+// value of the TierKey entry gives those limits; or not at all
+// (Unlimited: the descriptor matches, and nothing limits it).
+type Rule struct {
+	// Name names the rule in decisions (Decision.Rule), statuses and
+	// Redis keys. Unique in the policy, not empty.
+	Name string
+
+	// Alias is the name other rules' Replaces refer to; empty means Name.
+	// The Envoy loader sets it to rate_limit.name.
+	Alias string
+
+	// Description is free text, for people.
+	Description string
+
+	// Match are the matchers of the descriptor's entries, in order. Not
+	// empty.
+	Match []Matcher
+
+	// Limits are the rule's own limits (empty when Tiers is set).
+	Limits
+
+	// Tiers, if not nil, is the tier table whose tiers give the limits:
+	// the value of the descriptor's entry of key TierKey picks the tier
+	// (the table's Default for values it does not assign).
+	Tiers *TierTable
+
+	// TierKey is the key of the entry whose value picks the tier; empty
+	// means the key of the last Matcher.
+	TierKey string
+
+	// Store says where the rule's state lives.
+	Store Store
+
+	// Failure is what happens when the store fails (Redis only).
+	Failure Failure
+
+	// Shadow puts the rule in shadow mode: it decides and counts as
+	// usual and its statuses report what it decided, but it never
+	// refuses a request (Status.WouldRefuse says when it would have).
+	// For trying a new limit on real traffic.
+	Shadow bool
+
+	// Exempt lists descriptor values that bypass the rule: a descriptor
+	// whose entry of key Exempt[i].Key has one of Exempt[i].Values is
+	// not limited by it (Status.Exempt).
+	Exempt []Exemption
+
+	// Shared makes every descriptor the rule matches share one key,
+	// instead of one key per value (envoyproxy/ratelimit's
+	// share_threshold).
+	Shared bool
+
+	// Replaces names rules (by Alias, or Name) that this one replaces:
+	// when a request's descriptors match both, the replaced rule is not
+	// applied to the request (envoyproxy/ratelimit's replaces).
+	Replaces []string
+
+	// DetailedMetric is envoyproxy/ratelimit's detailed_metric, kept for
+	// observers; it changes no decision.
+	DetailedMetric bool
+
+	src *source
+}
+
+// Limits are the limits of a rule or of a tier. Any of Rate, Quota and
+// Concurrency may be set (each is a layer that must admit the request),
+// or Unlimited alone.
+type Limits struct {
+	// Rate is a rate limit (nil: none), decided by Algorithm.
+	Rate *admit.Limit
+	// Algorithm is the algorithm of Rate. The zero value is GCRA.
+	Algorithm admit.Algorithm
+	// Quota is a calendar quota (nil: none).
+	Quota *Quota
+	// Concurrency is a cap on requests in flight (nil: none).
+	Concurrency *Concurrency
+	// Unlimited admits everything the rule matches (and nothing else may
+	// be set): the descriptor matches, so no less specific rule applies,
+	// and nothing is counted.
+	Unlimited bool
+}
+
+// empty reports whether l limits nothing and is not Unlimited.
+func (l *Limits) empty() bool {
+	return l.Rate == nil && l.Quota == nil && l.Concurrency == nil && !l.Unlimited
+}
+
+// Quota is a calendar quota: at most Limit events per key per calendar
+// Period (hour, day, week, month, year) in Location, as package quota
+// counts them.
+type Quota struct {
+	// Limit is the events per period, from 1 to 2^53.
+	Limit int64
+	// Period is the calendar period.
+	Period quota.Period
+	// Location is the time zone of the calendar; nil means UTC.
+	Location *time.Location
+	// WeekStart is the first day of a week (Period quota.Week only). Its
+	// zero value is Sunday; the loaders default to Monday.
+	WeekStart time.Weekday
+}
+
+// Concurrency is a cap on requests in flight per key: at most Max slots
+// at a time, a request taking its cost in slots until it is done (until
+// the compose.Held of its check is released).
+type Concurrency struct {
+	// Max is the slots per key, from 1 to 2^53.
+	Max int64
+	// Lease, if positive, bounds how long a slot can be held: a holder
+	// that never releases loses it after Lease. Redis rules always have
+	// a lease (0 means redisstore's default, 30s), so that a crashed
+	// instance cannot leak slots.
+	Lease time.Duration
+}
+
+// MatchKind is how a Matcher accepts a value.
+type MatchKind uint8
+
+const (
+	// MatchAny accepts any value (and the value is part of the key: a
+	// limit per value).
+	MatchAny MatchKind = iota
+	// MatchExact accepts Value only.
+	MatchExact
+	// MatchPrefix accepts values starting with Value.
+	MatchPrefix
+)
+
+// String returns "any", "exact" or "prefix".
+func (k MatchKind) String() string {
+	switch k {
+	case MatchAny:
+		return "any"
+	case MatchExact:
+		return "exact"
+	case MatchPrefix:
+		return "prefix"
+	}
+	return "MatchKind(?)"
+}
+
+// Matcher matches one entry of a descriptor: its key must be Key, and its
+// value is accepted as Kind says.
+type Matcher struct {
+	Key   string
+	Kind  MatchKind
+	Value string // the value (MatchExact) or prefix (MatchPrefix)
+}
+
+// Exemption lists values of one descriptor key that bypass a rule. A
+// value that parses as a CIDR prefix ("10.0.0.0/8", "2001:db8::/32")
+// also exempts every IP address in it.
+type Exemption struct {
+	Key    string
+	Values []string
+}
+
+// TierTable maps a descriptor value (a tenant, an API key) to a tier, and
+// each tier to its limits: the free, standard and enterprise plans of a
+// multi-tenant API.
+type TierTable struct {
+	// Name names the table (rules refer to it by name in the file).
+	Name string
+	// Tiers are the tiers, by name.
+	Tiers map[string]*Tier
+	// Assign maps values to the names of their tiers.
+	Assign map[string]string
+	// Default is the name of the tier of the values Assign does not
+	// list. Required.
+	Default string
+
+	src *source
+}
+
+// Tier is one tier of a TierTable: a name and its limits.
+type Tier struct {
+	Name string
+	Limits
+}
+
+// Store is where a rule's state lives.
+type Store uint8
+
+const (
+	// StoreDefault is the engine's default: Redis if the engine has a
+	// Redis store (WithRedis), else memory. The Envoy loader uses it,
+	// since envoyproxy/ratelimit's files do not say.
+	StoreDefault Store = iota
+	// StoreLocal keeps the state in the process's memory (packages
+	// keyed, quota, concurrency): about 100 ns a check, limits per
+	// instance.
+	StoreLocal
+	// StoreRedis keeps the state in Redis (package redisstore), shared by
+	// every instance using the same Redis: one round trip a check
+	// (pipelined), limits per fleet.
+	StoreRedis
+)
+
+// String returns "default", "local" or "redis".
+func (s Store) String() string {
+	switch s {
+	case StoreDefault:
+		return "default"
+	case StoreLocal:
+		return "local"
+	case StoreRedis:
+		return "redis"
+	}
+	return "Store(?)"
+}
+
+// FailurePolicy is what a rule kept in Redis does while Redis fails (see
+// package compose).
+type FailurePolicy uint8
+
+const (
+	// FailOpen admits the requests Redis cannot decide (compose.FailOpen).
+	// The zero value, and Envoy's default (failure_mode_deny false).
+	FailOpen FailurePolicy = iota
+	// FailClosed refuses them (compose.FailClosed).
+	FailClosed
+	// Fallback decides them by a local limiter holding this instance's
+	// share of the limit (compose.Fallback with compose.LocalShare).
+	Fallback
+)
+
+// String returns "fail_open", "fail_closed" or "fallback".
+func (p FailurePolicy) String() string {
+	switch p {
+	case FailOpen:
+		return "fail_open"
+	case FailClosed:
+		return "fail_closed"
+	case Fallback:
+		return "fallback"
+	}
+	return "FailurePolicy(?)"
+}
+
+// Failure is the failure policy of a rule kept in Redis: a compose.Guard
+// around its Redis limiter. The zero Failure fails open with the Guard's
+// defaults.
+type Failure struct {
+	// Policy is what happens to the requests Redis cannot decide.
+	Policy FailurePolicy
+	// Breaker stops calling Redis once it keeps failing, and probes it
+	// (compose.Breaker).
+	Breaker bool
+	// LocalShare is the number of instances the limit is shared among
+	// while Fallback decides: each enforces 1/LocalShare of it
+	// (compose.Share). 0 means 1 (the whole limit on each instance).
+	LocalShare int
+	// Timeout bounds each call of Redis (compose.WithTimeout); 0 means
+	// compose.DefaultTimeout.
+	Timeout time.Duration
+	// Threshold is the consecutive failures after which the Guard
+	// switches (compose.WithThreshold); 0 means compose.DefaultThreshold.
+	Threshold int
+	// ProbeInterval is the time between probes of an open breaker
+	// (compose.WithProbeInterval); 0 means its default.
+	ProbeInterval time.Duration
+	// RetryAfter is the RetryAfter of FailClosed's refusals
+	// (compose.WithRetryAfter); 0 means its default.
+	RetryAfter time.Duration
+}
+
+// String returns the policy as the YAML format writes it: "fail_open",
+// "breaker/fallback"...
+func (f Failure) String() string {
+	if f.Breaker {
+		return "breaker/" + f.Policy.String()
+	}
+	return f.Policy.String()
+}
+
+// source is where a rule, domain or tier table was defined: its path in
+// the file and the positions of its fields, for errors.
+type source struct {
+	path   string
+	pos    Pos
+	fields map[string]fieldSource
+	// broken holds the parts of the object ("name", "match", "limits",
+	// "store", "exempt", "replaces"; "default", "tier:<name>" of a tier
+	// table) in which a loader reported errors: checking them again
+	// would only repeat those errors, or report what is missing because
+	// of them.
+	broken map[string]bool
+}
+
+// isBroken reports whether part of the object had loader errors.
+func (s *source) isBroken(part string) bool { return s != nil && s.broken[part] }
+
+// markBroken records that part had loader errors.
+func (s *source) markBroken(part string) {
+	if s.broken == nil {
+		s.broken = make(map[string]bool)
+	}
+	s.broken[part] = true
+}
+
+type fieldSource struct {
+	path string
+	pos  Pos
+}
+
+// at returns the path and position of field f of the object of s (or of
+// the object itself).
+func (s *source) at(f string) (string, Pos) {
+	if s == nil {
+		return f, Pos{}
+	}
+	if fs, ok := s.fields[f]; ok {
+		return fs.path, fs.pos
+	}
+	if f == "" {
+		return s.path, s.pos
+	}
+	if s.path == "" {
+		return f, s.pos
+	}
+	return s.path + "." + f, s.pos
+}
+
+func (s *source) set(f, path string, p Pos) {
+	if s.fields == nil {
+		s.fields = make(map[string]fieldSource)
+	}
+	s.fields[f] = fieldSource{path, p}
+}

@@ -1,0 +1,183 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/quota"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want admit.Limit
+	}{
+		{"100/s", admit.Limit{Rate: 100, Period: time.Second, Burst: 100}},
+		{"5000/1h burst 50", admit.Limit{Rate: 5000, Period: time.Hour, Burst: 50}},
+		{"100 per 5m", admit.Limit{Rate: 100, Period: 5 * time.Minute, Burst: 100}},
+		{"100 per 5 minutes", admit.Limit{Rate: 100, Period: 5 * time.Minute, Burst: 100}},
+		{"10/2 hours burst=3", admit.Limit{Rate: 10, Period: 2 * time.Hour, Burst: 3}},
+		{"7/week", admit.Limit{Rate: 7, Period: 7 * day, Burst: 7}},
+		{"3/2w", admit.Limit{Rate: 3, Period: 14 * day, Burst: 3}},
+		{"10_000/day", admit.Limit{Rate: 10000, Period: day, Burst: 10000}},
+		{"1 per second", admit.Limit{Rate: 1, Period: time.Second, Burst: 1}},
+		{"20 PER MIN BURST 40", admit.Limit{Rate: 20, Period: time.Minute, Burst: 40}},
+		{"1/1d12h", admit.Limit{Rate: 1, Period: 36 * time.Hour, Burst: 1}},
+		{"1/500ms", admit.Limit{Rate: 1, Period: 500 * time.Millisecond, Burst: 1}},
+		{"0/s", admit.Limit{Rate: 0, Period: time.Second, Burst: 0}},
+		{"unlimited", admit.Unlimited},
+	} {
+		got, err := ParseRate(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseRateBad(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "empty"},
+		{"100", `want RATE/PERIOD`},
+		{"-5/s", `rate "-5" is negative`},
+		{"5/-1s", `period "-1s"`},
+		{"x/s", `rate "x" is not a whole number`},
+		{"99999999999999999999/s", `rate "99999999999999999999" is too large`},
+		{"1/0s", `period "0s" must be positive`},
+		{"1/0 minutes", `period "0 minutes" must be positive`},
+		{"1/fortnight", `period "fortnight"`},
+		{"1/month", `not a fixed duration`},
+		{"1/year", `not a fixed duration`},
+		{"0/s burst 5", `burst`},
+		{"10/s burst", `burst without a value`},
+		{"10/s burst -1", `burst "-1" is negative`},
+		{"1/100000000000d", `too long`},
+		{"1/99999999999999 weeks", `too long`},
+		{"1/40000d", `invalid limit "1/40000d"`},
+	} {
+		_, err := ParseRate(tc.in)
+		if err == nil || !errors.Is(err, admit.ErrInvalidLimit) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseRate(%q) = %v; want an ErrInvalidLimit saying %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestParseQuota(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		n      int64
+		period quota.Period
+	}{
+		{"1000/day", 1000, quota.Day},
+		{"100_000 per month", 100000, quota.Month},
+		{"5/h", 5, quota.Hour},
+		{"1 per Year", 1, quota.Year},
+		{"7/weekly", 7, quota.Week},
+		{"9007199254740992/d", 1 << 53, quota.Day},
+	} {
+		n, p, err := ParseQuota(tc.in)
+		if err != nil || n != tc.n || p != tc.period {
+			t.Errorf("ParseQuota(%q) = %d, %v, %v; want %d, %v", tc.in, n, p, err, tc.n, tc.period)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"1000", "want N/PERIOD"},
+		{"0/day", "admits nothing"},
+		{"-1/day", "negative"},
+		{"9007199254740993/day", "too large"},
+		{"1/fortnight", `period "fortnight"`},
+		{"1/24h", `period "24h"`},
+	} {
+		_, _, err := ParseQuota(tc.in)
+		if err == nil || !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseQuota(%q) = %v; want an error saying %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestUnits(t *testing.T) {
+	for u := UnitSecond; u <= UnitWeek; u++ {
+		got, err := ParseUnit(strings.ToUpper(u.String()))
+		if err != nil || got != u {
+			t.Errorf("ParseUnit(%q) = %v, %v", strings.ToUpper(u.String()), got, err)
+		}
+		if back, ok := UnitOf(u.Duration()); !ok || back != u {
+			t.Errorf("UnitOf(%v) = %v, %v; want %v", u.Duration(), back, ok, u)
+		}
+		l, err := UnitLimit(7, u)
+		if err != nil || l != (admit.Limit{Rate: 7, Period: u.Duration(), Burst: 7}) || l.Validate() != nil {
+			t.Errorf("UnitLimit(7, %v) = %+v, %v", u, l, err)
+		}
+	}
+	if UnitMonth.Duration() != 30*day || UnitYear.Duration() != 365*day {
+		t.Errorf("month %v, year %v: want envoyproxy/ratelimit's 30 and 365 days", UnitMonth.Duration(), UnitYear.Duration())
+	}
+	for _, s := range []string{"", "unknown", "fortnight", "seconds"} {
+		if _, err := ParseUnit(s); err == nil {
+			t.Errorf("ParseUnit(%q) succeeded", s)
+		}
+	}
+	if _, err := UnitLimit(1, UnitUnknown); err == nil {
+		t.Error("UnitLimit(1, UnitUnknown) succeeded")
+	}
+	if _, ok := UnitOf(3 * time.Second); ok {
+		t.Error("UnitOf(3s) found a unit")
+	}
+	if l, _ := UnitLimit(0, UnitSecond); l.Validate() != nil || l.Rate != 0 {
+		t.Errorf("UnitLimit(0, second) = %+v: want the zero rate, which refuses everything", l)
+	}
+	if Unit(99).String() != "Unit(99)" {
+		t.Error(Unit(99).String())
+	}
+}
+
+// FuzzParseRate checks that ParseRate never panics, agrees with
+// admit.ParseLimit wherever that accepts, returns only valid limits, and
+// that a limit's String parses back to it.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"100/s", "5000/1h burst 50", "100 per 5 minutes", "7/week", "10_000/day",
+		"0/s", "0/s burst 1", "-1/s", "1/month", "99999999999999999999/s", "1/1d12h", "unlimited", "1 per 3 ns", "3/2w burst=4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseRate(s)
+		if ref, rerr := admit.ParseLimit(s); rerr == nil && (err != nil || l != ref) {
+			t.Fatalf("ParseRate(%q) = %+v, %v; admit.ParseLimit = %+v", s, l, err, ref)
+		}
+		if err != nil {
+			if !errors.Is(err, admit.ErrInvalidLimit) {
+				t.Fatalf("ParseRate(%q): error %v does not wrap ErrInvalidLimit", s, err)
+			}
+			return
+		}
+		if verr := l.Validate(); verr != nil {
+			t.Fatalf("ParseRate(%q) = %+v, invalid: %v", s, l, verr)
+		}
+		back, err := ParseRate(l.String())
+		if err != nil || back != l {
+			t.Fatalf("ParseRate(%q) = %+v; its String %q parses to %+v, %v", s, l, l.String(), back, err)
+		}
+	})
+}
+
+// FuzzParseQuota checks that ParseQuota never panics and returns quotas
+// in their domain.
+func FuzzParseQuota(f *testing.F) {
+	for _, s := range []string{"1000/day", "100_000 per month", "0/day", "9007199254740993/d", "1/y", "x/day"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, p, err := ParseQuota(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("ParseQuota(%q): %v does not wrap ErrInvalidPolicy", s, err)
+			}
+			return
+		}
+		if n < 1 || n > maxExact || p < quota.Hour || p > quota.Year {
+			t.Fatalf("ParseQuota(%q) = %d, %v: outside the domain", s, n, p)
+		}
+	})
+}
