@@ -76,10 +76,15 @@ func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.
 		return r, ev, true
 	}
 	// A new key starts full. If the decision leaves it full (a peek, a
-	// denial, an unlimited limit), there is nothing to store.
-	var st S
-	r := t.ops.step(&st, p, now, n)
-	if t.ops.fullAt(&st) <= now {
+	// denial, an unlimited limit), there is nothing to store. (The state is
+	// decided in sh.scratch, which is zero between uses, so that deciding
+	// on a new key does not allocate.)
+	var zero S
+	r := t.ops.step(&sh.scratch, p, now, n)
+	full := t.ops.fullAt(&sh.scratch) <= now
+	st := sh.scratch
+	sh.scratch = zero
+	if full {
 		sh.mu.Unlock()
 		return r, ev, true
 	}

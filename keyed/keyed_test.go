@@ -290,6 +290,18 @@ func TestZeroAllocs(t *testing.T) {
 		if avg := testing.AllocsPerRun(1000, func() { lim.AllowLimitAt(ctx, now, "existing", admit.PerSecond(1e6), 1) }); avg != 0 {
 			t.Errorf("%v: AllowLimitAt allocates %v times", alg, avg)
 		}
+		if alg == admit.AlgSlidingLog {
+			continue // a new key's log is allocated to decide on it
+		}
+		// A key that is not stored: peeks and denials store nothing and
+		// allocate nothing.
+		if avg := testing.AllocsPerRun(1000, func() {
+			lim.AllowAt(ctx, now, "new", 0)
+			lim.AllowAt(ctx, now, "new", 2e6)
+			lim.AllowLimitAt(ctx, now, "new", admit.Limit{}, 1)
+		}); avg != 0 {
+			t.Errorf("%v: peeks and denials of a new key allocate %v times", alg, avg)
+		}
 	}
 }
 

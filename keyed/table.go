@@ -28,8 +28,12 @@ type shard[S any] struct {
 	dead  int    // bytes of deleted keys in arena
 	hand  uint64 // CLOCK hand, for eviction at the cap (see evictOne)
 	sweep uint64 // cursor of the incremental sweep of idle keys
-	count atomic.Int64
-	_     [64]byte // keep shards on separate cache lines
+	// scratch holds the state of a key not stored while a decision on it
+	// is made: the step functions take a pointer, which would make a local
+	// variable escape.
+	scratch S
+	count   atomic.Int64
+	_       [64]byte // keep shards on separate cache lines
 }
 
 type slot[S any] struct {
