@@ -11,9 +11,11 @@ import (
 // admitted: Refund undoes an admission of n events for key as far as the
 // limit allows (a GCRA's theoretical arrival time moves back, a bucket
 // regains tokens up to its burst, a window's count goes down; nothing goes
-// below a full state). All uses it to undo the layers that admitted a
-// request a later layer refused. keyed.Limiter, redisstore.Limiter and
-// Guard implement it.
+// past a full state). All uses it to undo the layers that admitted a
+// request a later layer refused. keyed.Limiter, redisstore.Limiter,
+// quota.Quota, redisstore.Quota, Shared and Guard implement it (a Guard
+// only as far as its primary and Fallback's local limiter do: see
+// Guard.Refund).
 type Refunder interface {
 	Refund(ctx context.Context, key string, n int64) error
 }
@@ -21,7 +23,8 @@ type Refunder interface {
 // Slots is a concurrency limit used as a layer: TryAcquire holds n slots
 // for key if they are free, without waiting, and the Releaser gives them
 // back. A denied or failed TryAcquire holds nothing and may return a nil
-// Releaser. LocalSlots adapts a concurrency.Limiter.
+// Releaser, as may a request of n = 0. LocalSlots adapts a
+// concurrency.Limiter, redisstore.ConcurrencyLimiter.Slots a Redis one.
 type Slots interface {
 	TryAcquire(ctx context.Context, key string, n int64) (Releaser, admit.Decision, error)
 }
@@ -48,17 +51,28 @@ type Layer struct {
 	Slots Slots
 }
 
+// undoable reports whether what the layer admits can be given back.
 func (l Layer) undoable() bool {
 	if l.Slots != nil {
 		return true
 	}
-	_, ok := l.Limiter.(Refunder)
+	return canRefund(l.Limiter)
+}
+
+// canRefund reports whether l can give back what it admitted: it is a
+// Refunder, and if it is a Guard, so are the limiters it asks.
+func canRefund(l Limiter) bool {
+	if g, ok := l.(*Guard); ok {
+		return g.canRefund()
+	}
+	_, ok := l.(Refunder)
 	return ok
 }
 
 // Chain is a limit made of layers that must all admit a request: the
 // hierarchical limit of a multi-tenant API (per client address, per user,
-// per tenant, per route, a global concurrency cap). Build one with All. A
+// per tenant, per route, a global concurrency cap). Build one with All;
+// the zero Chain has no layers and refuses every call with ErrNoLayers. A
 // Chain is safe for concurrent use if its layers are.
 type Chain struct {
 	layers []Layer
@@ -75,12 +89,21 @@ type Chain struct {
 // undone: a Limiter that implements Refunder is refunded, a Slots layer
 // releases its slots. So a refused request consumes nothing, except from
 // a layer that cannot be undone; All therefore refuses a chain in which
-// such a layer (a Limiter that is not a Refunder) comes before another
-// layer.
+// such a layer (a Limiter that is not a Refunder, or a Guard whose primary
+// or Fallback's local limiter is not) comes before another layer.
+//
+// A refund happens after the admission it undoes, at the limiter's own
+// instant (its clock, or Redis's), so it is exact when nothing else
+// changed the key in between, which is the usual case: the layers of one
+// request are checked within microseconds (or a round trip). Otherwise it
+// gives back what the algorithm can (see keyed.Limiter.RefundAt): a window
+// layer refunded just after its window ended gives back nothing, and one
+// whose window another request has moved on takes the events off the new
+// window's count.
 //
 // All fails with ErrNoLayers for no layers and ErrInvalidLayer for a layer
-// with neither or both of Limiter and Slots (or a nil one), or a layer
-// that cannot be undone placed before another.
+// with neither or both of Limiter and Slots (a nil pointer counts as
+// none), or a layer that cannot be undone placed before another.
 func All(layers ...Layer) (*Chain, error) {
 	if len(layers) == 0 {
 		return nil, ErrNoLayers
@@ -114,11 +137,11 @@ func (c *Chain) Layers() []Layer { return append([]Layer(nil), c.layers...) }
 // and no Held, so it fails with ErrNeedHeld on a chain with Slots layers
 // (their slots would never be released): use AllowKeys for those.
 //
-// Allow makes a Chain a Limiter, so a Chain can be a layer of another
-// chain or the primary of a Guard.
+// Allow makes a Chain a Limiter, so a Chain can be the last layer of
+// another chain or the primary of a Guard.
 func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
 	if c.slots {
-		return admit.Decision{}, ErrNeedHeld
+		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
 	var keys [8]string
 	ks := keys[:0]
@@ -128,41 +151,85 @@ func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 	for range c.layers {
 		ks = append(ks, key)
 	}
-	return Admit(ctx, c.layers, ks, n, nil)
+	return run(ctx, c.layers, ks, n, nil)
 }
 
 // AllowKeys decides whether n events may happen now, keys[i] being the key
 // of layer i, and records the slots of Slots layers in h (which may be nil
 // for a chain without them). See Admit.
 func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) (admit.Decision, error) {
-	return Admit(ctx, c.layers, keys, n, h)
+	if err := check(len(c.layers), keys, n); err != nil {
+		return admit.Decision{RetryAfter: admit.InfDuration}, err
+	}
+	if c.slots && h == nil {
+		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
+	}
+	return run(ctx, c.layers, keys, n, h)
 }
 
 // Admit checks a request of n events against layers in order, keys[i]
 // being the key of layers[i], as a Chain does (see All), for callers that
-// choose the layers per request, such as a policy engine. Unlike All it
-// does not check the layers: a nil layer fails, and a layer that cannot be
-// undone, placed before another, is not undone.
+// choose the layers per request, such as a policy engine. It checks every
+// layer before it asks any: each must hold exactly one of Limiter and
+// Slots, and not a nil pointer. Unlike All it does not check that the
+// layers can be undone: a layer that cannot, placed before another, is not
+// undone.
 //
 // If every layer admits the request, the decision is the most restrictive
 // of theirs (the one with the fewest Remaining; of equals, the one with
 // the longest ResetAfter), and the slots taken by Slots layers are
 // recorded in h, to be given back by h.Release when the request is done.
-// If a layer refuses it, the decision is that layer's and the layers
-// before it are undone, under a context that keeps ctx's values but not
-// its cancellation (the undoing must happen even if ctx has ended); errors
-// of the undoing are ignored. If a layer fails, Admit undoes the same way
-// and returns its error with a refusing decision naming it.
+// n = 0 is a peek: every layer reports, nothing is consumed or held.
 //
-// Admit fails with ErrInvalidLayer if len(keys) != len(layers) and with
-// ErrNeedHeld if a Slots layer admits while h is nil.
+// If a layer refuses the request, the decision is that layer's and the
+// layers before it are undone: their slots released and their admissions
+// refunded, in reverse order, under a context that keeps ctx's values but
+// not its cancellation (the undoing must happen even if ctx has ended).
+// Errors of the undoing are not returned: the request was refused, and a
+// refund that failed leaves that layer's events consumed (as a failed
+// check may). If a layer fails, Admit undoes the same way and returns its
+// error with a refusing decision naming it. Decisions made by a layer with
+// a Name carry it as their Rule.
+//
+// Bad input asks no layer and fails with a refusing decision: n < 0
+// (admit.ErrInvalidCost), no layers (ErrNoLayers), len(keys) !=
+// len(layers) or an invalid layer (ErrInvalidLayer), a Slots layer while h
+// is nil (ErrNeedHeld).
 func Admit(ctx context.Context, layers []Layer, keys []string, n int64, h *Held) (admit.Decision, error) {
-	if len(keys) != len(layers) {
-		return admit.Decision{}, fmt.Errorf("%w: %d keys for %d layers", ErrInvalidLayer, len(keys), len(layers))
+	if err := check(len(layers), keys, n); err != nil {
+		return admit.Decision{RetryAfter: admit.InfDuration}, err
 	}
-	if len(layers) == 0 {
-		return admit.Decision{}, ErrNoLayers
+	for i := range layers {
+		l := &layers[i]
+		lim, slots := l.Limiter != nil, l.Slots != nil
+		if lim == slots || (lim && isNil(l.Limiter)) || (slots && isNil(l.Slots)) {
+			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name},
+				fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots, not a nil pointer", ErrInvalidLayer, i, l.Name)
+		}
+		if slots && h == nil {
+			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, ErrNeedHeld
+		}
 	}
+	return run(ctx, layers, keys, n, h)
+}
+
+// check refuses a request that no layer should see.
+func check(nlayers int, keys []string, n int64) error {
+	switch {
+	case nlayers == 0:
+		return ErrNoLayers
+	case len(keys) != nlayers:
+		return fmt.Errorf("%w: %d keys for %d layers", ErrInvalidLayer, len(keys), nlayers)
+	case n < 0:
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	return nil
+}
+
+// run is Admit on checked input: each layer holds exactly one of Limiter
+// and Slots, len(keys) == len(layers) > 0, n >= 0, and h is not nil if a
+// Slots layer is among them.
+func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held) (admit.Decision, error) {
 	var (
 		best admit.Decision
 		mark int
@@ -177,17 +244,10 @@ func Admit(ctx context.Context, layers []Layer, keys []string, n int64, h *Held)
 			err error
 			rel Releaser
 		)
-		switch {
-		case l.Limiter != nil:
+		if l.Limiter != nil {
 			d, err = l.Limiter.Allow(ctx, keys[i], n)
-		case l.Slots != nil:
-			if h == nil {
-				err = ErrNeedHeld
-				break
-			}
+		} else {
 			rel, d, err = l.Slots.TryAcquire(ctx, keys[i], n)
-		default:
-			err = fmt.Errorf("%w: layer %d (%q) has neither Limiter nor Slots", ErrInvalidLayer, i, l.Name)
 		}
 		if l.Name != "" {
 			d.Rule = l.Name
@@ -220,8 +280,8 @@ func restrictive(a, b admit.Decision) bool {
 	return a.ResetAfter > b.ResetAfter
 }
 
-// undo gives back what layers (all of which admitted) took: refunds for
-// Refunders, and the slots recorded in h since mark.
+// undo gives back what layers (all of which admitted) took: the slots
+// recorded in h since mark, and refunds from the Refunders, latest first.
 func undo(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, mark int) {
 	if h != nil {
 		h.releaseFrom(mark)
@@ -229,16 +289,14 @@ func undo(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, 
 	if n == 0 {
 		return
 	}
-	var uctx context.Context
+	uctx := ctx
+	if ctx.Done() != nil {
+		uctx = context.WithoutCancel(ctx)
+	}
 	for i := len(layers) - 1; i >= 0; i-- {
-		r, ok := layers[i].Limiter.(Refunder)
-		if !ok {
-			continue
+		if r, ok := layers[i].Limiter.(Refunder); ok {
+			_ = r.Refund(uctx, keys[i], n)
 		}
-		if uctx == nil {
-			uctx = context.WithoutCancel(ctx)
-		}
-		_ = r.Refund(uctx, keys[i], n)
 	}
 }
 
@@ -286,6 +344,7 @@ func (h *Held) releaseFrom(mark int) {
 	}
 }
 
-// Release gives back every grant h holds, newest first, and empties h. It
-// is safe to call on an empty Held.
+// Release gives back every grant h holds, newest first, and empties h, which
+// can then be used again. Calling it on an empty Held, or again, does
+// nothing.
 func (h *Held) Release() { h.releaseFrom(0) }

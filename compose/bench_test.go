@@ -5,6 +5,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
 )
 
@@ -59,4 +60,67 @@ func BenchmarkGuard(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkAll measures a chain of three local keyed layers (GCRA, one key
+// each, as per IP, per user and per tenant): "admit" when every layer
+// admits, "refused-last" when the last refuses and the two before are
+// refunded, "allow" through Chain.Allow (one key for all), and "slots"
+// with a concurrency cap added (LocalSlots, whose Releaser is the one
+// allocation) and a Held released per request. Compare with
+// BenchmarkGuard/keyed, one layer alone.
+func BenchmarkAll(b *testing.B) {
+	layer := func(b *testing.B, name string, l admit.Limit) compose.Layer {
+		lim, err := keyed.New(admit.AlgGCRA, l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return compose.Layer{Name: name, Limiter: lim}
+	}
+	open := admit.PerSecond(1e9)
+	keys := []string{"10.0.0.1", "user-42", "acme"}
+	b.Run("admit", func(b *testing.B) {
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open))
+		b.ReportAllocs()
+		for b.Loop() {
+			c.AllowKeys(ctx, keys, 1, nil)
+		}
+	})
+	b.Run("admit/parallel", func(b *testing.B) {
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open))
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.AllowKeys(ctx, keys, 1, nil)
+			}
+		})
+	})
+	b.Run("refused-last", func(b *testing.B) {
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", admit.Limit{}))
+		b.ReportAllocs()
+		for b.Loop() {
+			c.AllowKeys(ctx, keys, 1, nil)
+		}
+	})
+	b.Run("allow", func(b *testing.B) {
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open))
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Allow(ctx, "10.0.0.1", 1)
+		}
+	})
+	b.Run("slots", func(b *testing.B) {
+		conc, err := concurrency.New(1 << 30)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)})
+		keys := append(keys, "acme")
+		b.ReportAllocs()
+		for b.Loop() {
+			var h compose.Held
+			c.AllowKeys(ctx, keys, 1, &h)
+			h.Release()
+		}
+	})
 }

@@ -1,10 +1,22 @@
-// Package compose builds limiters out of limiters. Its failure policies
-// wrap any keyed limiter, typically a shared store such as
-// redisstore.Limiter, and decide what happens when the store fails: a
-// Guard asks its primary limiter, bounds each call with a timeout, and
-// when the primary fails it fails open, fails closed, or falls back to a
-// local limiter, optionally as a circuit breaker that stops calling a dead
-// primary and probes it until it is back.
+// Package compose builds limiters out of limiters: chains of layers that
+// must all admit a request, and failure policies around a limiter whose
+// store may fail.
+//
+// All chains layers (rate limits, quotas, concurrency caps; in memory or
+// in Redis) into one limit that admits a request iff every layer admits
+// it: per client address, per user, per tenant, a global cap. It asks the
+// layers in order and stops at the first that refuses; the layers before
+// it are undone (refunded, their slots released), so a refused request
+// consumes nothing anywhere. The decision is the most restrictive one and
+// its Rule names the layer that made it. Admit does the same for layers
+// chosen per request.
+//
+// The failure policies wrap any keyed limiter, typically a shared store
+// such as redisstore.Limiter, and decide what happens when the store
+// fails: a Guard asks its primary limiter, bounds each call with a
+// timeout, and when the primary fails it fails open, fails closed, or
+// falls back to a local limiter, optionally as a circuit breaker that
+// stops calling a dead primary and probes it until it is back.
 //
 // A failure is a timeout or an error of the primary other than one about
 // the request (see IsFailure); the caller's own cancellation is not a
@@ -16,6 +28,19 @@
 // "fail-closed" or "fallback", and Stats counts them.
 //
 // # Which one should I use?
+//
+//   - All, for a request that several limits apply to. Put the cheap local
+//     layers first (a keyed.Limiter per client address), then the shared
+//     ones (a redisstore.Limiter per tenant), and the concurrency caps
+//     last (LocalSlots, redisstore.ConcurrencyLimiter.Slots), so that a
+//     request refused early costs no round trip and slots are rarely taken
+//     only to be given back. When every layer is a Redis limiter of one
+//     Store, redisstore.Store.AllowLayers decides them all in one script
+//     call instead, all or nothing. Wrap a Redis layer in a Guard to give
+//     it a failure policy: a Guard is a layer like any other, refunded
+//     through its primary or its Fallback (see Guard.Refund).
+//
+// And for a limiter whose store may fail:
 //
 //   - Fallback with a local share (LocalShare, or LiveShare for a fleet
 //     that scales), as a Breaker, for most limits: when the store is down

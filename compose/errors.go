@@ -45,4 +45,10 @@ var (
 	// ErrNeedHeld reports a chain with Slots layers called without a Held
 	// to record their slots in (see Chain.AllowKeys).
 	ErrNeedHeld = errors.New("compose: a concurrency layer needs a Held")
+
+	// ErrNotRefunder reports a refund asked of a Guard whose primary (or
+	// Fallback's local limiter), which should take it, cannot give events
+	// back: it is not a Refunder. All does not undo such a Guard, so it
+	// must be the last layer of a chain.
+	ErrNotRefunder = errors.New("compose: the limiter cannot give events back")
 )

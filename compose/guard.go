@@ -80,6 +80,8 @@ type Guard struct {
 	isFailure func(error) bool
 	healthy   func() bool                                      // the primary's Healthy method, or nil
 	cached    func(key string, n int64) (admit.Decision, bool) // the primary's Cached method, or nil
+	refund    Refunder                                         // the primary, if a Refunder
+	lrefund   Refunder                                         // the local limiter, if a Refunder
 	policy    Policy
 	openD     admit.Decision // FailOpen's decision
 	closedD   admit.Decision // FailClosed's decision
@@ -101,9 +103,12 @@ type Guard struct {
 }
 
 var (
-	_ Limiter = (*Guard)(nil)
-	_ Limiter = (*Shared)(nil)
-	_ Limiter = (*keyed.Limiter)(nil)
+	_ Limiter  = (*Guard)(nil)
+	_ Limiter  = (*Shared)(nil)
+	_ Limiter  = (*keyed.Limiter)(nil)
+	_ Refunder = (*Guard)(nil)
+	_ Refunder = (*Shared)(nil)
+	_ Refunder = (*keyed.Limiter)(nil)
 )
 
 // The values of Guard.state.
@@ -163,6 +168,8 @@ func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
 	}); ok {
 		g.cached = c.Cached
 	}
+	g.refund, _ = primary.(Refunder)
+	g.lrefund, _ = policy.local.(Refunder)
 	if g.name != "" {
 		g.rule = g.name + "/" + g.rule
 	}
@@ -401,6 +408,82 @@ func (g *Guard) decide(ctx context.Context, key string, n int64) (admit.Decision
 		g.obs.Decided(admit.DecisionEvent{Limiter: g.name, Key: key, N: n, Decision: d})
 	}
 	return d, nil
+}
+
+// Refund gives back n events of key that the Guard admitted, to the limiter
+// that decides its requests now: the primary, unless a Breaker is open (the
+// policy decides then) or the primary fails to take the refund (a failure,
+// as IsFailure or a timeout says, which suggests that the policy decided
+// the request too). Under Fallback the policy's refund goes to the local
+// limiter; FailOpen's and FailClosed's decisions consumed nothing, so
+// there is nothing to give back. compose.All calls it to undo a Guard
+// layer before a layer that refused.
+//
+// The Guard does not remember which limiter admitted each request. If it
+// switched between the admission and the refund (a refund follows its
+// admission by a few layers' checks, so this is rare), the refund goes to
+// the limiter that decides now: the one that admitted keeps the events,
+// and the other gets them back, never beyond its full capacity. A probe
+// of an open Breaker is refunded to the policy's limiter likewise.
+//
+// The primary's Refund runs under the Guard's timeout (WithTimeout).
+// Refunds count in no Stats and never switch the Guard. The error is
+// non-nil for n < 0 (admit.ErrInvalidCost), when the limiter that should
+// take the refund cannot (ErrNotRefunder: the primary, or Fallback's local
+// limiter, is not a Refunder), when the caller's context ends first, for
+// an error of the primary about the request (see IsFailure), and for an
+// error of the local limiter.
+func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if g.state.Load() != stateOpen {
+		if g.refund == nil {
+			return fmt.Errorf("%w: the primary %T has no Refund", ErrNotRefunder, g.primary)
+		}
+		timedOut, err := g.callRefund(ctx, key, n)
+		if err == nil {
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if !timedOut && !g.isFailure(err) {
+			return err
+		}
+	}
+	if g.kind != fallback {
+		return nil
+	}
+	if g.lrefund == nil {
+		return fmt.Errorf("%w: the local limiter %T has no Refund", ErrNotRefunder, g.local)
+	}
+	return g.lrefund.Refund(ctx, key, n)
+}
+
+// callRefund calls the primary's Refund under the Guard's timeout, and
+// reports whether the call timed out.
+func (g *Guard) callRefund(ctx context.Context, key string, n int64) (timedOut bool, err error) {
+	if g.timeout == 0 {
+		return false, g.refund.Refund(ctx, key, n)
+	}
+	tctx, cancel := context.WithTimeout(ctx, g.timeout)
+	err = g.refund.Refund(tctx, key, n)
+	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cancel()
+	return timedOut, err
+}
+
+// canRefund reports whether every limiter that may take a refund of g can
+// give events back (see Refund).
+func (g *Guard) canRefund() bool {
+	return canRefund(g.primary) && (g.kind != fallback || canRefund(g.local))
 }
 
 // now reads the clock on the Guard's time line, in nanoseconds.

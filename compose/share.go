@@ -163,6 +163,20 @@ func (s *Shared) Allow(ctx context.Context, key string, n int64) (admit.Decision
 	return s.lim.AllowLimit(ctx, key, c.l, n)
 }
 
+// Refund gives back n events of key under this instance's current share,
+// as keyed.Limiter.RefundLimit does: a Shared used as Fallback's local
+// limiter, or as a layer of a chain, is undone this way. If the live count
+// changed since the events were admitted, they are given back under the
+// new share (the key's state carries over, as for Allow). The error is
+// that of RefundLimit, or the share's (see Allow).
+func (s *Shared) Refund(ctx context.Context, key string, n int64) error {
+	c := s.current()
+	if c.err != nil {
+		return c.err
+	}
+	return s.lim.RefundLimit(ctx, key, c.l, n)
+}
+
 // Limit returns this instance's share for the live count now.
 func (s *Shared) Limit() admit.Limit { return s.current().l }
 

@@ -1,0 +1,835 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/keyed"
+	"github.com/admit-go/admit/quota"
+	"github.com/admit-go/admit/redisstore"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// Every limiter of the module that can give events back is a Refunder.
+var (
+	_ compose.Refunder = (*keyed.Limiter)(nil)
+	_ compose.Refunder = (*quota.Quota)(nil)
+	_ compose.Refunder = (*redisstore.Limiter)(nil)
+	_ compose.Refunder = (*redisstore.Quota)(nil)
+	_ compose.Refunder = (*compose.Guard)(nil)
+	_ compose.Refunder = (*compose.Shared)(nil)
+	_ compose.Limiter  = (*compose.Chain)(nil)
+)
+
+// probe is a layer that decides as told and records what it was asked:
+// the admissions and refunds it saw, per key.
+type probe struct {
+	name   string
+	decide func(ctx context.Context, key string, n int64) (admit.Decision, error)
+
+	mu       sync.Mutex
+	allows   int
+	admitted map[string]int64 // admitted minus refunded events
+	refunds  int
+	refundOK bool // every refund came with a live context
+}
+
+func newProbe(name string, decide func(ctx context.Context, key string, n int64) (admit.Decision, error)) *probe {
+	return &probe{name: name, decide: decide, admitted: map[string]int64{}, refundOK: true}
+}
+
+func admits(remaining int64) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{Allowed: true, Remaining: remaining, Rule: "own"}, nil
+	}
+}
+
+func refuses(retry time.Duration) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{RetryAfter: retry, Rule: "own"}, nil
+	}
+}
+
+func fails(err error) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{RetryAfter: admit.InfDuration}, err
+	}
+}
+
+func (p *probe) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	d, err := p.decide(ctx, key, n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allows++
+	if err == nil && d.Allowed {
+		p.admitted[key] += n
+	}
+	return d, err
+}
+
+func (p *probe) Refund(ctx context.Context, key string, n int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refunds++
+	p.admitted[key] -= n
+	if ctx.Err() != nil {
+		p.refundOK = false
+	}
+	return nil
+}
+
+func (p *probe) counts() (allows, refunds int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allows, p.refunds
+}
+
+func (p *probe) held(key string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.admitted[key]
+}
+
+// oneWay is a limiter that cannot give events back.
+type oneWay struct{ calls atomic.Int64 }
+
+func (o *oneWay) Allow(context.Context, string, int64) (admit.Decision, error) {
+	o.calls.Add(1)
+	return admit.Decision{Allowed: true, Remaining: 1}, nil
+}
+
+// slotsProbe is a Slots layer counting what it holds.
+type slotsProbe struct {
+	max      int64
+	inflight atomic.Int64
+	grants   atomic.Int64
+}
+
+type grant struct {
+	s    *slotsProbe
+	n    int64
+	once sync.Once
+}
+
+func (g *grant) Release() { g.once.Do(func() { g.s.inflight.Add(-g.n) }) }
+
+func (s *slotsProbe) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	if n == 0 {
+		return nil, admit.Decision{Allowed: true, Remaining: s.max - s.inflight.Load(), Kind: admit.KindConcurrency}, nil
+	}
+	if s.inflight.Add(n) > s.max {
+		s.inflight.Add(-n)
+		return nil, admit.Decision{Kind: admit.KindConcurrency}, nil
+	}
+	s.grants.Add(1)
+	return &grant{s: s, n: n}, admit.Decision{Allowed: true, Remaining: s.max - s.inflight.Load(), Kind: admit.KindConcurrency}, nil
+}
+
+func mustAll(t testing.TB, layers ...compose.Layer) *compose.Chain {
+	t.Helper()
+	c, err := compose.All(layers...)
+	if err != nil {
+		t.Fatalf("All: %v", err)
+	}
+	return c
+}
+
+func mustKeyed(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.Option) *keyed.Limiter {
+	t.Helper()
+	lim, err := keyed.New(alg, l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// peek returns the decision a request of 0 gets.
+func peek(t testing.TB, lim compose.Limiter, key string) admit.Decision {
+	t.Helper()
+	d, err := lim.Allow(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestAllOrder: layers are asked in order; a refused request never reaches
+// the layers after the one that refused it, and those before it are
+// refunded, latest first.
+func TestAllOrder(t *testing.T) {
+	a, b, c := newProbe("a", admits(5)), newProbe("b", refuses(time.Second)), newProbe("c", admits(5))
+	chain := mustAll(t, compose.Layer{Name: "a", Limiter: a}, compose.Layer{Name: "b", Limiter: b}, compose.Layer{Name: "c", Limiter: c})
+	d, err := chain.Allow(ctx, "k", 2)
+	if err != nil || d.Allowed || d.Rule != "b" || d.RetryAfter != time.Second {
+		t.Fatalf("decision %+v, %v; want b's refusal", d, err)
+	}
+	if n, _ := c.counts(); n != 0 {
+		t.Errorf("the layer after the refusal was asked %d times", n)
+	}
+	if _, r := a.counts(); r != 1 || a.held("k") != 0 {
+		t.Errorf("a: %d refunds, %d events held", r, a.held("k"))
+	}
+	if _, r := b.counts(); r != 0 {
+		t.Errorf("the refusing layer was refunded %d times", r)
+	}
+	// The first layer refusing asks nothing else and undoes nothing.
+	a.decide = refuses(time.Minute)
+	if d, _ := chain.Allow(ctx, "k", 1); d.Rule != "a" || d.Allowed {
+		t.Errorf("decision %+v", d)
+	}
+	if n, _ := b.counts(); n != 1 {
+		t.Errorf("b asked %d times", n)
+	}
+}
+
+// TestAllMostRestrictive: an admitted request gets the decision with the
+// fewest Remaining, of equals the longest ResetAfter, with the Rule of its
+// layer (its Name, or the limiter's own Rule when the layer has none).
+func TestAllMostRestrictive(t *testing.T) {
+	dec := func(rem int64, reset time.Duration) func(context.Context, string, int64) (admit.Decision, error) {
+		return func(context.Context, string, int64) (admit.Decision, error) {
+			return admit.Decision{Allowed: true, Remaining: rem, ResetAfter: reset, Rule: "own"}, nil
+		}
+	}
+	for _, c := range []struct {
+		a, b, c  *probe
+		names    [3]string
+		wantRule string
+	}{
+		{newProbe("", dec(5, 1)), newProbe("", dec(2, 1)), newProbe("", dec(9, 1)), [3]string{"ip", "tenant", "global"}, "tenant"},
+		{newProbe("", dec(2, 1)), newProbe("", dec(2, 3)), newProbe("", dec(2, 2)), [3]string{"ip", "tenant", "global"}, "tenant"},
+		{newProbe("", dec(1, 1)), newProbe("", dec(2, 3)), newProbe("", dec(2, 2)), [3]string{"ip", "tenant", "global"}, "ip"},
+		{newProbe("", dec(4, 1)), newProbe("", dec(4, 1)), newProbe("", dec(0, 1)), [3]string{"ip", "tenant", ""}, "own"},
+	} {
+		chain := mustAll(t, compose.Layer{Name: c.names[0], Limiter: c.a}, compose.Layer{Name: c.names[1], Limiter: c.b}, compose.Layer{Name: c.names[2], Limiter: c.c})
+		d, err := chain.Allow(ctx, "k", 1)
+		if err != nil || !d.Allowed || d.Rule != c.wantRule {
+			t.Errorf("%v: %+v, %v; want the rule %q", c.names, d, err, c.wantRule)
+		}
+	}
+}
+
+// TestAllUndoesRealLimiters: a chain of a keyed per-IP limit, a Redis
+// per-tenant limit, a concurrency cap and a keyed per-route limit. Each
+// refusal or failure of a later layer leaves every earlier one with the
+// capacity it had.
+func TestAllUndoesRealLimiters(t *testing.T) {
+	clk := admittest.NewManualClock(admittest.T0)
+	ip := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(10), keyed.WithClock(clk))
+	window := mustKeyed(t, admit.AlgFixedWindow, admit.PerMinute(100), keyed.WithClock(clk))
+	conc, err := concurrency.New(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tenant, err := s.Limiter(admit.AlgGCRA, admit.PerHour(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rconc, err := s.Concurrency(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := newProbe("route", refuses(time.Second))
+	chain := mustAll(t,
+		compose.Layer{Name: "ip", Limiter: ip},
+		compose.Layer{Name: "window", Limiter: window},
+		compose.Layer{Name: "tenant", Limiter: tenant},
+		compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)},
+		compose.Layer{Name: "redis-conc", Slots: rconc.Slots()},
+		compose.Layer{Name: "route", Limiter: last},
+	)
+	keys := []string{"10.0.0.1", "10.0.0.1", "acme", "acme", "acme", "/v1/x"}
+	check := func(what string) {
+		t.Helper()
+		if d := peek(t, ip, "10.0.0.1"); d.Remaining != 10 {
+			t.Errorf("%s: ip %+v", what, d)
+		}
+		if d := peek(t, window, "10.0.0.1"); d.Remaining != 100 {
+			t.Errorf("%s: window %+v", what, d)
+		}
+		if d := peek(t, tenant, "acme"); d.Remaining != 50 {
+			t.Errorf("%s: tenant %+v", what, d)
+		}
+		if n := conc.InFlight("acme"); n != 0 {
+			t.Errorf("%s: %d slots in flight", what, n)
+		}
+		if n, err := rconc.InFlight(ctx, "acme"); n != 0 || err != nil {
+			t.Errorf("%s: %d Redis slots in flight, %v", what, n, err)
+		}
+	}
+	for _, n := range []int64{1, 3} {
+		var h compose.Held
+		d, err := chain.AllowKeys(ctx, keys, n, &h)
+		if err != nil || d.Allowed || d.Rule != "route" || h.Len() != 0 {
+			t.Fatalf("n=%d: %+v, %v, %d held", n, d, err, h.Len())
+		}
+		check(fmt.Sprintf("refused, n=%d", n))
+	}
+	errDownstream := errors.New("downstream failed")
+	last.decide = fails(errDownstream)
+	var h compose.Held
+	if d, err := chain.AllowKeys(ctx, keys, 2, &h); !errors.Is(err, errDownstream) || d.Allowed || d.Rule != "route" {
+		t.Fatalf("failing layer: %+v, %v", d, err)
+	}
+	check("failed")
+	// Admitted: every layer consumed, the slots held until Release.
+	last.decide = admits(7)
+	d, err := chain.AllowKeys(ctx, keys, 2, &h)
+	if err != nil || !d.Allowed || h.Len() != 2 {
+		t.Fatalf("admitted: %+v, %v, %d held", d, err, h.Len())
+	}
+	if d.Rule != "conc" || d.Remaining != 1 {
+		t.Errorf("the most restrictive decision is the local cap's (1 slot left): %+v", d)
+	}
+	if d := peek(t, tenant, "acme"); d.Remaining != 48 {
+		t.Errorf("tenant after an admission: %+v", d)
+	}
+	h.Release()
+	h.Release()
+	if n := conc.InFlight("acme"); n != 0 {
+		t.Errorf("%d slots in flight after Release", n)
+	}
+	if n, _ := rconc.InFlight(ctx, "acme"); n != 0 {
+		t.Errorf("%d Redis slots in flight after Release", n)
+	}
+}
+
+// TestAllNoOverConsumption: over random requests against three layers of
+// every algorithm (keys, costs and instants drawn at random), each layer's
+// limiter ends up exactly as a twin that saw only the admitted requests,
+// and has consumed exactly the admitted requests' events.
+func TestAllNoOverConsumption(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("ADMIT_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("seed %d (set ADMIT_SEED to run it again)", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	limits := [3]admit.Limit{admit.PerSecond(20), {Rate: 5, Period: time.Second, Burst: 8}, admit.PerMinute(30)}
+	for _, alg := range admit.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			clk := admittest.NewManualClock(admittest.T0)
+			var lims, twins [3]*keyed.Limiter
+			var counted [3]*probe
+			var layers []compose.Layer
+			for i := range lims {
+				lims[i] = mustKeyed(t, alg, limits[i], keyed.WithClock(clk))
+				twins[i] = mustKeyed(t, alg, limits[i])
+				counted[i] = newProbe(fmt.Sprint("layer", i), lims[i].Allow)
+				layers = append(layers, compose.Layer{Name: counted[i].name, Limiter: &countingRefunder{counted[i], lims[i]}})
+			}
+			chain := mustAll(t, layers...)
+			admitted := map[[3]string]int64{}
+			var total int64
+			for range 2000 {
+				clk.Advance(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
+				keys := []string{fmt.Sprint("ip", rng.IntN(4)), fmt.Sprint("user", rng.IntN(3)), "tenant"}
+				n := int64(rng.IntN(4))
+				d, err := chain.AllowKeys(ctx, keys, n, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed {
+					total += n
+					admitted[[3]string(keys)] += n
+					for i, tw := range twins {
+						if td, _ := tw.AllowAt(ctx, clk.Now(), keys[i], n); !td.Allowed {
+							t.Fatalf("layer %d admitted %s n=%d in the chain, but its twin refuses: %+v", i, keys[i], n, td)
+						}
+					}
+				}
+				for i := range lims {
+					for _, k := range []string{keys[i], "ip0", "user0"} {
+						got, _ := lims[i].AllowAt(ctx, clk.Now(), k, 0)
+						want, _ := twins[i].AllowAt(ctx, clk.Now(), k, 0)
+						if got != want {
+							t.Fatalf("layer %d key %s: %+v; its twin that saw only the admitted requests: %+v", i, k, got, want)
+						}
+					}
+				}
+			}
+			for i, p := range counted {
+				var held int64
+				for _, k := range []string{"ip0", "ip1", "ip2", "ip3", "user0", "user1", "user2", "tenant"} {
+					held += p.held(k)
+				}
+				if held != total {
+					t.Errorf("layer %d consumed %d events for %d admitted", i, held, total)
+				}
+			}
+			if total == 0 {
+				t.Error("nothing admitted: the test proves nothing")
+			}
+		})
+	}
+}
+
+// countingRefunder forwards to a keyed limiter and counts in a probe.
+type countingRefunder struct {
+	p   *probe
+	lim *keyed.Limiter
+}
+
+func (c *countingRefunder) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	return c.p.Allow(ctx, key, n)
+}
+
+func (c *countingRefunder) Refund(ctx context.Context, key string, n int64) error {
+	if err := c.lim.Refund(ctx, key, n); err != nil {
+		return err
+	}
+	return c.p.Refund(ctx, key, n)
+}
+
+// TestHeld: more than four grants, some given back when a later request
+// of the same Held is refused (only its own), Release idempotent.
+func TestHeld(t *testing.T) {
+	var slots [6]*slotsProbe
+	var layers []compose.Layer
+	for i := range slots {
+		slots[i] = &slotsProbe{max: 10}
+		layers = append(layers, compose.Layer{Name: fmt.Sprint("s", i), Slots: slots[i]})
+	}
+	chain := mustAll(t, layers...)
+	keys := make([]string, len(layers))
+	var h compose.Held
+	for range 2 {
+		if d, err := chain.AllowKeys(ctx, keys, 3, &h); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+	}
+	if h.Len() != 12 {
+		t.Fatalf("Len = %d, want 12", h.Len())
+	}
+	// A third request fits nowhere (3+3+3 > 10): refused by the first
+	// layer, and the grants of the first two stay.
+	if d, _ := chain.AllowKeys(ctx, keys, 5, &h); d.Allowed || d.Rule != "s0" || h.Len() != 12 {
+		t.Fatalf("%+v, %d held", d, h.Len())
+	}
+	// One that the last layer refuses gives back its five other grants.
+	slots[5].inflight.Add(4) // 6+4 = 10: full
+	if d, _ := chain.AllowKeys(ctx, keys, 1, &h); d.Allowed || d.Rule != "s5" || h.Len() != 12 {
+		t.Fatalf("%+v, %d held", d, h.Len())
+	}
+	for i, s := range slots[:5] {
+		if n := s.inflight.Load(); n != 6 {
+			t.Errorf("s%d: %d in flight, want the two admitted requests' 6", i, n)
+		}
+	}
+	slots[5].inflight.Add(-4)
+	h.Release()
+	h.Release()
+	if h.Len() != 0 {
+		t.Errorf("Len = %d after Release", h.Len())
+	}
+	for i, s := range slots {
+		if n := s.inflight.Load(); n != 0 {
+			t.Errorf("s%d: %d in flight after Release", i, n)
+		}
+	}
+	// A released Held is reused.
+	if d, err := chain.AllowKeys(ctx, keys, 10, &h); err != nil || !d.Allowed || h.Len() != 6 {
+		t.Fatalf("reuse: %+v, %v, %d", d, err, h.Len())
+	}
+	h.Release()
+	var empty compose.Held
+	empty.Release()
+}
+
+// TestAllPeek: n = 0 asks every layer, consumes nothing and holds nothing.
+func TestAllPeek(t *testing.T) {
+	lim := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(5))
+	lim.AllowAt(ctx, time.Now(), "k", 2)
+	conc, _ := concurrency.New(2)
+	p := newProbe("p", admits(1))
+	chain := mustAll(t, compose.Layer{Name: "rate", Limiter: lim}, compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)}, compose.Layer{Name: "p", Limiter: p})
+	var h compose.Held
+	d, err := chain.AllowKeys(ctx, []string{"k", "k", "k"}, 0, &h)
+	if err != nil || !d.Allowed || d.Rule != "p" || d.Remaining != 1 || h.Len() != 0 {
+		t.Fatalf("%+v, %v, %d held", d, err, h.Len())
+	}
+	if n, _ := p.counts(); n != 1 {
+		t.Errorf("the last layer asked %d times", n)
+	}
+	// A peek refused by the last layer (as a closed limit refuses nothing,
+	// this needs a probe) refunds nothing.
+	p.decide = refuses(time.Second)
+	if d, _ := chain.AllowKeys(ctx, []string{"k", "k", "k"}, 0, &h); d.Allowed {
+		t.Fatalf("%+v", d)
+	}
+	if d := peek(t, lim, "k"); d.Remaining != 3 && d.Remaining != 4 {
+		t.Errorf("a peek changed the rate layer: %+v", d)
+	}
+}
+
+// TestAllErrors: bad chains and bad calls fail before any layer is asked.
+func TestAllErrors(t *testing.T) {
+	p := newProbe("p", admits(1))
+	lim := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(5))
+	var nilKeyed *keyed.Limiter
+	var nilConc *concurrency.Limiter
+	noRefundGuard := mustGuard(t, &oneWay{}, compose.FailOpen)
+	refundGuard := mustGuard(t, lim, compose.Breaker(compose.FailClosed))
+	fallbackOneWay := mustGuard(t, lim, compose.Fallback(&oneWay{}))
+	for name, c := range map[string]struct {
+		layers []compose.Layer
+		want   error
+	}{
+		"no layers":              {nil, compose.ErrNoLayers},
+		"empty layer":            {[]compose.Layer{{Name: "x"}}, compose.ErrInvalidLayer},
+		"both":                   {[]compose.Layer{{Limiter: p, Slots: &slotsProbe{max: 1}}}, compose.ErrInvalidLayer},
+		"nil pointer":            {[]compose.Layer{{Limiter: nilKeyed}}, compose.ErrInvalidLayer},
+		"nil local slots":        {[]compose.Layer{{Slots: compose.LocalSlots(nilConc)}}, compose.ErrInvalidLayer},
+		"one-way first":          {[]compose.Layer{{Limiter: &oneWay{}}, {Limiter: p}}, compose.ErrInvalidLayer},
+		"one-way guard first":    {[]compose.Layer{{Limiter: noRefundGuard}, {Limiter: p}}, compose.ErrInvalidLayer},
+		"one-way fallback first": {[]compose.Layer{{Limiter: fallbackOneWay}, {Limiter: p}}, compose.ErrInvalidLayer},
+		"one-way last":           {[]compose.Layer{{Limiter: p}, {Limiter: &oneWay{}}}, nil},
+		"guard first":            {[]compose.Layer{{Limiter: refundGuard}, {Limiter: &oneWay{}}}, nil},
+		"nil pointer and slots":  {[]compose.Layer{{Limiter: nilKeyed, Slots: &slotsProbe{max: 1}}}, nil},
+	} {
+		c0, err := compose.All(c.layers...)
+		if !errors.Is(err, c.want) || (err == nil) != (c0 != nil) {
+			t.Errorf("%s: All = %v, %v; want %v", name, c0, err, c.want)
+		}
+	}
+
+	chain := mustAll(t, compose.Layer{Name: "a", Limiter: p}, compose.Layer{Name: "b", Slots: &slotsProbe{max: 5}})
+	var h compose.Held
+	if _, err := chain.AllowKeys(ctx, []string{"k"}, 1, &h); !errors.Is(err, compose.ErrInvalidLayer) {
+		t.Errorf("one key for two layers: %v", err)
+	}
+	if _, err := chain.AllowKeys(ctx, []string{"k", "k"}, 1, nil); !errors.Is(err, compose.ErrNeedHeld) {
+		t.Errorf("slots without a Held: %v", err)
+	}
+	if _, err := chain.Allow(ctx, "k", 1); !errors.Is(err, compose.ErrNeedHeld) {
+		t.Errorf("Allow on a chain with slots: %v", err)
+	}
+	if d, err := chain.AllowKeys(ctx, []string{"k", "k"}, -1, &h); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed {
+		t.Errorf("n < 0: %+v, %v", d, err)
+	}
+	if n, _ := p.counts(); n != 0 {
+		t.Errorf("a bad call asked a layer %d times", n)
+	}
+
+	// Admit checks every layer first.
+	good := compose.Layer{Name: "p", Limiter: p}
+	for name, c := range map[string]struct {
+		layers []compose.Layer
+		keys   []string
+		n      int64
+		h      *compose.Held
+		want   error
+	}{
+		"no layers":     {nil, nil, 1, nil, compose.ErrNoLayers},
+		"keys":          {[]compose.Layer{good}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
+		"empty layer":   {[]compose.Layer{good, {}}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
+		"nil pointer":   {[]compose.Layer{good, {Limiter: nilKeyed}}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
+		"nil slots ptr": {[]compose.Layer{good, {Slots: (*slotsProbe)(nil)}}, []string{"a", "b"}, 1, &h, compose.ErrInvalidLayer},
+		"both":          {[]compose.Layer{good, {Limiter: p, Slots: &slotsProbe{}}}, []string{"a", "b"}, 1, &h, compose.ErrInvalidLayer},
+		"no held":       {[]compose.Layer{good, {Slots: &slotsProbe{max: 1}}}, []string{"a", "b"}, 1, nil, compose.ErrNeedHeld},
+		"negative n":    {[]compose.Layer{good}, []string{"a"}, -1, nil, admit.ErrInvalidCost},
+	} {
+		d, err := compose.Admit(ctx, c.layers, c.keys, c.n, c.h)
+		if !errors.Is(err, c.want) || d.Allowed {
+			t.Errorf("Admit, %s: %+v, %v; want %v", name, d, err, c.want)
+		}
+	}
+	if n, _ := p.counts(); n != 0 {
+		t.Errorf("a bad Admit asked a layer %d times", n)
+	}
+	if d, err := compose.Admit(ctx, []compose.Layer{good}, []string{"a"}, 1, nil); err != nil || !d.Allowed {
+		t.Errorf("Admit: %+v, %v", d, err)
+	}
+	// The chain's layers are its own copy.
+	ls := chain.Layers()
+	ls[0].Name = "changed"
+	if chain.Layers()[0].Name != "a" {
+		t.Error("Layers shares the chain's slice")
+	}
+}
+
+// TestAllLayerFails: a failing layer's error is returned with a refusal
+// naming it, and the layers before it are undone.
+func TestAllLayerFails(t *testing.T) {
+	errBoom := errors.New("boom")
+	a := newProbe("a", admits(3))
+	s := &slotsProbe{max: 2}
+	b := newProbe("b", fails(errBoom))
+	chain := mustAll(t, compose.Layer{Name: "a", Limiter: a}, compose.Layer{Name: "s", Slots: s}, compose.Layer{Name: "b", Limiter: b})
+	var h compose.Held
+	d, err := chain.AllowKeys(ctx, []string{"k", "k", "k"}, 2, &h)
+	if !errors.Is(err, errBoom) || d.Allowed || d.Rule != "b" {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if a.held("k") != 0 || s.inflight.Load() != 0 || h.Len() != 0 {
+		t.Errorf("not undone: a holds %d, %d slots in flight, %d held", a.held("k"), s.inflight.Load(), h.Len())
+	}
+}
+
+// TestAllCanceledMidChain: a context that ends in the middle of a chain
+// still lets the refunds through, to the local and to the Redis layers.
+func TestAllCanceledMidChain(t *testing.T) {
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tenant, err := s.Limiter(admit.AlgSlidingLog, admit.PerHour(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newProbe("a", admits(3))
+	cancelling := newProbe("cancel", nil)
+	chain := mustAll(t, compose.Layer{Name: "a", Limiter: a}, compose.Layer{Name: "tenant", Limiter: tenant}, compose.Layer{Name: "cancel", Limiter: cancelling})
+	cctx, cancel := context.WithCancel(context.Background())
+	cancelling.decide = func(ctx context.Context, _ string, _ int64) (admit.Decision, error) {
+		cancel()
+		return admit.Decision{}, ctx.Err()
+	}
+	d, err := chain.Allow(cctx, "acme", 2)
+	if !errors.Is(err, context.Canceled) || d.Allowed || d.Rule != "cancel" {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if a.held("acme") != 0 || !a.refundOK {
+		t.Errorf("a: %d held, refunded under a live context: %v", a.held("acme"), a.refundOK)
+	}
+	if d := peek(t, tenant, "acme"); d.Remaining != 5 {
+		t.Errorf("the Redis layer was not refunded: %+v", d)
+	}
+}
+
+// TestAllConcurrent: goroutines through a chain of two keyed limits and a
+// concurrency cap (run it with -race): what the chain admitted is what
+// each layer consumed, and every slot comes back.
+func TestAllConcurrent(t *testing.T) {
+	clk := admittest.NewManualClock(admittest.T0) // one instant: refunds are exact
+	wide := mustKeyed(t, admit.AlgGCRA, admit.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}, keyed.WithClock(clk))
+	narrow := mustKeyed(t, admit.AlgSlidingWindow, admit.Limit{Rate: 150, Period: time.Hour, Burst: 150}, keyed.WithClock(clk))
+	conc, _ := concurrency.New(6)
+	chain := mustAll(t,
+		compose.Layer{Name: "wide", Limiter: wide},
+		compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)},
+		compose.Layer{Name: "narrow", Limiter: narrow},
+	)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range 60 {
+				n := int64(1 + i%3)
+				var h compose.Held
+				d, err := chain.AllowKeys(ctx, []string{"k", "k", "k"}, n, &h)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(n)
+				}
+				h.Release()
+			}
+		})
+	}
+	wg.Wait()
+	got := admitted.Load()
+	if got == 0 || got > 150 {
+		t.Fatalf("admitted %d events", got)
+	}
+	if d := peek(t, wide, "k"); d.Remaining != 1000-got {
+		t.Errorf("wide: %+v, want %d remaining", d, 1000-got)
+	}
+	if d := peek(t, narrow, "k"); d.Remaining != 150-got {
+		t.Errorf("narrow: %+v, want %d remaining", d, 150-got)
+	}
+	if n := conc.InFlight("k"); n != 0 {
+		t.Errorf("%d slots in flight", n)
+	}
+}
+
+// TestLocalSlots: the concurrency.Limiter adapter.
+func TestLocalSlots(t *testing.T) {
+	if compose.LocalSlots(nil) != nil {
+		t.Fatal("LocalSlots(nil) is not nil")
+	}
+	conc, _ := concurrency.New(3)
+	s := compose.LocalSlots(conc)
+	rel, d, err := s.TryAcquire(ctx, "k", 2)
+	if err != nil || !d.Allowed || rel == nil || d.Remaining != 1 || d.Kind != admit.KindConcurrency {
+		t.Fatalf("%v, %+v, %v", rel, d, err)
+	}
+	if r, d, err := s.TryAcquire(ctx, "k", 2); r != nil || d.Allowed || err != nil {
+		t.Fatalf("over the max: %v, %+v, %v", r, d, err)
+	}
+	if r, d, err := s.TryAcquire(ctx, "k", 0); r != nil || !d.Allowed || err != nil {
+		t.Fatalf("n = 0: %v, %+v, %v", r, d, err)
+	}
+	if r, d, err := s.TryAcquire(ctx, "k", 4); r != nil || d.Allowed || d.RetryAfter != admit.InfDuration || err != nil {
+		t.Fatalf("n > max is a refusal: %v, %+v, %v", r, d, err)
+	}
+	if _, _, err := s.TryAcquire(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Fatalf("n < 0: %v", err)
+	}
+	other, _, _ := s.TryAcquire(ctx, "k", 1)
+	rel.Release()
+	rel.Release() // the second does nothing: other's slot stays
+	if n := conc.InFlight("k"); n != 1 {
+		t.Fatalf("%d in flight", n)
+	}
+	other.Release()
+}
+
+// TestGuardRefund: a Guard gives events back to the limiter that decides
+// its requests now.
+func TestGuardRefund(t *testing.T) {
+	t.Run("healthy primary", func(t *testing.T) {
+		prim, local := newProbe("primary", admits(5)), newProbe("local", admits(5))
+		g := mustGuard(t, prim, compose.Fallback(local))
+		allow(t, g, "k", 2)
+		if err := g.Refund(ctx, "k", 2); err != nil {
+			t.Fatal(err)
+		}
+		if _, r := prim.counts(); r != 1 || prim.held("k") != 0 {
+			t.Errorf("primary: %d refunds", r)
+		}
+		if _, r := local.counts(); r != 0 {
+			t.Errorf("local: %d refunds", r)
+		}
+	})
+	t.Run("breaker open", func(t *testing.T) {
+		prim, local := newProbe("primary", fails(errDown)), newProbe("local", admits(5))
+		g := mustGuard(t, prim, compose.Breaker(compose.Fallback(local)), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		allow(t, g, "k", 1) // fails: the breaker opens, the local limiter decides
+		allow(t, g, "k", 2)
+		if err := g.Refund(ctx, "k", 3); err != nil {
+			t.Fatal(err)
+		}
+		if _, r := prim.counts(); r != 0 {
+			t.Errorf("primary refunded %d times while the breaker is open", r)
+		}
+		if local.held("k") != 0 {
+			t.Errorf("local holds %d", local.held("k"))
+		}
+	})
+	t.Run("primary fails the refund", func(t *testing.T) {
+		local := newProbe("local", admits(5))
+		prim := &failingRefunder{probe: newProbe("primary", fails(errDown)), err: errDown}
+		g := mustGuard(t, prim, compose.Fallback(local), compose.WithThreshold(100))
+		allow(t, g, "k", 2) // the primary fails, the local decides
+		if err := g.Refund(ctx, "k", 2); err != nil {
+			t.Fatal(err)
+		}
+		if local.held("k") != 0 {
+			t.Errorf("local holds %d", local.held("k"))
+		}
+		// An error about the request is returned.
+		prim.err = admit.ErrKeyTooLong
+		if err := g.Refund(ctx, "k", 2); !errors.Is(err, admit.ErrKeyTooLong) {
+			t.Errorf("an error about the request: %v", err)
+		}
+	})
+	t.Run("fail open", func(t *testing.T) {
+		prim := newProbe("primary", fails(errDown))
+		g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		allow(t, g, "k", 1)
+		if err := g.Refund(ctx, "k", 1); err != nil {
+			t.Errorf("FailOpen has nothing to give back: %v", err)
+		}
+	})
+	t.Run("not refunders", func(t *testing.T) {
+		g := mustGuard(t, &oneWay{}, compose.FailOpen)
+		if err := g.Refund(ctx, "k", 1); !errors.Is(err, compose.ErrNotRefunder) {
+			t.Errorf("a one-way primary: %v", err)
+		}
+		prim := newProbe("primary", fails(errDown))
+		g = mustGuard(t, prim, compose.Breaker(compose.Fallback(&oneWay{})), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		allow(t, g, "k", 1)
+		if err := g.Refund(ctx, "k", 1); !errors.Is(err, compose.ErrNotRefunder) {
+			t.Errorf("a one-way local limiter: %v", err)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		prim := newProbe("primary", admits(5))
+		g := mustGuard(t, prim, compose.FailOpen)
+		if err := g.Refund(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+			t.Errorf("n < 0: %v", err)
+		}
+		if err := g.Refund(ctx, "k", 0); err != nil {
+			t.Errorf("n = 0: %v", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := g.Refund(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+			t.Errorf("canceled: %v", err)
+		}
+		if _, r := prim.counts(); r != 0 {
+			t.Errorf("%d refunds reached the primary", r)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		local := newProbe("local", admits(5))
+		g := mustGuard(t, &hangingRefunder{probe: newProbe("primary", admits(5))}, compose.Fallback(local), compose.WithTimeout(5*time.Millisecond))
+		allow(t, g, "k", 1)
+		if err := g.Refund(ctx, "k", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, r := local.counts(); r != 1 {
+			t.Errorf("a refund that timed out went to the local limiter %d times", r)
+		}
+	})
+}
+
+// failingRefunder's refunds fail with err.
+type failingRefunder struct {
+	*probe
+	err error
+}
+
+func (f *failingRefunder) Refund(context.Context, string, int64) error { return f.err }
+
+// hangingRefunder's refunds wait for their context.
+type hangingRefunder struct{ *probe }
+
+func (h *hangingRefunder) Refund(ctx context.Context, _ string, _ int64) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestSharedRefund: a Shared gives back under its current share.
+func TestSharedRefund(t *testing.T) {
+	live := 2
+	sh, err := compose.LiveShare(admit.AlgGCRA, admit.PerSecond(10), func() int { return live })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, sh, "k", 5); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("%+v", d)
+	}
+	if err := sh.Refund(ctx, "k", 3); err != nil {
+		t.Fatal(err)
+	}
+	if d := allow(t, sh, "k", 0); d.Remaining < 3 {
+		t.Fatalf("after Refund: %+v", d)
+	}
+	if err := sh.Refund(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Errorf("n < 0: %v", err)
+	}
+}

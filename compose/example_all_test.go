@@ -1,0 +1,95 @@
+package compose_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/keyed"
+)
+
+func ExampleAll() {
+	clk := admittest.NewManualClock(admittest.Epoch)
+	// 5 requests per second per client address, and 2 per minute per
+	// tenant: a request must pass both.
+	perIP, err := keyed.New(admit.AlgGCRA, admit.PerSecond(5), keyed.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	perTenant, err := keyed.New(admit.AlgGCRA, admit.PerMinute(2), keyed.WithClock(clk))
+	if err != nil {
+		panic(err)
+	}
+	chain, err := compose.All(
+		compose.Layer{Name: "ip", Limiter: perIP}, // the cheap layer first
+		compose.Layer{Name: "tenant", Limiter: perTenant},
+	)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	keys := []string{"192.0.2.1", "acme"} // one key per layer
+	for i := range 3 {
+		d, err := chain.AllowKeys(ctx, keys, 1, nil)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("request %d: allowed=%-5v rule=%s remaining=%d retry-after=%v\n", i, d.Allowed, d.Rule, d.Remaining, d.RetryAfter)
+	}
+	// The tenant refused the third request, so the per-IP layer got its
+	// event back: the address has used 2 of its 5.
+	d, _ := perIP.Allow(ctx, "192.0.2.1", 0)
+	fmt.Println("per-IP remaining:", d.Remaining)
+	// Output:
+	// request 0: allowed=true  rule=tenant remaining=1 retry-after=0s
+	// request 1: allowed=true  rule=tenant remaining=0 retry-after=0s
+	// request 2: allowed=false rule=tenant remaining=0 retry-after=30s
+	// per-IP remaining: 3
+}
+
+func ExampleChain_AllowKeys() {
+	// 100 requests per minute per tenant, and at most 2 of its requests in
+	// flight at once.
+	rate, err := keyed.New(admit.AlgGCRA, admit.PerMinute(100))
+	if err != nil {
+		panic(err)
+	}
+	inFlight, err := concurrency.New(2)
+	if err != nil {
+		panic(err)
+	}
+	chain, err := compose.All(
+		compose.Layer{Name: "rate", Limiter: rate},
+		compose.Layer{Name: "in-flight", Slots: compose.LocalSlots(inFlight)},
+	)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	keys := []string{"acme", "acme"}
+	var first, second, third compose.Held // one per request, released when it is done
+	for i, h := range []*compose.Held{&first, &second, &third} {
+		d, err := chain.AllowKeys(ctx, keys, 1, h)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("request %d: allowed=%-5v rule=%s\n", i, d.Allowed, d.Rule)
+	}
+	fmt.Println("in flight:", inFlight.InFlight("acme"))
+	first.Release() // the first request is done
+	d, _ := chain.AllowKeys(ctx, keys, 1, &third)
+	fmt.Printf("request 3: allowed=%-5v rule=%s\n", d.Allowed, d.Rule)
+	second.Release()
+	third.Release()
+	fmt.Println("in flight:", inFlight.InFlight("acme"))
+	// Output:
+	// request 0: allowed=true  rule=in-flight
+	// request 1: allowed=true  rule=in-flight
+	// request 2: allowed=false rule=in-flight
+	// in flight: 2
+	// request 3: allowed=true  rule=in-flight
+	// in flight: 0
+}
