@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/admit-go/admit"
@@ -20,12 +21,15 @@ var (
 )
 
 // Slots returns l as a concurrency layer of a compose.All chain (the Slots
-// field of a compose.Layer): its TryAcquire is l.TryAcquire, and the slots
-// are held by a Lease until the compose.Held the chain recorded them in is
-// released, or at once when a later layer refuses the request. Releasing
-// is a call to Redis, bounded by the Store's timeout (WithTimeout); if it
-// fails, the slots come back when their lease expires (WithLease). Slots of
-// a nil l is nil, which compose.All refuses.
+// field of a compose.Layer): its TryAcquire is l.TryAcquire, except that a
+// request of more slots than the max is a refusal (RetryAfter
+// admit.InfDuration) rather than an error, as a rate layer refuses more
+// than its burst. The slots are held by a Lease until the compose.Held the
+// chain recorded them in is released, or given back at once when a later
+// layer refuses the request. Releasing is a call to Redis, bounded by the
+// Store's timeout (WithTimeout); if it fails, the slots come back when
+// their lease expires (WithLease). Slots of a nil l is nil, which
+// compose.All refuses.
 func (l *ConcurrencyLimiter) Slots() compose.Slots {
 	if l == nil {
 		return nil
@@ -38,6 +42,9 @@ type slots struct{ l *ConcurrencyLimiter }
 
 func (s slots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
 	lease, d, err := s.l.TryAcquire(ctx, key, n)
+	if errors.Is(err, admit.ErrExceedsBurst) {
+		return nil, d, nil // never admitted: a refusal
+	}
 	if err != nil || !d.Allowed || lease.l == nil {
 		return nil, d, err
 	}
@@ -52,10 +59,7 @@ type leaseReleaser struct {
 }
 
 func (r *leaseReleaser) Release() {
-	if r.done.Swap(true) {
-		return
+	if !r.done.Swap(true) {
+		_, _ = r.lease.Release(context.Background()) // within the Store's timeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.lease.l.s.o.timeout)
-	defer cancel()
-	_, _ = r.lease.Release(ctx)
 }

@@ -349,8 +349,8 @@ func TestSlots(t *testing.T) {
 			if rel0, d, err := slots.TryAcquire(ctx, "k", 0); err != nil || !d.Allowed || rel0 != nil {
 				t.Fatalf("n = 0 holds nothing: %v, %+v, %v", rel0, d, err)
 			}
-			if _, _, err := slots.TryAcquire(ctx, "k", 4); !errors.Is(err, admit.ErrExceedsBurst) {
-				t.Fatalf("n > max: %v", err)
+			if rel4, d, err := slots.TryAcquire(ctx, "k", 4); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || rel4 != nil {
+				t.Fatalf("n > max is a refusal: %v, %+v, %v", rel4, d, err)
 			}
 			rel3, _, _ := slots.TryAcquire(ctx, "k", 1)
 			rel.Release()
