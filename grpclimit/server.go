@@ -1,0 +1,332 @@
+package grpclimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Decider decides calls for a Server built with NewServerDecider: a policy
+// engine, a compose.Chain of several limits, anything that needs more than
+// one keyed limiter per call.
+type Decider interface {
+	// Decide decides a call to fullMethod; slots of concurrency limits go into h and are
+	// released after the handler (or the stream) ends.
+	Decide(ctx context.Context, fullMethod string, h *compose.Held) (admit.Decision, error)
+}
+
+// DeciderFunc is a function that is a Decider.
+type DeciderFunc func(ctx context.Context, fullMethod string, h *compose.Held) (admit.Decision, error)
+
+// Decide returns f(ctx, fullMethod, h).
+func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.Held) (admit.Decision, error) {
+	return f(ctx, fullMethod, h)
+}
+
+// Server limits the calls a gRPC server accepts, through the interceptors
+// it returns (UnaryServerInterceptor, StreamServerInterceptor). Each call
+// not exempt (see WithExempt; the health service is exempt by default) is
+// decided before its handler runs, as one event: a unary call when it
+// arrives, a stream when it opens (its messages are not counted).
+//
+// A Server built with NewServer decides a call with the keyed limiter of
+// its method (WithMethod) or its default limiter, under the call's Key:
+// the key the Key finds, or "" for calls without one (which therefore
+// share one limit, never none). Keys longer than WithMaxKeyLength are
+// replaced by their SHA-256 digest. A Server built with NewServerDecider
+// asks its Decider, and releases the concurrency slots the Decider held
+// in its compose.Held when the handler returns (for a stream: when the
+// stream ends).
+//
+// A refused call fails with codes.ResourceExhausted, a message naming the
+// limit, and two details: a google.rpc.RetryInfo whose retry_delay is the
+// decision's RetryAfter rounded up to the millisecond (absent when the
+// call can never be admitted, or not within a century, and when a
+// concurrency limit cannot tell), and a google.rpc.QuotaFailure with one violation whose subject is the
+// limit's name (the Decision's Rule, else the WithMethod name or pattern,
+// else the full method) and whose description is the limit ("100/s burst
+// 20", "10 in flight"). Its trailers carry the same figures: "retry-after"
+// (seconds, rounded up), and the IETF fields "ratelimit"
+// (`"name";r=0;t=5`) and "ratelimit-policy" (`"name";q=100;w=60`). A
+// limiter error fails the call with codes.Unavailable, unless WithFailOpen
+// admits it; a call whose context ended fails with its context's code.
+//
+// The zero Server is not usable. A Server is safe for concurrent use.
+type Server struct {
+	dec       Decider
+	def       methodRule
+	methods   map[string]methodRule
+	exempt    map[string]bool
+	key       Key
+	failOpen  bool
+	headers   bool
+	maxKeyLen int
+	onError   func(ctx context.Context, fullMethod string, err error)
+	cache     partCache
+}
+
+// NewServer returns a Server deciding each call with lim (or the limiter
+// WithMethod gives its method) under the key found by key. lim may be nil
+// if WithMethod gives limiters: calls to other methods are then not
+// limited. lim is typically a keyed.Limiter, a redisstore.Limiter, or
+// either wrapped in a compose.Guard.
+//
+// NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
+// an invalid key, ErrInvalidMethod for a bad pattern, and ErrInvalidOption
+// for a bad option value.
+func NewServer(lim compose.Limiter, key Key, opts ...Option) (*Server, error) {
+	if err := key.Err(); err != nil {
+		return nil, err
+	}
+	s, o, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if lim == nil && len(o.methods) == 0 {
+		return nil, fmt.Errorf("%w: NewServer without a default limiter or WithMethod", ErrNilLimiter)
+	}
+	s.key = key
+	s.def = methodRule{lim: lim}
+	s.methods = make(map[string]methodRule, len(o.methods))
+	for _, m := range o.methods {
+		s.methods[m.pattern] = m
+	}
+	return s, nil
+}
+
+// NewServerDecider returns a Server deciding each call with d. It fails
+// with ErrNilLimiter for a nil d, ErrInvalidOption if WithMethod is given
+// (d routes calls itself), and as NewServer for other options.
+func NewServerDecider(d Decider, opts ...Option) (*Server, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: NewServerDecider(nil)", ErrNilLimiter)
+	}
+	s, o, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.methods) > 0 {
+		return nil, fmt.Errorf("%w: WithMethod does not apply to a Decider", ErrInvalidOption)
+	}
+	s.dec = d
+	return s, nil
+}
+
+func newServer(opts []Option) (*Server, options, error) {
+	o := options{maxKeyLen: DefaultMaxKeyLength}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o, o.err
+	}
+	s := &Server{
+		exempt:    make(map[string]bool, len(o.exempt)+1),
+		failOpen:  o.failOpen,
+		headers:   o.headers,
+		maxKeyLen: o.maxKeyLen,
+		onError:   o.onError,
+	}
+	if !o.noDefault {
+		s.exempt[HealthService] = true
+	}
+	for _, p := range o.exempt {
+		s.exempt[p] = true
+	}
+	return s, o, nil
+}
+
+// service returns the service part of a full method, "/package.Service/",
+// or "" if fullMethod is not of that form.
+func service(fullMethod string) string {
+	if i := strings.LastIndexByte(fullMethod, '/'); i > 0 {
+		return fullMethod[:i+1]
+	}
+	return ""
+}
+
+// Exempt reports whether calls to fullMethod are exempt from limits.
+func (s *Server) Exempt(fullMethod string) bool {
+	if len(s.exempt) == 0 {
+		return false
+	}
+	return s.exempt[fullMethod] || s.exempt[service(fullMethod)]
+}
+
+// rule returns the rule limiting fullMethod.
+func (s *Server) rule(fullMethod string) methodRule {
+	if len(s.methods) > 0 {
+		if r, ok := s.methods[fullMethod]; ok {
+			return r
+		}
+		if r, ok := s.methods[service(fullMethod)]; ok {
+			return r
+		}
+	}
+	return s.def
+}
+
+// Decide decides a call to fullMethod with context ctx as the interceptors
+// do, without the exemptions, recording concurrency slots in h (which the
+// caller releases when the call ends). A call no limiter applies to is
+// admitted with the zero Decision but Allowed. The Decision's Rule is the
+// subject a refusal names.
+func (s *Server) Decide(ctx context.Context, fullMethod string, h *compose.Held) (admit.Decision, error) {
+	if s.dec != nil {
+		d, err := s.dec.Decide(ctx, fullMethod, h)
+		if d.Rule == "" {
+			d.Rule = fullMethod
+		}
+		return d, err
+	}
+	r := s.rule(fullMethod)
+	if r.lim == nil {
+		return admit.Decision{Allowed: true, Limit: admit.Unlimited}, nil
+	}
+	key, _ := s.key.Of(ctx, fullMethod)
+	if len(key) > s.maxKeyLen {
+		key = digest(key)
+	}
+	d, err := r.lim.Allow(ctx, key, 1)
+	switch {
+	case r.name != "":
+		d.Rule = r.name
+	case d.Rule != "":
+	case r.pattern != "":
+		d.Rule = r.pattern
+	default:
+		d.Rule = fullMethod
+	}
+	return d, err
+}
+
+// check decides a call; it returns nil to admit it, or the error to fail
+// it with and the trailers to send. Admitted calls' headers, if any, are
+// returned as md with a nil error.
+func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) (metadata.MD, error) {
+	d, err := s.Decide(ctx, fullMethod, h)
+	if err != nil {
+		if h != nil {
+			h.Release()
+		}
+		if s.onError != nil {
+			s.onError(ctx, fullMethod, err)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, status.FromContextError(cerr).Err()
+		}
+		if s.failOpen && compose.IsFailure(err) {
+			return nil, nil
+		}
+		return nil, status.Error(codes.Unavailable, "grpclimit: the rate limiter could not decide the call")
+	}
+	if !d.Allowed {
+		if h != nil {
+			h.Release()
+		}
+		st, md := refusal(d, d.Rule, &s.cache)
+		return md, st.Err()
+	}
+	if s.headers && d.Limit.Rate != admit.Inf {
+		p := s.cache.parts(d, d.Rule)
+		md := make(metadata.MD, 2)
+		md[RateLimitMD] = []string{p.name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)}
+		if p.policy != "" {
+			md[RateLimitPolicyMD] = []string{p.policy}
+		}
+		return md, nil
+	}
+	return nil, nil
+}
+
+var heldPool = sync.Pool{New: func() any { return new(compose.Held) }}
+
+// UnaryServerInterceptor returns the interceptor deciding unary calls.
+func (s *Server) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if s.Exempt(info.FullMethod) {
+			return handler(ctx, req)
+		}
+		if s.dec == nil {
+			md, err := s.check(ctx, info.FullMethod, nil)
+			if err != nil {
+				sendTrailer(ctx, md)
+				return nil, err
+			}
+			sendHeader(ctx, md)
+			return handler(ctx, req)
+		}
+		h := heldPool.Get().(*compose.Held)
+		md, err := s.check(ctx, info.FullMethod, h)
+		if err != nil {
+			heldPool.Put(h)
+			sendTrailer(ctx, md)
+			return nil, err
+		}
+		defer func() {
+			h.Release()
+			heldPool.Put(h)
+		}()
+		sendHeader(ctx, md)
+		return handler(ctx, req)
+	}
+}
+
+// StreamServerInterceptor returns the interceptor deciding streams when
+// they open.
+func (s *Server) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if s.Exempt(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		var h *compose.Held
+		if s.dec != nil {
+			h = heldPool.Get().(*compose.Held)
+		}
+		md, err := s.check(ss.Context(), info.FullMethod, h)
+		if err != nil {
+			if h != nil {
+				heldPool.Put(h)
+			}
+			if md != nil {
+				ss.SetTrailer(md)
+			}
+			return err
+		}
+		if h != nil {
+			defer func() {
+				h.Release()
+				heldPool.Put(h)
+			}()
+		}
+		if md != nil {
+			_ = ss.SetHeader(md)
+		}
+		return handler(srv, ss)
+	}
+}
+
+// sendTrailer sets md as trailers of the unary call of ctx, if any.
+func sendTrailer(ctx context.Context, md metadata.MD) {
+	if md != nil {
+		_ = grpc.SetTrailer(ctx, md)
+	}
+}
+
+// sendHeader sets md as headers of the unary call of ctx, if any.
+func sendHeader(ctx context.Context, md metadata.MD) {
+	if md != nil {
+		_ = grpc.SetHeader(ctx, md)
+	}
+}
