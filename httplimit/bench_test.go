@@ -48,6 +48,15 @@ var bareHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 	_, _ = w.Write([]byte("ok"))
 })
 
+// jsonHandler is the smallest handler of a JSON API: a Content-Type and a
+// short body.
+var jsonHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(jsonBody)
+})
+
+var jsonBody = []byte(`{"id":1,"name":"item"}`)
+
 func benchRequest() *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "/items/1", nil)
 	r.RemoteAddr = "192.0.2.1:1234"
@@ -83,6 +92,17 @@ func benchLimiter(b *testing.B, l admit.Limit) *keyed.Limiter {
 // BenchmarkBare is the handler alone: the baseline of the others.
 func BenchmarkBare(b *testing.B) {
 	runBench(b, bareHandler, benchRequest(), 200)
+}
+
+// BenchmarkBareJSON is the JSON handler alone.
+func BenchmarkBareJSON(b *testing.B) {
+	runBench(b, jsonHandler, benchRequest(), 200)
+}
+
+// BenchmarkAdmittedJSON is BenchmarkAdmitted with the JSON handler.
+func BenchmarkAdmittedJSON(b *testing.B) {
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP)
+	runBench(b, m.Handler(jsonHandler), benchRequest(), 200)
 }
 
 // BenchmarkLimiterAlone is the keyed limiter's decision alone.

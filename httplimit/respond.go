@@ -173,8 +173,9 @@ func (m *Middleware) appendFields(b []byte, f *fieldSet, d *admit.Decision, refu
 			b = strconv.AppendInt(b, w, 10)
 		}
 		f.add(fPolicy, start, len(b))
+		name := b[start : qs-len(";q=")]
 		start = len(b)
-		b = appendSFString(b, policyName(d.Rule))
+		b = append(b, name...)
 		b = append(b, ";r="...)
 		rs = len(b)
 		b = strconv.AppendInt(b, r, 10)
@@ -230,7 +231,7 @@ func (m *Middleware) appendBody(b []byte, d *admit.Decision, status int, ra time
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"detail":`...)
-		b = appendJSONString(b, detail(d, name, raSecs))
+		b = appendDetail(b, d, name, raSecs)
 		b = append(b, `,"violated-policies":[`...)
 		b = appendJSONString(b, name)
 		b = append(b, "],"...)
@@ -248,24 +249,42 @@ func (m *Middleware) appendBody(b []byte, d *admit.Decision, status int, ra time
 	return append(b, "}\n"...)
 }
 
-// detail is a problem's human-readable explanation.
-func detail(d *admit.Decision, name string, secs int64) string {
-	var what string
+// appendDetail appends a problem's human-readable explanation, as a JSON
+// string.
+func appendDetail(b []byte, d *admit.Decision, name string, secs int64) []byte {
+	b = append(b, '"')
 	switch {
 	case strings.HasSuffix(d.Rule, "fail-closed"):
-		what = "The rate limiter is unavailable"
-	case d.Kind == admit.KindConcurrency:
-		what = "Concurrency limit " + strconv.Quote(name) + " reached"
-	case d.Kind == admit.KindQuota:
-		what = "Quota " + strconv.Quote(name) + " exhausted"
+		b = append(b, "The rate limiter is unavailable"...)
 	default:
-		what = "Rate limit " + strconv.Quote(name) + " exceeded"
+		switch d.Kind {
+		case admit.KindConcurrency:
+			b = append(b, `Concurrency limit \"`...)
+		case admit.KindQuota:
+			b = append(b, `Quota \"`...)
+		default:
+			b = append(b, `Rate limit \"`...)
+		}
+		n := len(b)
+		b = appendJSONString(b, name)
+		b = append(b[:n], b[n+1:len(b)-1]...) // the escaped name without its quotes
+		switch d.Kind {
+		case admit.KindConcurrency:
+			b = append(b, `\" reached`...)
+		case admit.KindQuota:
+			b = append(b, `\" exhausted`...)
+		default:
+			b = append(b, `\" exceeded`...)
+		}
 	}
-	unit := " seconds."
+	b = append(b, "; retry after "...)
+	b = strconv.AppendInt(b, secs, 10)
 	if secs == 1 {
-		unit = " second."
+		b = append(b, " second."...)
+	} else {
+		b = append(b, " seconds."...)
 	}
-	return what + "; retry after " + strconv.FormatInt(secs, 10) + unit
+	return append(b, '"')
 }
 
 // badBody precomputes the answer to a request that cannot be keyed.
@@ -362,6 +381,10 @@ func window(l admit.Limit, q int64) (int64, bool) {
 // cannot hold, become '?'.
 func appendSFString(b []byte, s string) []byte {
 	b = append(b, '"')
+	if plain(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -376,11 +399,26 @@ func appendSFString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// plain reports whether s is printable ASCII without '"' or '\\': the
+// same as a structured-field String and as a JSON string.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	if plain(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
