@@ -569,18 +569,23 @@ func TestRefundMode(t *testing.T) {
 		if v := e.get(key); v != "" {
 			t.Errorf("%s: refund of a missing key wrote %q", code, v)
 		}
-		if r := call(lua.Independent, req{key, code, 6, p}); !r[0].Allowed || r[0].Remaining != 4 {
-			t.Fatalf("%s: admission: %+v", code, r[0])
+		a := call(lua.Independent, req{key, code, 6, p})
+		if !a[0].Allowed || a[0].Remaining != 4 {
+			t.Fatalf("%s: admission: %+v", code, a[0])
 		}
-		ttl := e.rdb.PTTL(e.ctx, key).Val()
 		// Two refunds in one call: each sees the other's state.
 		r = call(lua.Refund, req{key, code, 2, p}, req{key, code, 1, p})
 		if r[0].Remaining != 6 || r[1].Remaining != 7 || !r[0].Allowed || r[0].RetryAfter != 0 {
 			t.Errorf("%s: refunds: %+v", code, r)
 		}
-		// A bucket is full sooner; a window still ends when it ends.
-		if got := e.rdb.PTTL(e.ctx, key).Val(); got > ttl || got <= 0 || (!window(code) && got == ttl) {
-			t.Errorf("%s: TTL %v after the refunds, %v before", code, got, ttl)
+		// The key expires when its new state is full: a bucket sooner, a
+		// window still when it ends.
+		reset := r[1].ResetAfter
+		if (!window(code) && reset >= a[0].ResetAfter) || (window(code) && reset != a[0].ResetAfter) {
+			t.Errorf("%s: ResetAfter %v after the refunds, %v before", code, time.Duration(reset), time.Duration(a[0].ResetAfter))
+		}
+		if got := e.rdb.PTTL(e.ctx, key).Val(); got <= 0 || got > time.Duration(reset)+2*time.Millisecond {
+			t.Errorf("%s: TTL %v after the refunds, ResetAfter %v", code, got, time.Duration(reset))
 		}
 		r = call(lua.Refund, req{key, code, 1 << 62, p})
 		if want := (algo.Result{Allowed: true, Remaining: 10}); r[0] != want {
