@@ -119,8 +119,8 @@ const (
 // X-RateLimit-Reset, is the time until the limit is back to full capacity
 // (ResetAfter), rounded up: exact for windows and calendar quotas,
 // conservative for the buckets, whose capacity comes back continuously.
-// A concurrency limit is sent as q=max;qu="concurrent-requests" without w,
-// t or X-RateLimit-Reset. A decision without a finite limit (an unlimited
+// A concurrency limit is sent as q=max;qu="concurrent-requests", without
+// w or X-RateLimit-Reset, and without t but on a refusal. A decision without a finite limit (an unlimited
 // limit, or a compose.Guard's fail-open) gets no rate-limit fields.
 //
 // A refused request is answered with status 429 (WithStatus), the same
