@@ -1,0 +1,402 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
+)
+
+func TestNewAIMDBadInput(t *testing.T) {
+	cases := []struct {
+		name     string
+		min, max int64
+		opts     []AIMDOption
+		want     error
+	}{
+		{"zero min", 0, 10, nil, ErrInvalidBounds},
+		{"negative min", -5, 10, nil, ErrInvalidBounds},
+		{"min above max", 11, 10, nil, ErrInvalidBounds},
+		{"unlimited max", 1, admit.Inf, nil, ErrInvalidBounds},
+		{"initial below min", 5, 10, []AIMDOption{WithInitial(4)}, ErrInvalidBounds},
+		{"initial above max", 5, 10, []AIMDOption{WithInitial(11)}, ErrInvalidBounds},
+		{"negative initial", 5, 10, []AIMDOption{WithInitial(-1)}, ErrInvalidOption},
+		{"factor 0", 1, 10, []AIMDOption{WithFactor(0)}, ErrInvalidOption},
+		{"factor 1", 1, 10, []AIMDOption{WithFactor(1)}, ErrInvalidOption},
+		{"factor above 1", 1, 10, []AIMDOption{WithFactor(2)}, ErrInvalidOption},
+		{"factor negative", 1, 10, []AIMDOption{WithFactor(-0.5)}, ErrInvalidOption},
+		{"factor NaN", 1, 10, []AIMDOption{WithFactor(math.NaN())}, ErrInvalidOption},
+		{"step 0", 1, 10, []AIMDOption{WithStep(0)}, ErrInvalidOption},
+		{"period 0", 1, 10, []AIMDOption{WithPeriod(0)}, ErrInvalidOption},
+		{"period negative", 1, 10, []AIMDOption{WithPeriod(-time.Second)}, ErrInvalidOption},
+		{"burst 0", 1, 10, []AIMDOption{WithBurst(0)}, ErrInvalidOption},
+		{"threshold negative", 1, 10, []AIMDOption{WithLatencyThreshold(-1)}, ErrInvalidOption},
+		{"increase interval negative", 1, 10, []AIMDOption{WithIncreaseInterval(-1)}, ErrInvalidOption},
+		{"decrease interval negative", 1, 10, []AIMDOption{WithDecreaseInterval(-1)}, ErrInvalidOption},
+		{"capacity over 36 years", 1, 10, []AIMDOption{WithPeriod(40 * 365 * 24 * time.Hour), WithBurst(1)}, admit.ErrInvalidLimit},
+		{"burst × period over 2^63", 1, 10, []AIMDOption{WithBurst(1e9), WithPeriod(1e10)}, admit.ErrInvalidLimit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := NewAIMD(c.min, c.max, c.opts...)
+			if !errors.Is(err, c.want) || a != nil {
+				t.Fatalf("NewAIMD = %v, %v; want an error wrapping %v", a, err, c.want)
+			}
+		})
+	}
+}
+
+func mustAIMD(t testing.TB, min, max int64, opts ...AIMDOption) *AIMD {
+	t.Helper()
+	a, err := NewAIMD(min, max, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAIMDMoves checks the additive increase and multiplicative decrease,
+// and the bounds.
+func TestAIMDMoves(t *testing.T) {
+	a := mustAIMD(t, 10, 100, WithInitial(40), WithClock(admittest.NewManualClock(t0)))
+	rates := func(want ...int64) {
+		t.Helper()
+		if r := a.Rate(); r != want[0] {
+			t.Fatalf("rate %d, want %d", r, want[0])
+		}
+	}
+	rates(40)
+	for range 3 {
+		a.Feedback(Succeeded) // +1 each
+	}
+	rates(43)
+	a.Feedback(Dropped) // ×0.5, rounded down
+	rates(21)
+	a.Feedback(Ignored)
+	a.Feedback(Outcome(9))
+	rates(21)
+	a.Feedback(Dropped)
+	rates(10)
+	a.Feedback(Dropped) // min
+	rates(10)
+	for range 200 {
+		a.Feedback(Succeeded)
+	}
+	rates(100) // max
+	if l := a.Limit(); l != (admit.Limit{Rate: 100, Period: time.Second, Burst: 100}) {
+		t.Fatalf("limit %+v", l)
+	}
+	if min, max := a.Bounds(); min != 10 || max != 100 {
+		t.Fatalf("bounds %d, %d", min, max)
+	}
+
+	// A step that overshoots max lands on max; a factor close to 1 still
+	// moves the rate down by at least one.
+	b := mustAIMD(t, 1, 100, WithInitial(95), WithStep(7), WithFactor(0.99))
+	b.FeedbackAt(t0, Succeeded, 0)
+	if b.Rate() != 100 {
+		t.Fatalf("rate %d", b.Rate())
+	}
+	b.FeedbackAt(t0, Dropped, 0) // 99
+	b.FeedbackAt(t0, Dropped, 0) // 98.01 → 98
+	if b.Rate() != 98 {
+		t.Fatalf("rate %d", b.Rate())
+	}
+	c := mustAIMD(t, 1, 2, WithInitial(2), WithFactor(0.999999))
+	c.FeedbackAt(t0, Dropped, 0)
+	c.FeedbackAt(t0, Dropped, 0)
+	if c.Rate() != 1 {
+		t.Fatalf("rate %d", c.Rate())
+	}
+	// Extreme rates do not overflow.
+	d := mustAIMD(t, 1, admit.Inf-1, WithInitial(admit.Inf-1), WithStep(math.MaxInt64), WithBurst(1))
+	d.FeedbackAt(t0, Succeeded, 0)
+	if d.Rate() != admit.Inf-1 {
+		t.Fatalf("rate %d", d.Rate())
+	}
+	d.FeedbackAt(t0, Dropped, 0)
+	if r := d.Rate(); r <= 0 || r >= admit.Inf-1 {
+		t.Fatalf("rate %d", r)
+	}
+}
+
+// TestAIMDEnforces checks that the current rate is enforced exactly, and
+// that a change of the rate keeps the events available.
+func TestAIMDEnforces(t *testing.T) {
+	a := mustAIMD(t, 1, 100, WithInitial(10), WithStep(10), WithName("db"))
+	for i := range 10 {
+		if !a.AllowN(t0, 1) {
+			t.Fatalf("event %d refused", i)
+		}
+	}
+	d := a.DecideN(t0, 1)
+	want := admit.Decision{Limit: admit.Limit{Rate: 10, Period: time.Second, Burst: 10}, RetryAfter: 100 * time.Millisecond, ResetAfter: time.Second, Rule: "db"}
+	if d != want {
+		t.Fatalf("decision %+v, want %+v", d, want)
+	}
+	if !a.AllowN(at(100), 1) || a.AllowN(at(100), 1) {
+		t.Fatal("not one event per 100ms")
+	}
+	// Up to 20/s at 100ms: nothing available then, and still nothing:
+	// the rise grants no capacity; one event per 50ms from then on.
+	a.FeedbackAt(at(100), Succeeded, 0)
+	if a.Rate() != 20 || a.AllowN(at(100), 1) || a.AllowN(at(149), 1) || !a.AllowN(at(150), 1) {
+		t.Fatal("rise to 20/s")
+	}
+	// Full again at 1150ms: 20 available; down to 10/s keeps 10 (the new
+	// burst), not 20.
+	a.FeedbackAt(at(1150), Dropped, 0)
+	if a.Rate() != 10 || !a.AllowN(at(1150), 10) || a.AllowN(at(1150), 1) {
+		t.Fatal("fall to 10/s")
+	}
+	if a.AllowN(at(1150), -1) || !a.AllowN(at(1150), 0) || a.AllowN(at(5000), 11) {
+		t.Fatal("n < 0, n = 0 or n > burst")
+	}
+	if d := a.DecideN(at(1150), -1); d.Allowed || d.RetryAfter != admit.InfDuration {
+		t.Fatalf("n=-1: %+v", d)
+	}
+	if d := a.DecideN(at(1150), 0); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("n=0: %+v", d)
+	}
+
+	// A fixed burst stays as the rate moves.
+	b := mustAIMD(t, 1, 100, WithInitial(50), WithBurst(5))
+	if !b.AllowN(t0, 5) || b.AllowN(t0, 1) || b.Limit().Burst != 5 {
+		t.Fatal("burst 5")
+	}
+	b.FeedbackAt(t0, Dropped, 0)
+	if b.Limit() != (admit.Limit{Rate: 25, Period: time.Second, Burst: 5}) {
+		t.Fatalf("limit %+v", b.Limit())
+	}
+	// A longer period gives a finer rate: 30/min is one per 2s.
+	c := mustAIMD(t, 30, 600, WithPeriod(time.Minute), WithBurst(1))
+	if !c.AllowN(t0, 1) || c.AllowN(at(1999), 1) || !c.AllowN(at(2000), 1) {
+		t.Fatal("30/min")
+	}
+}
+
+func TestAIMDIntervals(t *testing.T) {
+	a := mustAIMD(t, 1, 100, WithInitial(50), WithIncreaseInterval(time.Second), WithDecreaseInterval(500*time.Millisecond))
+	a.FeedbackAt(at(0), Succeeded, 0) // the first change is free
+	a.FeedbackAt(at(999), Succeeded, 0)
+	if a.Rate() != 51 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(1000), Succeeded, 0)
+	if a.Rate() != 52 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(1100), Dropped, 0) // the first cut is free, whatever the increases
+	if a.Rate() != 26 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(1500), Dropped, 0) // within 500ms of the cut
+	if a.Rate() != 26 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(1600), Dropped, 0)
+	if a.Rate() != 13 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(2599), Succeeded, 0) // within 1s of the cut
+	if a.Rate() != 13 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(at(2600), Succeeded, 0)
+	if a.Rate() != 14 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	// An instant before the last change changes nothing.
+	a.FeedbackAt(at(0), Dropped, 0)
+	a.FeedbackAt(at(0), Succeeded, 0)
+	if a.Rate() != 14 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+}
+
+func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
+	a := mustAIMD(t, 1, 100, WithInitial(2), WithIncreaseOnlyWhenLimited())
+	a.FeedbackAt(t0, Succeeded, 0)
+	if a.Rate() != 2 {
+		t.Fatal("grew without being limited")
+	}
+	a.AllowN(t0, 2)
+	a.AllowN(t0, 1) // refused: the rate is what holds the traffic back
+	a.FeedbackAt(t0, Succeeded, 0)
+	a.FeedbackAt(t0, Succeeded, 0) // needs another refusal
+	if a.Rate() != 3 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	if d := a.DecideN(t0, 1); d.Allowed {
+		t.Fatal("allowed")
+	}
+	a.FeedbackAt(t0, Succeeded, 0)
+	if a.Rate() != 4 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	// A wait counts as being limited too.
+	clk := admittest.NewManualClock(t0)
+	b := mustAIMD(t, 1, 100, WithInitial(1), WithIncreaseOnlyWhenLimited(), WithClock(clk))
+	b.Allow()
+	done := make(chan error)
+	go func() { done <- b.Wait(context.Background()) }()
+	clk.BlockUntilTimers(context.Background(), 1)
+	clk.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b.Feedback(Succeeded)
+	if b.Rate() != 2 {
+		t.Fatalf("rate %d", b.Rate())
+	}
+}
+
+func TestAIMDLatencyThreshold(t *testing.T) {
+	a := mustAIMD(t, 1, 100, WithInitial(40), WithLatencyThreshold(200*time.Millisecond))
+	a.FeedbackAt(t0, Succeeded, 200*time.Millisecond)
+	if a.Rate() != 41 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(t0, Succeeded, 201*time.Millisecond) // too slow: a failure
+	if a.Rate() != 20 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+	a.FeedbackAt(t0, Succeeded, -time.Second) // unknown
+	if a.Rate() != 21 {
+		t.Fatalf("rate %d", a.Rate())
+	}
+}
+
+func TestAIMDWait(t *testing.T) {
+	checkGoroutines(t)
+	clk := admittest.NewManualClock(t0)
+	a := mustAIMD(t, 1, 10, WithInitial(1), WithClock(clk))
+	ctx := context.Background()
+	if err := a.Wait(ctx); err != nil { // available at once
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Wait(ctx) }()
+	clk.BlockUntilTimers(ctx, 1)
+	clk.Advance(999 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned early: %v", err)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled wait gives its event back.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { done <- a.Wait(cctx) }()
+	clk.BlockUntilTimers(ctx, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if !a.Allow() || a.Allow() {
+		t.Fatal("the cancelled wait kept its event")
+	}
+	// Errors.
+	if err := a.WaitN(ctx, -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Fatal(err)
+	}
+	if err := a.WaitN(ctx, 2); !errors.Is(err, admit.ErrExceedsBurst) {
+		t.Fatal(err)
+	}
+	if err := a.WaitN(cctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	// A wait that would end after the deadline is refused at once (the
+	// deadline is real time: the clock reads it here).
+	rclk := admittest.NewManualClock(time.Now())
+	b := mustAIMD(t, 1, 10, WithInitial(1), WithClock(rclk))
+	b.Allow()
+	dctx, dcancel := context.WithDeadline(ctx, rclk.Now().Add(500*time.Millisecond))
+	defer dcancel()
+	if err := b.Wait(dctx); !errors.Is(err, admit.ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	if err := a.WaitN(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failingServer is a backend that serves capacity requests per second
+// (a token bucket of burst capacity/10) and fails the rest.
+type failingServer struct {
+	lim *admit.GCRA
+}
+
+func newFailingServer(t testing.TB, capacity int64) *failingServer {
+	lim, err := admit.NewGCRA(admit.PerSecond(capacity).WithBurst(max(capacity/10, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &failingServer{lim}
+}
+
+// TestAIMDFindsCapacity drives an AIMD with unlimited demand against a
+// backend that fails requests beyond its capacity C: the rate climbs by
+// the step, halves on failures, never leaves its bounds, and the backend
+// serves a good share of its capacity.
+func TestAIMDFindsCapacity(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []AIMDOption
+	}{
+		{"per success", nil},
+		{"per 10ms", []AIMDOption{WithIncreaseInterval(10 * time.Millisecond), WithStep(2)}},
+		{"per 10ms, cut once per 50ms", []AIMDOption{WithIncreaseInterval(10 * time.Millisecond), WithStep(2), WithDecreaseInterval(50 * time.Millisecond)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const C = 500
+			srv := newFailingServer(t, C)
+			a := mustAIMD(t, 20, 2000, c.opts...)
+			var served, failed int
+			var rateSum float64
+			prev := a.Rate()
+			const ms = 10000
+			for i := range ms {
+				now := at(float64(i))
+				for a.AllowN(now, 1) {
+					ok := srv.lim.AllowN(now, 1)
+					if ok {
+						served++
+						a.FeedbackAt(now, Succeeded, 0)
+					} else {
+						failed++
+						a.FeedbackAt(now, Dropped, 0)
+					}
+					r := a.Rate()
+					if r < 20 || r > 2000 {
+						t.Fatalf("rate %d left its bounds", r)
+					}
+					if ok && r != prev && r != prev+1 && !(c.opts != nil && r == prev+2) {
+						t.Fatalf("success moved the rate from %d to %d", prev, r)
+					}
+					if !ok && r != prev && r != max(prev/2, 20) {
+						t.Fatalf("failure moved the rate from %d to %d", prev, r)
+					}
+					prev = r
+				}
+				rateSum += float64(a.Rate())
+			}
+			thr := float64(served) / (ms / 1000)
+			t.Logf("served %.0f/s of %d, failed %d, mean rate %.0f/s", thr, C, failed, rateSum/ms)
+			if thr < 0.5*C || thr > 1.05*C {
+				t.Errorf("served %.0f/s, capacity %d/s", thr, C)
+			}
+			if mean := rateSum / ms; mean < 0.4*C || mean > 2*C {
+				t.Errorf("mean rate %.0f/s, capacity %d/s", mean, C)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package adaptive
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/compose"
+)
+
+// BenchmarkAIMD measures the hot paths of an AIMD: a decision on the
+// system clock and at an explicit instant, the feedback of a success (a
+// rate change, with its rebase), and decisions from many goroutines.
+func BenchmarkAIMD(b *testing.B) {
+	newAIMD := func(b *testing.B) *AIMD {
+		a, err := NewAIMD(1, 1e9, WithInitial(1e9))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return a
+	}
+	b.Run("Allow", func(b *testing.B) {
+		a := newAIMD(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			a.Allow()
+		}
+	})
+	b.Run("AllowN", func(b *testing.B) {
+		a := newAIMD(b)
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			a.AllowN(now, 1)
+		}
+	})
+	b.Run("Feedback", func(b *testing.B) {
+		a, err := NewAIMD(1, 1e15, WithBurst(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			a.FeedbackAt(now, Succeeded, 0) // the rate changes every time
+		}
+	})
+	b.Run("Layer", func(b *testing.B) {
+		var l compose.Limiter = newAIMD(b).Layer()
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			l.Allow(ctx, "key", 1)
+		}
+	})
+	b.Run("Allow/parallel", func(b *testing.B) {
+		a := newAIMD(b)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				a.Allow()
+			}
+		})
+	})
+}
+
+// BenchmarkGradient measures a Gradient's hot path: a slot taken and given
+// back with a sample, directly, through its compose layer (whose Releaser
+// is the Token, boxed: one allocation), and from many goroutines.
+func BenchmarkGradient(b *testing.B) {
+	newGradient := func(b *testing.B) *Gradient {
+		g, err := NewGradient(1000, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return g
+	}
+	b.Run("TryAcquire+Release", func(b *testing.B) {
+		g := newGradient(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			tok, _ := g.TryAcquire()
+			tok.Release()
+		}
+	})
+	b.Run("TryAcquireN+DoneAt", func(b *testing.B) {
+		g := newGradient(b)
+		now := time.Now()
+		end := now.Add(time.Millisecond)
+		b.ReportAllocs()
+		for b.Loop() {
+			tok, _, _ := g.TryAcquireN(now, 1)
+			tok.DoneAt(end, Succeeded)
+		}
+	})
+	b.Run("Layer", func(b *testing.B) {
+		var s compose.Slots = newGradient(b).Layer()
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			r, _, _ := s.TryAcquire(ctx, "key", 1)
+			r.Release()
+		}
+	})
+	b.Run("TryAcquire+Release/parallel", func(b *testing.B) {
+		g := newGradient(b)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if tok, ok := g.TryAcquire(); ok {
+					tok.Release()
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,34 @@
+package adaptive
+
+import (
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/admittest"
+)
+
+var t0 = admittest.Epoch
+
+// at returns the instant ms milliseconds after t0.
+func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// checkGoroutines fails t if more goroutines run at its end than at its
+// start (after letting exiting ones finish).
+func checkGoroutines(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		for range 100 {
+			if runtime.NumGoroutine() <= before {
+				return
+			}
+			runtime.Gosched()
+			time.Sleep(time.Millisecond)
+		}
+		t.Errorf("goroutines: %d at start, %d at end", before, runtime.NumGoroutine())
+	})
+}
