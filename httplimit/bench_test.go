@@ -206,3 +206,40 @@ func (s *benchSlots) TryAcquire(_ context.Context, _ string, n int64) (compose.R
 	d.Allowed, d.Remaining = true, s.max-s.used
 	return s.rel, d, nil
 }
+
+// BenchmarkKeys measures the key functions alone.
+func BenchmarkKeys(b *testing.B) {
+	fwd, err := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")), WithProxyHeader(Forwarded))
+	if err != nil {
+		b.Fatal(err)
+	}
+	xff, err := NewClientIP(WithTrustedHops(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := benchRequest()
+	r.RemoteAddr = "10.0.0.2:5"
+	r.Header.Set("Forwarded", `for=198.51.100.7, for="[2001:db8:cafe::17]:4711";proto=https, for=10.0.0.9`)
+	r.Header.Set("X-Forwarded-For", "198.51.100.7, 192.0.2.1, 10.0.0.9")
+	r.Header.Set("Authorization", "Bearer 0123456789abcdef")
+	for _, k := range []struct {
+		name string
+		key  KeyFunc
+	}{
+		{"RemoteIP", RemoteIP},
+		{"XForwardedForHops", xff.Key},
+		{"ForwardedIPv6", fwd.Key},
+		{"APIKey", APIKey()},
+		{"HashedAPIKey", Hashed(APIKey())},
+		{"Join", Join(xff.Key, Method())},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := k.key(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

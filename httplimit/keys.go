@@ -266,7 +266,8 @@ func Hashed(k KeyFunc) KeyFunc {
 			return "", err
 		}
 		sum := sha256.Sum256([]byte(s))
-		return hex.EncodeToString(sum[:16]), nil
+		var buf [32]byte
+		return string(hex.AppendEncode(buf[:0], sum[:16])), nil
 	}
 }
 

@@ -95,6 +95,14 @@ func TestKeyFuncs(t *testing.T) {
 	}
 }
 
+func TestHashedAllocs(t *testing.T) {
+	k := Hashed(Header("X-User"))
+	r := request("/", "X-User", "alice")
+	if n := testing.AllocsPerRun(100, func() { _, _ = k(r) }); n > 1 {
+		t.Errorf("Hashed: %v allocations per key, want 1", n)
+	}
+}
+
 func TestRoute(t *testing.T) {
 	mux := http.NewServeMux()
 	var got []string
