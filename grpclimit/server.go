@@ -78,7 +78,9 @@ type Server struct {
 // WithMethod gives its method) under the key found by key. lim may be nil
 // if WithMethod gives limiters: calls to other methods are then not
 // limited. lim is typically a keyed.Limiter, a redisstore.Limiter, or
-// either wrapped in a compose.Guard.
+// either wrapped in a compose.Guard; a compose.Chain of rate layers works
+// too, but a chain with concurrency (Slots) layers needs somewhere to hold
+// its slots: use NewServerDecider with the chain's AllowKeys.
 //
 // NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
 // an invalid key, ErrInvalidMethod for a bad pattern, and ErrInvalidOption
