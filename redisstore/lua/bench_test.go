@@ -35,7 +35,9 @@ func serverUsec(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 // TIME, at 1e6/s (nearly every request admitted; the sliding log at 100/s),
 // on the fast paths and on the general path: ns/op is the round trip,
 // server-µs/call what Redis spent in the script (INFO commandstats). The
-// server is private to the benchmark, so its statistics count nothing else.
+// "refund" cases give one event back per call (the refund mode, on the
+// general path) to a key that owes a second's worth. The server is
+// private to the benchmark, so its statistics count nothing else.
 func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.NewStandalone(b)
@@ -62,19 +64,22 @@ func BenchmarkDecide(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
-		name string
-		code string
-		keys int
-		p    *algo.Params
+		name   string
+		code   string
+		keys   int
+		p      *algo.Params
+		refund bool
 	}{
-		{"gcra/1key", lua.CodeGCRA, 1, &p},
-		{"gcra/10keys", lua.CodeGCRA, 10, &p},
-		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac},
-		{"gcra/general", lua.CodeGCRA, 1, &long},
-		{"tb/1key", lua.CodeTokenBucket, 1, &p},
-		{"fw/1key", lua.CodeFixedWindow, 1, &p},
-		{"sw/1key", lua.CodeSlidingWindow, 1, &p},
-		{"sl/1key-burst100", lua.CodeSlidingLog, 1, &small},
+		{"gcra/1key", lua.CodeGCRA, 1, &p, false},
+		{"gcra/10keys", lua.CodeGCRA, 10, &p, false},
+		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac, false},
+		{"gcra/general", lua.CodeGCRA, 1, &long, false},
+		{"tb/1key", lua.CodeTokenBucket, 1, &p, false},
+		{"fw/1key", lua.CodeFixedWindow, 1, &p, false},
+		{"sw/1key", lua.CodeSlidingWindow, 1, &p, false},
+		{"sl/1key-burst100", lua.CodeSlidingLog, 1, &small, false},
+		{"gcra/refund", lua.CodeGCRA, 1, &p, true},
+		{"fw/refund", lua.CodeFixedWindow, 1, &p, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			keys := make([]string, c.keys)
@@ -86,6 +91,16 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			args := a.Append(nil, lua.Independent, lua.RedisTime, "0")
 			rdb.Del(ctx, keys...)
+			if c.refund {
+				// A second's worth of events admitted, given back one
+				// per call.
+				var fill lua.Args
+				fill.Add(l, c.p.Burst)
+				if err := script.EvalSha(ctx, rdb, keys, fill.Append(nil, lua.Independent, lua.RedisTime, "0")...).Err(); err != nil {
+					b.Fatal(err)
+				}
+				args = a.Append(nil, lua.Refund, lua.RedisTime, "0")
+			}
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}

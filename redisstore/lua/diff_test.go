@@ -600,8 +600,9 @@ func TestFastPathEdges(t *testing.T) {
 			}
 			add(lua.CodeGCRA, nil)
 			add(lua.CodeLeakyBucket, nil)
-			for j, dt := range []int64{0, 0, 0, 0, 1e7, 4e15} { // every n at now
-				call := callSpec{now: min(now+dt, algo.MaxTime)}
+			// Every n at now, then refunds of every n (the undo fast paths).
+			for j, dt := range []int64{0, 0, 0, 0, 1e7, 4e15, 0, 1, 4e15} {
+				call := callSpec{now: min(now+dt, algo.MaxTime), refund: j >= 6}
 				for i, k := range tl.keys {
 					code := k.code
 					if code == lua.CodeTokenBucket && i%2 == 0 {
@@ -649,8 +650,8 @@ func TestFixedFastEdges(t *testing.T) {
 							init: algo.FixedWindow{Win: win, Count: count}})
 					}
 				}
-				for _, dt := range []int64{0, 1, w - 1} {
-					call := callSpec{now: min(now+dt, algo.MaxTime)}
+				for j, dt := range []int64{0, 1, w - 1, 0, 1, w} { // then refunds
+					call := callSpec{now: min(now+dt, algo.MaxTime), refund: j >= 3}
 					for i := range tl.keys {
 						n := []int64{0, 1, p.Burst, p.Burst + 1, 2}[(i+int(dt%5))%5]
 						call.ops = append(call.ops, opSpec{key: i, code: lua.CodeFixedWindow, p: p, n: n})

@@ -86,6 +86,36 @@ local function gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
   return nowHi + (l - l7) / 1e7, l7, f, true, rem, 0, ceilDiv(need, td)
 end
 
+-- gcraUndoFast is GCRAUndo (gcra.lua) specialized like gcraStepFast: it
+-- gives n events back at now from the state hi, lo, frac (debts below 4e15
+-- units) and returns the new state's hi, lo, frac (the same values if
+-- unchanged), or nil outside its case. The TAT moves back by n×Tn units,
+-- to now at the earliest; the bound on what is left (below farFuture)
+-- always holds here.
+local function gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+  local d0 = 0
+  if hi > nowHi or (hi == nowHi and (lo > nowLo or (lo == nowLo and frac > 0))) then
+    if hi - nowHi >= 4e8 then return nil end
+    d0 = ((hi - nowHi) * 1e7 + (lo - nowLo)) * td + frac
+    if d0 >= 4e15 then return nil end
+  end
+  if n == 0 or d0 == 0 then
+    return hi, lo, frac
+  end
+  -- n×Tn is exact below 2^53, and a double of at least 4e15 (> d0)
+  -- otherwise.
+  local refund = n * tn
+  if refund >= d0 then
+    return nowHi, nowLo, 0
+  end
+  -- gcraAt(now, d0 - refund).
+  local rest = d0 - refund
+  local f = fmod(rest, td)
+  local l = nowLo + (rest - f) / td
+  local l7 = fmod(l, 1e7)
+  return nowHi + (l - l7) / 1e7, l7, f
+end
+
 -- gcraFast is gcraStepFast on a stored form v (false: missing): it returns
 -- the new stored form (v itself if unchanged), allowed, remaining,
 -- retryAfter and resetAfter, or nil.
@@ -149,6 +179,38 @@ local function bucketFast(v, nowHi, nowLo, n, burst, tn, td, capN)
   return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, ceilDiv(need, td) + gap
 end
 
+-- bucketUndoFast is BucketUndo (bucket.lua) specialized like bucketFast,
+-- on a stored form v (false: missing): GCRAUndo on the level at t =
+-- max(now, Last), which is max(Level - (t-Last)×Td, 0) units. It returns
+-- the new stored form (v itself if unchanged), or nil outside
+-- bucketFast's case.
+local function bucketUndoFast(v, nowHi, nowLo, n, tn, td)
+  if not v or n == 0 then return v end
+  local _, e, c = sfind(v, '^b%d+():%d+$')
+  if e == nil or c < 10 or c > 21 or e - c > 16 then return nil end
+  local hi, lo, level = tonumber(ssub(v, 2, c - 8)), tonumber(ssub(v, c - 7, c - 1)), tonumber(ssub(v, c + 1))
+  if level >= 4e15 or hi > 461168601842 or (hi == 461168601842 and lo > 7387904) then return nil end
+  local tHi, tLo, elapsed = nowHi, nowLo, 0
+  if hi > nowHi or (hi == nowHi and lo > nowLo) then
+    if hi - nowHi >= 4e8 then return nil end
+    tHi, tLo = hi, lo
+  elseif nowHi - hi >= 9e8 then
+    return v -- drained long ago: no debt
+  else
+    elapsed = (nowHi - hi) * 1e7 + (nowLo - lo)
+  end
+  local drained = elapsed * td -- exact when below level (< 4e15)
+  if level <= drained then
+    return v -- no debt at t: unchanged
+  end
+  local d0 = level - drained
+  local refund = n * tn -- as in gcraUndoFast
+  if refund >= d0 then
+    return sfmt('b%d%07d:0', tHi, tLo)
+  end
+  return sfmt('b%d%07d:%d', tHi, tLo, d0 - refund)
+end
+
 -- windowFast is windowOf (window.lua) for Td = 1 and a window W = capN in
 -- [1e6, 4e15): the index k and the elapsed time e of now = hi×1e7 + lo,
 -- now = k×W + e. The quotient of the doubles is within 1 of k (k < 5e12);
@@ -201,6 +263,27 @@ local function fixedFast(v, nowHi, nowLo, n, burst, capN)
   if count < burst then rem = burst - count end
   if count > 0 then reset = untilNext end
   return v, ok, rem, retry, reset
+end
+
+-- fixedUndoFast is FixedWindowUndo (fixedwindow.lua) specialized like
+-- fixedFast, on a stored form v (false: missing): the count of the
+-- state's window goes down by n, to 0 at least, unless now is in a later
+-- window. It returns the new stored form (v itself if unchanged), or nil
+-- outside fixedFast's case.
+local function fixedUndoFast(v, nowHi, nowLo, n, capN)
+  if capN < 1e6 then return nil end
+  if not v or n == 0 then return v end
+  local k = windowFast(nowHi, nowLo, capN)
+  local _, en, c = sfind(v, '^f%d+():%d+$')
+  if en == nil or c > 17 or en - c > 15 then return nil end
+  local win, count = tonumber(ssub(v, 2, c - 1)), tonumber(ssub(v, c + 1))
+  if k > win or count == 0 then
+    return v
+  end
+  if n >= count then
+    return sfmt('f%d:0', win)
+  end
+  return sfmt('f%d:%d', win, count - n)
 end
 
 -- slidingFast is SlidingWindowStep with untilUnits and slidingRetry

@@ -145,9 +145,15 @@ local function run()
       end
       do
         -- The fast paths, for small values (see fast.lua); the window
-        -- algorithms' need Td = 1.
+        -- algorithms' need Td = 1. A refund gives the events back (the
+        -- undo fast paths of GCRA, the buckets and the fixed window; the
+        -- others take the general path) and replies a peek's result.
         local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
-        if n and burst and nowHi >= 1 and not refund then -- (set.burst is there only for limits checked above)
+        if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
+          local m = n -- the step's n
+          if refund then
+            m = 0
+          end
           if tag == 'g' then
             -- A key met again in this call keeps its state decoded, and
             -- is encoded once, when written (ent.stale).
@@ -155,8 +161,13 @@ local function run()
               ent.hi, ent.lo, ent.frac = gcraDecodeFast(ent.v)
             end
             if ent.hi ~= nil then
-              local hi, lo, frac
-              hi, lo, frac, ok, rem, retry, reset = gcraStepFast(ent.hi, ent.lo, ent.frac, nowHi, nowLo, n, burst, tn, td, capN)
+              local hi, lo, frac = ent.hi, ent.lo, ent.frac
+              if refund then
+                hi, lo, frac = gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+              end
+              if hi ~= nil then
+                hi, lo, frac, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, m, burst, tn, td, capN)
+              end
               if hi ~= nil then
                 v2 = ent.v
                 if hi ~= ent.hi or lo ~= ent.lo or frac ~= ent.frac then
@@ -166,11 +177,25 @@ local function run()
               end
             end
           elseif tag == 'b' then
-            v2, ok, rem, retry, reset = bucketFast(ent.v, nowHi, nowLo, n, burst, tn, td, capN)
+            local v = ent.v
+            if refund then
+              v = bucketUndoFast(v, nowHi, nowLo, n, tn, td)
+            end
+            if v ~= nil then
+              v2, ok, rem, retry, reset = bucketFast(v, nowHi, nowLo, m, burst, tn, td, capN)
+            end
           elseif td ~= 1 then
             -- the general path
           elseif tag == 'f' then
-            v2, ok, rem, retry, reset = fixedFast(ent.v, nowHi, nowLo, n, burst, capN)
+            local v = ent.v
+            if refund then
+              v = fixedUndoFast(v, nowHi, nowLo, n, capN)
+            end
+            if v ~= nil then
+              v2, ok, rem, retry, reset = fixedFast(v, nowHi, nowLo, m, burst, capN)
+            end
+          elseif refund then
+            -- the general path
           elseif tag == 's' then
             v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN)
           else
