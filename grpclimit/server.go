@@ -240,7 +240,9 @@ func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) 
 		st, md := refusal(d, d.Rule, &s.cache)
 		return md, st.Err()
 	}
-	if s.headers && d.Limit.Rate != admit.Inf {
+	if s.headers && d.Limit.Rate > 0 && d.Limit.Rate != admit.Inf {
+		// (A decision without a limit, or with an unlimited one, has no
+		// figures to send.)
 		p := s.cache.parts(d, d.Rule)
 		md := make(metadata.MD, 2)
 		md[RateLimitMD] = []string{p.name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)}

@@ -607,3 +607,21 @@ func TestConstructorErrors(t *testing.T) {
 		t.Errorf("valid options: %v", err)
 	}
 }
+
+func TestHeadersWithoutLimit(t *testing.T) {
+	// A decision that names no limit has no figures to send.
+	s, err := NewServerDecider(DeciderFunc(func(context.Context, string, *compose.Held) (admit.Decision, error) {
+		return admit.Decision{Allowed: true}, nil
+	}), WithHeaders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeStream{}
+	ctx := grpc.NewContextWithServerTransportStream(context.Background(), fs)
+	if _, err := s.UnaryServerInterceptor()(ctx, nil, benchInfo, benchHandler); err != nil {
+		t.Fatal(err)
+	}
+	if fs.header != nil || fs.trailer != nil {
+		t.Errorf("header %v, trailer %v", fs.header, fs.trailer)
+	}
+}

@@ -201,7 +201,7 @@ func (t *Transport) plan(ctx context.Context, key string, minWait time.Duration)
 	}
 	h, err := t.hosts.get(key, t.perHost, now, ns)
 	if err != nil {
-		return grant{}, fmt.Errorf("transport: %s: %w", key, err)
+		return grant{}, fmt.Errorf("%w: %s", err, key)
 	}
 	var pause time.Duration
 	if h != nil {
@@ -323,6 +323,10 @@ func (t *Transport) observe(key string, resp *http.Response) {
 func (t *Transport) backoffFor(k int) time.Duration {
 	b := t.backoff
 	for i := 1; i < k && b < t.maxBackoff; i++ {
+		if b > t.maxBackoff/2 {
+			b = t.maxBackoff
+			break
+		}
 		b *= 2
 	}
 	b = min(b, t.maxBackoff)

@@ -499,3 +499,35 @@ func TestHostKey(t *testing.T) {
 		}
 	}
 }
+
+func TestBackoff(t *testing.T) {
+	tr, err := New(nopRT{}, WithBackoff(100*time.Millisecond, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		k        int
+		rnd      float64
+		min, max time.Duration
+	}{
+		{1, 0, 50 * time.Millisecond, 50 * time.Millisecond},
+		{1, 0.999, 50 * time.Millisecond, 100 * time.Millisecond},
+		{2, 0, 100 * time.Millisecond, 100 * time.Millisecond},
+		{4, 0.5, 600 * time.Millisecond, 600 * time.Millisecond},
+		{5, 0, 500 * time.Millisecond, 500 * time.Millisecond},
+		{1000, 0.999, 500 * time.Millisecond, time.Second},
+	} {
+		tr.random = func() float64 { return tc.rnd }
+		if got := tr.backoffFor(tc.k); got < tc.min || got > tc.max {
+			t.Errorf("retry %d, random %v: %v, want [%v, %v]", tc.k, tc.rnd, got, tc.min, tc.max)
+		}
+	}
+	// A cap near the largest duration does not overflow.
+	huge, _ := New(nopRT{}, WithBackoff(time.Second, admit.InfDuration))
+	huge.random = func() float64 { return 0 }
+	for k := 1; k < 100; k++ {
+		if got := huge.backoffFor(k); got <= 0 {
+			t.Fatalf("retry %d: %v", k, got)
+		}
+	}
+}
