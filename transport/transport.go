@@ -175,6 +175,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// CloseIdleConnections closes the idle connections of the base
+// RoundTripper, if it has a CloseIdleConnections method (as
+// *http.Transport does); http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // grant is a planned wait: reservations, and when the request may go.
 type grant struct {
 	now   time.Time // when it was planned

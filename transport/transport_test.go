@@ -531,3 +531,24 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+type idleCloser struct {
+	nopRT
+	closed int
+}
+
+func (c *idleCloser) CloseIdleConnections() { c.closed++ }
+
+func TestCloseIdleConnections(t *testing.T) {
+	base := &idleCloser{}
+	tr, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&http.Client{Transport: tr}).CloseIdleConnections()
+	if base.closed != 1 {
+		t.Errorf("base closed its idle connections %d times", base.closed)
+	}
+	tr, _ = New(nopRT{}) // a base without the method
+	tr.CloseIdleConnections()
+}
