@@ -105,9 +105,11 @@ func NewServer(lim compose.Limiter, key Key, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// NewServerDecider returns a Server deciding each call with d. It fails
-// with ErrNilLimiter for a nil d, ErrInvalidOption if WithMethod is given
-// (d routes calls itself), and as NewServer for other options.
+// NewServerDecider returns a Server deciding each call with d. The Held
+// given to d.Decide belongs to the call until it ends and is reused
+// after: d must not keep it. NewServerDecider fails with ErrNilLimiter for
+// a nil d, ErrInvalidOption if WithMethod is given (d routes calls
+// itself), and as NewServer for other options.
 func NewServerDecider(d Decider, opts ...Option) (*Server, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: NewServerDecider(nil)", ErrNilLimiter)
