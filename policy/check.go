@@ -15,7 +15,7 @@ import (
 )
 
 // Entry is one entry of a descriptor: a key ("remote_address", "tenant",
-// "route") and its value for the request.
+// "route") and its value for the request. Both are arbitrary strings.
 type Entry struct {
 	Key   string
 	Value string
@@ -23,7 +23,8 @@ type Entry struct {
 
 // Descriptor is one descriptor of a request, as in Envoy's rate-limit
 // service: an ordered list of entries, which rules match (see Rule), with
-// optional per-descriptor cost and limit.
+// optional per-descriptor cost and limit. The zero Descriptor has no
+// entries, which Check refuses.
 type Descriptor struct {
 	// Entries are the descriptor's entries, outermost first. At least
 	// one.
@@ -44,7 +45,8 @@ type Descriptor struct {
 }
 
 // Request is what Check decides: a request of the named domain carrying
-// descriptors, costing Hits events for each.
+// descriptors, costing Hits events for each. Check only reads it. The
+// zero Request has no descriptors and is admitted.
 type Request struct {
 	// Domain names the policy's domain whose rules apply. A domain the
 	// policy does not have matches nothing (see HasDomain).
@@ -82,14 +84,16 @@ func (c Code) String() string {
 
 // Status is the outcome of one descriptor of a request: what an Envoy
 // descriptor status reports (code, current limit, remaining, duration until
-// reset), and which rule decided and why.
+// reset), and which rule decided and why. The zero Status (CodeUnknown)
+// is never reported.
 type Status struct {
 	// Code is CodeOverLimit if one of the descriptor's limits refused the
 	// request (and the rule is not in shadow mode), else CodeOK.
 	Code Code
 
-	// Rule names the rule the descriptor matched ("" if none), Tier the
-	// tier of a tier table's rule.
+	// Rule names the rule the descriptor matched ("" if none; for an
+	// inline limit, "<domain>/override/<limit>"), Tier the tier of a tier
+	// table's rule.
 	Rule string
 	Tier string
 
@@ -134,8 +138,10 @@ type Status struct {
 }
 
 // Result is the outcome of a check: one decision for the request, and one
-// status per descriptor. Reuse a Result from call to call: Check reuses
-// the capacity of Statuses.
+// status per descriptor. Reuse a Result from check to check: it keeps the
+// capacity of Statuses and the scratch space of the checks (keys, layers),
+// so that a check into a reused Result allocates nothing. A Result is not
+// safe for concurrent use: keep one per goroutine.
 type Result struct {
 	// Decision is the request's: Allowed iff every limit of every
 	// matched rule not in shadow mode admitted it; its Rule names the
@@ -152,6 +158,8 @@ type Result struct {
 	// those rules.
 	ShadowRefused bool
 	Shadow        admit.Decision
+
+	sc *scratch
 }
 
 // allowAll is the decision of a request no limit applies to.
@@ -214,10 +222,11 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 		out.Decision = allowAll
 		return nil
 	}
-	sc := e.pool.Get().(*scratch)
-	err := e.check(ctx, dom, req, h, out, sc)
-	sc.reset()
-	e.pool.Put(sc)
+	if out.sc == nil {
+		out.sc = new(scratch)
+	}
+	err := e.check(ctx, dom, req, h, out, out.sc)
+	out.sc.reset()
 	return err
 }
 

@@ -117,10 +117,11 @@ func (d *decoder) policy(root *yaml.Node) *Policy {
 		w.list(top["domains"], "domains", false, func(i int, item *yaml.Node, ipath string) {
 			fs := map[string]*yaml.Node{}
 			if w.fields(item, ipath, domainFields, func(key string, vn *yaml.Node, _ string) { fs[key] = vn }) {
+				dom := d.domain(item, fs, ipath)
 				if fs["domain"] == nil {
 					w.fail(w.resolve(item, ipath), ipath, "missing domain")
+					dom.src.markBroken("domain")
 				}
-				dom := d.domain(item, fs, ipath)
 				dom.Shadow = dom.Shadow || shadow
 				p.Domains = append(p.Domains, dom)
 			}
@@ -159,7 +160,10 @@ func (d *decoder) domain(n *yaml.Node, fs map[string]*yaml.Node, path string) *D
 	dom.Override = Override{Algorithm: admit.AlgFixedWindow, Store: d.defaults.store}
 	f := func(k string) string { return keyPath(path, k) }
 	if vn := fs["domain"]; vn != nil {
-		dom.Name, _ = w.nonEmpty(vn, f("domain"))
+		var ok bool
+		if dom.Name, ok = w.nonEmpty(vn, f("domain")); !ok {
+			dom.src.markBroken("domain")
+		}
 		dom.src.set("domain", f("domain"), w.pos(vn))
 	}
 	if vn := fs["description"]; vn != nil {

@@ -31,8 +31,8 @@ import (
 // Checking a request whose rules are kept in memory allocates nothing
 // (but the keys of concurrency caps with a value per key, which the
 // concurrency limiter stores): rules are compiled into a matching tree at
-// NewEngine, keys are built into a pooled buffer, and per-request state
-// lives in pooled scratch space.
+// NewEngine, and keys and per-request state are built in scratch space
+// that the caller's Result keeps from check to check.
 //
 // An Engine is safe for concurrent use. It starts no goroutine; Close
 // marks it closed. The zero Engine is not usable; create one with
@@ -41,7 +41,6 @@ type Engine struct {
 	domains map[string]*cdomain
 	byPrint map[string]*clayer
 	o       options
-	pool    sync.Pool
 	closed  atomic.Bool
 }
 
@@ -122,7 +121,6 @@ func NewEngine(p *Policy, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{domains: map[string]*cdomain{}, byPrint: map[string]*clayer{}, o: o}
-	e.pool.New = func() any { return new(scratch) }
 	var prev map[string]*clayer
 	var prevDomains map[string]*cdomain
 	if old := o.prev; old != nil && old.o.compatible(&e.o) {
@@ -249,6 +247,10 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 		shadow:   r.Shadow,
 		depth:    len(r.Match),
 		replaces: append([]string(nil), r.Replaces...),
+	}
+	if d.envoy && r.Alias == "" {
+		// envoyproxy/ratelimit replaces only limits with a name.
+		cr.alias = ""
 	}
 	cr.constKey = r.Shared
 	if !r.Shared {

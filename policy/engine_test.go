@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -676,5 +677,68 @@ func TestPolicyBuiltInGo(t *testing.T) {
 	}
 	if err == nil || err.Error() != strings.Join(wantErrs, "\n") {
 		t.Errorf("got:\n%v\nwant:\n%s", err, strings.Join(wantErrs, "\n"))
+	}
+}
+
+// TestKeysInjective: the encoding of a descriptor's values never gives
+// two different lists of values the same key.
+func TestKeysInjective(t *testing.T) {
+	atoms := []string{"", "1", ":", "1:", ":1", "a", "10", "0:"}
+	seen := map[string][]string{}
+	var walk func(vals []string)
+	walk = func(vals []string) {
+		var key []byte
+		for _, v := range vals {
+			key = appendValue(key, v)
+		}
+		if prev, dup := seen[string(key)]; dup {
+			t.Fatalf("%q and %q share the key %q", prev, vals, key)
+		}
+		seen[string(key)] = append([]string(nil), vals...)
+		if len(vals) < 3 {
+			for _, a := range atoms {
+				walk(append(vals, a))
+			}
+		}
+	}
+	walk(nil)
+	if len(seen) != 1+8+64+512 {
+		t.Errorf("%d keys", len(seen))
+	}
+}
+
+// observer keeps the keys of the decisions it is told of.
+type observer struct {
+	admit.NopObserver
+	mu   sync.Mutex
+	keys []string
+}
+
+func (o *observer) Decided(ev admit.DecisionEvent) {
+	o.mu.Lock()
+	o.keys = append(o.keys, ev.Key)
+	o.mu.Unlock()
+}
+
+// TestEngineObserver: an observer sees every limiter's decisions, and the
+// keys it keeps stay what they were (they are not the engine's reused
+// buffer).
+func TestEngineObserver(t *testing.T) {
+	obs := &observer{}
+	e, _ := engine(t, `
+domain: api
+rules:
+  - {name: a, match: user, rate: 10/min}
+  - {name: b, match: [tenant, user], quota: 10/day}
+`, WithObserver(obs))
+	var res Result
+	for _, u := range []string{"alice", "bob", "carol"} {
+		if err := e.Check(context.Background(), request("api", desc("user", u), desc("tenant", "t", "user", u)), nil, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "5:alice 1:t5:alice 3:bob 1:t3:bob 5:carol 1:t5:carol"
+	if got := strings.Join(obs.keys, " "); got != want {
+		t.Errorf("keys %q, want %q", got, want)
 	}
 }

@@ -46,6 +46,11 @@ var (
 //     Redis store, as envoyproxy/ratelimit does, and fails open when
 //     Redis fails, as Envoy does by default.
 //
+// One difference: envoyproxy/ratelimit counts a request a descriptor
+// refuses in the other descriptors' windows too (unless
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT is set); the engine never counts
+// a refused request (see Engine.Check), as that setting does.
+//
 // The checks are envoyproxy/ratelimit's (an empty domain or key, a
 // duplicate descriptor, an unknown field or unit, a unit with unlimited,
 // an empty or self-referring replaces), with every error naming its file,
@@ -86,12 +91,14 @@ func (e *envoyDecoder) policy(root *yaml.Node) *Policy {
 		case "domain":
 			hasDomain = true
 			dom.src.set("domain", fpath, w.pos(vn))
-			if s, ok := w.str(vn, fpath); ok {
-				if s == "" {
-					w.fail(vn, fpath, "config file cannot have empty domain")
-				}
-				dom.Name = s
+			s, ok := w.str(vn, fpath)
+			if ok && s == "" {
+				w.fail(vn, fpath, "config file cannot have empty domain")
 			}
+			if !ok || s == "" {
+				dom.src.markBroken("domain")
+			}
+			dom.Name = s
 		case "descriptors":
 			descs = vn
 		}
@@ -101,8 +108,9 @@ func (e *envoyDecoder) policy(root *yaml.Node) *Policy {
 	}
 	if !hasDomain {
 		w.fail(w.resolve(root, ""), "domain", "missing domain")
+		dom.src.markBroken("domain")
 	}
-	if descs != nil && w.resolve(descs, "descriptors").ShortTag() != tagNull {
+	if descs != nil && !w.null(descs, "descriptors") {
 		e.descriptors(dom, descs, "descriptors", nil, dom.Name+".")
 	}
 	return &Policy{Domains: []*Domain{dom}}
@@ -178,7 +186,7 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 			w.fail(w.resolve(item, ipath), ipath, "duplicate descriptor composite key '%s' (first at line %d)", truncate(full), line)
 			return
 		}
-		seen[final] = w.resolve(item, ipath).Line
+		seen[final] = w.line(item, ipath)
 		match := append(append([]Matcher(nil), parent...), m)
 		if len(match) > MaxEntries {
 			w.fail(w.resolve(item, ipath), ipath, "descriptors nested deeper than %d levels", MaxEntries)
@@ -187,7 +195,7 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 		src := &source{path: ipath, pos: w.pos(item)}
 		src.set("match", ipath, w.pos(item))
 		r := &Rule{Name: full, Match: match, Shadow: shadow || quotaMode, Shared: shareThresh, DetailedMetric: detailed, src: src}
-		hasNested := nested != nil && w.resolve(nested, keyPath(ipath, "descriptors")).ShortTag() != tagNull
+		hasNested := nested != nil && !w.null(nested, keyPath(ipath, "descriptors"))
 		switch {
 		case rl != nil:
 			if !e.rateLimit(r, rl, keyPath(ipath, "rate_limit")) {

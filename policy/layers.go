@@ -88,16 +88,39 @@ func (c *clocked) Healthy() bool {
 }
 
 // localSlots adapts a concurrency.Limiter to compose.Slots. Its Releasers
-// are pooled, so a grant allocates nothing.
+// are recycled (a free list, not a sync.Pool, so that the count of
+// allocations is deterministic), so a grant allocates nothing once the
+// list holds as many as are in flight.
 type localSlots struct {
 	c    *concurrency.Limiter
-	pool sync.Pool
+	mu   sync.Mutex
+	free []*permitBox
 }
 
-func newLocalSlots(c *concurrency.Limiter) *localSlots {
-	s := &localSlots{c: c}
-	s.pool.New = func() any { return &permitBox{pool: &s.pool} }
-	return s
+// maxFree bounds the free list of a localSlots.
+const maxFree = 1024
+
+func newLocalSlots(c *concurrency.Limiter) *localSlots { return &localSlots{c: c} }
+
+func (s *localSlots) get() *permitBox {
+	s.mu.Lock()
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		s.mu.Unlock()
+		return b
+	}
+	s.mu.Unlock()
+	return &permitBox{s: s}
+}
+
+func (s *localSlots) put(b *permitBox) {
+	s.mu.Lock()
+	if len(s.free) < maxFree {
+		s.free = append(s.free, b)
+	}
+	s.mu.Unlock()
 }
 
 func (s *localSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
@@ -112,16 +135,16 @@ func (s *localSlots) TryAcquire(ctx context.Context, key string, n int64) (compo
 	if p == (concurrency.Permit{}) {
 		return nil, d, nil
 	}
-	b := s.pool.Get().(*permitBox)
+	b := s.get()
 	b.p = p
 	return b, d, nil
 }
 
 // permitBox holds a Permit for a compose.Held, which releases it once and
-// forgets it; the box then goes back to its pool.
+// forgets it; the box then goes back to its free list.
 type permitBox struct {
-	p    concurrency.Permit
-	pool *sync.Pool
+	p concurrency.Permit
+	s *localSlots
 }
 
 func (b *permitBox) Release() {
@@ -131,14 +154,14 @@ func (b *permitBox) Release() {
 	}
 	b.p = concurrency.Permit{}
 	p.Release()
-	b.pool.Put(b)
+	b.s.put(b)
 }
 
 // redisSlots adapts a redisstore.ConcurrencyLimiter to compose.Slots, with
 // a failure policy applied to each call that fails (there is no breaker
 // for concurrency: each call asks Redis, within the Store's timeout).
 type redisSlots struct {
-	c          *redisstore.ConcurrencyLimiter
+	primary    compose.Slots // the limiter's own adapter (leases released once)
 	policy     FailurePolicy
 	local      *localSlots // Fallback's
 	retryAfter time.Duration
@@ -153,7 +176,7 @@ func newRedisSlots(c *redisstore.ConcurrencyLimiter, label string, f Failure, lo
 		ra = compose.DefaultRetryAfter
 	}
 	return &redisSlots{
-		c:          c,
+		primary:    c.Slots(),
 		policy:     f.Policy,
 		local:      local,
 		retryAfter: ra,
@@ -164,17 +187,9 @@ func newRedisSlots(c *redisstore.ConcurrencyLimiter, label string, f Failure, lo
 }
 
 func (s *redisSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	lease, d, err := s.c.TryAcquire(ctx, key, n)
-	switch {
-	case err == nil:
-		if !d.Allowed || n == 0 {
-			return nil, d, nil
-		}
-		return leaseBox{lease}, d, nil
-	case errors.Is(err, admit.ErrExceedsBurst):
-		return nil, d, nil
-	case ctx.Err() != nil || !compose.IsFailure(err):
-		return nil, d, err
+	rel, d, err := s.primary.TryAcquire(ctx, key, n)
+	if err == nil || ctx.Err() != nil || !compose.IsFailure(err) {
+		return rel, d, err
 	}
 	switch s.policy {
 	case FailOpen:
@@ -185,13 +200,7 @@ func (s *redisSlots) TryAcquire(ctx context.Context, key string, n int64) (compo
 		}
 		return nil, s.closedD, nil
 	}
-	rel, d, err := s.local.TryAcquire(ctx, key, n)
+	rel, d, err = s.local.TryAcquire(ctx, key, n)
 	d.Rule = s.fallback
 	return rel, d, err
 }
-
-// leaseBox releases a Redis lease (bounded by the Store's timeout); if
-// Redis cannot be told, the lease expires.
-type leaseBox struct{ l redisstore.Lease }
-
-func (b leaseBox) Release() { _, _ = b.l.Release(context.Background()) }

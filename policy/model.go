@@ -13,9 +13,11 @@ import (
 // format or envoyproxy/ratelimit's) or build one in Go and check it with
 // Validate. An Engine enforces it.
 //
-// A Policy is a plain value: the loaders return a new one, NewEngine reads
-// it and keeps no reference to its rules' slices, and nothing modifies it,
-// so it may be shared. The zero Policy has no domains and limits nothing.
+// A Policy and the values it holds (Domain, Rule, TierTable...) are plain
+// data: the loaders return new ones, NewEngine and Validate only read them
+// (NewEngine keeps no reference to them), and nothing in this package
+// modifies them, so they may be shared between goroutines once built. The
+// zero Policy has no domains and limits nothing.
 type Policy struct {
 	// Domains are the namespaces of rules; a request names the one it
 	// is checked against. Names are unique.
@@ -23,7 +25,8 @@ type Policy struct {
 }
 
 // Domain is a namespace of rules, as in Envoy: a request is checked
-// against the rules of the domain it names, and only those.
+// against the rules of the domain it names, and only those. The zero
+// Domain has no name, which Validate refuses.
 type Domain struct {
 	// Name is the domain's name, unique in the policy and not empty.
 	Name string
@@ -102,6 +105,8 @@ type Override struct {
 // admit the request; or with a tier table (Tiers), whose tier for the
 // value of the TierKey entry gives those limits; or not at all
 // (Unlimited: the descriptor matches, and nothing limits it).
+//
+// The zero Rule has no name and no match, which Validate refuses.
 type Rule struct {
 	// Name names the rule in decisions (Decision.Rule), statuses and
 	// Redis keys. Unique in the policy, not empty.
@@ -166,7 +171,8 @@ type Rule struct {
 
 // Limits are the limits of a rule or of a tier. Any of Rate, Quota and
 // Concurrency may be set (each is a layer that must admit the request),
-// or Unlimited alone.
+// or Unlimited alone. The zero Limits limits nothing (a rule of
+// envoyproxy/ratelimit's whitelist).
 type Limits struct {
 	// Rate is a rate limit (nil: none), decided by Algorithm.
 	Rate *admit.Limit
@@ -189,7 +195,7 @@ func (l *Limits) empty() bool {
 
 // Quota is a calendar quota: at most Limit events per key per calendar
 // Period (hour, day, week, month, year) in Location, as package quota
-// counts them.
+// counts them. The zero Quota (a Limit of 0) is not valid.
 type Quota struct {
 	// Limit is the events per period, from 1 to 2^53.
 	Limit int64
@@ -204,7 +210,8 @@ type Quota struct {
 
 // Concurrency is a cap on requests in flight per key: at most Max slots
 // at a time, a request taking its cost in slots until it is done (until
-// the compose.Held of its check is released).
+// the compose.Held of its check is released). The zero Concurrency (a Max
+// of 0) is not valid.
 type Concurrency struct {
 	// Max is the slots per key, from 1 to 2^53.
 	Max int64
@@ -242,7 +249,8 @@ func (k MatchKind) String() string {
 }
 
 // Matcher matches one entry of a descriptor: its key must be Key, and its
-// value is accepted as Kind says.
+// value is accepted as Kind says. The zero Matcher (an empty Key) is not
+// valid.
 type Matcher struct {
 	Key   string
 	Kind  MatchKind
@@ -259,7 +267,8 @@ type Exemption struct {
 
 // TierTable maps a descriptor value (a tenant, an API key) to a tier, and
 // each tier to its limits: the free, standard and enterprise plans of a
-// multi-tenant API.
+// multi-tenant API. The zero TierTable has no tiers, which Validate
+// refuses.
 type TierTable struct {
 	// Name names the table (rules refer to it by name in the file).
 	Name string

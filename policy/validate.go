@@ -68,6 +68,7 @@ func validate(p *Policy, errs *errList, tables ...*TierTable) {
 			src = &source{path: fmt.Sprintf("domains[%d]", i)}
 		}
 		switch {
+		case src.isBroken("domain"):
 		case d.Name == "":
 			v.at(src, "domain", "missing domain name")
 		case domains[d.Name] != nil:

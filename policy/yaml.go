@@ -161,6 +161,21 @@ func (w *walker) resolve(n *yaml.Node, path string) *yaml.Node {
 	return n
 }
 
+// null reports whether n (resolved) is null or absent; a node that cannot
+// be resolved counts as null (resolve reported why).
+func (w *walker) null(n *yaml.Node, path string) bool {
+	r := w.resolve(n, path)
+	return r == nil || r.Kind == yaml.ScalarNode && r.ShortTag() == tagNull
+}
+
+// line returns the line of n resolved (0 if it cannot be).
+func (w *walker) line(n *yaml.Node, path string) int {
+	if r := w.resolve(n, path); r != nil {
+		return r.Line
+	}
+	return 0
+}
+
 // enter marks an anchored node as being expanded (for resolve's check of
 // aliases that contain themselves) until the returned function is called.
 func (w *walker) enter(n *yaml.Node) func() {
