@@ -386,11 +386,17 @@ rules:
 	}
 	// Bad constructions.
 	for i, f := range []func() (*HTTP, error){
-		func() (*HTTP, error) { return NewHTTP(nil, "api", HTTPDescriptor{{Key: "a", Value: httplimit.Const("x")}}) },
-		func() (*HTTP, error) { return NewHTTP(e, "nope", HTTPDescriptor{{Key: "a", Value: httplimit.Const("x")}}) },
+		func() (*HTTP, error) {
+			return NewHTTP(nil, "api", HTTPDescriptor{{Key: "a", Value: httplimit.Const("x")}})
+		},
+		func() (*HTTP, error) {
+			return NewHTTP(e, "nope", HTTPDescriptor{{Key: "a", Value: httplimit.Const("x")}})
+		},
 		func() (*HTTP, error) { return NewHTTP(e, "api") },
 		func() (*HTTP, error) { return NewHTTP(e, "api", HTTPDescriptor{}) },
-		func() (*HTTP, error) { return NewHTTP(e, "api", HTTPDescriptor{{Key: "", Value: httplimit.Const("x")}}) },
+		func() (*HTTP, error) {
+			return NewHTTP(e, "api", HTTPDescriptor{{Key: "", Value: httplimit.Const("x")}})
+		},
 		func() (*HTTP, error) { return NewHTTP(e, "api", HTTPDescriptor{{Key: "a"}}) },
 	} {
 		if _, err := f(); !errors.Is(err, ErrInvalidOption) {
