@@ -1,0 +1,140 @@
+package fair
+
+import (
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+)
+
+// BenchmarkRateLanes measures a decision admitted by the lane's own
+// limit, one that borrows (the lane's own limit empty, a lender full),
+// one refused (everything empty), and the compose.Limiter form.
+func BenchmarkRateLanes(b *testing.B) {
+	newLanes := func(b *testing.B, budget admit.Limit) *RateLanes {
+		r, err := NewRateLanes(budget, threeLanes, WithBorrowing(BorrowAny))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r
+	}
+	now := time.Now()
+	b.Run("own", func(b *testing.B) {
+		r := newLanes(b, admit.PerSecond(1e9))
+		b.ReportAllocs()
+		for b.Loop() {
+			r.AllowAt(now, "critical", 1)
+		}
+	})
+	b.Run("borrow", func(b *testing.B) {
+		// critical has a burst of 1 and an emission interval of 2ms; batch
+		// lends its spare at 1e9/s.
+		r, err := NewRateLanes(admit.Limit{Rate: 1e9, Period: time.Second, Burst: 3}, []Lane{{"critical", 1}, {"batch", 1 << 20}}, WithBorrowing(BorrowAny))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t := now
+		r.AllowAt(t, "critical", 1) // its own burst, 1
+		if d, _ := r.AllowAt(t.Add(time.Nanosecond), "critical", 1); !d.Allowed {
+			b.Fatal("not borrowing")
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			t = t.Add(time.Nanosecond)
+			r.AllowAt(t, "critical", 1)
+		}
+	})
+	b.Run("refused", func(b *testing.B) {
+		r := newLanes(b, admit.PerHour(100))
+		for {
+			if d, _ := r.AllowAt(now, "batch", 1); !d.Allowed {
+				break
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			r.AllowAt(now, "batch", 1)
+		}
+	})
+	b.Run("Limiter", func(b *testing.B) {
+		var l compose.Limiter = newLanes(b, admit.PerSecond(1e9))
+		b.ReportAllocs()
+		for b.Loop() {
+			l.Allow(ctx, "default", 1)
+		}
+	})
+}
+
+// BenchmarkSlotLanes measures a slot taken and released, from the lane's
+// own slots and borrowed, and through the compose layer.
+func BenchmarkSlotLanes(b *testing.B) {
+	s, err := NewSlotLanes(1000, threeLanes, WithBorrowing(BorrowAny))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("own", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, _, _ := s.TryAcquire(ctx, "critical", 1)
+			p.Release()
+		}
+	})
+	b.Run("borrow", func(b *testing.B) {
+		// a's own 2 slots are held: each request borrows one of b's.
+		s, err := NewSlotLanes(4, []Lane{{"a", 1}, {"b", 1}}, WithBorrowing(BorrowAny))
+		if err != nil {
+			b.Fatal(err)
+		}
+		own, _, _ := s.TryAcquire(ctx, "a", 2)
+		defer own.Release()
+		b.ReportAllocs()
+		for b.Loop() {
+			p, d, _ := s.TryAcquire(ctx, "a", 1)
+			if !d.Allowed {
+				b.Fatal("refused")
+			}
+			p.Release()
+		}
+	})
+	b.Run("Layer", func(b *testing.B) {
+		l := s.Layer()
+		b.ReportAllocs()
+		for b.Loop() {
+			r, _, _ := l.TryAcquire(ctx, "critical", 1)
+			r.Release()
+		}
+	})
+}
+
+// BenchmarkQueue measures a slot taken and released without waiting, and
+// the contended path: goroutines that wait in the queue for few slots.
+func BenchmarkQueue(b *testing.B) {
+	b.Run("TryAcquire+Release", func(b *testing.B) {
+		q, _ := NewQueue(1000)
+		b.ReportAllocs()
+		for b.Loop() {
+			p, _, _ := q.TryAcquire(ctx, "tenant", 1)
+			p.Release()
+		}
+	})
+	b.Run("Acquire/contended", func(b *testing.B) {
+		q, _ := NewQueue(2, WithMaxWaiters(1<<20))
+		flows := []string{"a", "b", "c", "d"}
+		b.ReportAllocs()
+		b.SetParallelism(4)
+		i := 0
+		b.RunParallel(func(pb *testing.PB) {
+			i++
+			flow := flows[i%len(flows)]
+			for pb.Next() {
+				p, _, err := q.Acquire(ctx, flow, 1)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				p.Release()
+			}
+		})
+	})
+}

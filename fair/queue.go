@@ -1,0 +1,485 @@
+package fair
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+)
+
+// Queue is a concurrency limit of max slots in flight whose waiters are
+// served by weighted fair queueing across flows, rather than first come,
+// first served: when slots are scarce, each flow (a tenant, a client, a
+// key) gets a part of the slots granted in proportion to its weight
+// (WithWeight), however many requests it queues. A flow that floods the
+// queue waits behind its own requests, not in front of everyone else's.
+//
+// # Model
+//
+// A request of n slots is granted at once if n slots are free and nobody
+// waits. Otherwise it waits, tagged as in self-clocked fair queueing: with
+// V the finish tag of the last request granted from the queue (the
+// virtual time) and F_f the finish tag of flow f's last waiting request,
+//
+//	start  = max(V, F_f)
+//	finish = start + n / weight(f)
+//
+// and waiters are served in order of finish tag (ties in arrival order),
+// each as soon as its n slots are free: a waiter that does not fit blocks
+// those behind it, so a large request is never overtaken for ever by small
+// ones. So while two flows both wait, they are granted slots in the ratio
+// of their weights, whatever their numbers of waiters, and a flow that
+// arrives is served within about one request of each other flow. A flow
+// that leaves the queue is forgotten; it comes back with no debt and no
+// credit.
+//
+// The queue holds at most WithMaxWaiters requests. When it is full, a new
+// request whose finish tag is earlier than that of the last waiter (the
+// one that would be served last, usually the tail of the flow that queued
+// most) takes its place, and that waiter is refused; otherwise the new
+// request is refused. So a flooding flow cannot keep the others out of
+// the queue either. A waiter whose context ends leaves the queue at once;
+// the tags of its flow's later waiters move up as if it had never come
+// (but not before the requests granted since).
+//
+// Decisions are admit.Decisions of Kind admit.KindConcurrency: Limit is
+// {Rate: max, Burst: max}, Remaining the free slots after the decision (0
+// while requests wait), RetryAfter 0 (unknown: slots come back when
+// released) or admit.InfDuration for n > max, which can never be admitted
+// (with an error wrapping admit.ErrExceedsBurst).
+//
+// A Queue is safe for concurrent use and starts no goroutine; a waiting
+// caller waits on its own goroutine. The zero Queue is not usable; create
+// one with NewQueue.
+type Queue struct {
+	mu         sync.Mutex
+	max        int64
+	inflight   int64
+	vtime      float64
+	seq        uint64
+	flows      map[string]*flow
+	heap       []*qwaiter
+	maxWaiters int
+	weight     func(string) float64
+	name       string
+	g          grants[int64]
+}
+
+// flow is a flow with requests waiting.
+type flow struct {
+	key        string
+	w          float64
+	head, tail *qwaiter
+	finish     float64 // finish tag of the tail
+}
+
+// qwaiter is a request waiting in a Queue.
+type qwaiter struct {
+	f          *flow
+	n          int64
+	venq       float64 // the virtual time when it came
+	start      float64
+	finish     float64
+	seq        uint64
+	hi         int // index in the heap
+	prev, next *qwaiter
+	ready      chan struct{} // closed when granted or refused
+	permit     Permit
+	granted    bool
+	refused    bool
+}
+
+var _ compose.Slots = QueueLayer{}
+
+// NewQueue returns a Queue of max slots. It fails with an error wrapping
+// admit.ErrInvalidLimit if max <= 0 and ErrInvalidOption for an invalid
+// option.
+func NewQueue(max int64, opts ...QueueOption) (*Queue, error) {
+	c := queueConfig{maxWaiters: DefaultMaxWaiters}
+	for _, o := range opts {
+		if o != nil {
+			o.applyQueue(&c)
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: concurrency limit %d, must be positive", admit.ErrInvalidLimit, max)
+	}
+	return &Queue{max: max, flows: make(map[string]*flow), maxWaiters: c.maxWaiters, weight: c.weight, name: c.name}, nil
+}
+
+// decision describes the queue after a request of n was decided. It
+// requires q.mu.
+func (q *Queue) decision(allowed bool, n int64) admit.Decision {
+	d := admit.Decision{
+		Allowed: allowed,
+		Limit:   admit.Limit{Rate: q.max, Burst: q.max},
+		Rule:    q.name,
+		Kind:    admit.KindConcurrency,
+	}
+	if len(q.heap) == 0 {
+		d.Remaining = q.max - q.inflight
+	}
+	if !allowed && n > q.max {
+		d.RetryAfter = admit.InfDuration
+	}
+	return d
+}
+
+func (q *Queue) check(n int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%w: %d slots requested", admit.ErrInvalidCost, n)
+	case n > q.max:
+		return fmt.Errorf("%w: %d slots requested, the limit is %d", admit.ErrExceedsBurst, n, q.max)
+	}
+	return nil
+}
+
+// TryAcquire takes n slots for flow if they are free and nobody waits; it
+// never waits. If the request is admitted, the Permit holds the slots until
+// its Release; otherwise it is the zero Permit. n = 0 is always admitted
+// and holds nothing. The error is non-nil only for bad input (n < 0:
+// admit.ErrInvalidCost; n > max: admit.ErrExceedsBurst), with a Decision
+// that denies with RetryAfter admit.InfDuration. The context is not
+// consulted.
+func (q *Queue) TryAcquire(ctx context.Context, flow string, n int64) (Permit, admit.Decision, error) {
+	return q.acquire(ctx, flow, n, false)
+}
+
+// Acquire takes n slots for flow, waiting for them if it must: at once if
+// they are free and nobody waits (even if ctx is done), otherwise in the
+// queue, in fair order (see Queue). It returns a Decision that admits
+// with the Permit, or one that refuses, without an error, when the queue
+// is full (WithMaxWaiters) and the request does not displace another, or
+// when a later request displaced it. If ctx ends first it returns ctx's
+// error with a refusing Decision, and gives back slots granted just then.
+// Errors for bad input are those of TryAcquire, and ErrInvalidWeight.
+func (q *Queue) Acquire(ctx context.Context, flow string, n int64) (Permit, admit.Decision, error) {
+	return q.acquire(ctx, flow, n, true)
+}
+
+func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Permit, admit.Decision, error) {
+	if err := q.check(n); err != nil {
+		q.mu.Lock()
+		d := q.decision(false, n)
+		q.mu.Unlock()
+		d.RetryAfter = admit.InfDuration
+		return Permit{}, d, err
+	}
+	w := 1.0
+	if wait && q.weight != nil && n > 0 {
+		// Asked before the lock: user code must not run under it.
+		w = q.weight(key)
+		if !(w > 0) || math.IsInf(w, 1) {
+			return Permit{}, admit.Decision{Limit: admit.Limit{Rate: q.max, Burst: q.max}, Rule: q.name, Kind: admit.KindConcurrency},
+				fmt.Errorf("%w: flow %q has weight %v", ErrInvalidWeight, truncate(key), w)
+		}
+	}
+	q.mu.Lock()
+	if n == 0 || (len(q.heap) == 0 && n <= q.max-q.inflight) {
+		p := q.grant(n)
+		d := q.decision(true, n)
+		q.mu.Unlock()
+		return p, d, nil
+	}
+	if !wait || q.maxWaiters == 0 {
+		d := q.decision(false, n)
+		q.mu.Unlock()
+		return Permit{}, d, nil
+	}
+	wt := q.enqueue(key, n, w)
+	if wt == nil {
+		d := q.decision(false, n)
+		q.mu.Unlock()
+		return Permit{}, d, nil
+	}
+	q.serve() // wt may come first, and fit
+	q.mu.Unlock()
+
+	select {
+	case <-wt.ready:
+	case <-ctx.Done():
+		q.mu.Lock()
+		if !wt.granted && !wt.refused {
+			q.remove(wt, true)
+			q.serve()
+			d := q.decision(false, n)
+			q.mu.Unlock()
+			return Permit{}, d, ctx.Err()
+		}
+		q.mu.Unlock()
+		if wt.granted {
+			wt.permit.Release()
+		}
+		q.mu.Lock()
+		d := q.decision(false, n)
+		q.mu.Unlock()
+		return Permit{}, d, ctx.Err()
+	}
+	q.mu.Lock()
+	d := q.decision(wt.granted, n)
+	q.mu.Unlock()
+	if !wt.granted {
+		return Permit{}, d, nil
+	}
+	d.Allowed = true
+	return wt.permit, d, nil
+}
+
+// grant takes n slots. It requires q.mu.
+func (q *Queue) grant(n int64) Permit {
+	if n == 0 {
+		return Permit{}
+	}
+	q.inflight += n
+	idx, id := q.g.add(n)
+	return Permit{h: q, idx: idx, id: id}
+}
+
+// enqueue adds a waiter of n slots for key, of weight w, displacing the
+// last waiter if the queue is full and the new one comes before it. It
+// returns nil if the new waiter is refused. It requires q.mu.
+func (q *Queue) enqueue(key string, n int64, w float64) *qwaiter {
+	f := q.flows[key]
+	prev := q.vtime
+	if f != nil {
+		w = f.w // a flow keeps its weight while it waits
+		prev = math.Max(prev, f.finish)
+	}
+	finish := prev + float64(n)/w
+	q.seq++
+	if q.maxWaiters > 0 && len(q.heap) >= q.maxWaiters {
+		last := q.last()
+		if last == nil || !before(finish, q.seq, last.finish, last.seq) {
+			return nil
+		}
+		last.refused = true
+		q.remove(last, true)
+		close(last.ready)
+		f = q.flows[key] // the displaced waiter may have been its flow's last
+		prev = q.vtime
+		if f != nil {
+			prev = math.Max(prev, f.finish)
+		}
+		finish = prev + float64(n)/w
+	}
+	if f == nil {
+		f = &flow{key: key, w: w}
+		q.flows[key] = f
+	}
+	wt := &qwaiter{f: f, n: n, venq: q.vtime, start: prev, finish: finish, seq: q.seq, ready: make(chan struct{})}
+	wt.prev = f.tail
+	if f.tail == nil {
+		f.head = wt
+	} else {
+		f.tail.next = wt
+	}
+	f.tail, f.finish = wt, finish
+	q.push(wt)
+	return wt
+}
+
+// last returns the waiter that would be served last: the flow tail with
+// the latest finish tag. It requires q.mu.
+func (q *Queue) last() *qwaiter {
+	var last *qwaiter
+	for _, f := range q.flows {
+		if t := f.tail; last == nil || before(last.finish, last.seq, t.finish, t.seq) {
+			last = t
+		}
+	}
+	return last
+}
+
+func before(f1 float64, s1 uint64, f2 float64, s2 uint64) bool {
+	return f1 < f2 || (f1 == f2 && s1 < s2)
+}
+
+// remove takes wt out of the queue. A waiter that is served leaves its
+// flow's tags as they are; one that leaves without being served (retag)
+// moves the later waiters of its flow up as if it had never come. It
+// requires q.mu.
+func (q *Queue) remove(wt *qwaiter, retag bool) {
+	q.heapRemove(wt.hi)
+	f := wt.f
+	if wt.prev == nil {
+		f.head = wt.next
+	} else {
+		wt.prev.next = wt.next
+	}
+	if wt.next == nil {
+		f.tail = wt.prev
+	} else {
+		wt.next.prev = wt.prev
+	}
+	if f.head == nil {
+		delete(q.flows, f.key)
+		q.idle()
+		return
+	}
+	if !retag {
+		return
+	}
+	finish := wt.start // the flow's finish tag before wt came
+	if wt.prev != nil {
+		finish = wt.prev.finish
+	}
+	for s := wt.next; s != nil; s = s.next {
+		s.start = math.Max(math.Max(s.venq, finish), q.vtime)
+		s.finish = s.start + float64(s.n)/f.w
+		finish = s.finish
+		q.heapFix(s.hi)
+	}
+	f.finish = finish
+}
+
+// idle resets the virtual time when nobody waits: every tag is relative
+// to it, and no flow is remembered.
+func (q *Queue) idle() {
+	if len(q.heap) == 0 {
+		q.vtime = 0
+	}
+}
+
+// serve grants slots to waiters in tag order while the first fits. It
+// requires q.mu.
+func (q *Queue) serve() {
+	for len(q.heap) > 0 {
+		wt := q.heap[0]
+		if wt.n > q.max-q.inflight {
+			return
+		}
+		q.vtime = wt.finish
+		q.remove(wt, false)
+		wt.permit = q.grant(wt.n)
+		wt.granted = true
+		close(wt.ready)
+	}
+}
+
+func (q *Queue) release(idx int32, id uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, ok := q.g.take(idx, id)
+	if !ok {
+		return false
+	}
+	q.inflight -= n
+	q.serve()
+	return true
+}
+
+func (q *Queue) held(idx int32, id uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.g.has(idx, id)
+}
+
+// QueueStats describes a Queue at one instant.
+type QueueStats struct {
+	InFlight int64 // slots held
+	Waiting  int   // requests waiting
+	Flows    int   // flows with requests waiting
+}
+
+// Stats returns the Queue's current state.
+func (q *Queue) Stats() QueueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows)}
+}
+
+// Max returns the slots of the Queue.
+func (q *Queue) Max() int64 { return q.max }
+
+// Layer returns q as a compose.Slots: TryAcquire with the key as the
+// flow, its Permit as the Releaser. As compose.LocalSlots does, it reports
+// a request that could never be admitted (admit.ErrExceedsBurst) as a
+// refusal, without an error.
+func (q *Queue) Layer() QueueLayer { return QueueLayer{q} }
+
+// QueueLayer is a Queue seen as a compose.Slots; see Queue.Layer.
+type QueueLayer struct{ q *Queue }
+
+// TryAcquire is Queue.TryAcquire, with the Permit as a compose.Releaser.
+func (l QueueLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	p, d, err := l.q.TryAcquire(ctx, key, n)
+	if err != nil && errorsIsExceeds(err) {
+		err = nil
+	}
+	return asReleaser(p), d, err
+}
+
+// The heap of waiters, by finish tag then arrival.
+
+func (q *Queue) less(i, j int) bool {
+	a, b := q.heap[i], q.heap[j]
+	return before(a.finish, a.seq, b.finish, b.seq)
+}
+
+func (q *Queue) swap(i, j int) {
+	q.heap[i], q.heap[j] = q.heap[j], q.heap[i]
+	q.heap[i].hi, q.heap[j].hi = i, j
+}
+
+func (q *Queue) push(wt *qwaiter) {
+	wt.hi = len(q.heap)
+	q.heap = append(q.heap, wt)
+	q.up(wt.hi)
+}
+
+func (q *Queue) heapRemove(i int) {
+	last := len(q.heap) - 1
+	if i != last {
+		q.swap(i, last)
+	}
+	q.heap[last] = nil
+	q.heap = q.heap[:last]
+	if i != last {
+		q.heapFix(i)
+	}
+}
+
+func (q *Queue) heapFix(i int) {
+	if !q.down(i) {
+		q.up(i)
+	}
+}
+
+func (q *Queue) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *Queue) down(i int) bool {
+	start := i
+	n := len(q.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			break
+		}
+		q.swap(i, m)
+		i = m
+	}
+	return i > start
+}

@@ -1,0 +1,237 @@
+package fair
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/admit-go/admit"
+)
+
+var ctx = context.Background()
+
+func mustSlots(t testing.TB, max int64, lanes []Lane, opts ...LanesOption) *SlotLanes {
+	t.Helper()
+	s, err := NewSlotLanes(max, lanes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// take acquires n slots of lane one at a time until refused, and returns
+// the permits.
+func take(t *testing.T, s *SlotLanes, lane string, n int) []Permit {
+	t.Helper()
+	var ps []Permit
+	for range n {
+		p, d, err := s.TryAcquire(ctx, lane, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			break
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func stats(s *SlotLanes) map[string]LaneStats {
+	m := map[string]LaneStats{}
+	for _, st := range s.Stats() {
+		m[st.Name] = st
+	}
+	return m
+}
+
+func TestSlotLanesReserved(t *testing.T) {
+	s := mustSlots(t, 10, threeLanes, WithName("workers"))
+	if s.Max() != 10 {
+		t.Fatal(s.Max())
+	}
+	p, d, err := s.TryAcquire(ctx, "critical", 2)
+	// 5 reserved, 3 left, and what it may borrow (BorrowUp): batch 2-1,
+	// default 3-2.
+	want := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 5, Burst: 5}, Remaining: 3 + 1 + 1, Rule: "workers/critical", Kind: admit.KindConcurrency}
+	if err != nil || d != want {
+		t.Fatalf("%+v, %v; want %+v", d, err, want)
+	}
+	if !p.Held() || !p.Release() || p.Release() || p.Held() {
+		t.Fatal("permit released other than once")
+	}
+	var zero Permit
+	if zero.Release() || zero.Held() {
+		t.Fatal("zero permit")
+	}
+	// Bad input.
+	if _, d, err := s.TryAcquire(ctx, "nope", 1); !errors.Is(err, ErrUnknownLane) || d.Allowed || d.RetryAfter != admit.InfDuration {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if _, d, err := s.TryAcquire(ctx, "batch", -1); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	// batch can never get 3 (2 reserved, borrows nothing under BorrowUp).
+	if _, d, err := s.TryAcquire(ctx, "batch", 3); !errors.Is(err, admit.ErrExceedsBurst) || d.RetryAfter != admit.InfDuration {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if p, d, err := s.TryAcquire(ctx, "batch", 0); err != nil || !d.Allowed || p != (Permit{}) {
+		t.Fatalf("%+v, %+v, %v", p, d, err)
+	}
+}
+
+// TestSlotLanesBorrowUp: the lowest lane gets its reservation and no
+// more; the highest gets its own and the others' spare beyond their
+// reserves; a lane whose slots were lent gets its reserve at once.
+func TestSlotLanesBorrowUp(t *testing.T) {
+	s := mustSlots(t, 10, threeLanes) // 5, 3, 2; reserves 3, 2, 1
+	if got := len(take(t, s, "batch", 10)); got != 2 {
+		t.Fatalf("batch got %d", got)
+	}
+	s = mustSlots(t, 10, threeLanes)
+	crit := take(t, s, "critical", 10)
+	if len(crit) != 5+1+1 {
+		t.Fatalf("critical got %d", len(crit))
+	}
+	st := stats(s)
+	if st["critical"].Used != 5 || st["critical"].Borrowed != 2 || st["batch"].Lent != 1 || st["default"].Lent != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := len(take(t, s, "batch", 10)); got != 1 {
+		t.Fatalf("batch got %d beside critical", got)
+	}
+	if got := len(take(t, s, "default", 10)); got != 2 {
+		t.Fatalf("default got %d beside critical", got)
+	}
+	// default was refused, so it holds: the slot lent to critical comes
+	// back to it and is not lent again, until default admits.
+	for _, p := range crit {
+		p.Release()
+	}
+	if st := stats(s); !st["default"].Holding || st["default"].Lent != 0 || st["critical"].Borrowed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	crit = take(t, s, "critical", 10)
+	if len(crit) != 5 { // its own: default and batch were refused, so hold
+		t.Fatalf("critical got %d while the others hold", len(crit))
+	}
+	if got := len(take(t, s, "default", 1)); got != 1 {
+		t.Fatalf("default got %d", got)
+	}
+	if st := stats(s); st["default"].Holding {
+		t.Fatalf("default holding after it admitted: %+v", st)
+	}
+}
+
+// TestSlotLanesBorrowAny: a flood of the lowest lane takes every slot
+// beyond the reserves; the critical lane then gets its reserve at once,
+// and the slots lent come back to it as they are released, never lent
+// again while it waits.
+func TestSlotLanesBorrowAny(t *testing.T) {
+	s := mustSlots(t, 10, threeLanes, WithBorrowing(BorrowAny))
+	batch := take(t, s, "batch", 10)
+	if len(batch) != 2+1+2 { // own 2, default 3-2, critical 5-3
+		t.Fatalf("batch got %d", len(batch))
+	}
+	crit := take(t, s, "critical", 10)
+	if len(crit) != 3 { // its reserve; default's spare went to batch
+		t.Fatalf("critical got %d", len(crit))
+	}
+	if st := stats(s); !st["critical"].Holding {
+		t.Fatalf("critical refused but not holding: %+v", st)
+	}
+	// batch releases everything; the flood resumes at once: it gets its
+	// own 2 back, and nothing from critical, which holds.
+	for _, p := range batch {
+		p.Release()
+	}
+	batch = take(t, s, "batch", 10)
+	if got := len(batch); got != 2+1 {
+		t.Fatalf("batch got %d while critical holds", got)
+	}
+	more := take(t, s, "critical", 2) // the two batch had borrowed
+	if len(more) != 2 {
+		t.Fatalf("critical got %d of its last 2", len(more))
+	}
+	if st := stats(s); st["critical"].Holding {
+		t.Fatalf("critical still holding after it admitted: %+v", st)
+	}
+	for _, p := range append(append(crit, more...), batch...) {
+		p.Release()
+	}
+	for _, st := range s.Stats() {
+		if st.Used != 0 || st.Lent != 0 || st.Borrowed != 0 {
+			t.Fatalf("left over: %+v", st)
+		}
+	}
+}
+
+func TestSlotLanesLayerAndDefault(t *testing.T) {
+	s := mustSlots(t, 4, []Lane{{"a", 1}, {"b", 1}}, WithDefaultLane("b"), WithBorrowing(BorrowNone))
+	l := s.Layer()
+	r, d, err := l.TryAcquire(ctx, "unknown", 2)
+	if err != nil || !d.Allowed || r == nil || d.Rule != "b" {
+		t.Fatalf("%v, %+v, %v", r, d, err)
+	}
+	if r2, d, err := l.TryAcquire(ctx, "b", 1); err != nil || d.Allowed || r2 != nil {
+		t.Fatalf("%v, %+v, %v", r2, d, err)
+	}
+	// More than it could ever get: a refusal, not an error, as a layer.
+	if r2, d, err := l.TryAcquire(ctx, "b", 3); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || r2 != nil {
+		t.Fatalf("%v, %+v, %v", r2, d, err)
+	}
+	if _, _, err := l.TryAcquire(ctx, "b", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Fatal(err)
+	}
+	r.Release()
+	r.Release()
+	if st := stats(s); st["b"].Used != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestSlotLanesConcurrent hammers a SlotLanes from many goroutines: the
+// slots in flight never exceed max, and everything comes back.
+func TestSlotLanesConcurrent(t *testing.T) {
+	s := mustSlots(t, 16, threeLanes, WithBorrowing(BorrowAny))
+	var (
+		mu       sync.Mutex
+		inflight int64
+		peak     int64
+		wg       sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lane := threeLanes[w%3].Name
+			for i := range 2000 {
+				n := int64(i%3) + 1
+				p, d, err := s.TryAcquire(ctx, lane, n)
+				if err != nil {
+					continue
+				}
+				if d.Allowed {
+					mu.Lock()
+					inflight += n
+					peak = max(peak, inflight)
+					mu.Unlock()
+					mu.Lock()
+					inflight -= n
+					mu.Unlock()
+					p.Release()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if peak > 16 {
+		t.Fatalf("%d slots in flight", peak)
+	}
+	for _, st := range s.Stats() {
+		if st.Used != 0 || st.Lent != 0 || st.Borrowed != 0 {
+			t.Fatalf("left over: %+v", st)
+		}
+	}
+}
