@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/admit-go/admit"
@@ -61,9 +62,14 @@ func (g *Gradient) Layer() GradientLayer { return GradientLayer{g} }
 // reports a success, with the latency measured by the Gradient's Clock
 // since the slots were granted. A caller that can tell a failure should
 // assert it to Token and call Done(Dropped) instead. Refused requests and
-// n = 0 get a nil Releaser.
+// n = 0 get a nil Releaser. As compose.LocalSlots does, it reports a
+// request that can never be admitted (n > max, admit.ErrExceedsBurst) as
+// a refusal, without an error.
 func (l GradientLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
 	tok, d, err := l.g.tryAcquire(l.g.now(), n)
+	if err != nil && errors.Is(err, admit.ErrExceedsBurst) {
+		err = nil
+	}
 	if tok.g == nil {
 		return nil, d, err
 	}

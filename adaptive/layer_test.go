@@ -70,8 +70,11 @@ func TestLayers(t *testing.T) {
 	if err := a.Layer().Refund(ctx, "", 0); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := g.Layer().TryAcquire(ctx, "", 11); !errors.Is(err, admit.ErrExceedsBurst) || r != nil {
-		t.Fatal(r, err)
+	if r, d, err := g.Layer().TryAcquire(ctx, "", 11); err != nil || r != nil || d.Allowed || d.RetryAfter != admit.InfDuration {
+		t.Fatal(r, d, err)
+	}
+	if _, _, err := g.Layer().TryAcquire(ctx, "", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		t.Fatal(err)
 	}
 	if r, d, err := g.Layer().TryAcquire(ctx, "", 0); err != nil || r != nil || !d.Allowed {
 		t.Fatal(r, d, err)

@@ -274,11 +274,17 @@ func (s *SlotLanes) Stats() []LaneStats {
 // lane, its Permit as the Releaser. As compose.LocalSlots does, it reports
 // a request that could never be admitted (admit.ErrExceedsBurst) as a
 // refusal, without an error.
-func (s *SlotLanes) Layer() compose.Slots { return slotLanesLayer{s} }
+func (s *SlotLanes) Layer() SlotLanesLayer { return SlotLanesLayer{s} }
 
-type slotLanesLayer struct{ s *SlotLanes }
+// SlotLanesLayer is a SlotLanes seen as a compose.Slots; see
+// SlotLanes.Layer.
+type SlotLanesLayer struct{ s *SlotLanes }
 
-func (l slotLanesLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+var _ compose.Slots = SlotLanesLayer{}
+
+// TryAcquire is SlotLanes.TryAcquire, with the Permit as a
+// compose.Releaser.
+func (l SlotLanesLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
 	p, d, err := l.s.TryAcquire(ctx, key, n)
 	if err != nil && errorsIsExceeds(err) {
 		err = nil
