@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,5 +400,40 @@ func TestAIMDFindsCapacity(t *testing.T) {
 				t.Errorf("mean rate %.0f/s, capacity %d/s", mean, C)
 			}
 		})
+	}
+}
+
+// TestAIMDConcurrent runs decisions, waits and feedback from many
+// goroutines: the rate stays within its bounds, and at one instant no
+// more than the burst is admitted.
+func TestAIMDConcurrent(t *testing.T) {
+	checkGoroutines(t)
+	a := mustAIMD(t, 10, 1000, WithInitial(100), WithBurst(100))
+	var (
+		wg       sync.WaitGroup
+		admitted atomic.Int64
+	)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				if a.AllowN(t0, 1) {
+					admitted.Add(1)
+				}
+				o := Succeeded
+				if (w+i)%7 == 0 {
+					o = Dropped
+				}
+				a.FeedbackAt(t0, o, 0)
+				if r := a.Rate(); r < 10 || r > 1000 {
+					t.Errorf("rate %d", r)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := admitted.Load(); n > 100 {
+		t.Fatalf("admitted %d at one instant, burst 100", n)
 	}
 }

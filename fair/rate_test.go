@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,5 +337,37 @@ func TestRateLanesRetryAfter(t *testing.T) {
 			}
 			now = now.Add(time.Duration(i%5) * 37 * time.Millisecond)
 		}
+	}
+}
+
+// TestRateLanesConcurrent: many goroutines at the same instants admit no
+// more than the budget allows.
+func TestRateLanesConcurrent(t *testing.T) {
+	r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(BorrowAny))
+	var (
+		mu    sync.Mutex
+		total int64
+		wg    sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got int64
+			for _, now := range []time.Time{t0, at(500), at(1000)} {
+				for i := range 200 {
+					if d, _ := r.AllowAt(now, threeLanes[(w+i)%3].Name, 1); d.Allowed {
+						got++
+					}
+				}
+			}
+			mu.Lock()
+			total += got
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if total != 200 { // B + R×1s: every event, none more
+		t.Fatalf("admitted %d, want 200", total)
 	}
 }
