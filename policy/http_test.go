@@ -52,14 +52,14 @@ rules:
     match: tenant
     tiers: plans
     store: redis
-    failure: breaker/fallback
+    failure: {policy: fallback, breaker: true, timeout: 5s}
   - name: login
     match:
       - key: route
         value: POST /login
     rate: 2/s
     store: redis
-    failure: breaker/fail_closed
+    failure: {policy: fail_closed, breaker: true, timeout: 5s}
   - name: global
     match:
       - key: generic_key

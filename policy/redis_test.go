@@ -49,6 +49,7 @@ func TestRedisExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slowMachine(p)
 	clock := admittest.NewManualClock(t0)
 	newEngine := func() *Engine {
 		e, err := NewEngine(p, WithRedis(store), WithClock(clock), WithStoreClock(clock))
@@ -143,10 +144,27 @@ func TestRedisExample(t *testing.T) {
 	h.Release()
 }
 
+// slowMachine gives p's rules a failure timeout of 5s instead of the
+// default 50ms: on a loaded machine (CI runs packages in parallel, under
+// the race detector) a slow answer of Redis must not be taken for a
+// failure and decided by the failure policy.
+func slowMachine(p *Policy) {
+	for _, d := range p.Domains {
+		if d.Override.Store == StoreRedis || d.envoy {
+			d.Override.Failure.Timeout = 5 * time.Second
+		}
+		for _, r := range d.Rules {
+			if r.Store == StoreRedis || d.envoy {
+				r.Failure.Timeout = 5 * time.Second
+			}
+		}
+	}
+}
+
 // faultClient returns a client of srv that fails fast once srv is down.
 func faultClient(t testing.TB, srv *redistest.Server) *redis.Client {
 	o := srv.Options()
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 100*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, 2*time.Second, 2*time.Second
 	o.MaxRetries = -1
 	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
@@ -158,19 +176,22 @@ func faultClient(t testing.TB, srv *redistest.Server) *redis.Client {
 // Redis again once it is back.
 func TestRedisFailurePolicies(t *testing.T) {
 	srv := redistest.NewStandalone(t)
-	store := redisStore(t, faultClient(t, srv), redisstore.WithTimeout(300*time.Millisecond))
+	// Generous timeouts: a loaded machine (CI runs packages in parallel)
+	// must not turn a slow answer into a failure. A dead Redis still fails
+	// at once (connection refused).
+	store := redisStore(t, faultClient(t, srv), redisstore.WithTimeout(5*time.Second))
 	p, err := ParseYAML("faults.yaml", []byte(`
 domain: api
 defaults:
   store: redis
 rules:
-  - {name: open, match: open, rate: 4/min, failure: fail_open}
-  - {name: closed, match: closed, rate: 4/min, failure: {policy: fail_closed, retry_after: 2s}}
-  - {name: fallback, match: fallback, rate: 4/min, failure: {policy: fallback, local_share: 2}}
-  - {name: breaker, match: breaker, rate: 4/min, failure: {policy: fallback, local_share: 2, breaker: true, threshold: 1, probe_interval: 1s}}
-  - {name: quota, match: quota, quota: 4/day, failure: {policy: fallback, local_share: 2}}
-  - {name: slots, match: slots, concurrency: 4, failure: {policy: fallback, local_share: 2}}
-  - {name: slots-closed, match: slots-closed, concurrency: 4, failure: fail_closed}
+  - {name: open, match: open, rate: 4/min, failure: {policy: fail_open, timeout: 5s}}
+  - {name: closed, match: closed, rate: 4/min, failure: {policy: fail_closed, retry_after: 2s, timeout: 5s}}
+  - {name: fallback, match: fallback, rate: 4/min, failure: {policy: fallback, local_share: 2, timeout: 5s}}
+  - {name: breaker, match: breaker, rate: 4/min, failure: {policy: fallback, local_share: 2, breaker: true, threshold: 1, probe_interval: 1s, timeout: 5s}}
+  - {name: quota, match: quota, quota: 4/day, failure: {policy: fallback, local_share: 2, timeout: 5s}}
+  - {name: slots, match: slots, concurrency: 4, failure: {policy: fallback, local_share: 2, timeout: 5s}}
+  - {name: slots-closed, match: slots-closed, concurrency: 4, failure: {policy: fail_closed, timeout: 5s}}
   - {name: local, match: local, rate: 1/min, store: local}
 `))
 	if err != nil {
@@ -250,6 +271,7 @@ func TestRedisDefaultStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slowMachine(p)
 	clock := admittest.NewManualClock(t0)
 	var engines []*Engine
 	for range 2 {
