@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -137,6 +138,45 @@ func BenchmarkRefused(b *testing.B) {
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
+// BenchmarkRefusedVarying is BenchmarkRefused with a RetryAfter one
+// second longer than the previous refusal's, so that the field values are
+// built anew: a refusal that misses its answer's memo.
+func BenchmarkRefusedVarying(b *testing.B) {
+	m := mustNew(b, &shifting{Limiter: benchLimiter(b, admit.Every(time.Hour))}, RemoteIP)
+	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
+}
+
+// BenchmarkRefusedRules is BenchmarkRefusedVarying with the Rule taken in
+// turn from answerCacheSize+1 names, so that every answer is built anew
+// too: a runaway set of rules.
+func BenchmarkRefusedRules(b *testing.B) {
+	rules := make([]string, answerCacheSize+1)
+	for i := range rules {
+		rules[i] = "rule" + strconv.Itoa(i)
+	}
+	m := mustNew(b, &shifting{Limiter: benchLimiter(b, admit.Every(time.Hour)), rules: rules}, RemoteIP)
+	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
+}
+
+// shifting wraps a limiter: each decision's RetryAfter is made one second
+// longer than the last one's (cycling over an hour), and its Rule is taken
+// in turn from rules, if any.
+type shifting struct {
+	compose.Limiter
+	i     int64
+	rules []string
+}
+
+func (s *shifting) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	d, err := s.Limiter.Allow(ctx, key, n)
+	s.i++
+	d.RetryAfter += time.Duration(s.i%3600) * time.Second
+	if len(s.rules) > 0 {
+		d.Rule = s.rules[s.i%int64(len(s.rules))]
+	}
+	return d, err
+}
+
 // BenchmarkRefusedProblem: a refusal with problem details.
 func BenchmarkRefusedProblem(b *testing.B) {
 	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP, WithProblemJSON("", ""))
@@ -241,5 +281,18 @@ func BenchmarkKeys(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkLimiterAloneRefused is the keyed limiter's refusal alone.
+func BenchmarkLimiterAloneRefused(b *testing.B) {
+	lim := benchLimiter(b, admit.Every(time.Hour))
+	r := benchRequest()
+	lim.Allow(r.Context(), "192.0.2.1", 1)
+	b.ReportAllocs()
+	for range b.N {
+		if d, _ := lim.Allow(r.Context(), "192.0.2.1", 1); d.Allowed {
+			b.Fatal("admitted")
+		}
 	}
 }

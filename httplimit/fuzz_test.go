@@ -1,12 +1,18 @@
 package httplimit
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/admit-go/admit"
 )
 
 var fuzzHeaders = [...]IPHeader{XForwardedFor, Forwarded, XRealIP}
@@ -170,6 +176,77 @@ func FuzzJoin(f *testing.F) {
 		s := joinStrings(parts)
 		if got := splitJoined(s); !slices.Equal(got, parts) {
 			t.Fatalf("Join(%q) = %q splits into %q", parts, s, got)
+		}
+	})
+}
+
+// fuzzShared are the middlewares FuzzAnswers answers through, one per set
+// of options, kept across its inputs so that their caches hold the
+// answers of earlier inputs; their limiters answer what the input says.
+var fuzzShared [8]struct {
+	st *stub
+	m  *Middleware
+}
+
+// fuzzOptions are the options of the middlewares of FuzzAnswers, by
+// index.
+func fuzzOptions(i int) []Option {
+	opts := []Option{WithFields([...]Fields{IETFFields | LegacyFields, IETFFields, LegacyFields, NoFields}[i%4])}
+	if i >= 4 {
+		opts = append(opts, WithProblemJSON("", ""))
+	}
+	return opts
+}
+
+// FuzzAnswers: a decision is answered by a middleware whose cache holds
+// the answers of other decisions (and whose memo holds other numbers)
+// exactly as by a new middleware, and a refusal's body is JSON naming the
+// Rule and the wait.
+func FuzzAnswers(f *testing.F) {
+	f.Add("api", int64(100), int64(60e9), int64(0), int64(0), int64(1500e6), int64(30e9), uint8(0), uint8(0), false)
+	f.Add("api", int64(100), int64(60e9), int64(0), int64(0), int64(2500e6), int64(30e9), uint8(0), uint8(0), false)
+	f.Add("", int64(3), int64(0), int64(3), int64(1), int64(0), int64(0), uint8(1), uint8(5), false)
+	f.Add("w\"ird\\\xff", int64(1<<62), int64(1), int64(-1), int64(-5), int64(-1), int64(1<<62), uint8(2), uint8(6), true)
+	f.Add("fail-closed", int64(0), int64(0), int64(0), int64(0), int64(1e9), int64(0), uint8(0), uint8(7), false)
+	f.Fuzz(func(t *testing.T, rule string, rate, period, burst, remaining, retry, reset int64, kind, opt uint8, allowed bool) {
+		d := admit.Decision{
+			Allowed:    allowed,
+			Limit:      admit.Limit{Rate: rate, Period: time.Duration(period), Burst: burst},
+			Remaining:  remaining,
+			RetryAfter: time.Duration(retry),
+			ResetAfter: time.Duration(reset),
+			Rule:       rule,
+			Kind:       admit.Kind(kind % 3),
+		}
+		i := int(opt) % len(fuzzShared)
+		s := &fuzzShared[i]
+		if s.m == nil {
+			s.st = &stub{}
+			s.m = mustNew(t, s.st, RemoteIP, fuzzOptions(i)...)
+		}
+		s.st.d, s.st.keys, s.st.costs = d, nil, nil
+		got := do(s.m.Handler(&okHandler{}), "/", "")
+		want := do(mustNew(t, &stub{d: d}, RemoteIP, fuzzOptions(i)...).Handler(&okHandler{}), "/", "")
+		if got.Code != want.Code || !reflect.DeepEqual(got.Result().Header, want.Result().Header) || got.Body.String() != want.Body.String() {
+			t.Fatalf("%+v: cached %d %v %q, new %d %v %q", d, got.Code, got.Result().Header, got.Body, want.Code, want.Result().Header, want.Body)
+		}
+		if allowed {
+			return
+		}
+		var body struct {
+			Code       string  `json:"code"`
+			LimitDim   string  `json:"limit_dim"`
+			RetryAfter float64 `json:"retry_after_ms"`
+		}
+		if err := json.Unmarshal(got.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%+v: body %q: %v", d, got.Body, err)
+		}
+		ms := retryAfter(d.RetryAfter).Milliseconds()
+		if retryAfter(d.RetryAfter)%time.Millisecond != 0 {
+			ms++
+		}
+		if body.Code != "RATE_LIMIT" || (utf8.ValidString(rule) && body.LimitDim != policyName(rule)) || body.RetryAfter != float64(ms) {
+			t.Fatalf("%+v: body %+v, want retry_after_ms %d", d, body, ms)
 		}
 	})
 }

@@ -154,9 +154,23 @@ const (
 //
 // Per request, an admitted request costs the key function, the limiter's
 // decision, one string and one []string for the field values (none with
-// NoFields), and no closure: see bench_test.go for the figures. The
-// refusal path writes its body from the same string, without calling the
-// handler.
+// NoFields), and no closure. A refusal costs less than an admission: what
+// its answer owes to the decision's Rule, Limit and Kind alone (the
+// RateLimit-Policy and X-RateLimit-Limit values, the escaped name, the
+// body's text) is built once and kept, for the last 16 of them; the
+// values that change with the numbers are kept from the last refusal
+// under the same answer, whose numbers a burst of refusals mostly repeats;
+// and the body is written from a pooled buffer. A refusal whose numbers
+// repeat allocates nothing, one whose numbers changed a string and its
+// values' slice. See bench_test.go for the figures.
+//
+// The field values of a refusal the middleware answers itself (without a
+// RefusalHandler), and the Content-Type of its other refusals (400, 431),
+// are therefore shared between responses: a
+// ResponseWriter wrapping the one the middleware writes to may replace a
+// value (Header.Set, Header.Add and Header.Del do) but must not write into
+// a value's slice, which net/http never does. The handler and a
+// RefusalHandler get slices of their own.
 //
 // The zero Middleware is not usable; create one with New, NewChain or
 // NewDecider. A Middleware is safe for concurrent use if its limiter, key
@@ -170,13 +184,14 @@ type Middleware struct {
 	decider Decider
 	exempts bool // any exemption is configured
 	bad     [2]refusalBody
+	answers answerCache
 	options
 }
 
 // refusalBody is a precomputed answer to a request that cannot be keyed.
 type refusalBody struct {
 	status int
-	ctype  string
+	ctype  []string // shared: see ctypeJSONValue
 	body   string
 }
 
@@ -434,7 +449,7 @@ func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.R
 	if tooLong {
 		b = &m.bad[1]
 	}
-	w.Header()[keyCType] = []string{b.ctype}
+	w.Header()[keyCType] = b.ctype
 	w.WriteHeader(b.status)
 	writeString(w, b.body)
 }

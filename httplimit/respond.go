@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -34,51 +36,313 @@ const (
 	defaultPolicy = "default"
 )
 
-// The fields, by index: fieldNames[i] is the canonical key of field i.
+// Shared values of the Content-Type field. Like the cached values of
+// answer and fieldValues, they are assigned to the header maps of many
+// responses: len = cap = 1, so that Header.Add copies rather than appends
+// in place, and nothing writes into them (net/http, like Header.Set,
+// replaces a value's slice and never writes into it).
+var (
+	ctypeJSONValue    = []string{ctypeJSON}
+	ctypeProblemValue = []string{ctypeProblem}
+)
+
+// answerCacheSize bounds the answers a Middleware keeps: the rules, limits
+// and kinds whose responses are built from cached parts. A runaway set of
+// rules costs a rebuild per request, never memory.
+const answerCacheSize = 16
+
+// answerCache holds the answers a Middleware built last, for at most
+// answerCacheSize (Rule, Limit, Kind, status): slots fill in order and are
+// then replaced round robin. Readers load the slots without a lock; an answer
+// is never mutated once stored, but for its memo of field values.
+type answerCache struct {
+	slots [answerCacheSize]atomic.Pointer[answer]
+	next  atomic.Uint32
+}
+
+// find returns the answer for d, refused with status, or for d on an
+// admission (status 0: any status will do); nil if there is none.
+func (c *answerCache) find(d *admit.Decision, status int) *answer {
+	for i := range c.slots {
+		a := c.slots[i].Load()
+		if a == nil {
+			return nil
+		}
+		if a.limit == d.Limit && a.kind == d.Kind && (status == 0 || a.status == status) && a.rule == d.Rule {
+			return a
+		}
+	}
+	return nil
+}
+
+func (c *answerCache) add(a *answer) {
+	c.slots[(c.next.Add(1)-1)%answerCacheSize].Store(a)
+}
+
+// answer holds what the responses to decisions of one Rule, Limit and Kind
+// (refused with one status) have in common: the constant field values,
+// the RateLimit value's head and the refusal body's text around its
+// numbers, all escaped and formatted once. Its slices are shared by every
+// response that uses them, and never written into.
+type answer struct {
+	rule   string
+	limit  admit.Limit
+	kind   admit.Kind
+	status int // the refusal status the body was built for
+
+	consts [2]string                   // the backing of policy and limitV
+	fields bool                        // the responses carry rate-limit fields
+	conc   bool                        // a concurrency limit: no X-RateLimit-Reset, no t on admission
+	policy []string                    // RateLimit-Policy's value, nil without IETFFields
+	limitV []string                    // X-RateLimit-Limit's value, nil without LegacyFields
+	rlHead string                      // the RateLimit value up to r's digits: `"api";r=`
+	ctype  []string                    // the refusal body's Content-Type
+	head   string                      // the refusal body up to its first number
+	mid    string                      // problem details: after the detail's seconds, up to retry_after_ms's digits
+	tail   string                      // after retry_after_ms's digits
+	last   atomic.Pointer[fieldValues] // the last refusal's values, replaced when its numbers differ
+}
+
+// answerFor returns the answer for d (cached, or built and cached); status
+// is the refusal's, or 0 for an admission.
+func (m *Middleware) answerFor(d *admit.Decision, status int) *answer {
+	if a := m.answers.find(d, status); a != nil {
+		return a
+	}
+	if status == 0 {
+		status = m.status
+	}
+	a := m.newAnswer(d, status)
+	m.answers.add(a)
+	return a
+}
+
+// newAnswer builds the answer for d refused with status. Its texts are
+// appended to one buffer and sliced from one string: an answer costs three
+// allocations (the answer, the string, and the buffer if a long Rule
+// overflows the stack).
+func (m *Middleware) newAnswer(d *admit.Decision, status int) *answer {
+	a := &answer{rule: d.Rule, limit: d.Limit, kind: d.Kind, status: status, ctype: ctypeJSONValue}
+	name := policyName(d.Rule)
+	var (
+		stack [512]byte
+		// The spans in b of the RateLimit head, RateLimit-Policy value,
+		// X-RateLimit-Limit value, body head and body mid.
+		rs, re, ps, pe, ls, le, hs, he, ms, me int
+	)
+	b := stack[:0]
+	if m.fields != 0 && hasLimit(d) {
+		a.fields = true
+		a.conc = d.Kind == admit.KindConcurrency
+		q := d.Limit.Burst
+		if q <= 0 {
+			q = d.Limit.Rate
+		}
+		q = clamp(q)
+		if m.fields&IETFFields != 0 {
+			rs = len(b)
+			b = appendSFString(b, name)
+			ne := len(b)
+			b = append(b, ";r="...)
+			re = len(b)
+			ps = len(b)
+			b = append(b, b[rs:ne]...)
+			b = append(b, ";q="...)
+			ls = len(b)
+			b = strconv.AppendInt(b, q, 10)
+			le = len(b)
+			if a.conc {
+				b = append(b, `;qu="concurrent-requests"`...)
+			} else if w, ok := window(d.Limit, q); ok {
+				b = append(b, ";w="...)
+				b = strconv.AppendInt(b, w, 10)
+			}
+			pe = len(b)
+		}
+		if m.fields&LegacyFields != 0 && le == 0 {
+			ls = len(b)
+			b = strconv.AppendInt(b, q, 10)
+			le = len(b)
+		}
+	}
+	hs = len(b)
+	if m.problem {
+		a.ctype = ctypeProblemValue
+		typ, title := m.problemType, m.problemText
+		if typ == "" {
+			typ, title = QuotaExceeded, "Quota Exceeded"
+			if status == http.StatusServiceUnavailable {
+				typ, title = TemporaryReducedCapacity, "Temporary Reduced Capacity"
+			}
+		}
+		b = append(b, `{"type":`...)
+		b = appendJSONString(b, typ)
+		b = append(b, `,"title":`...)
+		b = appendJSONString(b, title)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"detail":`...)
+		b = appendDetailHead(b, d, name)
+		he = len(b)
+		ms = len(b)
+		b = append(b, `,"violated-policies":[`...)
+		b = appendJSONString(b, name)
+		b = append(b, `],"code":"RATE_LIMIT","limit_dim":`...)
+		b = appendJSONString(b, name)
+		b = append(b, `,"retry_after_ms":`...)
+		me = len(b)
+	} else {
+		b = append(b, `{"code":"RATE_LIMIT","limit_dim":`...)
+		b = appendJSONString(b, name)
+		b = append(b, `,"retry_after_ms":`...)
+		he = len(b)
+	}
+	s := string(b)
+	if pe > 0 {
+		a.consts[0] = s[ps:pe]
+		a.policy = a.consts[0:1:1]
+		a.rlHead = s[rs:re]
+	}
+	if m.fields&LegacyFields != 0 && a.fields {
+		a.consts[1] = s[ls:le]
+		a.limitV = a.consts[1:2:2]
+	}
+	a.head, a.mid = s[hs:he], s[ms:me]
+	switch d.Kind {
+	case admit.KindConcurrency:
+		a.tail = `,"kind":"CONCURRENCY_LIMIT"}` + "\n"
+	case admit.KindQuota:
+		a.tail = `,"kind":"QUOTA_EXCEEDED"}` + "\n"
+	default:
+		a.tail = "}\n"
+	}
+	return a
+}
+
+// fieldValues are the values of the fields that change from one decision
+// to the next (RateLimit, X-RateLimit-Remaining, X-RateLimit-Reset,
+// Retry-After), substrings of one string, and the numbers they were built
+// from (-1: absent; on a refusal, Retry-After's is t).
+type fieldValues struct {
+	r, t, reset int64
+	n           int
+	keys        [4]uint8 // indexes in fieldNames
+	vals        [4]string
+}
+
+// The keys of the fields of fieldValues, by index.
 const (
-	fPolicy = iota
-	fRateLimit
-	fLimit
+	fRateLimit = iota
 	fRemaining
 	fReset
 	fRetry
-	fCType
-	maxFields
 )
 
-var fieldNames = [maxFields]string{keyPolicy, keyRateLimit, keyLimit, keyRemaining, keyReset, keyRetry, keyCType}
+var fieldNames = [...]string{fRateLimit: keyRateLimit, fRemaining: keyRemaining, fReset: keyReset, fRetry: keyRetry}
 
-// fieldSet records which fields a response has and where their values are
-// in a byte buffer; the buffer itself is passed by value, so that a buffer
-// on the stack stays there. The Content-Type, when set, is ctype.
-type fieldSet struct {
-	n     int
-	name  [maxFields]uint8
-	start [maxFields]int32
-	end   [maxFields]int32
-	ctype string
-}
-
-func (f *fieldSet) add(field, start, end int) {
-	f.name[f.n], f.start[f.n], f.end[f.n] = uint8(field), int32(start), int32(end)
-	f.n++
-}
-
-// flush sets the fields on h, with one string for every value built in b
-// and one []string backing all of them, and returns the string's tail from
-// offset body on.
-func (f *fieldSet) flush(h http.Header, b []byte, body int) string {
-	s := string(b)
-	vals := make([]string, f.n)
-	for i := range f.n {
-		if f.name[i] == fCType {
-			vals[i] = f.ctype
-		} else {
-			vals[i] = s[f.start[i]:f.end[i]]
-		}
-		h[fieldNames[f.name[i]]] = vals[i : i+1 : i+1]
+// values fills v with the values of a's fields for remaining r, the
+// RateLimit field's t, X-RateLimit-Reset's reset and Retry-After's retry
+// (t, reset and retry are left out when negative). The legacy fields and
+// Retry-After reuse the digits of the IETF fields where the numbers are
+// the same.
+func (a *answer) values(v *fieldValues, r, t, reset, retry int64) {
+	var stack [256]byte
+	var start, end [4]int
+	v.r, v.t, v.reset = r, t, reset
+	b := stack[:0]
+	n := 0
+	add := func(key uint8, s, e int) {
+		v.keys[n], start[n], end[n] = key, s, e
+		n++
 	}
-	return s[body:]
+	// The spans of r's, t's and reset's digits in b (-1: not there yet).
+	rs, re, ts, te, xs, xe := -1, -1, -1, -1, -1, -1
+	if a.fields {
+		if a.policy != nil {
+			b = append(b, a.rlHead...)
+			rs = len(b)
+			b = strconv.AppendInt(b, r, 10)
+			re = len(b)
+			if t >= 0 {
+				b = append(b, ";t="...)
+				ts = len(b)
+				b = strconv.AppendInt(b, t, 10)
+				te = len(b)
+			}
+			add(fRateLimit, 0, len(b))
+		}
+		if a.limitV != nil {
+			if rs < 0 {
+				rs = len(b)
+				b = strconv.AppendInt(b, r, 10)
+				re = len(b)
+			}
+			add(fRemaining, rs, re)
+			if reset >= 0 {
+				if ts >= 0 && t == reset {
+					xs, xe = ts, te
+				} else {
+					xs = len(b)
+					b = strconv.AppendInt(b, reset, 10)
+					xe = len(b)
+				}
+				add(fReset, xs, xe)
+			}
+		}
+	}
+	if retry >= 0 {
+		switch {
+		case ts >= 0 && t == retry:
+			add(fRetry, ts, te)
+		case xs >= 0 && reset == retry:
+			add(fRetry, xs, xe)
+		default:
+			s := len(b)
+			b = strconv.AppendInt(b, retry, 10)
+			add(fRetry, s, len(b))
+		}
+	}
+	s := string(b)
+	for i := range n {
+		v.vals[i] = s[start[i]:end[i]]
+	}
+	v.n = n
+}
+
+// setShared sets a's fields with values v on h, sharing their slices.
+func (a *answer) setShared(h http.Header, v *fieldValues) {
+	if a.policy != nil {
+		h[keyPolicy] = a.policy
+	}
+	if a.limitV != nil {
+		h[keyLimit] = a.limitV
+	}
+	for i := range v.n {
+		h[fieldNames[v.keys[i]]] = v.vals[i : i+1 : i+1]
+	}
+}
+
+// setFresh sets a's fields with values v on h, in one new []string: for
+// responses that code of the caller's writes (the handler, a
+// RefusalHandler), which may write into the slices.
+func (a *answer) setFresh(h http.Header, v *fieldValues) {
+	vals := make([]string, 2+v.n)
+	n := 0
+	if a.policy != nil {
+		vals[n] = a.policy[0]
+		h[keyPolicy] = vals[n : n+1 : n+1]
+		n++
+	}
+	if a.limitV != nil {
+		vals[n] = a.limitV[0]
+		h[keyLimit] = vals[n : n+1 : n+1]
+		n++
+	}
+	for i := range v.n {
+		vals[n] = v.vals[i]
+		h[fieldNames[v.keys[i]]] = vals[n : n+1 : n+1]
+		n++
+	}
 }
 
 // hasLimit reports whether d names a finite limit worth describing.
@@ -92,166 +356,74 @@ func (m *Middleware) setFields(h http.Header, d *admit.Decision) {
 	if !hasLimit(d) {
 		return
 	}
+	a := m.answerFor(d, 0)
 	var (
-		stack [256]byte
-		f     fieldSet
+		v        fieldValues
+		t, reset int64 = -1, -1
 	)
-	b := m.appendFields(stack[:0], &f, d, false, 0)
-	f.flush(h, b, len(b))
+	if !a.conc {
+		reset = ceilDiv(capDuration(d.ResetAfter), time.Second)
+		t = reset
+	}
+	a.values(&v, clamp(d.Remaining), t, reset, -1)
+	a.setFresh(h, &v)
 }
 
+// bodyPool holds the buffers refusal bodies are written from.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// maxPooledBody is the capacity beyond which a body buffer is not pooled.
+const maxPooledBody = 4 << 10
+
 // refuse answers a refused request with status, d's fields and Retry-After,
-// and the body (or calls the RefusalHandler).
+// and the body (or calls the RefusalHandler). The field values come from
+// the answer's memo when the last refusal under the same answer had the
+// same numbers, as the refusals of a burst mostly do: then a refusal
+// allocates nothing.
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Decision, status int) {
-	var (
-		stack [320]byte
-		f     fieldSet
-	)
-	b := stack[:0]
+	a := m.answerFor(d, status)
 	ra := retryAfter(d.RetryAfter)
 	raSecs := ceilDiv(ra, time.Second)
-	if m.fields != 0 && hasLimit(d) {
-		b = m.appendFields(b, &f, d, true, raSecs)
+	var rem, reset int64 = -1, -1
+	if a.fields {
+		rem = clamp(d.Remaining)
+		if !a.conc {
+			reset = ceilDiv(capDuration(d.ResetAfter), time.Second)
+		}
 	}
-	if f.n > fRateLimit && f.name[fRateLimit] == fRateLimit {
-		// The RateLimit field's t is the Retry-After: its digits end it.
-		end := int(f.end[fRateLimit])
-		f.add(fRetry, end-digits(raSecs), end)
-	} else {
-		start := len(b)
-		b = strconv.AppendInt(b, raSecs, 10)
-		f.add(fRetry, start, len(b))
+	v := a.last.Load()
+	if v == nil || v.r != rem || v.t != raSecs || v.reset != reset {
+		v = new(fieldValues)
+		a.values(v, rem, raSecs, reset, raSecs)
+		a.last.Store(v)
 	}
+	h := w.Header()
 	if m.refusal != nil {
-		f.flush(w.Header(), b, len(b))
+		a.setFresh(h, v)
 		m.refusal(w, r, *d, status)
 		return
 	}
-	f.ctype = ctypeJSON
-	if m.problem {
-		f.ctype = ctypeProblem
-	}
-	f.add(fCType, 0, 0)
-	body := len(b)
-	b = m.appendBody(b, d, status, ra, raSecs)
-	s := f.flush(w.Header(), b, body)
+	a.setShared(h, v)
+	h[keyCType] = a.ctype
 	w.WriteHeader(status)
-	writeString(w, s)
-}
-
-// appendFields appends the rate-limit fields of d; t is the RateLimit
-// field's t on a refusal (the Retry-After).
-func (m *Middleware) appendFields(b []byte, f *fieldSet, d *admit.Decision, refusal bool, t int64) []byte {
-	conc := d.Kind == admit.KindConcurrency
-	q := d.Limit.Burst
-	if q <= 0 {
-		q = d.Limit.Rate
-	}
-	q = clamp(q)
-	r := clamp(d.Remaining)
-	var reset int64 = -1
-	if !conc {
-		reset = ceilDiv(capDuration(d.ResetAfter), time.Second)
-	}
-	if !refusal {
-		t = reset
-	}
-	// The legacy fields reuse the digits of the IETF fields where the
-	// numbers are the same (q, r, and t on an admission).
-	var qs, qe, rs, re, ts, te int
-	if m.fields&IETFFields != 0 {
-		start := len(b)
-		b = appendSFString(b, policyName(d.Rule))
-		b = append(b, ";q="...)
-		qs = len(b)
-		b = strconv.AppendInt(b, q, 10)
-		qe = len(b)
-		if conc {
-			b = append(b, `;qu="concurrent-requests"`...)
-		} else if w, ok := window(d.Limit, q); ok {
-			b = append(b, ";w="...)
-			b = strconv.AppendInt(b, w, 10)
-		}
-		f.add(fPolicy, start, len(b))
-		name := b[start : qs-len(";q=")]
-		start = len(b)
-		b = append(b, name...)
-		b = append(b, ";r="...)
-		rs = len(b)
-		b = strconv.AppendInt(b, r, 10)
-		re = len(b)
-		if t >= 0 {
-			b = append(b, ";t="...)
-			ts = len(b)
-			b = strconv.AppendInt(b, t, 10)
-			te = len(b)
-		}
-		f.add(fRateLimit, start, len(b))
-	}
-	if m.fields&LegacyFields != 0 {
-		if qe == 0 {
-			qs = len(b)
-			b = strconv.AppendInt(b, q, 10)
-			qe = len(b)
-			rs = len(b)
-			b = strconv.AppendInt(b, r, 10)
-			re = len(b)
-		}
-		f.add(fLimit, qs, qe)
-		f.add(fRemaining, rs, re)
-		if reset >= 0 {
-			if refusal || te == 0 {
-				ts = len(b)
-				b = strconv.AppendInt(b, reset, 10)
-				te = len(b)
-			}
-			f.add(fReset, ts, te)
-		}
-	}
-	return b
-}
-
-// appendBody appends the JSON (or problem+json) body of a refusal.
-func (m *Middleware) appendBody(b []byte, d *admit.Decision, status int, ra time.Duration, raSecs int64) []byte {
-	name := policyName(d.Rule)
-	ms := ceilDiv(ra, time.Millisecond)
-	b = append(b, '{')
+	bp := bodyPool.Get().(*[]byte)
+	b := append((*bp)[:0], a.head...)
 	if m.problem {
-		typ, title := m.problemType, m.problemText
-		if typ == "" {
-			typ, title = QuotaExceeded, "Quota Exceeded"
-			if status == http.StatusServiceUnavailable {
-				typ, title = TemporaryReducedCapacity, "Temporary Reduced Capacity"
-			}
-		}
-		b = append(b, `"type":`...)
-		b = appendJSONString(b, typ)
-		b = append(b, `,"title":`...)
-		b = appendJSONString(b, title)
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `,"detail":`...)
-		b = appendDetail(b, d, name, raSecs)
-		b = append(b, `,"violated-policies":[`...)
-		b = appendJSONString(b, name)
-		b = append(b, "],"...)
+		b = appendDetailTail(b, raSecs)
+		b = append(b, a.mid...)
 	}
-	b = append(b, `"code":"RATE_LIMIT","limit_dim":`...)
-	b = appendJSONString(b, name)
-	b = append(b, `,"retry_after_ms":`...)
-	b = strconv.AppendInt(b, ms, 10)
-	switch d.Kind {
-	case admit.KindConcurrency:
-		b = append(b, `,"kind":"CONCURRENCY_LIMIT"`...)
-	case admit.KindQuota:
-		b = append(b, `,"kind":"QUOTA_EXCEEDED"`...)
+	b = strconv.AppendInt(b, ceilDiv(ra, time.Millisecond), 10)
+	b = append(b, a.tail...)
+	_, _ = w.Write(b)
+	if cap(b) <= maxPooledBody {
+		*bp = b
+		bodyPool.Put(bp)
 	}
-	return append(b, "}\n"...)
 }
 
-// appendDetail appends a problem's human-readable explanation, as a JSON
-// string.
-func appendDetail(b []byte, d *admit.Decision, name string, secs int64) []byte {
+// appendDetailHead appends a problem's human-readable explanation, as a
+// JSON string, up to the seconds to wait; appendDetailTail ends it.
+func appendDetailHead(b []byte, d *admit.Decision, name string) []byte {
 	b = append(b, '"')
 	switch {
 	case strings.HasSuffix(d.Rule, "fail-closed"):
@@ -277,22 +449,25 @@ func appendDetail(b []byte, d *admit.Decision, name string, secs int64) []byte {
 			b = append(b, `\" exceeded`...)
 		}
 	}
-	b = append(b, "; retry after "...)
+	return append(b, "; retry after "...)
+}
+
+// appendDetailTail appends the end of a problem's explanation: the
+// seconds to wait.
+func appendDetailTail(b []byte, secs int64) []byte {
 	b = strconv.AppendInt(b, secs, 10)
 	if secs == 1 {
-		b = append(b, " second."...)
-	} else {
-		b = append(b, " seconds."...)
+		return append(b, ` second."`...)
 	}
-	return append(b, '"')
+	return append(b, ` seconds."`...)
 }
 
 // badBody precomputes the answer to a request that cannot be keyed.
 func (m *Middleware) badBody(status int, code, text string) refusalBody {
 	b := []byte{'{'}
-	ctype := ctypeJSON
+	ctype := ctypeJSONValue
 	if m.problem {
-		ctype = ctypeProblem
+		ctype = ctypeProblemValue
 		b = append(b, `"type":"about:blank","title":`...)
 		b = appendJSONString(b, http.StatusText(status))
 		b = append(b, `,"status":`...)
@@ -339,16 +514,6 @@ func ceilDiv(d, unit time.Duration) int64 {
 		q++
 	}
 	return q
-}
-
-// digits is the number of decimal digits of v >= 0.
-func digits(v int64) int {
-	n := 1
-	for v >= 10 {
-		v /= 10
-		n++
-	}
-	return n
 }
 
 func clamp(v int64) int64 { return min(max(v, 0), sfMax) }
