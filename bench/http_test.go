@@ -8,7 +8,8 @@ package bench
 //   - admit: httplimit.New with a keyed.Limiter (GCRA) and RemoteIP; it
 //     writes the IETF RateLimit and RateLimit-Policy fields and the three
 //     X-RateLimit-* fields on every response;
-//   - go-chi/httprate: LimitBy with KeyByIP (sliding window counter); it
+//   - go-chi/httprate: LimitBy keyed by RemoteAddr through CanonicalizeIP
+//     (sliding window counter); it
 //     writes X-RateLimit-Limit, -Remaining and -Reset;
 //   - sethvargo/go-limiter: httplimit.NewMiddleware with IPKeyFunc over a
 //     memorystore (token bucket); X-RateLimit-* fields;
@@ -22,6 +23,7 @@ package bench
 // library writes its own refusal: status, fields, a short body).
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -92,11 +94,22 @@ func middlewares(b *testing.B, n int, period time.Duration) []struct {
 		wrap func(http.Handler) http.Handler
 	}{
 		{"admit", ours.Handler},
-		{"httprate", httprate.LimitBy(n, period, httprate.KeyByIP)},
+		{"httprate", httprate.LimitBy(n, period, httprateIP)},
 		{"go-limiter", gl.Handle},
 		{"ulule", ul.Handler},
 		{"throttled", th.RateLimit},
 	}
+}
+
+// httprateIP keys a request by its RemoteAddr, as httprate's documentation
+// recommends for servers clients connect to directly (its KeyByIP is
+// deprecated for the cases behind a proxy).
+func httprateIP(r *http.Request) (string, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return httprate.CanonicalizeIP(host), nil
 }
 
 func BenchmarkHTTPMiddleware(b *testing.B) {
