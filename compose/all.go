@@ -43,7 +43,8 @@ type Layer struct {
 	Name string
 	// Limiter is a rate limit or a quota. Its admission is undone with
 	// Refund when a later layer refuses the request, if it implements
-	// Refunder.
+	// Refunder. If it is a Learner, what it Tracks of an admitted request
+	// is recorded in the check's Held.
 	Limiter Limiter
 	// Slots is a concurrency limit. Its slots are held until the Held
 	// they were recorded in is released, and given back at once when a
@@ -75,8 +76,9 @@ func canRefund(l Limiter) bool {
 // the zero Chain has no layers and refuses every call with ErrNoLayers. A
 // Chain is safe for concurrent use if its layers are.
 type Chain struct {
-	layers []Layer
-	slots  bool
+	layers   []Layer
+	slots    bool
+	learners bool // a Limiter is a Learner
 }
 
 // All returns the chain of layers, checked in the order given: put the
@@ -121,6 +123,8 @@ func All(layers ...Layer) (*Chain, error) {
 		}
 		if slots {
 			c.slots = true
+		} else if _, ok := l.Limiter.(Learner); ok {
+			c.learners = true
 		}
 		if i < len(layers)-1 && !c.layers[i].undoable() {
 			return nil, fmt.Errorf("%w: layer %d (%q) cannot be undone (its limiter is not a Refunder), so it must be the last", ErrInvalidLayer, i, l.Name)
@@ -138,7 +142,8 @@ func (c *Chain) Layers() []Layer { return append([]Layer(nil), c.layers...) }
 // (their slots would never be released): use AllowKeys for those.
 //
 // Allow makes a Chain a Limiter, so a Chain can be the last layer of
-// another chain or the primary of a Guard.
+// another chain or the primary of a Guard. Without a Held, its Learner
+// layers learn nothing from the requests it admits.
 func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
 	if c.slots {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
@@ -151,12 +156,13 @@ func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 	for range c.layers {
 		ks = append(ks, key)
 	}
-	return run(ctx, c.layers, ks, n, nil)
+	return run(ctx, c.layers, ks, n, nil, false)
 }
 
 // AllowKeys decides whether n events may happen now, keys[i] being the key
-// of layer i, and records the slots of Slots layers in h (which may be nil
-// for a chain without them). See Admit.
+// of layer i, and records the slots of Slots layers and the Finishers of
+// Learner layers in h (which may be nil for a chain without Slots layers;
+// its Learners then learn nothing). See Admit.
 func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) (admit.Decision, error) {
 	if err := check(len(c.layers), keys, n); err != nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, err
@@ -164,7 +170,7 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 	if c.slots && h == nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	return run(ctx, c.layers, keys, n, h)
+	return run(ctx, c.layers, keys, n, h, c.learners)
 }
 
 // Admit checks a request of n events against layers in order, keys[i]
@@ -178,12 +184,19 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 // If every layer admits the request, the decision is the most restrictive
 // of theirs (the one with the fewest Remaining; of equals, the one with
 // the longest ResetAfter), and the slots taken by Slots layers are
-// recorded in h, to be given back by h.Release when the request is done.
-// n = 0 is a peek: every layer reports, nothing is consumed or held.
+// recorded in h, to be given back by h.Release when the request is done
+// (or by h.Finish, which also reports the request's outcome to the grants
+// that learn from it: see Finisher). If h is not nil, the Finisher that
+// each Limiter that is a Learner Tracks for the request is recorded in h
+// too. n = 0 is a peek: every layer reports, nothing is consumed or held.
+//
+// Admit allocates nothing of its own; the Releasers and Finishers of the
+// layers are theirs.
 //
 // If a layer refuses the request, the decision is that layer's and the
-// layers before it are undone: their slots released and their admissions
-// refunded, in reverse order, under a context that keeps ctx's values but
+// layers before it are undone: their slots and Finishers released (never
+// finished: the request did not run) and their admissions refunded, in
+// reverse order, under a context that keeps ctx's values but
 // not its cancellation (the undoing must happen even if ctx has ended).
 // Errors of the undoing are not returned: the request was refused, and a
 // refund that failed leaves that layer's events consumed (as a failed
@@ -210,7 +223,7 @@ func Admit(ctx context.Context, layers []Layer, keys []string, n int64, h *Held)
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, ErrNeedHeld
 		}
 	}
-	return run(ctx, layers, keys, n, h)
+	return run(ctx, layers, keys, n, h, true)
 }
 
 // check refuses a request that no layer should see.
@@ -228,8 +241,9 @@ func check(nlayers int, keys []string, n int64) error {
 
 // run is Admit on checked input: each layer holds exactly one of Limiter
 // and Slots, len(keys) == len(layers) > 0, n >= 0, and h is not nil if a
-// Slots layer is among them.
-func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held) (admit.Decision, error) {
+// Slots layer is among them. learn says whether a Limiter may be a
+// Learner (Chain knows which are).
+func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, learn bool) (admit.Decision, error) {
 	var (
 		best admit.Decision
 		mark int
@@ -246,6 +260,13 @@ func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held) (
 		)
 		if l.Limiter != nil {
 			d, err = l.Limiter.Allow(ctx, keys[i], n)
+			if learn && h != nil && n > 0 && err == nil && d.Allowed {
+				if lr, ok := l.Limiter.(Learner); ok {
+					if f := lr.Track(keys[i], n); f != nil {
+						rel = f
+					}
+				}
+			}
 		} else {
 			rel, d, err = l.Slots.TryAcquire(ctx, keys[i], n)
 		}
@@ -299,52 +320,3 @@ func undo(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, 
 		}
 	}
 }
-
-// Held records the slots that the Slots layers of admitted requests hold,
-// until Release. Its zero value is empty and ready to use; keep it on the
-// stack of the request's goroutine (it holds up to four grants without
-// allocating). A Held is not safe for concurrent use.
-type Held struct {
-	small [4]Releaser
-	more  []Releaser
-	n     int
-}
-
-// Len returns the number of grants h holds.
-func (h *Held) Len() int { return h.n }
-
-func (h *Held) add(r Releaser) {
-	if h.n < len(h.small) {
-		h.small[h.n] = r
-	} else {
-		h.more = append(h.more, r)
-	}
-	h.n++
-}
-
-func (h *Held) at(i int) *Releaser {
-	if i < len(h.small) {
-		return &h.small[i]
-	}
-	return &h.more[i-len(h.small)]
-}
-
-// releaseFrom releases the grants from index mark on, newest first.
-func (h *Held) releaseFrom(mark int) {
-	for i := h.n - 1; i >= mark; i-- {
-		p := h.at(i)
-		(*p).Release()
-		*p = nil
-	}
-	h.n = mark
-	if mark <= len(h.small) {
-		h.more = h.more[:0]
-	} else {
-		h.more = h.more[:mark-len(h.small)]
-	}
-}
-
-// Release gives back every grant h holds, newest first, and empties h, which
-// can then be used again. Calling it on an empty Held, or again, does
-// nothing.
-func (h *Held) Release() { h.releaseFrom(0) }

@@ -123,4 +123,24 @@ func BenchmarkAll(b *testing.B) {
 			h.Release()
 		}
 	})
+	// "slots/finish" is "slots" as a middleware that reports outcomes
+	// does it: WantsOutcome, then Release (no grant is a Finisher).
+	b.Run("slots/finish", func(b *testing.B) {
+		conc, err := concurrency.New(1 << 30)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)})
+		keys := append(keys, "acme")
+		b.ReportAllocs()
+		for b.Loop() {
+			var h compose.Held
+			c.AllowKeys(ctx, keys, 1, &h)
+			if h.WantsOutcome() {
+				h.Finish(false)
+			} else {
+				h.Release()
+			}
+		}
+	})
 }

@@ -11,6 +11,16 @@
 // its Rule names the layer that made it. Admit does the same for layers
 // chosen per request.
 //
+// What the layers of an admitted request hold until it is done (the slots
+// of concurrency caps) is recorded in a Held, which the caller releases
+// when the request is done. Layers that learn from how requests went (the
+// adaptive limiters of package adaptive) record Finishers there: the
+// caller that knows the outcome calls Held.Finish(failed) instead of
+// Release, so that a rate is cut, or a concurrency limit shrinks, when
+// what it protects fails, and grows while it copes. Held.WantsOutcome
+// says whether anything wants the outcome; httplimit and grpclimit report
+// it when something does.
+//
 // The failure policies wrap any keyed limiter, typically a shared store
 // such as redisstore.Limiter, and decide what happens when the store
 // fails: a Guard asks its primary limiter, bounds each call with a
