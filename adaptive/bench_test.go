@@ -53,6 +53,26 @@ func BenchmarkAIMD(b *testing.B) {
 			l.Allow(ctx, "key", 1)
 		}
 	})
+	// "Layer/Held+Finish": a chain of the layer alone, its grant recorded
+	// in a Held and finished as a success (the rate changes every time).
+	b.Run("Layer/Held+Finish", func(b *testing.B) {
+		a, err := NewAIMD(1, 1e9, WithInitial(1e9))
+		if err != nil {
+			b.Fatal(err)
+		}
+		chain, err := compose.All(compose.Layer{Limiter: a.Layer()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		keys := []string{"key"}
+		b.ReportAllocs()
+		for b.Loop() {
+			var h compose.Held
+			chain.AllowKeys(ctx, keys, 1, &h)
+			h.Finish(false)
+		}
+	})
 	b.Run("Allow/parallel", func(b *testing.B) {
 		a := newAIMD(b)
 		b.ReportAllocs()

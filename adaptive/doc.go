@@ -52,7 +52,13 @@
 //
 // Both can be layers of a compose.Chain: AIMD.Layer is a compose.Limiter
 // (and Refunder), Gradient.Layer a compose.Slots, each sharing one limit
-// among all keys.
+// among all keys. Both learn through the chain's compose.Held: the
+// Gradient's Token and the grant AIMD.Layer records (it is a
+// compose.Learner) are compose.Finishers, so Held.Finish(failed) reports
+// each request's outcome to them, which httplimit's and grpclimit's
+// middleware do from the response's status. As layers of a policy
+// (package policy), they are the rule kinds adaptive_concurrency and
+// adaptive_rate.
 //
 // # Time
 //

@@ -93,3 +93,35 @@ func ExampleAIMD_Layer() {
 	// request 1: allowed=true rule=backend
 	// request 2: allowed=false rule=backend
 }
+
+func ExampleAIMDLayer_Track() {
+	// An AIMD as a layer of a chain: the chain records a grant of each
+	// admitted request in the compose.Held, and the Held's Finish reports
+	// the request's outcome to the AIMD (as httplimit and grpclimit do
+	// from the response's status).
+	lim, err := adaptive.NewAIMD(10, 100, adaptive.WithInitial(40))
+	if err != nil {
+		panic(err)
+	}
+	chain, err := compose.All(compose.Layer{Name: "backend", Limiter: lim.Layer()})
+	if err != nil {
+		panic(err)
+	}
+	serve := func(failed bool) {
+		var h compose.Held
+		d, err := chain.AllowKeys(context.Background(), []string{""}, 1, &h)
+		if err != nil || !d.Allowed {
+			return
+		}
+		// ... serve the request; then:
+		h.Finish(failed)
+	}
+	serve(false)
+	serve(false)
+	fmt.Println("after 2 successes:", lim.Rate())
+	serve(true) // the backend answered 503
+	fmt.Println("after a failure:", lim.Rate())
+	// Output:
+	// after 2 successes: 42
+	// after a failure: 21
+}

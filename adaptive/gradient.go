@@ -559,6 +559,18 @@ type Token struct {
 // compose.Releaser.
 func (t Token) Release() { t.Done(Succeeded) }
 
+// Finish is Done(Dropped) if failed, else Done(Succeeded): the outcome as
+// a middleware tells it. It makes a Token a compose.Finisher, so that a
+// compose.Held's Finish reports the outcome of the request to the
+// Gradient.
+func (t Token) Finish(failed bool) {
+	if failed {
+		t.Done(Dropped)
+	} else {
+		t.Done(Succeeded)
+	}
+}
+
 // Done is shorthand for DoneAt(clock.Now(), o).
 func (t Token) Done(o Outcome) bool {
 	if t.g == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -19,10 +21,14 @@ type AIMDLayer struct{ a *AIMD }
 var (
 	_ compose.Limiter  = AIMDLayer{}
 	_ compose.Refunder = AIMDLayer{}
+	_ compose.Learner  = AIMDLayer{}
+	_ compose.Finisher = Token{}
 )
 
-// Layer returns a as a compose.Limiter. Outcomes are still reported to a
-// (Feedback), which the layer cannot see.
+// Layer returns a as a compose.Limiter. It is a compose.Learner: in a
+// chain checked with a compose.Held, each request it admits records a
+// grant in the Held, whose Finish reports the request's outcome to a (see
+// Track). Outcomes can also be reported to a directly (Feedback).
 func (a *AIMD) Layer() AIMDLayer { return AIMDLayer{a} }
 
 // Allow decides whether n events may happen now (by the AIMD's Clock)
@@ -47,6 +53,39 @@ func (l AIMDLayer) Refund(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
+// Track returns the grant of a request of n events the layer admitted,
+// whatever the key, for a compose.Held (see compose.Learner): its
+// Finish(failed) reports the outcome to the AIMD, Dropped if failed, else
+// Succeeded, with the latency since Track measured by the AIMD's Clock (so
+// WithLatencyThreshold applies); only the first call counts. Its Release
+// reports nothing, since a chain releases the grants of a request a later
+// layer refused, and a caller that releases does not know the outcome.
+// Each grant is one allocation.
+func (l AIMDLayer) Track(key string, n int64) compose.Finisher {
+	return &aimdGrant{a: l.a, start: l.a.now()}
+}
+
+// aimdGrant is what AIMDLayer.Track records of an admitted request.
+type aimdGrant struct {
+	a     *AIMD
+	start int64
+	done  atomic.Bool
+}
+
+func (g *aimdGrant) Release() { g.done.Store(true) }
+
+func (g *aimdGrant) Finish(failed bool) {
+	if g.done.Swap(true) {
+		return
+	}
+	o := Succeeded
+	if failed {
+		o = Dropped
+	}
+	t := g.a.now()
+	g.a.feedbackAt(t, o, time.Duration(max(t-g.start, 0)))
+}
+
 // GradientLayer is a Gradient seen as a compose.Slots: every key shares the
 // Gradient's one limit. Create one with Gradient.Layer. The zero
 // GradientLayer is not usable. A GradientLayer is safe for concurrent use.
@@ -58,11 +97,14 @@ var _ compose.Slots = GradientLayer{}
 func (g *Gradient) Layer() GradientLayer { return GradientLayer{g} }
 
 // TryAcquire is TryAcquireN(clock.Now(), n), whatever the key. The
-// Releaser of an admitted request with n > 0 is its Token: releasing it
-// reports a success, with the latency measured by the Gradient's Clock
-// since the slots were granted. A caller that can tell a failure should
-// assert it to Token and call Done(Dropped) instead. Refused requests and
-// n = 0 get a nil Releaser. As compose.LocalSlots does, it reports a
+// Releaser of an admitted request with n > 0 is its Token, a
+// compose.Finisher: releasing it reports a success, with the latency
+// measured by the Gradient's Clock since the slots were granted; a
+// compose.Held's Finish(failed) reports the outcome (a failure is
+// Dropped). Refused requests and n = 0 get a nil Releaser.
+//
+// In a chain, put the layer last: a request a later layer refuses releases
+// its Token at once, which counts as a success of almost no latency. As compose.LocalSlots does, it reports a
 // request that can never be admitted (n > max, admit.ErrExceedsBurst) as
 // a refusal, without an error.
 func (l GradientLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {

@@ -89,3 +89,103 @@ func TestLayers(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestLayerOutcomes: through a chain and a compose.Held, Finish reports
+// the outcome to the AIMD (a failure halves the rate, a success adds the
+// step, a slow success is a failure) and to the Gradient's Token; Release
+// reports nothing to the AIMD; a request refused by a later layer teaches
+// the AIMD nothing.
+func TestLayerOutcomes(t *testing.T) {
+	ctx := context.Background()
+	clk := admittest.NewManualClock(t0)
+	a := mustAIMD(t, 1, 100, WithInitial(40), WithClock(clk), WithName("rate"), WithLatencyThreshold(100*time.Millisecond))
+	g := mustGradient(t, 1, 10, WithInitial(4), WithClock(clk), WithName("inflight"), WithWindow(1, 0))
+	chain, err := compose.All(compose.Layer{Limiter: a.Layer()}, compose.Layer{Slots: g.Layer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"", ""}
+	admitNow := func(h *compose.Held) {
+		t.Helper()
+		if d, err := chain.AllowKeys(ctx, keys, 1, h); err != nil || !d.Allowed {
+			t.Fatalf("%+v, %v", d, err)
+		}
+		if h.Len() != 2 || !h.WantsOutcome() {
+			t.Fatalf("Len %d, WantsOutcome %v", h.Len(), h.WantsOutcome())
+		}
+	}
+	var h compose.Held
+	admitNow(&h)
+	clk.Advance(10 * time.Millisecond)
+	h.Finish(true)
+	if r := a.Rate(); r != 20 {
+		t.Fatalf("rate %d after a failure, want 20", r)
+	}
+	if st := g.Stats(); st.InFlight != 0 || st.Windows != 1 || st.LongRTT != 0 {
+		// A window of one drop: no latency learnt.
+		t.Fatalf("gradient after a drop: %+v", st)
+	}
+	admitNow(&h)
+	clk.Advance(20 * time.Millisecond)
+	h.Finish(false)
+	if r := a.Rate(); r != 21 {
+		t.Fatalf("rate %d after a success, want 21", r)
+	}
+	if st := g.Stats(); st.InFlight != 0 || st.Windows != 2 || st.LongRTT != 20*time.Millisecond {
+		t.Fatalf("gradient after a success of 20ms: %+v", st)
+	}
+	// A success slower than the threshold is a failure for the AIMD.
+	admitNow(&h)
+	clk.Advance(150 * time.Millisecond)
+	h.Finish(false)
+	if r := a.Rate(); r != 10 {
+		t.Fatalf("rate %d after a slow success, want 10", r)
+	}
+	// Release: slots back, no feedback to the AIMD.
+	admitNow(&h)
+	h.Release()
+	if r := a.Rate(); r != 10 {
+		t.Fatalf("rate %d after Release, want 10", r)
+	}
+	// A grant finishes once.
+	admitNow(&h)
+	h.Finish(true)
+	h.Finish(true)
+	if r := a.Rate(); r != 5 {
+		t.Fatalf("rate %d after one failure finished twice, want 5", r)
+	}
+	// A request refused by a later layer: the AIMD is refunded and learns
+	// nothing.
+	full := mustGradient(t, 1, 1, WithClock(clk))
+	tok, _ := full.TryAcquire()
+	refusing, err := compose.All(compose.Layer{Limiter: a.Layer()}, compose.Layer{Slots: full.Layer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := refusing.AllowKeys(ctx, keys, 1, &h); err != nil || d.Allowed || h.Len() != 0 || h.WantsOutcome() {
+		t.Fatalf("%+v, %v, Len %d", d, err, h.Len())
+	}
+	h.Finish(true)
+	if r := a.Rate(); r != 5 {
+		t.Fatalf("rate %d after a refused request, want 5", r)
+	}
+	tok.Release()
+
+	// The grant on its own: Release, then Finish, reports nothing.
+	f := a.Layer().Track("", 1)
+	f.Release()
+	f.Finish(true)
+	if r := a.Rate(); r != 5 {
+		t.Fatalf("rate %d after Release then Finish, want 5", r)
+	}
+	// A Token on its own: Finish(false) is a success, once.
+	tok, _ = g.TryAcquire()
+	clk.Advance(20 * time.Millisecond)
+	tok.Finish(false)
+	tok.Finish(true)
+	// Windows of one sample each: the drop, 20ms, 150ms, the release,
+	// the drop finished once, and this one.
+	if st := g.Stats(); st.InFlight != 0 || st.Windows != 6 {
+		t.Fatalf("gradient after a Token's Finish: %+v", st)
+	}
+}
