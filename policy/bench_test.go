@@ -190,3 +190,66 @@ rules:
 		t.Errorf("admitted %d, %d remaining: want 100 in all", admitted.Load(), res.Decision.Remaining)
 	}
 }
+
+const adaptiveBenchPolicy = `
+domain: api
+rules:
+  - {name: backend, match: backend, adaptive_rate: {min: 1/s, max: 1000000000/s, initial: 1000000000/s}}
+  - {name: db, match: [{key: db, value: main}], adaptive_concurrency: {min: 1000, max: 1000000}}
+  - {name: lanes, match: [tenant, priority], lanes: {budget: 1000000000/s, shares: {critical: 50%, default: 30%, batch: 20%}}}
+  - {name: workers, match: [{key: pool, value: w}, class], lanes: {concurrency: 1000000, shares: {hi: 1, lo: 1}}}
+`
+
+func adaptiveEngine(tb testing.TB) *Engine {
+	p, err := ParseYAML("bench.yaml", []byte(adaptiveBenchPolicy))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e, err := NewEngine(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close() })
+	return e
+}
+
+var adaptiveBenchRequest = request("api", desc("backend", "search"), desc("db", "main"),
+	desc("tenant", "acme", "priority", "critical"), desc("pool", "w", "class", "hi"))
+
+// BenchmarkCheckAdaptive measures a check of the four new kinds (an
+// adaptive rate per backend, an adaptive concurrency cap, rate lanes per
+// tenant, slot lanes), its grants finished as a success.
+func BenchmarkCheckAdaptive(b *testing.B) {
+	e := adaptiveEngine(b)
+	ctx := context.Background()
+	var res Result
+	var h compose.Held
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.Check(ctx, adaptiveBenchRequest, &h, &res); err != nil || !res.Decision.Allowed {
+			b.Fatal(err, res.Decision)
+		}
+		h.Finish(false)
+	}
+}
+
+// TestCheckAdaptiveAllocations: a check of the new kinds, for keys they
+// know, allocates nothing (their grants come from free lists).
+func TestCheckAdaptiveAllocations(t *testing.T) {
+	e := adaptiveEngine(t)
+	ctx := context.Background()
+	var res Result
+	var h compose.Held
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := e.Check(ctx, adaptiveBenchRequest, &h, &res); err != nil || !res.Decision.Allowed {
+			t.Fatal(err, res.Decision)
+		}
+		if !h.WantsOutcome() || h.Len() != 3 {
+			t.Fatalf("Len %d, WantsOutcome %v", h.Len(), h.WantsOutcome())
+		}
+		h.Finish(false)
+	})
+	if allocs > 0 {
+		t.Errorf("%v allocations per check, want 0", allocs)
+	}
+}

@@ -176,18 +176,22 @@ var allowAll = admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: 
 // decision and one status per descriptor.
 //
 // The slots that concurrency caps grant are recorded in h: release it
-// when the request is done (h.Release). h may be nil for a policy without
-// concurrency caps, or for a peek (Hits 0); a request that needs slots
-// without h fails with compose.ErrNeedHeld.
+// when the request is done (h.Release), or better, when h.WantsOutcome,
+// finish it with the request's outcome (h.Finish), which is what the
+// adaptive limits learn from (see the package documentation). h may be
+// nil for a policy without concurrency caps, or for a peek (Hits 0); a
+// request that needs slots without h fails with compose.ErrNeedHeld
+// (adaptive rates without h admit and learn nothing).
 //
 // A refusal is not an error: out.Decision.Allowed is false. The error is
 // non-nil when the request could not be decided, and the request is then
 // refused: a bad request (ErrInvalidRequest: a negative cost, a
 // descriptor without entries, an invalid inline limit), too many inline
 // limits (ErrTooManyOverrides), a closed engine (ErrClosed), the
-// context's end, or an error of a limiter that its failure policy does not
-// absorb (a key longer than the limiter's maximum, or Redis failing for a
-// rule whose failure policy lets errors through).
+// context's end, too many keys for a rule's adaptive limit or lanes
+// (ErrTooManyKeys), or an error of a limiter that its failure policy does
+// not absorb (a key longer than the limiter's maximum, or Redis failing
+// for a rule whose failure policy lets errors through).
 func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *Result) error {
 	nd := len(req.Descriptors)
 	if cap(out.Statuses) < nd {
@@ -294,6 +298,15 @@ func (c *call) Refund(ctx context.Context, key string, _ int64) error {
 	return c.l.refund.Refund(ctx, key, c.n)
 }
 
+// Track gives compose.Admit what an adaptive rate keeps of an admitted
+// request, to learn its outcome (makes a call a compose.Learner).
+func (c *call) Track(key string, _ int64) compose.Finisher {
+	if c.l.learn == nil || c.n == 0 {
+		return nil
+	}
+	return c.l.learn.Track(key, c.n)
+}
+
 // TryAcquire asks the call's concurrency cap for the call's cost.
 func (c *call) TryAcquire(ctx context.Context, key string, _ int64) (compose.Releaser, admit.Decision, error) {
 	rel, d, err := c.l.slots.TryAcquire(ctx, key, c.n)
@@ -377,6 +390,22 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 		}
 		for _, l := range set.layers {
 			c.l = l
+			if l.lanes {
+				// The lane, then the budget's key (see splitLane).
+				lc := c
+				lc.koff = len(sc.buf)
+				sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
+				if !l.laneOnly {
+					for j := range r.depth {
+						if j != l.lane {
+							sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+						}
+					}
+				}
+				lc.kend = len(sc.buf)
+				sc.calls = append(sc.calls, lc)
+				continue
+			}
 			sc.calls = append(sc.calls, c)
 		}
 	}
@@ -401,7 +430,7 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 		switch {
 		case c.kend == c.koff:
 			c.key = ""
-		case c.l.slots != nil || e.o.obs != nil:
+		case !c.l.shortKey && (c.l.slots != nil || e.o.obs != nil):
 			// Stored by the limiter, or seen by the observer.
 			c.key = string(sc.buf[c.koff:c.kend])
 		default:
@@ -411,7 +440,7 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 		}
 	}
 	// The layers: the enforcing ones by class, then the shadow ones.
-	for class := classLocal; class <= classRemoteSlots; class++ {
+	for class := classLocal; class <= classAdaptiveSlots; class++ {
 		for j := range sc.calls {
 			if c := &sc.calls[j]; !c.shadow && c.l.class == class {
 				sc.add(c)

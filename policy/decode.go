@@ -18,7 +18,7 @@ var (
 	defaultsFields = []string{"store", "algorithm", "failure"}
 	domainFields   = []string{"domain", "description", "keys", "shadow", "overrides", "rules"}
 	overrideFields = []string{"algorithm", "store", "failure"}
-	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "tiers", "tier_key", "unlimited", "store", "failure", "shadow", "exempt", "shared", "replaces"}
+	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "adaptive_concurrency", "adaptive_rate", "lanes", "tiers", "tier_key", "unlimited", "store", "failure", "shadow", "exempt", "shared", "replaces"}
 	matchFields    = []string{"key", "value", "prefix"}
 	quotaFields    = []string{"limit", "period", "timezone", "week_start"}
 	concFields     = []string{"max", "lease"}
@@ -478,6 +478,9 @@ type limitsSpec struct {
 	quota                *Quota
 	concurrency          *Concurrency
 	unlimited            *bool
+	adaptiveConc         *AdaptiveConcurrency
+	adaptiveRate         *AdaptiveRate
+	lanes                *Lanes
 	rateN, burstN, algoN *yaml.Node
 	ratePath, burstPath  string
 	algoPath             string
@@ -543,6 +546,7 @@ func (d *decoder) build(s *limitsSpec, alg admit.Algorithm) Limits {
 		}
 	}
 	l.Quota, l.Concurrency = s.quota, s.concurrency
+	l.AdaptiveConcurrency, l.AdaptiveRate, l.Lanes = s.adaptiveConc, s.adaptiveRate, s.lanes
 	if s.unlimited != nil {
 		l.Unlimited = *s.unlimited
 	}
@@ -568,6 +572,8 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 		storeSet, failSet   bool
 		unlimitedN          *yaml.Node
 		quotaN, concN       *yaml.Node
+		memN                [3]*yaml.Node // adaptive_concurrency, adaptive_rate, lanes
+		storeN              *yaml.Node
 		storeOK, failureOK  = true, true
 		tierTable           string
 		storeVal            Store
@@ -578,6 +584,20 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 		r.src.set(key, fpath, w.pos(vn))
 		mark = len(w.errs.errs)
 		defer track(rulePart[key])
+		switch key {
+		case "adaptive_concurrency":
+			memN[0] = vn
+			spec.adaptiveConc, _ = d.adaptiveConcurrency(vn, fpath, r.src)
+			return
+		case "adaptive_rate":
+			memN[1] = vn
+			spec.adaptiveRate, _ = d.adaptiveRate(vn, fpath, r.src)
+			return
+		case "lanes":
+			memN[2] = vn
+			spec.lanes, _ = d.lanes(vn, fpath, r.src)
+			return
+		}
 		if d.limitsField(&spec, key, vn, fpath) {
 			switch key {
 			case "unlimited":
@@ -605,7 +625,7 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 			tierKeyN = vn
 			tierKeyVal, _ = w.nonEmpty(vn, fpath)
 		case "store":
-			storeSet = true
+			storeSet, storeN = true, vn
 			storeVal, storeOK = d.store(vn, fpath)
 		case "failure":
 			failN, failSet = vn, true
@@ -644,7 +664,8 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 		for _, c := range []struct {
 			n    *yaml.Node
 			what string
-		}{{spec.rateN, "rate"}, {spec.burstN, "burst"}, {quotaN, "quota"}, {concN, "concurrency"}, {unlimitedN, "unlimited"}} {
+		}{{spec.rateN, "rate"}, {spec.burstN, "burst"}, {quotaN, "quota"}, {concN, "concurrency"}, {unlimitedN, "unlimited"},
+			{memN[0], "adaptive_concurrency"}, {memN[1], "adaptive_rate"}, {memN[2], "lanes"}} {
 			if c.n != nil {
 				w.fail(c.n, keyPath(path, c.what), "%s contradicts tiers: the tiers of the table give the rule's limits", c.what)
 			}
@@ -677,7 +698,22 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 	if storeSet && storeOK {
 		r.Store = storeVal
 	}
+	memOnly := ""
+	for i, n := range memN {
+		if n != nil && memOnly == "" {
+			memOnly = [...]string{"adaptive_concurrency", "adaptive_rate", "lanes"}[i]
+		}
+	}
+	if memOnly != "" && tiersN == nil {
+		if storeSet && storeOK && storeVal == StoreRedis {
+			w.fail(storeN, keyPath(path, "store"), "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and Redis holds no such state), and so is its rule: remove store: redis, or put the limits to keep in Redis in a rule of their own", memOnly)
+			storeOK = false
+		}
+		r.Store = StoreLocal
+	}
 	switch {
+	case failSet && r.Store == StoreLocal && storeOK && memOnly != "" && tiersN == nil:
+		w.fail(failN, keyPath(path, "failure"), "a failure policy applies to rules kept in Redis, and this one is kept in memory, as every rule with %s is", memOnly)
 	case failSet && r.Store == StoreLocal && storeOK:
 		if storeSet {
 			w.fail(failN, keyPath(path, "failure"), "a failure policy applies to rules kept in Redis (store: redis), and this one is local")
@@ -699,6 +735,7 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 var rulePart = map[string]string{
 	"name": "name", "description": "name", "match": "match",
 	"rate": "limits", "burst": "limits", "algorithm": "limits", "quota": "limits", "concurrency": "limits",
+	"adaptive_concurrency": "limits", "adaptive_rate": "limits", "lanes": "limits",
 	"tiers": "limits", "tier_key": "limits", "unlimited": "limits",
 	"store": "store", "failure": "store", "shadow": "store", "shared": "store",
 	"exempt": "exempt", "replaces": "replaces",

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/quota"
 )
 
@@ -190,7 +192,7 @@ var badCases = []struct {
 	{"unknown field", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: bogus\n    colour: red\n",
 		[]string{
 			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)`,
-			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, tiers, tier_key, unlimited, store, failure, shadow, exempt, shared, replaces)`,
+			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers, tier_key, unlimited, store, failure, shadow, exempt, shared, replaces)`,
 		}},
 	{"bad rate", "rules:\n  - name: a\n    match: k\n    rate: 10/x\n",
 		[]string{`p.yaml:4:11: rules[0].rate: invalid rate "10/x": period "x": want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)`}},
@@ -208,7 +210,7 @@ var badCases = []struct {
 	{"huge burst", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: fixed_window\n    burst: 100000000000000\n",
 		[]string{`p.yaml:6:12: rules[0].burst: burst 100000000000000 with rate 10/s: burst × period/rate is longer than 36 years`}},
 	{"limits nothing", "rules:\n  - name: a\n    match: k\n",
-		[]string{`p.yaml:2:5: rules[0]: limits nothing: give rate, quota, concurrency, tiers or unlimited`}},
+		[]string{`p.yaml:2:5: rules[0]: limits nothing: give rate, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers or unlimited`}},
 	{"names", "rules:\n  - match: k\n    rate: 1/s\n  - name: \"\"\n    match: j\n    rate: 1/s\n  - name: \"a\\x01b\"\n    match: i\n    rate: 1/s\n",
 		[]string{
 			`p.yaml:2:5: rules[0]: missing name`,
@@ -488,6 +490,15 @@ func FuzzParseYAML(f *testing.F) {
 	for _, tc := range badCases {
 		f.Add([]byte(tc.src))
 	}
+	data, err = os.ReadFile("testdata/example-adaptive.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	for _, tc := range adaptiveBad {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte("rules:\n  - {name: a, match: [k, p], lanes: {concurrency: 7, shares: {x: 33.33%, y: 66.67%}, lane_key: p, borrow: any, reserve: 0.25, default_lane: x}}\n  - {name: b, match: k, adaptive_rate: {min: 2/m, max: 9/m, step: 1/m, factor: 0.9}, adaptive_concurrency: {min: 1, max: 3, queue_size: 0, window_time: 0s}}\n"))
 	f.Add([]byte("rules:\n  - {name: a, match: [k, {key: j, prefix: x}], rate: 1/s, exempt: {k: [10.0.0.0/8]}, replaces: b}\n  - {name: b, match: k, quota: 5/day}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseYAML("f.yaml", data)
@@ -511,7 +522,46 @@ func FuzzParseYAML(f *testing.F) {
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}
-		e.Close()
+		defer e.Close()
+		// Each rule's own descriptor is checked, its grants finished as a
+		// failure, then checked again: never a panic, never an error but
+		// too many keys.
+		for _, d := range p.Domains {
+			for _, r := range d.Rules {
+				var ds Descriptor
+				for _, m := range r.Match {
+					v := m.Value // MatchExact
+					if m.Kind != MatchExact {
+						v += "v"
+					}
+					ds.Entries = append(ds.Entries, Entry{Key: m.Key, Value: v})
+				}
+				req := &Request{Domain: d.Name, Hits: 1, Descriptors: []Descriptor{ds}}
+				for range 2 {
+					var h compose.Held
+					var res Result
+					if err := e.Check(context.Background(), req, &h, &res); err != nil && !errors.Is(err, ErrTooManyKeys) {
+						t.Fatalf("Check %+v: %v", ds, err)
+					}
+					h.Finish(true)
+				}
+			}
+		}
+	})
+}
+
+// FuzzSplitLane: the key of a lanes layer splits into the lane and the
+// budget's key it was made of.
+func FuzzSplitLane(f *testing.F) {
+	f.Add("critical", "4:acme")
+	f.Add("", "")
+	f.Add("5:x", "1:")
+	f.Fuzz(func(t *testing.T, lane, budget string) {
+		key := string(appendValue(nil, lane)) + budget
+		if l, b := splitLane(key); l != lane || b != budget {
+			t.Fatalf("splitLane(%q) = %q, %q; want %q, %q", key, l, b, lane, budget)
+		}
+		splitLane(budget) // any string: no panic
 	})
 }
 

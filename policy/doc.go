@@ -1,7 +1,8 @@
 // Package policy is admit's rate-limiting policy: a model of rules over
 // Envoy-style descriptors, two YAML formats to write it in (this package's
 // and envoyproxy/ratelimit's), and an Engine that enforces it with the
-// limiters of packages keyed, quota, concurrency, redisstore and compose.
+// limiters of packages keyed, quota, concurrency, adaptive, fair,
+// redisstore and compose.
 //
 // # Model
 //
@@ -11,7 +12,8 @@
 // the domain that fits it best, level by level as envoyproxy/ratelimit
 // matches (see Rule), and the request is admitted iff every matched rule
 // admits it. A rule limits by a rate (any algorithm of package admit), a
-// calendar quota, a concurrency cap, or a tier table mapping a value (a
+// calendar quota, a concurrency cap, an adaptive concurrency cap or rate,
+// priority lanes sharing a budget, or a tier table mapping a value (a
 // tenant) to the limits of its tier; keeps its state in memory or in
 // Redis, with a failure policy for when Redis fails; and may be in shadow
 // mode, exempt values, replace other rules, or share one key among all
@@ -22,7 +24,8 @@
 //
 //   - This package's format (ParseYAML) for a new policy: rates with any
 //     period ("100 per 5 minutes") and algorithm, bursts, calendar quotas
-//     in a time zone, concurrency caps, tier tables, per-rule store and
+//     in a time zone, concurrency caps, adaptive limits and priority
+//     lanes, tier tables, per-rule store and
 //     failure policy, exemptions (CIDR ranges included), several domains
 //     in a file, and errors that name file, line, column and field.
 //   - envoyproxy/ratelimit's format (ParseEnvoy) to switch from
@@ -100,6 +103,48 @@
 //	    #         week_start: monday}
 //	    concurrency: 50         # a cap on requests in flight, or:
 //	    # concurrency: {max: 50, lease: 30s}
+//	    adaptive_concurrency:   # a cap on requests in flight that follows
+//	      min: 10               # their latency: required, the bounds of
+//	      max: 1000             # the limit (1 to 2^53)
+//	      initial: 10           # where it starts (default: min)
+//	      tolerance: 1.5        # latency may rise to 1.5x its level without
+//	                            # load before the limit shrinks (>= 1)
+//	      smoothing: 0.2        # weight of each window's new limit (0 to 1]
+//	      queue_size: 4         # added to a limit that may grow (default:
+//	                            # the square root of the limit)
+//	      long_window: 100      # windows the level without load averages
+//	      window_samples: 10    # a window closes after this many samples
+//	      window_time: 1s       # and at least this long
+//	    adaptive_rate:          # a rate that follows the outcomes:
+//	      min: 10/s             # required, the bounds, in one period
+//	      max: 1000/s
+//	      initial: 10/s         # where it starts (default: min)
+//	      step: 1               # added per success (default 1), or a rate
+//	                            # in the same period (5/s)
+//	      factor: 0.5           # a failure multiplies it by this (0 to 1)
+//	      burst: 100            # fixed burst (default: the current rate)
+//	      latency_threshold: 2s # a success slower than this is a failure
+//	                            # (default: none)
+//	      increase_interval: 0s # at most one increase per interval
+//	                            # (default 0: on every success)
+//	      decrease_interval: 1s # at most one cut per interval (default 0:
+//	                            # on every failure)
+//	    lanes:                  # priority lanes sharing one budget:
+//	      budget: 100/s         # a rate (with its burst), or:
+//	      # concurrency: 50     # requests in flight
+//	      lane_key: priority    # the entry whose value picks the lane
+//	                            # (default: the last entry of match)
+//	      shares:               # the lanes, highest priority first, with
+//	        critical: 50%       # percentages adding up to 100% (at most
+//	        default: 30%        # two decimals), or weights (whole
+//	        batch: 20%          # numbers, shared in proportion)
+//	      borrow: up            # which lanes may use what others leave
+//	                            # unused: up (default: from lower lanes
+//	                            # only), any, none
+//	      default_lane: batch   # the lane of values naming none (default:
+//	                            # the last, the lowest priority)
+//	      reserve: 50%          # of its share a lane keeps from borrowers
+//	                            # (0 to 100%], a fraction (0.5) or percent
 //	    # tiers: plans          # instead of rate, quota and concurrency
 //	    # tier_key: tenant      # the entry whose value picks the tier
 //	                            # (default: the last entry of match)
@@ -116,9 +161,10 @@
 //	    shared: false           # all matching descriptors share one key
 //	    replaces: [other-rule]  # rules this one replaces when both match
 //
-// A rule sets any of rate, quota and concurrency (each must admit the
-// request), or tiers, or unlimited. failure applies to rules kept in
-// Redis only: fail_open admits while Redis fails, fail_closed refuses,
+// A rule sets any of rate, quota, concurrency, adaptive_concurrency,
+// adaptive_rate and lanes (each must admit the request), or tiers, or
+// unlimited; a tier sets any of the first three. failure applies to rules
+// kept in Redis only: fail_open admits while Redis fails, fail_closed refuses,
 // fallback asks a local limiter holding 1/local_share of the limit;
 // breaker/ stops calling a Redis that keeps failing and probes it (see
 // package compose). Concurrency caps kept in Redis apply the policy to each
@@ -126,7 +172,46 @@
 //
 // testdata/example.yaml is the multi-tenant API of the reference design
 // (per address and per user in memory, per tenant by plan and per route in
-// Redis, a global cap in flight) written in this format.
+// Redis, a global cap in flight) written in this format;
+// testdata/example-adaptive.yaml protects backends of unknown capacity
+// with adaptive limits and priority lanes.
+//
+// # Adaptive limits and lanes
+//
+// adaptive_concurrency is an adaptive.Gradient: a cap on requests in
+// flight that grows while their latency stays within tolerance times its
+// level without load, and shrinks beyond it or when requests fail.
+// adaptive_rate is an adaptive.AIMD: a rate that grows by step with each
+// success and is multiplied by factor on each failure. Both stay within
+// [min, max], and both learn from the outcomes the caller reports:
+// compose.Held.Finish(failed) at the end of the request, which the
+// middleware of packages httplimit (a panic or a status of 500 and more is
+// a failure, by default) and grpclimit (Unavailable, ResourceExhausted,
+// DeadlineExceeded, Internal) call. A request that is only released
+// (Held.Release) teaches adaptive_rate nothing, and adaptive_concurrency
+// takes it as a success of the latency it had.
+//
+// lanes is a fair.RateLanes (budget) or fair.SlotLanes (concurrency): the
+// budget split among lanes by their shares: each lane keeps part of its
+// share (reserve) for itself and lends the rest, as borrow says, to lanes
+// whose traffic is more than their own share. The lane of a request is the value
+// of its lane_key entry; a value naming no lane goes to default_lane.
+// With percentages, the shares must add up to 100%; weights are shared
+// in proportion to their sum.
+//
+// Their keys are those of the rule's other limits (the values of the match
+// entries, for lanes all but lane_key's): a rule matching any value has
+// one limit (or budget) per value, a rule matching exact values, or with
+// shared: true, has one. At most WithMaxKeys keys per rule
+// (DefaultMaxAdaptiveKeys) are kept: a new key beyond it takes the place
+// of an idle one (nothing in flight, nothing used), starting again from
+// initial, or is refused with ErrTooManyKeys if none is idle.
+//
+// A rule with any of the three is kept in memory, whole, whatever
+// defaults.store says: an adaptive limit learns from the requests of one
+// instance, and Redis holds no adaptive state. store: redis (or a failure
+// policy) on such a rule is an error; put the limits to keep in Redis in a
+// rule of their own. They are not available in tiers.
 //
 // # Rates and quotas
 //
@@ -142,7 +227,12 @@
 // NewEngine builds one limiter per rule, limit kind and tier; Check
 // decides a request and reports one decision and one status per
 // descriptor (the code, limit, remaining and time to reset an Envoy
-// rate-limit service answers with). Checks allocate nothing for rules kept
-// in memory. NewEngine(p, WithPrevious(old)) reloads a policy keeping the
-// state of the rules that did not change.
+// rate-limit service answers with). It asks the local rates, quotas,
+// adaptive rates and rate lanes first, then those kept in Redis, then the
+// concurrency caps and slot lanes, and the adaptive concurrency caps last
+// (a request refused after one of them would give its slots back at once,
+// a success of no latency). Checks allocate nothing for rules kept in
+// memory. NewEngine(p, WithPrevious(old)) reloads a policy keeping the
+// state of the rules that did not change (an adaptive limit keeps what it
+// learnt).
 package policy

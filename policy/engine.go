@@ -25,8 +25,11 @@ import (
 // rules of a tier table): keyed.Limiter, quota.Quota and
 // concurrency.Limiter for rules kept in memory; redisstore's Limiter,
 // Quota and ConcurrencyLimiter for rules kept in Redis, each behind a
-// compose.Guard applying the rule's failure policy. Inline limits
-// (Descriptor.Limit) get limiters on first use, per distinct limit.
+// compose.Guard applying the rule's failure policy. Adaptive limits and
+// lanes hold an adaptive.Gradient, adaptive.AIMD, fair.RateLanes or
+// fair.SlotLanes per key, made on first use (see the package
+// documentation). Inline limits (Descriptor.Limit) get limiters on first
+// use, per distinct limit.
 //
 // Checking a request whose rules are kept in memory allocates nothing
 // (but the keys of concurrency caps with a value per key, which the
@@ -285,6 +288,9 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 		cr.exempt = append(cr.exempt, ce)
 	}
 	store := b.e.resolve(r.Store)
+	if r.Tiers == nil && r.Limits.adaptive() {
+		store = StoreLocal // all of the rule, as Validate requires
+	}
 	if store == StoreRedis && b.e.o.store == nil {
 		return nil, fmt.Errorf("%w: the rule is kept in Redis; give the engine a Redis store (WithRedis)", ErrNoStore)
 	}
@@ -303,7 +309,7 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 		sets := map[string]*cset{}
 		for _, name := range sortedKeys(r.Tiers.Tiers) {
 			tier := r.Tiers.Tiers[name]
-			set, err := b.set(r, tier.Name, &tier.Limits, store)
+			set, err := b.set(r, cr, tier.Name, &tier.Limits, store)
 			if err != nil {
 				return nil, err
 			}
@@ -316,7 +322,7 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 		cr.table = t
 		return cr, nil
 	}
-	set, err := b.set(r, "", &r.Limits, store)
+	set, err := b.set(r, cr, "", &r.Limits, store)
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +330,12 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 	return cr, nil
 }
 
-// set builds the layers of limits l of rule r (of tier, if not empty).
-func (b *builder) set(r *Rule, tier string, l *Limits, store Store) (*cset, error) {
+// set builds the layers of limits l of rule r, compiled as cr (of tier, if
+// not empty).
+func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (*cset, error) {
 	s := &cset{tier: tier, unlimited: l.Unlimited}
 	kinds := 0
-	for _, has := range []bool{l.Rate != nil, l.Quota != nil, l.Concurrency != nil} {
+	for _, has := range []bool{l.Rate != nil, l.Quota != nil, l.Concurrency != nil, l.AdaptiveConcurrency != nil, l.AdaptiveRate != nil, l.Lanes != nil} {
 		if has {
 			kinds++
 		}
@@ -385,7 +392,71 @@ func (b *builder) set(r *Rule, tier string, l *Limits, store Store) (*cset, erro
 		c.limit = admit.Limit{Rate: cc.Max, Burst: cc.Max}
 		s.layers = append(s.layers, c)
 	}
+	if err := b.memoryOnly(r, cr, s, l, sub); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// memoryOnly adds the layers of the limits of l kept in memory only to s:
+// adaptive ones and lanes (of a rule, never of a tier).
+func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(string) string) error {
+	single := cr.constKey
+	if a := l.AdaptiveRate; a != nil {
+		c, err := b.layer(admit.KindRate, sub("adaptive_rate"), false, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+			return b.e.buildAIMD(c, a, single)
+		})
+		if err != nil {
+			return err
+		}
+		s.layers = append(s.layers, c)
+	}
+	if ln := l.Lanes; ln != nil {
+		key := ln.laneKey(r)
+		idx, only := -1, r.Shared
+		if !only {
+			only = true
+			for _, m := range r.Match {
+				if m.Key != key && m.Kind != MatchExact {
+					only = false
+				}
+			}
+		}
+		for i, m := range r.Match {
+			if m.Key == key {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return fmt.Errorf("%w: lanes: no match entry has key %q", ErrInvalidPolicy, key)
+		}
+		kind := admit.KindRate
+		if ln.Budget == nil {
+			kind = admit.KindConcurrency
+		}
+		c, err := b.layer(kind, sub("lanes"), false, Failure{}, fmt.Sprintf("%v lane=%d only=%v", ln, idx, only), func(c *clayer) error {
+			c.lanes, c.lane, c.laneOnly = true, idx, only
+			if ln.Budget != nil {
+				return b.e.buildRateLanes(c, ln, only)
+			}
+			return b.e.buildSlotLanes(c, ln, only)
+		})
+		if err != nil {
+			return err
+		}
+		s.layers = append(s.layers, c)
+	}
+	if a := l.AdaptiveConcurrency; a != nil {
+		c, err := b.layer(admit.KindConcurrency, sub("adaptive_concurrency"), false, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+			return b.e.buildGradient(c, a, single)
+		})
+		if err != nil {
+			return err
+		}
+		s.layers = append(s.layers, c)
+	}
+	return nil
 }
 
 // layer returns the layer of this definition: the previous engine's if it

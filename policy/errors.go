@@ -39,6 +39,12 @@ var (
 	// Descriptor.Limit) would be the engine's MaxOverrides+1st distinct
 	// one. The request is refused.
 	ErrTooManyOverrides = errors.New("policy: too many distinct inline limits")
+
+	// ErrTooManyKeys reports a request whose key would be one more for a
+	// rule's adaptive limit or lanes, which hold state for at most
+	// WithMaxKeys keys (DefaultMaxAdaptiveKeys), none of them idle. The
+	// request is refused.
+	ErrTooManyKeys = errors.New("policy: too many keys for an adaptive limit")
 )
 
 // Pos is a position in a policy file: the file's name, and a line and a

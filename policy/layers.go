@@ -24,18 +24,33 @@ type clayer struct {
 	lim    compose.Limiter
 	refund compose.Refunder
 	slots  compose.Slots
-	print  string // the definition, for WithPrevious
+	learn  compose.Learner // an adaptive rate, learning from outcomes
+	print  string          // the definition, for WithPrevious
+	// shortKey: the limiter keeps no reference to the keys it is given
+	// (it copies what it stores), so they may be scratch space.
+	shortKey bool
+	// lanes marks a lanes layer: lane is the index of the match entry
+	// whose value picks the lane, and laneOnly says that the other
+	// entries make no key (one budget).
+	lanes    bool
+	lane     int
+	laneOnly bool
 }
 
 // The classes of layers, in the order a check asks them: cheap local
 // limits first, so that a request they refuse costs no round trip, and
 // concurrency caps last, so that their slots are rarely taken only to be
 // given back.
+//
+// Adaptive concurrency caps come last of all: a request a later layer
+// refuses would give back their slots at once, which would count as a
+// success of no latency.
 const (
 	classLocal uint8 = iota
 	classRemote
 	classLocalSlots
 	classRemoteSlots
+	classAdaptiveSlots
 )
 
 func classOf(kind admit.Kind, redis bool) uint8 {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/quota"
 )
 
@@ -101,10 +102,12 @@ type Override struct {
 // # Limits
 //
 // A rule limits with any of a rate (Rate, by Algorithm), a calendar
-// quota (Quota) and a concurrency cap (Concurrency), all of which must
-// admit the request; or with a tier table (Tiers), whose tier for the
-// value of the TierKey entry gives those limits; or not at all
-// (Unlimited: the descriptor matches, and nothing limits it).
+// quota (Quota), a concurrency cap (Concurrency), an adaptive concurrency
+// cap (AdaptiveConcurrency), an adaptive rate (AdaptiveRate) and priority
+// lanes (Lanes), all of which must admit the request; or with a tier
+// table (Tiers), whose tier for the value of the TierKey entry gives the
+// first three; or not at all (Unlimited: the descriptor matches, and
+// nothing limits it).
 //
 // The zero Rule has no name and no match, which Validate refuses.
 type Rule struct {
@@ -135,7 +138,11 @@ type Rule struct {
 	// means the key of the last Matcher.
 	TierKey string
 
-	// Store says where the rule's state lives.
+	// Store says where the rule's state lives. A rule with
+	// AdaptiveConcurrency, AdaptiveRate or Lanes is kept in memory, all
+	// its limits: an adaptive limit learns from the requests of one
+	// instance, and Redis holds no adaptive state. Its Store must be
+	// StoreLocal or StoreDefault (which means StoreLocal for it).
 	Store Store
 
 	// Failure is what happens when the store fails (Redis only).
@@ -169,9 +176,11 @@ type Rule struct {
 	src *source
 }
 
-// Limits are the limits of a rule or of a tier. Any of Rate, Quota and
-// Concurrency may be set (each is a layer that must admit the request),
-// or Unlimited alone. The zero Limits limits nothing (a rule of
+// Limits are the limits of a rule or of a tier. Any of Rate, Quota,
+// Concurrency, AdaptiveConcurrency, AdaptiveRate and Lanes may be set (each
+// is a layer that must admit the request), or Unlimited alone. The last
+// three are a rule's only, not a tier's, and are kept in memory (see
+// Rule.Store). The zero Limits limits nothing (a rule of
 // envoyproxy/ratelimit's whitelist).
 type Limits struct {
 	// Rate is a rate limit (nil: none), decided by Algorithm.
@@ -182,6 +191,15 @@ type Limits struct {
 	Quota *Quota
 	// Concurrency is a cap on requests in flight (nil: none).
 	Concurrency *Concurrency
+	// AdaptiveConcurrency is a cap on requests in flight that follows
+	// their latency (nil: none).
+	AdaptiveConcurrency *AdaptiveConcurrency
+	// AdaptiveRate is a rate that follows the requests' outcomes (nil:
+	// none).
+	AdaptiveRate *AdaptiveRate
+	// Lanes shares a rate or a cap on requests in flight among priority
+	// lanes (nil: none).
+	Lanes *Lanes
 	// Unlimited admits everything the rule matches (and nothing else may
 	// be set): the descriptor matches, so no less specific rule applies,
 	// and nothing is counted.
@@ -190,7 +208,127 @@ type Limits struct {
 
 // empty reports whether l limits nothing and is not Unlimited.
 func (l *Limits) empty() bool {
-	return l.Rate == nil && l.Quota == nil && l.Concurrency == nil && !l.Unlimited
+	return l.Rate == nil && l.Quota == nil && l.Concurrency == nil && !l.adaptive() && !l.Unlimited
+}
+
+// adaptive reports whether l has one of the limits kept in memory only:
+// adaptive ones and lanes.
+func (l *Limits) adaptive() bool {
+	return l.AdaptiveConcurrency != nil || l.AdaptiveRate != nil || l.Lanes != nil
+}
+
+// AdaptiveConcurrency is a cap on requests in flight that follows the
+// latency of the requests it admits (adaptive.Gradient): it grows while
+// they take less than Tolerance times their latency without load, and
+// shrinks beyond, or when they fail; it always lies within [Min, Max]. A
+// request takes its cost in slots until it is done (until the
+// compose.Held of its check is released or finished); it learns from the
+// requests whose outcome is reported (compose.Held.Finish, which the
+// middleware of httplimit and grpclimit call) and takes a request that is
+// only released as a success. One limit per key, as for Concurrency (a
+// rule matching exact values, or Shared, has one limit).
+//
+// The zero fields but Min and Max take adaptive.Gradient's defaults. The
+// zero AdaptiveConcurrency (a Max of 0) is not valid.
+type AdaptiveConcurrency struct {
+	// Min and Max bound the limit: 1 <= Min <= Max <= 2^53.
+	Min, Max int64
+	// Initial is where the limit starts, in [Min, Max]; 0 means Min.
+	Initial int64
+	// Tolerance is how much slower than without load requests may get
+	// before the limit shrinks (adaptive.WithTolerance), at least 1; 0
+	// means adaptive.DefaultTolerance (1.5).
+	Tolerance float64
+	// Smoothing is the weight of each window's new limit
+	// (adaptive.WithSmoothing), in (0, 1]; 0 means
+	// adaptive.DefaultSmoothing (0.2).
+	Smoothing float64
+	// QueueSize, if not nil, is the queue allowance added to a limit
+	// that may grow (adaptive.WithQueueSize), at least 0; nil means the
+	// square root of the limit.
+	QueueSize *float64
+	// LongWindow is the number of windows the latency without load
+	// averages over (adaptive.WithLongWindow); 0 means
+	// adaptive.DefaultLongWindow (100).
+	LongWindow int
+	// WindowSamples and WindowTime are the least samples and duration of
+	// a window (adaptive.WithWindow); 0 and nil mean
+	// adaptive.DefaultWindowSamples (10) and adaptive.DefaultWindowTime
+	// (1s).
+	WindowSamples int
+	WindowTime    *time.Duration
+}
+
+// AdaptiveRate is a rate that follows the outcomes of the requests it
+// admits (adaptive.AIMD): each success adds Step to it, each failure
+// multiplies it by Factor, and it always lies within [Min, Max] events
+// per Period. It learns from the requests whose outcome is reported
+// (compose.Held.Finish, which the middleware of httplimit and grpclimit
+// call); a request that is only released teaches it nothing. One rate
+// per key (a rule matching exact values, or Shared, has one rate).
+//
+// The zero fields but Min and Max take adaptive.AIMD's defaults. The zero
+// AdaptiveRate (a Max of 0) is not valid.
+type AdaptiveRate struct {
+	// Period is the period of Min, Max, Initial and Step; 0 means one
+	// second.
+	Period time.Duration
+	// Min and Max bound the rate, in events per Period: 1 <= Min <= Max
+	// < admit.Inf.
+	Min, Max int64
+	// Initial is where the rate starts, in [Min, Max]; 0 means Min.
+	Initial int64
+	// Step is what a success adds to the rate (adaptive.WithStep); 0
+	// means adaptive.DefaultStep (1).
+	Step int64
+	// Factor is what a failure multiplies the rate by
+	// (adaptive.WithFactor), in (0, 1); 0 means adaptive.DefaultFactor
+	// (0.5).
+	Factor float64
+	// Burst fixes the burst (adaptive.WithBurst); 0 means a burst equal to
+	// the current rate.
+	Burst int64
+	// LatencyThreshold, if positive, makes a success slower than it a
+	// failure (adaptive.WithLatencyThreshold).
+	LatencyThreshold time.Duration
+	// IncreaseInterval and DecreaseInterval, if positive, space the
+	// moves of the rate (adaptive.WithIncreaseInterval,
+	// adaptive.WithDecreaseInterval); 0 moves it on every outcome.
+	IncreaseInterval, DecreaseInterval time.Duration
+}
+
+// Lanes shares one budget, a rate (fair.RateLanes) or a cap on requests in
+// flight (fair.SlotLanes), among priority lanes, each with a reserved
+// share, which lanes may borrow from one another as Borrow says. The lane
+// of a request is the value of its descriptor's entry of key LaneKey; a
+// value that names no lane goes to DefaultLane. One budget per key made
+// of the values of the other entries (a rule whose other entries match
+// exact values, or Shared, has one budget).
+//
+// The zero Lanes (no budget, no lanes) is not valid.
+type Lanes struct {
+	// Budget is the rate the lanes share (not unlimited, not zero), or
+	// Concurrency the slots they share, from 1 to 2^53: exactly one of
+	// the two.
+	Budget      *admit.Limit
+	Concurrency int64
+	// LaneKey is the key of the match entry whose value picks the lane;
+	// empty means the key of the last entry.
+	LaneKey string
+	// Lanes are the lanes, highest priority first (see fair.Lane): from 1
+	// to fair.MaxLanes, with distinct names.
+	Lanes []fair.Lane
+	// Borrow says which lanes may use the capacity others leave unused
+	// (fair.WithBorrowing). The zero value is fair.BorrowUp.
+	Borrow fair.Borrowing
+	// DefaultLane is the lane of the values that name none; empty means
+	// the last lane, the lowest priority, so that a client cannot raise
+	// its priority by sending a value of its own.
+	DefaultLane string
+	// Reserve is the fraction of its share a lane keeps from borrowers
+	// (fair.WithReserve), in (0, 1]; 0 means fair.DefaultReserve (one
+	// half).
+	Reserve float64
 }
 
 // Quota is a calendar quota: at most Limit events per key per calendar

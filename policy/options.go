@@ -125,8 +125,10 @@ func WithShadow(on bool) Option {
 }
 
 // WithMaxKeys caps the keys each limiter kept in memory holds (see
-// keyed.WithMaxKeys, quota.WithMaxKeys, concurrency.WithMaxKeys). The
-// default is each package's default; n must be positive.
+// keyed.WithMaxKeys, quota.WithMaxKeys, concurrency.WithMaxKeys), and the
+// keys each rule's adaptive limit or lanes hold (see ErrTooManyKeys). The
+// default is each package's default, and DefaultMaxAdaptiveKeys for
+// adaptive limits and lanes; n must be positive.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(o *options) {
 		if n <= 0 {

@@ -208,7 +208,7 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 	case src.isBroken("limits"):
 	case r.Tiers != nil:
 		if !r.Limits.empty() {
-			v.at(src, "tiers", "a rule with tiers takes its limits from its tier table: remove its own rate, quota, concurrency and unlimited")
+			v.at(src, "tiers", "a rule with tiers takes its limits from its tier table: remove its own limits")
 		}
 		tk := r.TierKey
 		if tk == "" && len(r.Match) > 0 {
@@ -223,10 +223,11 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 		}
 		if r.Limits.empty() {
 			if !d.envoy {
-				v.at(src, "", "limits nothing: give rate, quota, concurrency, tiers or unlimited")
+				v.at(src, "", "limits nothing: give rate, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers or unlimited")
 			}
 		} else {
 			v.limits(&r.Limits, src, "")
+			v.memoryOnly(r, src, matchKeys)
 		}
 	}
 	if r.Tiers != nil && !v.tables[r.Tiers] {
@@ -295,6 +296,8 @@ func (r *Rule) alias() string {
 func (v *validator) limits(l *Limits, src *source, prefix string) {
 	if l.Unlimited && (l.Rate != nil || l.Quota != nil || l.Concurrency != nil) {
 		v.at(src, prefix+"unlimited", "unlimited contradicts the rate, quota or concurrency also given")
+	} else if l.Unlimited && l.adaptive() {
+		v.at(src, prefix+"unlimited", "unlimited contradicts the adaptive_concurrency, adaptive_rate or lanes also given")
 	}
 	if int(l.Algorithm) >= len(admit.Algorithms()) {
 		v.at(src, prefix+"algorithm", "unknown algorithm %v", l.Algorithm)
@@ -357,6 +360,9 @@ func (v *validator) table(t *TierTable) {
 			continue
 		}
 		v.limits(&tier.Limits, src, f+".")
+		if tier.Limits.adaptive() {
+			v.at(src, f, "tier %q has adaptive_concurrency, adaptive_rate or lanes, which only a rule may have", truncate(name))
+		}
 	}
 	for _, val := range sortedKeys(t.Assign) {
 		if tier := t.Assign[val]; t.Tiers[tier] == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -384,6 +385,78 @@ func (w *walker) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) 
 		return 0, false
 	}
 	return v, true
+}
+
+// number returns a finite number, whole or decimal.
+func (w *walker) number(n *yaml.Node, path string) (float64, bool) {
+	r, ok := w.scalar(n, path, "a number")
+	if !ok {
+		return 0, false
+	}
+	tag := r.ShortTag()
+	if tag != tagInt && tag != tagFloat {
+		w.fail(r, path, "want a number, got %s", kindName(r))
+		return 0, false
+	}
+	var v float64
+	if err := r.Decode(&v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		w.fail(r, path, "want a finite number, got %s", kindName(r))
+		return 0, false
+	}
+	return v, true
+}
+
+// fraction returns a fraction in (0, 1], written as a number (0.25) or a
+// percentage ("25%").
+func (w *walker) fraction(n *yaml.Node, path string) (float64, bool) {
+	r, ok := w.scalar(n, path, "a fraction (0.5, or 50%)")
+	if !ok {
+		return 0, false
+	}
+	var f float64
+	if t := strings.TrimSpace(r.Value); r.ShortTag() == tagStr && strings.HasSuffix(t, "%") {
+		bp, ok := parsePercent(t)
+		if !ok {
+			w.fail(r, path, "want a percentage such as 50%% or 12.5%%, got %q", truncate(r.Value))
+			return 0, false
+		}
+		f = float64(bp) / 10000
+	} else if f, ok = w.number(n, path); !ok {
+		return 0, false
+	}
+	if !(f > 0 && f <= 1) {
+		w.fail(r, path, "%s is not a fraction in (0, 1] (0.5, or 50%%)", truncate(r.Value))
+		return 0, false
+	}
+	return f, true
+}
+
+// parsePercent parses a percentage ("50%", "12.5%", "33.33 %") with at
+// most two decimals and three digits before them, in hundredths of a
+// percent (basis points).
+func parsePercent(s string) (int64, bool) {
+	s, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
+	if !ok {
+		return 0, false
+	}
+	s = strings.TrimSpace(s)
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" || len(whole) > 3 || !isDigits(whole) || len(frac) > 2 || frac != "" && !isDigits(frac) {
+		return 0, false
+	}
+	var bp int64
+	for _, c := range whole {
+		bp = bp*10 + int64(c-'0')
+	}
+	bp *= 100
+	for i, c := range frac {
+		if i == 0 {
+			bp += int64(c-'0') * 10
+		} else {
+			bp += int64(c - '0')
+		}
+	}
+	return bp, true
 }
 
 func digitsOnly(s string) bool {
