@@ -45,4 +45,15 @@
 // Exempt health checks and metrics scrapes (WithExemptPaths), and start a
 // new limit in shadow mode (WithShadow) to see what it would refuse before
 // it refuses anything.
+//
+// # Adaptive limits
+//
+// A Chain or a Decider may hold limits that learn from how requests went
+// (package adaptive's, and a policy's adaptive_rate and
+// adaptive_concurrency rules). For those requests the middleware
+// captures the status the handler writes and reports the outcome through
+// compose.Held.Finish when the handler returns: a panic, or a status that
+// WithFailure's function calls a failure (by default 429 and 500 and
+// more), is a failure; anything else a success. Requests without such
+// limits are served as they are, without the capture.
 package httplimit

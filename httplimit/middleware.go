@@ -150,7 +150,17 @@ const (
 //
 // The slots a Chain's or a Decider's concurrency limits grant (recorded in
 // a compose.Held) are released when the handler returns, or panics: the
-// panic goes on once they are released.
+// panic goes on once they are released. When a grant learns from the
+// request's outcome (compose.Held.WantsOutcome: an adaptive limit), the
+// middleware captures the status the handler writes and finishes the Held
+// instead (compose.Held.Finish): the request failed if the handler
+// panicked or if WithFailure's function says so of the status (by
+// default, 429 or 500 and more). The ResponseWriter the handler then gets
+// wraps the original one: it implements http.Flusher, http.Hijacker and
+// io.ReaderFrom by delegating (Flush does nothing, and Hijack fails with
+// http.ErrNotSupported, where the original does not support them), and
+// Unwrap, so http.ResponseController reaches the original's other
+// methods.
 //
 // Per request, an admitted request costs the key function, the limiter's
 // decision, one string and one []string for the field values (none with
@@ -231,7 +241,8 @@ func NewChain(c *compose.Chain, keys []KeyFunc, opts ...Option) (*Middleware, er
 // NewDecider returns middleware that decides each request by d, a policy
 // engine or any Decider: d works out the keys and the cost itself, so
 // WithCost is an error here. The slots d records in the Held are released
-// when the handler returns (or at once if d refuses or fails). An error of
+// when the handler returns (or at once if d refuses or fails); grants that
+// learn from the outcome are finished with it (see Middleware). An error of
 // d wrapping ErrNoKey is treated as a request that cannot be keyed.
 // NewDecider fails with ErrNilArgument for a nil d.
 func NewDecider(d Decider, opts ...Option) (*Middleware, error) {
@@ -416,6 +427,10 @@ func (m *Middleware) serveHeld(next http.Handler, w http.ResponseWriter, r *http
 	if m.fields != 0 && !m.shadow {
 		m.setFields(w.Header(), &d)
 	}
+	if h.WantsOutcome() {
+		m.serveOutcome(next, w, r, h)
+		return
+	}
 	serveHolding(next, w, r, h)
 }
 
@@ -424,6 +439,22 @@ func (m *Middleware) serveHeld(next http.Handler, w http.ResponseWriter, r *http
 func serveHolding(next http.Handler, w http.ResponseWriter, r *http.Request, h *compose.Held) {
 	defer release(h)
 	next.ServeHTTP(w, r)
+}
+
+// serveOutcome serves r through a statusWriter and finishes h with the
+// outcome when the handler returns or panics (the panic goes on after).
+func (m *Middleware) serveOutcome(next http.Handler, w http.ResponseWriter, r *http.Request, h *compose.Held) {
+	sw := statusPool.Get().(*statusWriter)
+	sw.ResponseWriter = w
+	panicked := true
+	defer func() {
+		h.Finish(panicked || m.failure(sw.Status()))
+		heldPool.Put(h)
+		*sw = statusWriter{}
+		statusPool.Put(sw)
+	}()
+	next.ServeHTTP(sw, r)
+	panicked = false
 }
 
 func release(h *compose.Held) {

@@ -89,6 +89,7 @@ type options struct {
 	maxKeyLen   int
 	cost        func(*http.Request) (int64, error)
 	observer    func(Event)
+	failure     func(status int) bool
 	err         error
 }
 
@@ -98,6 +99,7 @@ func defaultOptions() options {
 		fields:    IETFFields | LegacyFields,
 		maxKeyLen: DefaultMaxKeyLength,
 		failRetry: DefaultFailClosedRetryAfter,
+		failure:   DefaultFailure,
 	}
 }
 
@@ -295,4 +297,29 @@ func WithCost(f func(r *http.Request) (int64, error)) Option {
 // shadow mode would refuse. The default is nil.
 func WithObserver(f func(Event)) Option {
 	return optionFunc(func(o *options) { o.observer = f })
+}
+
+// DefaultFailure is the default of WithFailure: a response status of 429
+// Too Many Requests (what the handler calls is saturated) or of 500 and
+// more (an error of the server or of what it calls: 502, 503 and 504
+// are overload) is a failure.
+func DefaultFailure(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// WithFailure sets the function that tells, from the status its handler
+// wrote (200 if it wrote none), whether an admitted request failed in a
+// way that says what it protects is overloaded. The middleware reports
+// that outcome to the limits that learn from it (compose.Held.Finish:
+// the adaptive limits of package adaptive, and the adaptive rules of a
+// policy); a handler that panics has failed, whatever the function says.
+// The status is captured, by wrapping the ResponseWriter, only for
+// requests whose grants want the outcome (compose.Held.WantsOutcome). The
+// default is DefaultFailure; a nil f keeps it.
+func WithFailure(f func(status int) bool) Option {
+	return optionFunc(func(o *options) {
+		if f != nil {
+			o.failure = f
+		}
+	})
 }
