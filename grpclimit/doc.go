@@ -40,6 +40,10 @@
 //     per tenant, a global concurrency cap: a compose.Chain's AllowKeys in
 //     a DeciderFunc) or when a policy chooses the limits per call. Slots
 //     of concurrency limits are held until the handler or stream ends.
+//     Adaptive limits (package adaptive, a policy's adaptive rules) learn
+//     from each call's outcome: the code its handler returns, a failure
+//     for Unavailable, ResourceExhausted, DeadlineExceeded and Internal
+//     by default (WithFailure), or a panic.
 //   - NewClient's interceptors in clients of any server that sends
 //     RetryInfo (ours does; so do Google's APIs). Keep WithMaxRetries small:
 //     a limit that is reached is an answer, and retries add load to a

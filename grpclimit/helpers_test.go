@@ -12,10 +12,12 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 )
 
@@ -46,6 +48,9 @@ func (s *testService) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, 
 
 func (s *testService) UnaryCall(_ context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	s.calls.Add(1)
+	if rs := req.GetResponseStatus(); rs.GetCode() != 0 {
+		return nil, status.Error(codes.Code(rs.GetCode()), rs.GetMessage())
+	}
 	return &testpb.SimpleResponse{Payload: req.GetPayload()}, nil
 }
 

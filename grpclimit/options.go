@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 )
@@ -54,6 +56,7 @@ type options struct {
 	headers   bool
 	maxKeyLen int
 	onError   func(ctx context.Context, fullMethod string, err error)
+	failure   func(code codes.Code) bool
 	err       error
 }
 
@@ -154,6 +157,35 @@ func WithMaxKeyLength(n int) Option {
 // must be safe for concurrent use. The default is none.
 func WithErrorHandler(f func(ctx context.Context, fullMethod string, err error)) Option {
 	return optionFunc(func(o *options) { o.onError = f })
+}
+
+// DefaultFailure is the default of WithFailure: a call whose handler
+// returned Unavailable, ResourceExhausted, DeadlineExceeded (or a context
+// deadline error) or Internal failed in a way that says what it protects
+// is overloaded. Other codes (NotFound, InvalidArgument, Canceled by the
+// client...) say nothing about load, and count as successes.
+func DefaultFailure(code codes.Code) bool {
+	switch code {
+	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Internal:
+		return true
+	}
+	return false
+}
+
+// WithFailure sets the function that tells, from the code its handler
+// returned (codes.OK for none), whether an admitted call failed in a way
+// that says what it protects is overloaded. A Server built with
+// NewServerDecider reports that outcome to the grants that learn from it
+// (compose.Held.Finish: the adaptive limits of package adaptive, and the
+// adaptive rules of a policy) when the handler returns (a stream's, when
+// the stream ends); a handler that panics has failed, whatever the
+// function says. The default is DefaultFailure; a nil f keeps it.
+func WithFailure(f func(code codes.Code) bool) Option {
+	return optionFunc(func(o *options) {
+		if f != nil {
+			o.failure = f
+		}
+	})
 }
 
 // checkPattern checks a full method or service pattern.

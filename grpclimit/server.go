@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,7 +46,11 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 // replaced by their SHA-256 digest. A Server built with NewServerDecider
 // asks its Decider, and releases the concurrency slots the Decider held
 // in its compose.Held when the handler returns (for a stream: when the
-// stream ends).
+// stream ends). When a grant learns from the call's outcome
+// (compose.Held.WantsOutcome: an adaptive limit), the Held is finished
+// instead (compose.Held.Finish): the call failed if its handler panicked
+// or returned a code that WithFailure's function calls a failure (by
+// default Unavailable, ResourceExhausted, DeadlineExceeded, Internal).
 //
 // A refused call fails with codes.ResourceExhausted, a message naming the
 // limit, and two details: a google.rpc.RetryInfo whose retry_delay is the
@@ -71,6 +76,7 @@ type Server struct {
 	headers   bool
 	maxKeyLen int
 	onError   func(ctx context.Context, fullMethod string, err error)
+	failure   func(code codes.Code) bool
 	cache     partCache
 }
 
@@ -126,7 +132,7 @@ func NewServerDecider(d Decider, opts ...Option) (*Server, error) {
 }
 
 func newServer(opts []Option) (*Server, options, error) {
-	o := options{maxKeyLen: DefaultMaxKeyLength}
+	o := options{maxKeyLen: DefaultMaxKeyLength, failure: DefaultFailure}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -141,6 +147,7 @@ func newServer(opts []Option) (*Server, options, error) {
 		headers:   o.headers,
 		maxKeyLen: o.maxKeyLen,
 		onError:   o.onError,
+		failure:   o.failure,
 	}
 	if !o.noDefault {
 		s.exempt[HealthService] = true
@@ -280,13 +287,62 @@ func (s *Server) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 			sendTrailer(ctx, md)
 			return nil, err
 		}
-		defer func() {
-			h.Release()
-			heldPool.Put(h)
-		}()
 		sendHeader(ctx, md)
-		return handler(ctx, req)
+		return s.serveUnary(ctx, req, handler, h)
 	}
+}
+
+// serveUnary runs handler holding h, and gives h back when it returns or
+// panics (the panic goes on after).
+func (s *Server) serveUnary(ctx context.Context, req any, handler grpc.UnaryHandler, h *compose.Held) (resp any, err error) {
+	panicked := true
+	defer func() {
+		s.done(h, panicked, err)
+		heldPool.Put(h)
+	}()
+	resp, err = handler(ctx, req)
+	panicked = false
+	return resp, err
+}
+
+// serveStream is serveUnary for a stream.
+func (s *Server) serveStream(srv any, ss grpc.ServerStream, handler grpc.StreamHandler, h *compose.Held) (err error) {
+	panicked := true
+	defer func() {
+		s.done(h, panicked, err)
+		heldPool.Put(h)
+	}()
+	err = handler(srv, ss)
+	panicked = false
+	return err
+}
+
+// done gives back what h holds at the end of a call that returned err (or
+// panicked): Finish with the outcome if a grant wants it, else Release.
+func (s *Server) done(h *compose.Held, panicked bool, err error) {
+	if !h.WantsOutcome() {
+		h.Release()
+		return
+	}
+	h.Finish(panicked || s.failure(codeOf(err)))
+}
+
+// codeOf returns the code of a handler's error: its status's, or that of a
+// context error.
+func codeOf(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	}
+	return codes.Unknown
 }
 
 // StreamServerInterceptor returns the interceptor deciding streams when
@@ -310,14 +366,11 @@ func (s *Server) StreamServerInterceptor() grpc.StreamServerInterceptor {
 			}
 			return err
 		}
-		if h != nil {
-			defer func() {
-				h.Release()
-				heldPool.Put(h)
-			}()
-		}
 		if md != nil {
 			_ = ss.SetHeader(md)
+		}
+		if h != nil {
+			return s.serveStream(srv, ss, handler, h)
 		}
 		return handler(srv, ss)
 	}
