@@ -1,0 +1,467 @@
+package server
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/policy"
+)
+
+// Defaults of the lease table's options.
+const (
+	// DefaultMaxLeases is the default cap on the leases a table holds.
+	DefaultMaxLeases = 65536
+	// DefaultLeaseTTL is the default lifetime of a lease (see
+	// WithLeaseTTL): that of the leases redisstore grants by default, so
+	// that both expire together.
+	DefaultLeaseTTL = 30 * time.Second
+	// DefaultMaxLeaseTTL is the default longest lifetime a caller may ask
+	// for.
+	DefaultMaxLeaseTTL = time.Hour
+)
+
+// Lease is a grant of the lease table: the slots of the concurrency caps
+// a request holds, until it is released or expires.
+type Lease struct {
+	// ID names the lease: 128 random bits (crypto/rand) in hex, so that
+	// a client cannot guess another's.
+	ID string
+	// Expires is the instant the lease expires unless extended, on the
+	// table's clock; TTL is its lifetime from the last acquire or extend.
+	Expires time.Time
+	TTL     time.Duration
+}
+
+// Leases is a lease table: it holds the compose.Held of admitted requests
+// (the slots their concurrency caps granted) under unguessable ids until
+// the client releases them (Release, Finish) or their lease expires,
+// whichever comes first, so that a client that crashes cannot keep its
+// slots beyond its lease. It serves /v1/acquire, /v1/release and
+// /v1/extend, and may be shared by several APIs (see WithLeases), so that
+// a lease taken through one can be released through another.
+//
+// Expired leases are given back by a goroutine that sleeps until the
+// earliest expiry on the table's clock (WithLeaseClock), and also by
+// every call that looks at the table, so that a decision never waits for
+// that goroutine. The table holds at most WithMaxLeases leases: beyond,
+// Acquire fails with ErrTooManyLeases before checking anything.
+//
+// A lease never outlives the slots it holds: for a concurrency cap kept in
+// Redis, the rule's own lease (its concurrency lease, 30 s by default)
+// bounds how long Redis keeps the slots, whatever the table's TTL, and
+// Extend does not reach Redis. Give such rules a lease at least as long as
+// the TTLs clients ask for.
+//
+// Leases is safe for concurrent use. Create one with NewLeases and Close
+// it when done: Close stops its goroutine and gives back every lease it
+// holds.
+type Leases struct {
+	clock  admit.Clock
+	max    int
+	defTTL time.Duration
+	maxTTL time.Duration
+
+	mu       sync.Mutex
+	byID     map[string]*lease
+	queue    leaseQueue // by expiry
+	reserved int        // acquires in progress, counted against max
+	closed   bool
+
+	wake      chan struct{} // the earliest expiry moved earlier
+	done      chan struct{} // closed by Close
+	stopped   chan struct{} // closed when the goroutine ends
+	closeOnce sync.Once
+
+	reaped func(n int) // tests: told after the goroutine reaps
+}
+
+type lease struct {
+	id      string
+	held    *compose.Held
+	expires time.Time
+	ttl     time.Duration
+	idx     int
+}
+
+// LeaseOption configures a lease table (see NewLeases). The zero set of
+// options gives the defaults documented on each option.
+type LeaseOption interface {
+	apply(*leaseOptions)
+}
+
+type leaseOptions struct {
+	clock  admit.Clock
+	max    int
+	defTTL time.Duration
+	maxTTL time.Duration
+	reaped func(n int)
+	err    error
+}
+
+type leaseOptionFunc func(*leaseOptions)
+
+func (f leaseOptionFunc) apply(o *leaseOptions) { f(o) }
+
+// WithLeaseClock sets the clock leases expire on. The default is
+// admit.SystemClock; nil leaves the default.
+func WithLeaseClock(c admit.Clock) LeaseOption {
+	return leaseOptionFunc(func(o *leaseOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	})
+}
+
+// WithMaxLeases caps the leases the table holds. The default is
+// DefaultMaxLeases; n must be positive.
+func WithMaxLeases(n int) LeaseOption {
+	return leaseOptionFunc(func(o *leaseOptions) {
+		if n <= 0 {
+			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", ErrInvalidAPIOption, n)
+			return
+		}
+		o.max = n
+	})
+}
+
+// WithLeaseTTL sets the lifetime of a lease whose caller asks for none
+// (def) and the longest one a caller may ask for (max). The defaults are
+// DefaultLeaseTTL and DefaultMaxLeaseTTL; both must be positive, def at
+// most max.
+func WithLeaseTTL(def, max time.Duration) LeaseOption {
+	return leaseOptionFunc(func(o *leaseOptions) {
+		if def <= 0 || max < def {
+			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max", ErrInvalidAPIOption, def, max)
+			return
+		}
+		o.defTTL, o.maxTTL = def, max
+	})
+}
+
+// NewLeases returns an empty lease table and starts its goroutine. The
+// error wraps ErrInvalidAPIOption for an invalid option.
+func NewLeases(opts ...LeaseOption) (*Leases, error) {
+	o := leaseOptions{clock: admit.SystemClock, max: DefaultMaxLeases, defTTL: DefaultLeaseTTL, maxTTL: DefaultMaxLeaseTTL}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	l := &Leases{
+		clock: o.clock, max: o.max, defTTL: o.defTTL, maxTTL: o.maxTTL,
+		reaped:  o.reaped,
+		byID:    map[string]*lease{},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	go l.run()
+	return l, nil
+}
+
+// TTL returns the lifetime a lease gets for a requested ttl: the default
+// for 0. The error wraps ErrInvalidTTL for a negative ttl or one above the
+// maximum.
+func (l *Leases) TTL(ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ttl == 0:
+		return l.defTTL, nil
+	case ttl < 0:
+		return 0, fmt.Errorf("%w: %v is negative", ErrInvalidTTL, ttl)
+	case ttl > l.maxTTL:
+		return 0, fmt.Errorf("%w: %v, the maximum is %v", ErrInvalidTTL, ttl, l.maxTTL)
+	}
+	return ttl, nil
+}
+
+// MaxTTL returns the longest lifetime a caller may ask for.
+func (l *Leases) MaxTTL() time.Duration { return l.maxTTL }
+
+// Acquire checks req with e, as Engine.Check does, and keeps the slots the
+// check granted under a new lease of ttl (0 for the default). out receives
+// the decision and statuses.
+//
+// A refused request gets no lease (the zero Lease) and holds nothing, as
+// does an admitted request that holds nothing (no concurrency cap applied
+// to it): both return the zero Lease and a nil error, and out says which.
+// The error is ErrInvalidTTL, ErrTooManyLeases or ErrLeasesClosed, checked
+// before the request is, or the error of Engine.Check (the request is then
+// refused and holds nothing).
+func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Request, ttl time.Duration, out *policy.Result) (Lease, error) {
+	ttl, err := l.TTL(ttl)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := l.reserve(); err != nil {
+		return Lease{}, err
+	}
+	h := new(compose.Held)
+	err = e.Check(ctx, req, h, out)
+	if err != nil || !out.Decision.Allowed || h.Len() == 0 {
+		l.unreserve()
+		h.Release() // empty, unless a check's error left grants behind
+		return Lease{}, err
+	}
+	ls := &lease{id: newLeaseID(), held: h, ttl: ttl}
+	l.mu.Lock()
+	l.reserved--
+	if l.closed {
+		l.mu.Unlock()
+		h.Release()
+		return Lease{}, ErrLeasesClosed
+	}
+	ls.expires = l.clock.Now().Add(ttl)
+	l.byID[ls.id] = ls
+	heap.Push(&l.queue, ls)
+	first := ls.idx == 0
+	l.mu.Unlock()
+	if first {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}, nil
+}
+
+// reserve counts an acquire in progress against the cap.
+func (l *Leases) reserve() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrLeasesClosed
+	}
+	expired := l.expireLocked(l.clock.Now(), nil)
+	var err error
+	if len(l.byID)+l.reserved >= l.max {
+		err = fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, len(l.byID), l.max)
+	} else {
+		l.reserved++
+	}
+	l.mu.Unlock()
+	releaseLeases(expired)
+	return err
+}
+
+func (l *Leases) unreserve() {
+	l.mu.Lock()
+	l.reserved--
+	l.mu.Unlock()
+}
+
+// take removes lease id from the table, after giving back the expired
+// ones.
+func (l *Leases) take(id string) (*lease, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrLeasesClosed
+	}
+	expired := l.expireLocked(l.clock.Now(), nil)
+	ls := l.byID[id]
+	if ls != nil {
+		delete(l.byID, id)
+		heap.Remove(&l.queue, ls.idx)
+	}
+	l.mu.Unlock()
+	releaseLeases(expired)
+	if ls == nil {
+		return nil, ErrLeaseNotFound
+	}
+	return ls, nil
+}
+
+// Release gives back the slots of lease id, reporting no outcome to the
+// limits that learn from one (see compose.Held.Release). The error wraps
+// ErrLeaseNotFound for a lease that was never issued, was released
+// already, or expired.
+func (l *Leases) Release(id string) error {
+	ls, err := l.take(id)
+	if err != nil {
+		return err
+	}
+	ls.held.Release()
+	return nil
+}
+
+// Finish gives back the slots of lease id and reports the request's
+// outcome to the limits that learn from one (adaptive limits: see
+// compose.Held.Finish): failed reports that it failed in a way that says
+// what it protects is overloaded. The errors are Release's.
+func (l *Leases) Finish(id string, failed bool) error {
+	ls, err := l.take(id)
+	if err != nil {
+		return err
+	}
+	ls.held.Finish(failed)
+	return nil
+}
+
+// Extend sets the expiry of lease id to ttl (0 for the default) from now.
+// The error wraps ErrInvalidTTL, ErrLeaseNotFound or ErrLeasesClosed.
+func (l *Leases) Extend(id string, ttl time.Duration) (Lease, error) {
+	ttl, err := l.TTL(ttl)
+	if err != nil {
+		return Lease{}, err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return Lease{}, ErrLeasesClosed
+	}
+	now := l.clock.Now()
+	expired := l.expireLocked(now, nil)
+	ls := l.byID[id]
+	var out Lease
+	first := false
+	if ls != nil {
+		ls.expires, ls.ttl = now.Add(ttl), ttl
+		heap.Fix(&l.queue, ls.idx)
+		first = ls.idx == 0
+		out = Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}
+	}
+	l.mu.Unlock()
+	releaseLeases(expired)
+	if ls == nil {
+		return Lease{}, ErrLeaseNotFound
+	}
+	if first {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return out, nil
+}
+
+// Len returns the number of leases held, after giving back the expired
+// ones.
+func (l *Leases) Len() int {
+	l.mu.Lock()
+	expired := l.expireLocked(l.clock.Now(), nil)
+	n := len(l.byID)
+	l.mu.Unlock()
+	releaseLeases(expired)
+	return n
+}
+
+// Close stops the table's goroutine and gives back the slots of every
+// lease it holds; later calls fail with ErrLeasesClosed. Close is
+// idempotent and returns nil.
+func (l *Leases) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		all := make([]*lease, 0, len(l.byID))
+		for _, ls := range l.byID {
+			all = append(all, ls)
+		}
+		clear(l.byID)
+		l.queue = nil
+		l.mu.Unlock()
+		close(l.done)
+		<-l.stopped
+		releaseLeases(all)
+	})
+	return nil
+}
+
+// expireLocked removes the leases expired at now from the table and
+// appends them to dst, to be released once the lock is released.
+func (l *Leases) expireLocked(now time.Time, dst []*lease) []*lease {
+	for len(l.queue) > 0 && !l.queue[0].expires.After(now) {
+		ls := heap.Pop(&l.queue).(*lease)
+		delete(l.byID, ls.id)
+		dst = append(dst, ls)
+	}
+	return dst
+}
+
+func releaseLeases(ls []*lease) {
+	for _, x := range ls {
+		x.held.Release()
+	}
+}
+
+// run gives back expired leases: it sleeps until the earliest expiry, or
+// until an earlier one is added.
+func (l *Leases) run() {
+	defer close(l.stopped)
+	for {
+		l.mu.Lock()
+		var next time.Time
+		pending := len(l.queue) > 0
+		if pending {
+			next = l.queue[0].expires
+		}
+		l.mu.Unlock()
+		var t admit.Timer
+		var fire <-chan time.Time
+		if pending {
+			t = l.clock.NewTimer(next.Sub(l.clock.Now()))
+			fire = t.C()
+		}
+		select {
+		case <-l.done:
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-l.wake:
+			if t != nil {
+				t.Stop()
+			}
+			continue
+		case <-fire:
+		}
+		l.mu.Lock()
+		expired := l.expireLocked(l.clock.Now(), nil)
+		l.mu.Unlock()
+		releaseLeases(expired)
+		if l.reaped != nil {
+			l.reaped(len(expired))
+		}
+	}
+}
+
+// newLeaseID returns 128 random bits in hex.
+func newLeaseID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// leaseQueue is a heap of leases by expiry.
+type leaseQueue []*lease
+
+func (q leaseQueue) Len() int           { return len(q) }
+func (q leaseQueue) Less(i, j int) bool { return q[i].expires.Before(q[j].expires) }
+func (q leaseQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+
+func (q *leaseQueue) Push(x any) {
+	ls := x.(*lease)
+	ls.idx = len(*q)
+	*q = append(*q, ls)
+}
+
+func (q *leaseQueue) Pop() any {
+	old := *q
+	n := len(old)
+	ls := old[n-1]
+	old[n-1] = nil
+	*q = old[:n-1]
+	return ls
+}
