@@ -185,9 +185,10 @@
 // success and is multiplied by factor on each failure. Both stay within
 // [min, max], and both learn from the outcomes the caller reports:
 // compose.Held.Finish(failed) at the end of the request, which the
-// middleware of packages httplimit (a panic or a status of 500 and more is
-// a failure, by default) and grpclimit (Unavailable, ResourceExhausted,
-// DeadlineExceeded, Internal) call. A request that is only released
+// middleware of packages httplimit (a failure is a panic or, by default,
+// a status of 429 or of 500 and more) and grpclimit (a panic or, by
+// default, Unavailable, ResourceExhausted, DeadlineExceeded, Internal)
+// call. A request that is only released
 // (Held.Release) teaches adaptive_rate nothing, and adaptive_concurrency
 // takes it as a success of the latency it had.
 //
