@@ -1,0 +1,366 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/server/admitv1"
+)
+
+// AdmitService is admit's own gRPC API, admit.v1.Admit
+// (proto/admit/v1/admit.proto, Go code in package admitv1), over a policy
+// engine: for applications, where Envoy's rate-limit service (RLS) is for
+// proxies. It reports all the engine decides, and holds concurrency slots
+// under leases.
+//
+//   - Check decides a request as RLS does (the same checks of the
+//     request, the same semantics), with admit's costs: hits unset means 1
+//     and 0 peeks, for the request and for each descriptor, from 0 to
+//     MaxGRPCHits; an inline limit is rate per period with a burst (0: the
+//     rate), enforced as the domain's policy.Override says. It answers the
+//     decision (the deciding rule, kind, limit, remaining, retry and reset
+//     times), one status per descriptor (with everything policy.Status
+//     says: tier, shadow, exempt, unlimited, replaced, inline, skipped),
+//     the most restrictive refusal of the rules in shadow mode, and
+//     whether the policy lacks the domain (which then limits nothing).
+//     Concurrency caps are gates, as through RLS: admitted iff they have
+//     room now, and nothing stays held.
+//   - Acquire decides as Check does and keeps the slots the concurrency
+//     caps grant under a lease of the lease table (see Leases and
+//     WithGRPCLeases), until Release or the lease's end (the lease the
+//     request asks for, or the table's default). A request that holds
+//     nothing (refused, or no concurrency cap applied) gets no lease.
+//   - Release gives the slots back, reporting the request's outcome
+//     (success, failure, unknown) to the adaptive limits that learn from
+//     it (compose.Held.Finish).
+//
+// The status codes are RLS's, and NOT_FOUND for a lease that is unknown,
+// released or expired, RESOURCE_EXHAUSTED when the lease table is full,
+// INVALID_ARGUMENT for a lease longer than the table allows.
+//
+// An AdmitService is safe for concurrent use. Create one with
+// NewAdmitService; Close it when done (it closes the lease table it made).
+type AdmitService struct {
+	src       EngineSource
+	o         grpcOptions
+	leases    *Leases
+	ownLeases bool
+	pool      sync.Pool // *grpcScratch
+	closeOnce sync.Once
+}
+
+// NewAdmitService returns admit.v1's service deciding with the engine src
+// gives at each request. Without WithGRPCLeases it makes a lease table of
+// its own, whose goroutine Close stops. The error wraps
+// ErrInvalidGRPCOption for an invalid option.
+func NewAdmitService(src EngineSource, opts ...GRPCOption) (*AdmitService, error) {
+	if src == nil {
+		return nil, grpcOptionError("NewAdmitService: nil EngineSource")
+	}
+	o, err := newGRPCOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &AdmitService{src: src, o: o, leases: o.leases}
+	if s.leases == nil {
+		if s.leases, err = NewLeases(WithLeaseClock(o.clock)); err != nil {
+			return nil, err
+		}
+		s.ownLeases = true
+	}
+	s.pool.New = func() any { return new(grpcScratch) }
+	return s, nil
+}
+
+// Leases returns the lease table of the service's leases.
+func (s *AdmitService) Leases() *Leases { return s.leases }
+
+// Close closes the lease table the service made (giving back the slots of
+// every lease), not one given by WithGRPCLeases. Close is idempotent and
+// returns nil.
+func (s *AdmitService) Close() error {
+	s.closeOnce.Do(func() {
+		if s.ownLeases {
+			_ = s.leases.Close()
+		}
+	})
+	return nil
+}
+
+// Register registers the service on r (a *grpc.Server) as admit.v1.Admit.
+func (s *AdmitService) Register(r grpc.ServiceRegistrar) {
+	admitv1.RegisterAdmitServer(r, admitServer{s: s})
+}
+
+// Check decides a request (see AdmitService).
+func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
+	e := s.src.Engine()
+	if e == nil {
+		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+	}
+	sc := s.pool.Get().(*grpcScratch)
+	defer s.put(sc)
+	var hits *int64
+	if r != nil {
+		hits = r.Hits
+	}
+	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), hits, sc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	err := e.Check(ctx, &sc.req, &sc.held, &sc.res)
+	sc.held.Release() // concurrency caps are gates through Check
+	if err != nil {
+		return nil, grpcCheckError(err)
+	}
+	out := &admitv1.CheckResponse{UnknownDomain: !e.HasDomain(sc.req.Domain)}
+	out.Decision, out.Statuses, out.ShadowRefused, out.Shadow = admitResult(&sc.res)
+	return out, nil
+}
+
+// Acquire decides a request and keeps its slots under a lease (see
+// AdmitService).
+func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
+	e := s.src.Engine()
+	if e == nil {
+		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+	}
+	sc := s.pool.Get().(*grpcScratch)
+	defer s.put(sc)
+	var hits *int64
+	if r != nil {
+		hits = r.Hits
+	}
+	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), hits, sc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	var ttl time.Duration
+	if d := r.GetLease(); d != nil {
+		if err := d.CheckValid(); err != nil {
+			return nil, status.Error(codes.InvalidArgument, grpcBad("lease: %v", err).Error())
+		}
+		if ttl = d.AsDuration(); ttl <= 0 {
+			return nil, status.Error(codes.InvalidArgument, grpcBad("lease: %v is not positive", ttl).Error())
+		}
+	}
+	ls, err := s.leases.Acquire(ctx, e, &sc.req, ttl, &sc.res)
+	if err != nil {
+		return nil, grpcLeaseError(err)
+	}
+	out := &admitv1.AcquireResponse{UnknownDomain: !e.HasDomain(sc.req.Domain), LeaseId: ls.ID}
+	out.Decision, out.Statuses, out.ShadowRefused, out.Shadow = admitResult(&sc.res)
+	if ls.ID != "" {
+		out.ExpiresAt = timestamppb.New(ls.Expires)
+	}
+	return out, nil
+}
+
+// Release gives back the slots of a lease (see AdmitService).
+func (s *AdmitService) Release(_ context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
+	id := r.GetLeaseId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, grpcBad("lease_id is required").Error())
+	}
+	var err error
+	switch r.GetOutcome() {
+	case admitv1.Outcome_OUTCOME_UNSPECIFIED:
+		err = s.leases.Release(id)
+	case admitv1.Outcome_OUTCOME_SUCCESS:
+		err = s.leases.Finish(id, false)
+	case admitv1.Outcome_OUTCOME_FAILURE:
+		err = s.leases.Finish(id, true)
+	default:
+		return nil, status.Error(codes.InvalidArgument, grpcBad("outcome %d is not a known outcome", int32(r.GetOutcome())).Error())
+	}
+	if err != nil {
+		return nil, grpcLeaseError(err)
+	}
+	return &admitv1.ReleaseResponse{}, nil
+}
+
+func (s *AdmitService) put(sc *grpcScratch) {
+	sc.reset()
+	s.pool.Put(sc)
+}
+
+// grpcLeaseError is the gRPC status of an error of the lease table, or of
+// the check it made.
+func grpcLeaseError(err error) error {
+	switch {
+	case errors.Is(err, ErrLeaseNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrTooManyLeases):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, ErrInvalidTTL):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrLeasesClosed):
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return grpcCheckError(err)
+}
+
+// admitRequest converts an admit.v1 request into sc.req, checking it as
+// rlsRequest does, with admit's costs: unset is 1 (the request) or the
+// request's (a descriptor), 0 peeks, from 0 to MaxGRPCHits.
+func (o *grpcOptions) admitRequest(domain string, ds []*admitv1.Descriptor, hits *int64, sc *grpcScratch) error {
+	if err := o.checkShape(domain, len(ds), func(i int) int { return len(ds[i].GetEntries()) }); err != nil {
+		return err
+	}
+	n := 0
+	for _, d := range ds {
+		n += len(d.Entries)
+	}
+	sc.req = policy.Request{Domain: domain, Hits: 1}
+	if hits != nil {
+		if *hits < 0 || *hits > MaxGRPCHits {
+			return grpcBad("hits: %d is outside [0, 2^53]", *hits)
+		}
+		sc.req.Hits = *hits
+	}
+	sc.descs = grpcGrow(sc.descs, len(ds))
+	sc.entries = grpcGrow(sc.entries, n)[:0]
+	for i, d := range ds {
+		pd := &sc.descs[i]
+		*pd = policy.Descriptor{}
+		start := len(sc.entries)
+		for j, e := range d.Entries {
+			if err := o.checkEntry(e.GetKey(), e.GetValue()); err != nil {
+				return grpcBad("descriptors[%d].entries[%d]: %v", i, j, err)
+			}
+			sc.entries = append(sc.entries, policy.Entry{Key: e.Key, Value: e.Value})
+		}
+		pd.Entries = sc.entries[start:len(sc.entries):len(sc.entries)]
+		if d.Hits != nil {
+			if h := *d.Hits; h < 0 || h > MaxGRPCHits {
+				return grpcBad("descriptors[%d].hits: %d is outside [0, 2^53]", i, h)
+			}
+			pd.Hits, pd.OwnHits = *d.Hits, true
+		}
+		if d.Limit != nil {
+			l, err := admitLimit(d.Limit)
+			if err != nil {
+				return grpcBad("descriptors[%d].limit: %v", i, err)
+			}
+			sc.setLimit(i, len(ds), l)
+		}
+	}
+	sc.req.Descriptors = sc.descs
+	return nil
+}
+
+// admitLimit is the admit.Limit of an admit.v1 inline limit.
+func admitLimit(l *admitv1.Limit) (admit.Limit, error) {
+	out := admit.Limit{Rate: l.Rate, Burst: l.Burst}
+	if p := l.Period; p != nil {
+		if err := p.CheckValid(); err != nil {
+			return admit.Limit{}, err
+		}
+		out.Period = p.AsDuration()
+	}
+	if err := out.Validate(); err != nil {
+		return admit.Limit{}, err
+	}
+	return out, nil
+}
+
+// admitResult converts an engine's result.
+func admitResult(res *policy.Result) (*admitv1.Decision, []*admitv1.Status, bool, *admitv1.Decision) {
+	n := len(res.Statuses)
+	sts := make([]admitv1.Status, n)
+	out := make([]*admitv1.Status, n)
+	for i := range res.Statuses {
+		st := &res.Statuses[i]
+		as := &sts[i]
+		out[i] = as
+		as.Code = admitv1.Code_CODE_OK
+		if st.Code == policy.CodeOverLimit {
+			as.Code = admitv1.Code_CODE_OVER_LIMIT
+		}
+		as.Rule, as.Tier = st.Rule, st.Tier
+		as.Shadow, as.WouldRefuse = st.Shadow, st.WouldRefuse
+		as.Exempt, as.Unlimited, as.Replaced, as.Override, as.Skipped = st.Exempt, st.Unlimited, st.Replaced, st.Override, st.Skipped
+		if rlsLimited(st) {
+			as.Kind = admitKind(st.Kind)
+			as.Limit = admitLimitOf(st.Limit)
+			as.Remaining = st.Remaining
+			as.RetryAfter = admitDuration(st.RetryAfter)
+			as.ResetAfter = admitDuration(st.ResetAfter)
+		} else if st.Unlimited {
+			as.Remaining = st.Remaining
+		}
+	}
+	var shadow *admitv1.Decision
+	if res.ShadowRefused {
+		shadow = admitDecision(&res.Shadow)
+	}
+	return admitDecision(&res.Decision), out, res.ShadowRefused, shadow
+}
+
+// admitDecision converts a decision.
+func admitDecision(d *admit.Decision) *admitv1.Decision {
+	out := &admitv1.Decision{Allowed: d.Allowed, Rule: d.Rule, Remaining: d.Remaining}
+	if d.Limit.IsUnlimited() {
+		out.Unlimited = true
+		return out
+	}
+	out.Kind = admitKind(d.Kind)
+	out.Limit = admitLimitOf(d.Limit)
+	out.RetryAfter = admitDuration(d.RetryAfter)
+	out.ResetAfter = admitDuration(d.ResetAfter)
+	return out
+}
+
+func admitKind(k admit.Kind) admitv1.Kind {
+	switch k {
+	case admit.KindConcurrency:
+		return admitv1.Kind_KIND_CONCURRENCY
+	case admit.KindQuota:
+		return admitv1.Kind_KIND_QUOTA
+	}
+	return admitv1.Kind_KIND_RATE
+}
+
+func admitLimitOf(l admit.Limit) *admitv1.Limit {
+	out := &admitv1.Limit{Rate: l.Rate, Burst: l.Burst}
+	if l.Period != 0 {
+		out.Period = durationpb.New(l.Period)
+	}
+	return out
+}
+
+// admitDuration converts a duration; admit.InfDuration ("never") is nil.
+func admitDuration(d time.Duration) *durationpb.Duration {
+	if d == admit.InfDuration {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// admitServer adapts an AdmitService to the generated interface, whose
+// implementations must embed UnimplementedAdmitServer (which would
+// otherwise be an exported field of AdmitService).
+type admitServer struct {
+	admitv1.UnimplementedAdmitServer
+	s *AdmitService
+}
+
+func (a admitServer) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
+	return a.s.Check(ctx, r)
+}
+
+func (a admitServer) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
+	return a.s.Acquire(ctx, r)
+}
+
+func (a admitServer) Release(ctx context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
+	return a.s.Release(ctx, r)
+}

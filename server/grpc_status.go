@@ -1,0 +1,44 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/keyed"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/quota"
+)
+
+// grpcCheckError is the gRPC status of an error of policy.Engine.Check.
+func grpcCheckError(err error) error {
+	switch {
+	case errors.Is(err, policy.ErrInvalidRequest),
+		errors.Is(err, admit.ErrKeyTooLong),
+		errors.Is(err, concurrency.ErrKeyTooLong),
+		errors.Is(err, quota.ErrKeyTooLong):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, policy.ErrTooManyOverrides),
+		errors.Is(err, keyed.ErrStoreFull),
+		errors.Is(err, concurrency.ErrTooManyKeys),
+		errors.Is(err, quota.ErrTooManyKeys):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	// A closed engine (replaced while the request was on its way), a
+	// store that failed: another try may succeed.
+	return status.Error(codes.Unavailable, "the request could not be decided: "+err.Error())
+}
+
+// grpcOptionError is an ErrInvalidGRPCOption saying what is wrong.
+func grpcOptionError(msg string) error {
+	return fmt.Errorf("%w: %s", ErrInvalidGRPCOption, msg)
+}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/policy"
+)
+
+// RLS is Envoy's rate-limit service
+// (envoy.service.ratelimit.v3.RateLimitService, the protocol of
+// envoyproxy/ratelimit) over a policy engine: ShouldRateLimit decides a
+// request's descriptors against the rules of its domain, and Register
+// serves it on a gRPC server. It is a drop-in for envoyproxy/ratelimit:
+// Envoy's ratelimit filters, and its clients, need no change.
+//
+// # Requests
+//
+// The domain is required, and so is at least one descriptor: a request
+// without either is INVALID_ARGUMENT, as envoyproxy/ratelimit refuses it.
+// Every descriptor must pass: the request is OVER_LIMIT if any descriptor
+// is, and then consumes nothing from any limit (envoyproxy/ratelimit's
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT behaviour, see policy.Engine).
+// The request's hits_addend is the cost of every descriptor, 0 counting as
+// 1 as Envoy specifies; a descriptor's own hits_addend, when set, replaces
+// it for that descriptor, and an explicit 0 checks without consuming (a
+// peek). A descriptor's limit (the override Envoy sends from a route's
+// dynamic metadata) is requests_per_unit per unit_multiplier units, burst
+// requests_per_unit, enforced as the domain's policy.Override says (a
+// fixed window by default, as envoyproxy/ratelimit counts) under a key made
+// of the descriptor's entries. is_negative_hits is refused: the engine does
+// not take events back on request.
+//
+// A domain the policy does not have limits nothing: every descriptor is
+// OK, as envoyproxy/ratelimit answers for a domain it has no
+// configuration for. Requests are checked before anything is decided (see
+// WithGRPCMaxDescriptors, WithGRPCMaxEntries, WithGRPCMaxValueBytes, and
+// MaxGRPCHits); a request that fails is INVALID_ARGUMENT saying why. (A
+// message that is not valid protobuf never reaches the service: grpc-go
+// answers it INTERNAL, "grpc: failed to unmarshal the received message",
+// as it does for every service.)
+//
+// # Responses
+//
+// Each descriptor's status has its code and, when a limit applies to it
+// (the most restrictive of its rule's limits, the one that refused if one
+// did):
+//
+//   - current_limit: the limit, named after its rule (and tier), in
+//     requests per unit (see below for limits whose period is not a unit);
+//   - limit_remaining: what is left now, after this request (saturated at
+//     2^32-1);
+//   - duration_until_reset: how long until the limit is back to full
+//     capacity (admit.Decision.ResetAfter): for GCRA and the buckets, until
+//     the bucket is full again; for a fixed window, until the window ends
+//     (0 for a key with nothing counted); for sliding windows and logs,
+//     until the events counted have left the window; for a calendar quota,
+//     until its period ends. A concurrency cap has no reset in time, and no
+//     duration_until_reset.
+//
+// A descriptor none of whose limits was asked, because another
+// descriptor's limit refused the request first (policy.Status.Skipped),
+// reports its configured limit with limit_remaining 0 and no
+// duration_until_reset (nothing was asked, nothing consumed); a quota's
+// unit is then UNKNOWN, its period not being known until it is asked.
+//
+// A descriptor that matches no rule, an unlimited rule, an exempt value or
+// a replaced rule has only its code (OK), as envoyproxy/ratelimit answers;
+// and, since nothing limits it, a quota (see below). A rule in shadow mode
+// reports its limit and remaining with code OK, whatever it decided.
+//
+// current_limit is requests_per_unit per unit, times unit_multiplier
+// units when the period is a multiple of a unit: 100 per 5 minutes is 100
+// per MINUTE × 5, 3 per 1.5s is 2 per SECOND × 3 (exact as long as both
+// fit in 32 bits; else requests per SECOND rounded down). A calendar quota
+// is its events per calendar unit (DAY, WEEK, MONTH, YEAR, HOUR); a
+// concurrency cap is its slots per UNKNOWN unit. Clients older than
+// unit_multiplier read the first part only.
+//
+// response_headers_to_add carries the IETF fields of the decision's
+// deciding limit, as package httplimit writes them (see WithGRPCHeaders):
+// RateLimit-Policy `"rule";q=100;w=60` (the burst and the seconds it takes
+// to come back) and RateLimit `"rule";r=42;t=30` (what remains, and the
+// seconds until the limit is full again, or until the request could be
+// admitted when refused, with Retry-After in seconds then).
+//
+// quota is granted only where it is exact: to a descriptor nothing limits
+// (no rule, unlimited, exempt), as requests 2^32-1 valid for
+// WithGRPCQuotaTTL (10s by default), so that a client caching it stops
+// asking about it until the policy may have changed; and to the whole
+// descriptor set when every descriptor has one. A limited descriptor gets
+// none: the events a limit has left are shared by every client, and a
+// grant cached by several clients would let each of them spend the same
+// events.
+//
+// # Concurrency caps
+//
+// Envoy's protocol has no release, so a concurrency cap matched through
+// RLS is a gate, not a hold: the request is admitted iff the cap has room
+// for its cost at that instant, and the slots are given back before the
+// response is sent. The slots held by admit.v1 Acquire, the HTTP API's
+// leases and the gateway's requests in flight count against it; those of
+// RLS requests never do.
+//
+// # Errors
+//
+// INVALID_ARGUMENT for a bad request (and a key longer than a limiter
+// allows), RESOURCE_EXHAUSTED when the engine holds as many keys or inline
+// limits as it may, UNAVAILABLE when no policy is loaded yet or a limit
+// kept in Redis failed with a failure policy that lets errors through,
+// CANCELED and DEADLINE_EXCEEDED when the call ends first. Envoy then
+// applies its failure_mode_deny.
+//
+// An RLS is safe for concurrent use; it starts no goroutine. Create one
+// with NewRLS.
+type RLS struct {
+	src  EngineSource
+	o    grpcOptions
+	pool sync.Pool // *grpcScratch
+}
+
+// NewRLS returns Envoy's rate-limit service deciding with the engine src
+// gives at each request (see EngineSource). The error wraps
+// ErrInvalidGRPCOption for an invalid option.
+func NewRLS(src EngineSource, opts ...GRPCOption) (*RLS, error) {
+	if src == nil {
+		return nil, grpcOptionError("NewRLS: nil EngineSource")
+	}
+	o, err := newGRPCOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &RLS{src: src, o: o}
+	s.pool.New = func() any { return new(grpcScratch) }
+	return s, nil
+}
+
+// Register registers the service on r (a *grpc.Server), under Envoy's
+// service name.
+func (s *RLS) Register(r grpc.ServiceRegistrar) { rlsv3.RegisterRateLimitServiceServer(r, s) }
+
+// ShouldRateLimit decides Envoy's request r (see RLS).
+func (s *RLS) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	e := s.src.Engine()
+	if e == nil {
+		return nil, status.Error(codes.Unavailable, "no policy loaded")
+	}
+	sc := s.pool.Get().(*grpcScratch)
+	defer s.put(sc)
+	if err := s.o.rlsRequest(r, sc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	err := e.Check(ctx, &sc.req, &sc.held, &sc.res)
+	// Concurrency caps are gates through RLS: no slot outlives the call.
+	sc.held.Release()
+	if err != nil {
+		return nil, grpcCheckError(err)
+	}
+	return s.response(&sc.res), nil
+}
+
+func (s *RLS) put(sc *grpcScratch) {
+	sc.reset()
+	s.pool.Put(sc)
+}
+
+// response builds the answer to a request decided as res says.
+func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
+	n := len(res.Statuses)
+	out := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
+	if !res.Decision.Allowed {
+		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	limited := 0
+	for i := range res.Statuses {
+		if rlsLimited(&res.Statuses[i]) {
+			limited++
+		}
+	}
+	sts := make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+	out.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
+	var (
+		lims  []rlsv3.RateLimitResponse_RateLimit
+		durs  []durationpb.Duration
+		until *timestamppb.Timestamp
+	)
+	if limited > 0 {
+		lims = make([]rlsv3.RateLimitResponse_RateLimit, limited)
+		durs = make([]durationpb.Duration, limited)
+	}
+	granted := s.o.quotaTTL > 0
+	j := 0
+	for i := range res.Statuses {
+		st := &res.Statuses[i]
+		ds := &sts[i]
+		out.Statuses[i] = ds
+		ds.Code = rlsv3.RateLimitResponse_OK
+		if st.Code == policy.CodeOverLimit {
+			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		if !rlsLimited(st) {
+			if s.o.quotaTTL > 0 && st.Code == policy.CodeOK {
+				if until == nil {
+					until = timestamppb.New(s.o.clock.Now().Add(s.o.quotaTTL))
+				}
+				ds.Quota = rlsGrant(until)
+			}
+			continue
+		}
+		granted = false
+		lim := &lims[j]
+		fillRLSLimit(lim, st.Kind, st.Limit)
+		lim.Name = st.Rule
+		if st.Tier != "" {
+			lim.Name = st.Rule + "/" + st.Tier
+		}
+		ds.CurrentLimit = lim
+		ds.LimitRemaining = rlsSat32(st.Remaining)
+		if st.Kind != admit.KindConcurrency && (st.ResetAfter > 0 || !st.Skipped) {
+			d := &durs[j]
+			d.Seconds, d.Nanos = int64(st.ResetAfter/time.Second), int32(st.ResetAfter%time.Second)
+			ds.DurationUntilReset = d
+		}
+		j++
+	}
+	if granted && n > 0 {
+		out.Quota = rlsGrant(until)
+	}
+	if s.o.headers {
+		out.ResponseHeadersToAdd = rlsHeaders(&res.Decision)
+	}
+	return out
+}
+
+// rlsLimited reports whether a limit applies to a descriptor of status st
+// (and so whether its status reports one).
+func rlsLimited(st *policy.Status) bool {
+	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Limit != (admit.Limit{}) && !st.Limit.IsUnlimited()
+}
+
+// rlsGrant is the quota granted to a descriptor nothing limits.
+func rlsGrant(until *timestamppb.Timestamp) *rlsv3.RateLimitResponse_Quota {
+	return &rlsv3.RateLimitResponse_Quota{
+		Requests:            1<<32 - 1,
+		ExpirationSpecifier: &rlsv3.RateLimitResponse_Quota_ValidUntil{ValidUntil: until},
+	}
+}
+
+// rlsHeaders returns the IETF fields of decision d, nil if it has none.
+func rlsHeaders(d *admit.Decision) []*corev3.HeaderValue {
+	pol, state, retry, ok := grpcRateLimitFields(d)
+	if !ok {
+		return nil
+	}
+	hs := make([]corev3.HeaderValue, 3)
+	hs[0].Key, hs[0].Value = grpcFieldRateLimitPolicy, pol
+	hs[1].Key, hs[1].Value = grpcFieldRateLimit, state
+	out := []*corev3.HeaderValue{&hs[0], &hs[1]}
+	if retry != "" {
+		hs[2].Key, hs[2].Value = grpcFieldRetryAfter, retry
+		out = append(out, &hs[2])
+	}
+	return out
+}
