@@ -1,0 +1,197 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+)
+
+// Defaults of the HTTP API's options.
+const (
+	// DefaultMaxBodyBytes is the default cap on a request body (see
+	// WithMaxBodyBytes): 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxDescriptors is the default cap on the descriptors of one
+	// request (see WithMaxDescriptors).
+	DefaultMaxDescriptors = 1000
+	// DefaultMaxValueLength is the default cap on the length of a domain,
+	// an entry's key or value, in bytes (see WithMaxValueLength): the
+	// default maximum key length of the in-memory and Redis limiters.
+	DefaultMaxValueLength = 4096
+	// MaxHits is the largest cost a request or a descriptor may carry:
+	// 2^32-1, the largest hits_addend Envoy's API can send. A cost above
+	// it is refused with 422 before anything is checked.
+	MaxHits = 1<<32 - 1
+)
+
+// APIOption configures an API (see NewAPI). The zero set of options gives
+// the defaults documented on each option.
+type APIOption interface {
+	apply(*apiOptions)
+}
+
+type apiOptions struct {
+	leases         *Leases
+	ready          *Readiness
+	rls            *RLS
+	metrics        http.Handler
+	maxBody        int64
+	maxDescriptors int
+	maxValue       int
+	refusalStatus  int
+	fields         bool
+	strictDomains  bool
+	log            *slog.Logger
+	err            error
+}
+
+func defaultAPIOptions() apiOptions {
+	return apiOptions{
+		maxBody:        DefaultMaxBodyBytes,
+		maxDescriptors: DefaultMaxDescriptors,
+		maxValue:       DefaultMaxValueLength,
+		refusalStatus:  http.StatusOK,
+		fields:         true,
+	}
+}
+
+type apiOptionFunc func(*apiOptions)
+
+func (f apiOptionFunc) apply(o *apiOptions) { f(o) }
+
+func (o *apiOptions) fail(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidAPIOption}, args...)...)
+	}
+}
+
+// WithLeases makes the API keep the leases of /v1/acquire in l, which the
+// caller shares (with the gRPC API, say) and closes. The default is a
+// lease table of the API's own, with NewLeases's defaults, closed by
+// API.Close.
+func WithLeases(l *Leases) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if l == nil {
+			o.fail("WithLeases(nil)")
+			return
+		}
+		o.leases = l
+	})
+}
+
+// WithReadiness makes the API answer /readyz with r. The default is
+// NewReadiness(src) without probes: ready iff a policy is loaded.
+func WithReadiness(r *Readiness) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if r == nil {
+			o.fail("WithReadiness(nil)")
+			return
+		}
+		o.ready = r
+	})
+}
+
+// WithRLS makes the API decide /json, envoyproxy/ratelimit's JSON
+// endpoint, with r, Envoy's rate-limit service that the gRPC server
+// serves too, so that both answer with the same options. The default is
+// NewRLS(src) with this API's caps (WithMaxDescriptors,
+// WithMaxValueLength) and fields (WithRateLimitFields).
+func WithRLS(r *RLS) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if r == nil {
+			o.fail("WithRLS(nil)")
+			return
+		}
+		o.rls = r
+	})
+}
+
+// WithMetrics makes the API serve h (promhttp.HandlerFor, say) on
+// /metrics. The default is none: /metrics is not found.
+func WithMetrics(h http.Handler) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if h == nil {
+			o.fail("WithMetrics(nil)")
+			return
+		}
+		o.metrics = h
+	})
+}
+
+// WithMaxBodyBytes caps the size of a request body, in bytes: a larger
+// body is refused with 413 before it is decoded further. The default is
+// DefaultMaxBodyBytes; n must be positive.
+func WithMaxBodyBytes(n int64) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if n <= 0 {
+			o.fail("WithMaxBodyBytes(%d): want a positive size", n)
+			return
+		}
+		o.maxBody = n
+	})
+}
+
+// WithMaxDescriptors caps the descriptors of one request: more are refused
+// with 413. The default is DefaultMaxDescriptors; n must be positive.
+func WithMaxDescriptors(n int) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if n <= 0 {
+			o.fail("WithMaxDescriptors(%d): want a positive cap", n)
+			return
+		}
+		o.maxDescriptors = n
+	})
+}
+
+// WithMaxValueLength caps the length in bytes of a domain and of each
+// entry's key and value: a longer one is refused with 422. The default is
+// DefaultMaxValueLength; n must be positive. (The limiters have a cap of
+// their own on the key made of a descriptor's values, 4 KiB by default; a
+// request exceeding it is refused with 422 too.)
+func WithMaxValueLength(n int) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if n <= 0 {
+			o.fail("WithMaxValueLength(%d): want a positive length", n)
+			return
+		}
+		o.maxValue = n
+	})
+}
+
+// WithRefusalStatus sets the HTTP status of a refused check or acquire
+// (the body is the same): 429 suits clients that only look at the status,
+// and adds a Retry-After field. The default is 200, the decision being in
+// the body. code must be 200 or an error status (400 to 599). The
+// envoyproxy/ratelimit endpoint /json keeps its own rule (429).
+func WithRefusalStatus(code int) APIOption {
+	return apiOptionFunc(func(o *apiOptions) {
+		if code != http.StatusOK && (code < 400 || code > 599) {
+			o.fail("WithRefusalStatus(%d): want 200 or a status from 400 to 599", code)
+			return
+		}
+		o.refusalStatus = code
+	})
+}
+
+// WithRateLimitFields sets whether the responses of /v1/check and
+// /v1/acquire carry the IETF RateLimit and RateLimit-Policy fields of the
+// decision (draft-ietf-httpapi-ratelimit-headers, as package httplimit
+// writes them). The default is true.
+func WithRateLimitFields(on bool) APIOption {
+	return apiOptionFunc(func(o *apiOptions) { o.fields = on })
+}
+
+// WithStrictDomains makes the API refuse a request naming a domain the
+// policy does not have, with 422 UNKNOWN_DOMAIN. The default is false:
+// such a request matches no rule and is admitted, as envoyproxy/ratelimit
+// admits it.
+func WithStrictDomains(on bool) APIOption {
+	return apiOptionFunc(func(o *apiOptions) { o.strictDomains = on })
+}
+
+// WithAPILogger sets the logger told of the requests the API could not
+// decide (a store failing without a failure policy to absorb it, an
+// engine closed). The default, nil, logs nothing.
+func WithAPILogger(l *slog.Logger) APIOption {
+	return apiOptionFunc(func(o *apiOptions) { o.log = l })
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/admittest"
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/redisstore"
+)
+
+// apiRedisPolicy keeps its rules in Redis, each with its failure policy.
+const apiRedisPolicy = `
+domain: api
+defaults:
+  store: redis
+rules:
+  - name: per-user
+    match: user
+    rate: 3/min
+    failure: {policy: fail_closed, timeout: 1s}
+  - name: jobs
+    match: job
+    concurrency: {max: 2, lease: 1h}
+    failure: fail_open
+`
+
+// apiRedisInstances returns n APIs, each with its engine and lease table,
+// sharing one private Redis (which the test may kill): n instances of
+// admit serve. The engines decide at the instants of clock.
+func apiRedisInstances(t *testing.T, n int) ([]*apiHarness, *redistest.Server) {
+	t.Helper()
+	srv := redistest.NewStandalone(t)
+	store, err := redisstore.New(srv.Client(t), redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	clock := admittest.NewManualClock(apiT0)
+	p, err := policy.Parse("policy.yaml", []byte(apiRedisPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := srv.Client(t)
+	out := make([]*apiHarness, n)
+	for i := range out {
+		e, err := policy.NewEngine(p, policy.WithRedis(store), policy.WithClock(clock), policy.WithStoreClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		src := new(Engines)
+		src.Set(e)
+		leases, err := NewLeases(WithLeaseClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = leases.Close() })
+		ready, err := NewReadiness(src, WithProbe("redis", func(ctx context.Context) error { return probe.Ping(ctx).Err() }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := NewAPI(src, WithLeases(leases), WithReadiness(ready))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = &apiHarness{api: a, src: src, clock: clock, leases: leases}
+	}
+	return out, srv
+}
+
+// TestAPIRedis: two instances on one Redis enforce one rate and one
+// concurrency cap together, through /v1/check, /json and leases.
+func TestAPIRedis(t *testing.T) {
+	in, _ := apiRedisInstances(t, 2)
+	a, b := in[0], in[1]
+	user := apiCheckBody("api", "user=alice")
+	for i := range 3 {
+		h := in[i%2]
+		r := apiDecode(t, h.post("/v1/check", user))
+		if !r.Allowed || *r.Statuses[0].Remaining != int64(2-i) {
+			t.Fatalf("check %d: %+v", i, r.Statuses[0])
+		}
+	}
+	if r := apiDecode(t, b.post("/v1/check", user)); r.Allowed || r.Statuses[0].Code != "OVER_LIMIT" || *r.Statuses[0].RetryAfterMs != 20000 {
+		t.Fatalf("fourth check: %+v", r.Statuses[0])
+	}
+	w := a.post("/json", user)
+	apiWantStatus(t, w, http.StatusTooManyRequests)
+	if !strings.Contains(w.Body.String(), `"code":"OVER_LIMIT","currentLimit":{"name":"per-user","requestsPerUnit":3,"unit":"MINUTE"}`) {
+		t.Errorf("/json: %s", w.Body)
+	}
+
+	job := apiCheckBody("api", "job=etl")
+	l1 := a.acquire(t, job)
+	l2 := b.acquire(t, job)
+	if !l1.Allowed || !l2.Allowed || l1.LeaseID == "" || l2.LeaseID == "" {
+		t.Fatalf("acquires: %+v %+v", l1, l2)
+	}
+	if r := a.acquire(t, job); r.Allowed || r.LeaseID != "" {
+		t.Fatalf("third acquire over a cap of 2 in Redis: %+v", r)
+	}
+	// A lease is released through the instance that holds it.
+	apiWantError(t, a.post("/v1/release", `{"lease_id":"`+l2.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	apiWantStatus(t, b.post("/v1/release", `{"lease_id":"`+l2.LeaseID+`"}`), http.StatusOK)
+	if r := a.acquire(t, job); !r.Allowed || r.LeaseID == "" {
+		t.Fatalf("acquire after release: %+v", r)
+	}
+	// Expiry on the instance's clock gives the slots back in Redis.
+	a.clock.Advance(31 * time.Second)
+	if n := a.leases.Len(); n != 0 {
+		t.Fatalf("%d leases after their TTL", n)
+	}
+	if r := b.acquire(t, apiCheckBody("api", "job=etl", "job=etl")); !r.Allowed {
+		t.Fatalf("both slots free after expiry: %+v", r)
+	}
+}
+
+// TestAPIRedisDown: with Redis killed, each rule's failure policy decides
+// (fail_closed refuses, fail_open admits), /readyz reports the probe.
+func TestAPIRedisDown(t *testing.T) {
+	in, srv := apiRedisInstances(t, 1)
+	h := in[0]
+	if w := h.do(http.MethodGet, "/readyz", ""); w.Code != http.StatusOK {
+		t.Fatalf("/readyz with Redis up: %d %s", w.Code, w.Body)
+	}
+	srv.Kill()
+	r := apiDecode(t, h.post("/v1/check", apiCheckBody("api", "user=bob")))
+	if r.Allowed || !strings.HasSuffix(r.Decision.Rule, "fail-closed") {
+		t.Errorf("fail_closed rule with Redis down: %+v", r.Decision)
+	}
+	a := h.acquire(t, apiCheckBody("api", "job=x"))
+	if !a.Allowed || a.LeaseID != "" {
+		t.Errorf("fail_open cap with Redis down: %+v", a)
+	}
+	w := h.do(http.MethodGet, "/readyz", "")
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"status":"not ready"`) {
+		t.Errorf("/readyz with Redis down: %d %s", w.Code, w.Body)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for h.do(http.MethodGet, "/readyz", "").Code != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz not ready after Redis restarted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

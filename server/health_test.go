@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/admittest"
+)
+
+func TestHealthz(t *testing.T) {
+	h := HealthzHandler()
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(m, "/healthz", nil))
+		want := "{\"status\":\"ok\"}\n"
+		if m == http.MethodHead {
+			want = ""
+		}
+		if w.Code != 200 || w.Body.String() != want || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q %v", m, w.Code, w.Body, w.Header())
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/healthz", nil))
+	apiWantError(t, w, http.StatusMethodNotAllowed, apiCodeMethodNotAllowed)
+	if w.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("Allow %q", w.Header().Get("Allow"))
+	}
+	// Healthy without a policy: liveness checks nothing else.
+	a := newAPIHarness(t, "")
+	if w := a.do(http.MethodGet, "/healthz", ""); w.Code != 200 {
+		t.Errorf("/healthz without a policy: %d", w.Code)
+	}
+}
+
+// apiProbe is a probe whose error the test sets.
+type apiProbe struct{ err error }
+
+func (p *apiProbe) probe(ctx context.Context) error { return p.err }
+
+func TestReadyz(t *testing.T) {
+	clock := admittest.NewManualClock(apiT0)
+	src := new(Engines)
+	redis := &apiProbe{}
+	ready, err := NewReadiness(src, WithProbe("redis", redis.probe), WithProbe("other", func(context.Context) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	degraded, err := NewReadiness(src, WithProbe("redis", redis.probe), WithDegradedReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(r *Readiness, method string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(method, "/readyz", nil))
+		return w
+	}
+	steps := []struct {
+		name          string
+		engine        bool
+		probeErr      error
+		r             *Readiness
+		status        int
+		body          string
+		noPolicyError bool
+	}{
+		{"no policy", false, nil, ready, 503, `{"status":"not ready","policy":"none","probes":{"redis":"ok","other":"ok"}}`, true},
+		{"ready", true, nil, ready, 200, `{"status":"ready","policy":"loaded","probes":{"redis":"ok","other":"ok"}}`, false},
+		{"redis down", true, errors.New(`dial tcp 10.0.0.1:6379: connection "refused"`), ready, 503, `{"status":"not ready","policy":"loaded","probes":{"redis":"dial tcp 10.0.0.1:6379: connection \"refused\"","other":"ok"}}`, false},
+		{"degraded", true, errors.New("down"), degraded, 200, `{"status":"degraded","policy":"loaded","probes":{"redis":"down"}}`, false},
+		{"degraded without policy", false, errors.New("down"), degraded, 503, `{"status":"not ready","policy":"none","probes":{"redis":"down"}}`, true},
+		{"degraded, redis back", true, nil, degraded, 200, `{"status":"ready","policy":"loaded","probes":{"redis":"ok"}}`, false},
+	}
+	for _, s := range steps {
+		if s.engine {
+			src.Set(apiEngine(t, apiPolicy, clock))
+		} else {
+			src.Set(nil)
+		}
+		redis.err = s.probeErr
+		w := get(s.r, http.MethodGet)
+		if w.Code != s.status || strings.TrimSuffix(w.Body.String(), "\n") != s.body {
+			t.Errorf("%s: %d %s, want %d %s", s.name, w.Code, w.Body, s.status, s.body)
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: Cache-Control %q", s.name, w.Header().Get("Cache-Control"))
+		}
+		if w := get(s.r, http.MethodHead); w.Code != s.status || w.Body.Len() != 0 {
+			t.Errorf("%s: HEAD %d %q", s.name, w.Code, w.Body)
+		}
+		err := s.r.Check(context.Background())
+		switch {
+		case s.status == 200 && err != nil:
+			t.Errorf("%s: Check: %v", s.name, err)
+		case s.status != 200 && !errors.Is(err, ErrNotReady):
+			t.Errorf("%s: Check: %v, want ErrNotReady", s.name, err)
+		case s.noPolicyError != errors.Is(err, ErrNoEngine):
+			t.Errorf("%s: Check: %v (ErrNoEngine: %v)", s.name, err, s.noPolicyError)
+		}
+	}
+	apiWantError(t, get(ready, http.MethodPost), http.StatusMethodNotAllowed, apiCodeMethodNotAllowed)
+}
+
+// TestReadyzProbes: a probe that does not answer in time, or panics,
+// fails the check.
+func TestReadyzProbes(t *testing.T) {
+	src := new(Engines)
+	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
+	slow := func(ctx context.Context) error { <-ctx.Done(); return nil }
+	r, err := NewReadiness(src, WithProbe("slow", slow), WithProbe("panics", func(context.Context) error { panic("boom") }), WithProbeTimeout(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Report(context.Background())
+	if rep.Ready || rep.Degraded || !rep.Policy || len(rep.Probes) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	if e := rep.Probes[0].Err; e == nil || !errors.Is(e, context.DeadlineExceeded) || !strings.Contains(e.Error(), "no answer within 1ms") {
+		t.Errorf("slow probe: %v", e)
+	}
+	if e := rep.Probes[1].Err; e == nil || !strings.Contains(e.Error(), "panicked: boom") {
+		t.Errorf("panicking probe: %v", e)
+	}
+	err = r.Check(context.Background())
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "slow: ") || !strings.Contains(err.Error(), "panics: ") {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+func TestReadinessOptions(t *testing.T) {
+	src := new(Engines)
+	ok := func(context.Context) error { return nil }
+	for i, opts := range [][]ReadyOption{
+		{WithProbe("", ok)},
+		{WithProbe("x", nil)},
+		{WithProbe("x", ok), WithProbe("x", ok)},
+		{WithProbeTimeout(0)},
+	} {
+		if _, err := NewReadiness(src, opts...); !errors.Is(err, ErrInvalidAPIOption) {
+			t.Errorf("options %d: %v", i, err)
+		}
+	}
+	if _, err := NewReadiness(nil); !errors.Is(err, ErrInvalidAPIOption) {
+		t.Errorf("nil source: %v", err)
+	}
+	// The API serves the Readiness it is given.
+	r, err := NewReadiness(src, WithProbe("store", func(context.Context) error { return errors.New("down") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
+	h := newAPIHarness(t, apiPolicy, WithReadiness(r))
+	if w := h.do(http.MethodGet, "/readyz", ""); w.Code != 503 || !strings.Contains(w.Body.String(), `"store":"down"`) {
+		t.Errorf("/readyz: %d %s", w.Code, w.Body)
+	}
+	// And its own, without probes, when given none.
+	h = newAPIHarness(t, apiPolicy)
+	if w := h.do(http.MethodGet, "/readyz", ""); w.Code != 200 {
+		t.Errorf("/readyz: %d %s", w.Code, w.Body)
+	}
+}
