@@ -257,6 +257,19 @@ var periodUnits = map[string]time.Duration{
 	"d": day, "day": day, "days": day,
 }
 
+// ParsePeriod parses the period of a limit as ParseLimit does: a unit
+// ("s", "sec", "second", "min", "minute", "h", "hour", "d", "day", plural
+// forms, "ns", "us", "ms") or a Go duration with optional leading whole
+// days ("500ms", "5m", "1h30m", "7d", "1d12h"). The period must be
+// positive and fit a time.Duration. Errors wrap ErrInvalidLimit.
+func ParsePeriod(s string) (time.Duration, error) {
+	d, err := parsePeriod(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidLimit, err)
+	}
+	return d, nil
+}
+
 func parsePeriod(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("missing period")

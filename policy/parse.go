@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -173,32 +174,17 @@ func parseDuration(s string) (time.Duration, error) {
 		}
 		return time.Duration(count) * u, nil
 	}
-	// A Go duration, with leading whole days.
-	var days time.Duration
-	if j := strings.IndexByte(s, 'd'); j > 0 && isDigits(s[:j]) {
-		n, err := strconv.ParseInt(s[:j], 10, 64)
-		if err != nil || n > int64(math.MaxInt64/day) {
-			return 0, fmt.Errorf("period %q is too long", truncate(s))
-		}
-		days, s = time.Duration(n)*day, s[j+1:]
-		if s == "" {
-			if days == 0 {
-				return 0, fmt.Errorf("period must be positive")
-			}
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
+	// A Go duration, with leading whole days: admit's own form. Its error
+	// says what is wrong with the period, after admit's prefix.
+	d, err := admit.ParsePeriod(s)
 	if err != nil {
-		return 0, fmt.Errorf("period %q: want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)", truncate(s))
+		msg := strings.TrimPrefix(err.Error(), admit.ErrInvalidLimit.Error()+": ")
+		if strings.Contains(msg, "want a unit") { // this package knows more units
+			msg = fmt.Sprintf("period %q: want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)", truncate(s))
+		}
+		return 0, errors.New(msg)
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("period %q must be positive", truncate(s))
-	}
-	if d > math.MaxInt64-days {
-		return 0, fmt.Errorf("period is too long")
-	}
-	return days + d, nil
+	return d, nil
 }
 
 func isDigits(s string) bool {
