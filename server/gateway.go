@@ -1,0 +1,331 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/admit-go/admit/httplimit"
+	"github.com/admit-go/admit/policy"
+)
+
+// Gateway is a reverse proxy that applies a policy to every request: it
+// derives the request's descriptors (client address, headers, path...;
+// see WithDescriptorSpecs), decides them against one domain of the
+// policy, one event per request, and forwards the admitted requests to
+// its upstream. A refused request is answered by package httplimit: 429
+// with Retry-After, the IETF RateLimit and RateLimit-Policy fields and
+// X-RateLimit-*, and a JSON body naming the limit. The slots of
+// concurrency caps are held until the upstream's response has been
+// forwarded. Admitted responses carry the rate-limit fields too.
+//
+// Forwarding streams request and response bodies without buffering them
+// (server-sent events and other unbounded responses are flushed as they
+// come), keeps the request's header but its hop-by-hop fields, sets Host
+// to the upstream's, and sets X-Forwarded-For, X-Forwarded-Proto and
+// X-Forwarded-Host. X-Forwarded-For is the client's own header with the
+// peer's address appended if the peer is a trusted proxy
+// (WithTrustedProxies), and the peer's address alone otherwise: a client
+// cannot put addresses of its choice in front of the upstream, nor, by the
+// same rule, a forged X-Forwarded-Proto, X-Forwarded-Host or X-Real-IP.
+// An upstream that cannot be reached or fails is answered 502 with a JSON
+// body {"code":"BAD_GATEWAY",...}; one that does not answer within
+// WithUpstreamTimeout, 504 ("UPSTREAM_TIMEOUT"); a body over
+// WithUpstreamMaxBodyBytes, 413 ("BODY_TOO_LARGE").
+//
+// SetEngine replaces the engine while requests are being decided (a
+// policy reload). A Gateway is safe for concurrent use. It starts no
+// goroutine; Close closes its idle connections to the upstream. Create
+// one with NewGateway.
+type Gateway struct {
+	upstream *url.URL
+	domain   string
+	decider  *policy.HTTP
+	limited  http.Handler
+	proxy    *httputil.ReverseProxy
+	own      *http.Transport // the transport NewGateway built, if any
+	trusted  []netip.Prefix
+	maxBody  int64
+	log      *slog.Logger
+	closed   atomic.Bool
+}
+
+// NewGateway returns a Gateway forwarding to upstream the requests that
+// domain of e's policy admits. It applies the gateway options among opts
+// (WithTrustedProxies, WithDescriptorSpecs, WithDescriptors,
+// WithUpstreamDialTimeout, WithUpstreamTimeout, WithUpstreamMaxBodyBytes,
+// WithTransport, WithLimitOptions, WithLogger) and ignores the others. The
+// error wraps ErrInvalidOption (a bad upstream or option),
+// ErrInvalidDescriptor, or policy.ErrInvalidOption (a nil engine, a domain
+// the policy does not have).
+func NewGateway(upstream *url.URL, e *policy.Engine, domain string, opts ...Option) (*Gateway, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	if err := checkUpstream(upstream); err != nil {
+		return nil, fmt.Errorf("%w: upstream: %v", ErrInvalidOption, err)
+	}
+	return newGateway(upstream, e, domain, &o)
+}
+
+func newGateway(upstream *url.URL, e *policy.Engine, domain string, o *options) (*Gateway, error) {
+	clientIP, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(o.trusted...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	descs := o.descs
+	if descs == nil {
+		specs := o.specs
+		if specs == nil {
+			specs = DefaultDescriptorSpecs
+		}
+		if descs, err = ParseDescriptors(specs, clientIP); err != nil {
+			return nil, err
+		}
+	}
+	decider, err := policy.NewHTTP(e, domain, descs...)
+	if err != nil {
+		return nil, err
+	}
+	mw, err := httplimit.NewDecider(decider, o.limitOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	log := o.log
+	if log == nil {
+		log = slog.Default()
+	}
+	u := *upstream
+	g := &Gateway{
+		upstream: &u,
+		domain:   domain,
+		decider:  decider,
+		trusted:  append([]netip.Prefix(nil), o.trusted...),
+		maxBody:  o.gwMaxBody,
+		log:      log,
+	}
+	rt := o.transport
+	if rt == nil {
+		g.own = newUpstreamTransport(o.dialTimeout, o.respTimeout)
+		rt = g.own
+	}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:      g.rewrite,
+		Transport:    rt,
+		ErrorHandler: g.proxyError,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BufferPool:   bufferPool{},
+	}
+	g.limited = mw.Handler(g.proxy)
+	return g, nil
+}
+
+// newUpstreamTransport returns the gateway's own transport.
+func newUpstreamTransport(dial, respHeader time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil, // the upstream is reached directly, whatever HTTP_PROXY says
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   dial,
+		ResponseHeaderTimeout: respHeader,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Domain returns the policy domain the gateway checks requests against.
+func (g *Gateway) Domain() string { return g.domain }
+
+// Engine returns the engine deciding the requests.
+func (g *Gateway) Engine() *policy.Engine { return g.decider.Engine() }
+
+// SetEngine makes e decide the requests from now on; requests being
+// decided finish with the engine they started with. e's policy must have
+// the gateway's domain: otherwise SetEngine fails (wrapping
+// policy.ErrInvalidOption) and the engine is not replaced.
+func (g *Gateway) SetEngine(e *policy.Engine) error { return g.decider.SetEngine(e) }
+
+// Close closes the idle connections of the gateway's own transport (the
+// default one). Requests in flight are not interrupted, and the Gateway
+// keeps working (it opens connections again). Close is idempotent.
+func (g *Gateway) Close() error {
+	if g.closed.CompareAndSwap(false, true) && g.own != nil {
+		g.own.CloseIdleConnections()
+	}
+	return nil
+}
+
+// ServeHTTP decides r and forwards it if admitted.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.maxBody > 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > g.maxBody {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE",
+				fmt.Sprintf("the request body is larger than the gateway's limit of %d bytes", g.maxBody))
+			return
+		}
+		cb := &cappedBody{ReadCloser: http.MaxBytesReader(w, r.Body, g.maxBody)}
+		r = r.WithContext(context.WithValue(r.Context(), cappedKey{}, cb))
+		r.Body = cb
+	}
+	// Let the upstream's response flow while the request's body is still
+	// coming (HTTP/1 servers drain the body first by default).
+	_ = http.NewResponseController(w).EnableFullDuplex()
+	g.limited.ServeHTTP(w, r)
+}
+
+// cappedKey is the context key of a request's cappedBody (the error
+// handler gets the outbound request, whose body the transport wraps).
+type cappedKey struct{}
+
+// rewrite builds the outbound request (ReverseProxy.Rewrite): the
+// upstream's URL and Host, and the forwarding header fields, which
+// ReverseProxy has removed from the outbound request.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(g.upstream)
+	in, out := pr.In, pr.Out
+	peer, ok := peerAddr(in.RemoteAddr)
+	trusted := ok && g.isTrusted(peer)
+	var peerText string
+	if ok {
+		peerText = peer.String()
+	}
+	prior := in.Header.Values("X-Forwarded-For")
+	switch {
+	case trusted && len(prior) > 0:
+		out.Header.Set("X-Forwarded-For", strings.Join(prior, ", ")+", "+peerText)
+	case peerText != "":
+		out.Header.Set("X-Forwarded-For", peerText)
+	}
+	proto := "http"
+	if in.TLS != nil {
+		proto = "https"
+	}
+	if v := in.Header.Get("X-Forwarded-Proto"); trusted && (v == "http" || v == "https") {
+		proto = v
+	}
+	out.Header.Set("X-Forwarded-Proto", proto)
+	host := in.Host
+	if v := in.Header.Get("X-Forwarded-Host"); trusted && v != "" {
+		host = v
+	}
+	if host != "" {
+		out.Header.Set("X-Forwarded-Host", host)
+	}
+	if !trusted {
+		out.Header.Del("X-Real-Ip")
+	}
+}
+
+// isTrusted reports whether a is the address of a trusted proxy.
+func (g *Gateway) isTrusted(a netip.Addr) bool {
+	for _, p := range g.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr parses a Request.RemoteAddr ("ip:port", or an address alone).
+func peerAddr(remote string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if a, err := netip.ParseAddr(remote); err == nil {
+		return a.Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// proxyError answers a request the upstream did not answer.
+func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	if cb, ok := r.Context().Value(cappedKey{}).(*cappedBody); (ok && cb.tooLarge.Load()) || errors.As(err, &mbe) {
+		writeJSONError(w, http.StatusRequestEntityTooLarge, "BODY_TOO_LARGE",
+			fmt.Sprintf("the request body is larger than the gateway's limit of %d bytes", g.maxBody))
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client went away (or the server is cutting requests off
+		// at the end of a shutdown): nobody reads the answer.
+		g.log.Debug("gateway: request ended before the upstream answered", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		g.log.Warn("gateway: upstream timeout", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeJSONError(w, http.StatusGatewayTimeout, "UPSTREAM_TIMEOUT", "the upstream did not answer in time")
+		return
+	}
+	g.log.Warn("gateway: upstream failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeJSONError(w, http.StatusBadGateway, "BAD_GATEWAY", "the upstream could not be reached or failed")
+}
+
+// cappedBody is a request body under http.MaxBytesReader that remembers
+// whether the cap was hit, so that the error handler can answer 413.
+type cappedBody struct {
+	io.ReadCloser
+	tooLarge atomic.Bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			b.tooLarge.Store(true)
+		}
+	}
+	return n, err
+}
+
+// writeJSONError writes an error answer of the gateway: status and a JSON
+// body {"code":code,"message":msg}.
+func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(jsonError{Code: code, Message: msg}) // cannot fail
+	_, _ = w.Write(append(b, '\n'))
+}
+
+type jsonError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// bufferPool is ReverseProxy's pool of copy buffers (32 KiB each).
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte { return *(copyBuffers.Get().(*[]byte)) }
+func (bufferPool) Put(b []byte) {
+	if cap(b) == 32<<10 {
+		b = b[:cap(b)]
+		copyBuffers.Put(&b)
+	}
+}

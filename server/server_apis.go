@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"net/http"
+
+	"google.golang.org/grpc"
+)
+
+// adminHandler builds the HTTP API (NewAPI) with the Server's readiness
+// and metrics, sharing the lease table with the gRPC API: the handler of
+// /v1/*, /json, /healthz, /readyz and /metrics.
+func (s *Server) adminHandler() (http.Handler, error) {
+	leases, err := NewLeases()
+	if err != nil {
+		return nil, err
+	}
+	s.leases = leases
+	var readyOpts []ReadyOption
+	if c := s.o.redis; c != nil {
+		// Every rule kept in Redis has a failure policy (fail_open when
+		// the file says none), so the service still decides while Redis
+		// is down: ready, degraded.
+		readyOpts = append(readyOpts,
+			WithProbe("redis", func(ctx context.Context) error { return c.Ping(ctx).Err() }),
+			WithDegradedReady(true))
+	}
+	ready, err := NewReadiness(&s.engines, readyOpts...)
+	if err != nil {
+		return nil, err
+	}
+	s.api, err = NewAPI(&s.engines,
+		WithLeases(leases),
+		WithReadiness(ready),
+		WithMetrics(s.metricsHandler()),
+		WithMaxBodyBytes(s.o.maxBody),
+		WithAPILogger(s.log))
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" && s.draining.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("{\"status\":\"shutting down\"}\n"))
+			return
+		}
+		s.api.ServeHTTP(w, r)
+	}), nil
+}
+
+// registerGRPC registers the gRPC APIs (RegisterGRPC) on g.
+func (s *Server) registerGRPC(g *grpc.Server) error {
+	var err error
+	s.grpcAPI, err = RegisterGRPC(g, &s.engines, WithGRPCLeases(s.leases))
+	return err
+}
+
+// drainAPIs tells health checkers that the Server is going away: gRPC
+// health NOT_SERVING (/readyz answers 503 by s.draining).
+func (s *Server) drainAPIs() {
+	if s.grpcAPI != nil {
+		s.grpcAPI.SetServing(false)
+	}
+}
+
+// closeAPIs closes the APIs and the lease table (giving back the slots
+// of the leases still held).
+func (s *Server) closeAPIs() {
+	if s.grpcAPI != nil {
+		_ = s.grpcAPI.Close()
+	}
+	if s.api != nil {
+		_ = s.api.Close()
+	}
+	if s.leases != nil {
+		_ = s.leases.Close()
+	}
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/admit-go/admit/policy"
+)
+
+//go:embed default.yaml
+var defaultPolicyYAML []byte
+
+// DefaultPolicyFile is the name the built-in policy goes by in errors and
+// logs.
+const DefaultPolicyFile = "<built-in policy>"
+
+// DefaultPolicyYAML returns the built-in policy's file (server/default.yaml
+// in admit's repository): a small multi-tenant API in the "api" domain,
+// with per-address, per-user, per-tenant (by plan), per-route and global
+// limits and a "demo" limit of 5 requests a minute. Start a policy of your
+// own from it.
+func DefaultPolicyYAML() []byte { return bytes.Clone(defaultPolicyYAML) }
+
+// DefaultPolicy returns the built-in policy (see DefaultPolicyYAML), what
+// a Server enforces without WithPolicyFiles or WithPolicy. With redis, its
+// rules are kept in Redis with the failure policies the file gives them;
+// without, every rule is kept in memory (and the failure policies, which
+// are about Redis, are dropped).
+func DefaultPolicy(redis bool) (*policy.Policy, error) {
+	p, err := policy.Parse(DefaultPolicyFile, defaultPolicyYAML)
+	if err != nil {
+		return nil, err
+	}
+	if !redis {
+		for _, d := range p.Domains {
+			d.Override.Store, d.Override.Failure = policy.StoreLocal, policy.Failure{}
+			for _, r := range d.Rules {
+				r.Store, r.Failure = policy.StoreLocal, policy.Failure{}
+			}
+		}
+	}
+	return p, p.Validate()
+}
+
+// maxPolicyFiles bounds the files the policy paths may expand to.
+const maxPolicyFiles = 1000
+
+// PolicyFiles returns the policy files paths stand for, as
+// WithPolicyFiles reads them: each file as it is, and each directory's
+// *.yaml and *.yml files (not hidden ones, nor those of its
+// subdirectories) in name order. The error is the file system's for a
+// path that cannot be read, or wraps ErrNoPolicyFiles for a directory
+// without policy files.
+func PolicyFiles(paths ...string) ([]string, error) { return expandPaths(paths) }
+
+func expandPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range entries {
+			name := e.Name()
+			if strings.HasPrefix(name, ".") {
+				continue // Kubernetes' ..data and editors' swap files
+			}
+			if ext := strings.ToLower(filepath.Ext(name)); ext != ".yaml" && ext != ".yml" {
+				continue
+			}
+			full := filepath.Join(p, name)
+			if fi, err := os.Stat(full); err != nil || fi.IsDir() {
+				continue // a dangling link, or a directory named *.yaml
+			}
+			out = append(out, full)
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%w: directory %s has no *.yaml or *.yml file", ErrNoPolicyFiles, p)
+		}
+	}
+	if len(out) > maxPolicyFiles {
+		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", ErrInvalidOption, len(out), maxPolicyFiles)
+	}
+	return out, nil
+}
+
+// fileStat is what the poller compares between two looks at a file.
+type fileStat struct {
+	path    string
+	size    int64
+	modTime time.Time
+	missing bool
+}
+
+// statFiles returns the stats of the files paths stand for; a path that
+// cannot be read is one missing entry (so its return is a change).
+func statFiles(paths []string) []fileStat {
+	files, err := expandPaths(paths)
+	if err != nil {
+		return []fileStat{{path: strings.Join(paths, "\x00"), missing: true}}
+	}
+	out := make([]fileStat, len(files))
+	for i, f := range files {
+		out[i].path = f
+		fi, err := os.Stat(f)
+		if err != nil {
+			out[i].missing = true
+			continue
+		}
+		out[i].size, out[i].modTime = fi.Size(), fi.ModTime()
+	}
+	return out
+}
+
+func sameStats(a, b []fileStat) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].path != b[i].path || a[i].size != b[i].size || !a[i].modTime.Equal(b[i].modTime) || a[i].missing != b[i].missing {
+			return false
+		}
+	}
+	return true
+}
+
+// snapshot is the content of the policy files at one look: the files and
+// their bytes, and a hash of both.
+type snapshot struct {
+	files []string
+	data  [][]byte
+	hash  [sha256.Size]byte
+	err   error // reading failed: the snapshot stands for that failure
+}
+
+// readSnapshot reads the files paths stand for.
+func readSnapshot(paths []string) *snapshot {
+	s := &snapshot{}
+	h := sha256.New()
+	files, err := expandPaths(paths)
+	if err != nil {
+		s.err = err
+		fmt.Fprintf(h, "error\x00%v", err)
+		h.Sum(s.hash[:0])
+		return s
+	}
+	s.files = files
+	for _, f := range files {
+		data, err := readPolicyFile(f)
+		if err != nil {
+			s.err = err
+			fmt.Fprintf(h, "error\x00%v", err)
+			break
+		}
+		fmt.Fprintf(h, "%d:%s\x00%d:", len(f), f, len(data))
+		h.Write(data)
+		s.data = append(s.data, data)
+	}
+	h.Sum(s.hash[:0])
+	return s
+}
+
+// readPolicyFile reads a file of at most policy.MaxFileSize bytes.
+func readPolicyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, policy.MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > policy.MaxFileSize {
+		return nil, policy.Errors{{File: path, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", policy.MaxFileSize)}}
+	}
+	return data, nil
+}
+
+// parse parses the snapshot's files into one policy (as policy.LoadFiles
+// does, from the bytes the hash was taken of).
+func (s *snapshot) parse() (*policy.Policy, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	ps := make([]*policy.Policy, 0, len(s.files))
+	var all policy.Errors
+	var other []error
+	for i, f := range s.files {
+		p, err := policy.Parse(f, s.data[i])
+		if err != nil {
+			var es policy.Errors
+			if errors.As(err, &es) {
+				all = append(all, es...)
+			} else {
+				other = append(other, err)
+			}
+			continue
+		}
+		ps = append(ps, p)
+	}
+	switch {
+	case len(other) > 0 && len(all) > 0:
+		return nil, errors.Join(append(other, all)...)
+	case len(other) > 0:
+		return nil, errors.Join(other...)
+	case len(all) > 0:
+		return nil, all
+	}
+	return policy.Merge(ps...)
+}
+
+// policySummary describes a policy for logs: its domains and rule count.
+func policySummary(p *policy.Policy) (domains []string, rules int) {
+	for _, d := range p.Domains {
+		domains = append(domains, d.Name)
+		rules += len(d.Rules)
+	}
+	return domains, rules
+}
