@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runCmd runs a command in-process and returns its outputs and exit
+// status.
+func runCmd(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb)
+	code = exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := runCmd(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(out, "admit ") || !strings.Contains(out, runtime.Version()) ||
+		!strings.Contains(out, "github.com/admit-go/admit") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+	if _, errOut, code := runCmd(t, nil, "version", "extra"); code != exitUsage || !strings.Contains(errOut, "no arguments") {
+		t.Errorf("version extra: %d %q", code, errOut)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	out, _, code := runCmd(t, nil, "help")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	for _, c := range []string{"serve", "check-config", "version", "help"} {
+		if !strings.Contains(out, "  "+c) {
+			t.Errorf("help lacks %s:\n%s", c, out)
+		}
+	}
+	out, _, code = runCmd(t, nil, "help", "serve")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	// Every flag is listed with its environment variable.
+	var c serveConfig
+	newServeCommand(&c).fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(out, "--"+f.Name) || !strings.Contains(out, envName(f.Name)) {
+			t.Errorf("help serve lacks --%s or %s", f.Name, envName(f.Name))
+		}
+	})
+	for _, want := range []string{"(default :8080)", "(default 10s)", "ADMIT_REDIS", "redis+cluster://"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help serve lacks %q", want)
+		}
+	}
+	if out, _, code := runCmd(t, nil, "serve", "-h"); code != 0 || !strings.Contains(out, "--http-addr") {
+		t.Errorf("serve -h: %d %q", code, out)
+	}
+	if out, _, code := runCmd(t, nil, "help", "check-config"); code != 0 || !strings.Contains(out, "--format") {
+		t.Errorf("help check-config: %d %q", code, out)
+	}
+	if out, _, code := runCmd(t, nil, "help", "version"); code != 0 || !strings.Contains(out, "admit version") {
+		t.Errorf("help version: %d %q", code, out)
+	}
+	if _, _, code := runCmd(t, nil, "help", "bogus"); code != exitUsage {
+		t.Errorf("help bogus: %d", code)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, nil, "Usage: admit"},
+		{[]string{"bogus"}, nil, `unknown command "bogus"`},
+		{[]string{"serve", "--bogus"}, nil, "flag provided but not defined"},
+		{[]string{"serve", "extra"}, nil, "takes no arguments"},
+		{[]string{"serve"}, map[string]string{"ADMIT_SHUTDOWN_TIMEOUT": "soon"}, "ADMIT_SHUTDOWN_TIMEOUT"},
+		{[]string{"serve"}, map[string]string{"ADMIT_LOG_FORMAT": "xml"}, "ADMIT_LOG_FORMAT"},
+		{[]string{"serve"}, map[string]string{"ADMIT_LOG_LEVEL": "loud"}, "ADMIT_LOG_LEVEL"},
+		{[]string{"serve"}, map[string]string{"ADMIT_TRUSTED_PROXIES": "10.0.0.0/8,nope"}, "ADMIT_TRUSTED_PROXIES"},
+		{[]string{"serve"}, map[string]string{"ADMIT_DESCRIPTOR": "tenant"}, "ADMIT_DESCRIPTOR"},
+		{[]string{"serve"}, map[string]string{"ADMIT_MAX_BODY_BYTES": "lots"}, "ADMIT_MAX_BODY_BYTES"},
+		{[]string{"serve"}, map[string]string{"ADMIT_SHADOW": "maybe"}, "ADMIT_SHADOW"},
+		{[]string{"serve", "--shutdown-timeout", "0"}, nil, "--shutdown-timeout (ADMIT_SHUTDOWN_TIMEOUT)"},
+		{[]string{"serve", "--reload-interval", "-1s"}, nil, "--reload-interval (ADMIT_RELOAD_INTERVAL)"},
+		{[]string{"serve", "--max-body-bytes", "0"}, nil, "--max-body-bytes (ADMIT_MAX_BODY_BYTES)"},
+		{[]string{"serve", "--max-header-bytes", "2GiB"}, nil, "--max-header-bytes"},
+		{[]string{"serve", "--upstream-timeout", "0"}, nil, "--upstream-timeout"},
+		{[]string{"serve", "--redis", "ftp://h"}, nil, "--redis (ADMIT_REDIS)"},
+		{[]string{"serve", "--redis", "redis://u:hunter2@h/x"}, nil, "--redis"},
+		{[]string{"serve", "--upstream", "localhost:8080"}, nil, "--upstream (ADMIT_UPSTREAM)"},
+		{[]string{"serve", "--upstream", "http://"}, nil, "no host"},
+		{[]string{"serve", "--domain", "api"}, nil, "only with --upstream"},
+		{[]string{"serve", "--descriptor", "k=path", "--trusted-proxies", "10.0.0.0/8"}, nil, "--descriptor, --trusted-proxies: only with --upstream"},
+		{[]string{"serve", "--key-prefix", strings.Repeat("p", 1000)}, nil, "--key-prefix"},
+		{[]string{"check-config"}, nil, "no files"},
+		{[]string{"check-config", "--format", "xml", "f"}, nil, `invalid value "xml" for flag -format`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, errOut, code := runCmd(t, tc.env, tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, tc.want)
+			}
+			if strings.Contains(errOut, "hunter2") {
+				t.Fatalf("stderr quotes a password: %q", errOut)
+			}
+		})
+	}
+}
+
+func TestServeFlagsAndEnvironment(t *testing.T) {
+	parse := func(env map[string]string, args ...string) *serveConfig {
+		t.Helper()
+		var c serveConfig
+		cmd := newServeCommand(&c)
+		if _, err := cmd.parse(args, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	c := parse(nil)
+	if c.httpAddr != ":8080" || c.grpcAddr != ":8081" || c.shutdown != 10*time.Second || c.reload != 2*time.Second ||
+		c.maxBody.n != 1<<20 || c.logFormat.value != "text" || c.logLevel.value != "info" || len(c.config.items) != 0 {
+		t.Errorf("defaults: %+v", c)
+	}
+	env := map[string]string{
+		"ADMIT_HTTP_ADDR":        ":9000",
+		"ADMIT_CONFIG":           "a.yaml, b.yaml",
+		"ADMIT_DESCRIPTOR":       "tenant=header:X-Tenant,route=path; generic_key=const:global",
+		"ADMIT_TRUSTED_PROXIES":  "10.0.0.0/8, 192.168.1.1",
+		"ADMIT_SHUTDOWN_TIMEOUT": "3s",
+		"ADMIT_MAX_BODY_BYTES":   "64KiB",
+		"ADMIT_SHADOW":           "true",
+		"ADMIT_LOG_FORMAT":       "JSON",
+	}
+	c = parse(env)
+	if c.httpAddr != ":9000" || strings.Join(c.config.items, "|") != "a.yaml|b.yaml" || len(c.descriptors.items) != 2 ||
+		len(c.trusted.prefixes()) != 2 || c.trusted.prefixes()[1].String() != "192.168.1.1/32" || c.shutdown != 3*time.Second ||
+		c.maxBody.n != 64<<10 || !c.shadow || c.logFormat.value != "json" {
+		t.Errorf("from the environment: %+v", c)
+	}
+	// Flags win over the environment; a list flag replaces the
+	// variable's items rather than adding to them.
+	c = parse(env, "--http-addr", ":9001", "--config", "c.yaml", "--config", "d.yaml", "--trusted-proxies", "::1",
+		"--shutdown-timeout", "1s")
+	if c.httpAddr != ":9001" || strings.Join(c.config.items, "|") != "c.yaml|d.yaml" || len(c.trusted.prefixes()) != 1 ||
+		c.shutdown != time.Second {
+		t.Errorf("flags over the environment: %+v", c)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "1MiB": 1 << 20, "64k": 64 << 10, "2 MB": 2_000_000,
+		"512KiB": 512 << 10, "1gib": 1 << 30, "10b": 10} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5MiB", "1 TiB", "99999999999999999999", "9999999999GiB", "0x10"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
+	for n, want := range map[int64]string{1 << 20: "1MiB", 1 << 30: "1GiB", 3 << 10: "3KiB", 1000: "1000", 0: "0"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// FuzzParseSize: any input parses to a size >= 0 or fails; never panics.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"1MiB", "64k", "2 MB", "", "-1", "9223372036854775807", "9223372036854775808", "8EiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err == nil && n < 0 {
+			t.Fatalf("parseSize(%q) = %d", s, n)
+		}
+	})
+}
+
+const ourPolicy = `domain: shop
+rules:
+  - name: checkout
+    match:
+      - key: route
+        value: /checkout
+    rate: 3/hour
+`
+
+const envoyPolicy = `domain: legacy
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: hour
+      requests_per_unit: 2
+`
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckConfig(t *testing.T) {
+	ours := writeTemp(t, "ours.yaml", ourPolicy)
+	envoy := writeTemp(t, "envoy.yaml", envoyPolicy)
+	bad := writeTemp(t, "bad.yaml", "domain: shop\nrules:\n  - name: x\n    match: k\n    rate: often\n  - name: x\n    match: j\n    rate: 1/s\n")
+	garbage := writeTemp(t, "garbage.yaml", "{{{")
+	redisRule := writeTemp(t, "redis.yaml", "domain: r\nrules:\n  - {name: x, match: k, rate: 1/s, store: redis}\n")
+
+	out, errOut, code := runCmd(t, nil, "check-config", ours, envoy, redisRule)
+	if code != 0 || errOut != "" || !strings.Contains(out, "ok: 3 files, 3 domains (shop, legacy, r), 3 rules") {
+		t.Fatalf("valid files: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, nil, "check-config", bad, garbage, ours)
+	if code != exitFailure || out != "" {
+		t.Fatalf("invalid files: %d %q", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	want := []string{bad + ":5:11: rules[0].rate:", bad + ":6:11: rules[1].name:", garbage + ":1:"}
+	if len(lines) != len(want) {
+		t.Fatalf("problems:\n%s", errOut)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("problem %d: %q, want it to start with %q", i, lines[i], w)
+		}
+	}
+	// Files that are valid alone but clash when merged.
+	out, errOut, code = runCmd(t, nil, "check-config", ours, writeTemp(t, "again.yaml", ourPolicy))
+	if code != exitFailure || !strings.Contains(errOut, "shop") {
+		t.Errorf("a domain twice: %d %q %q", code, out, errOut)
+	}
+	// A missing file, a directory.
+	_, errOut, code = runCmd(t, nil, "check-config", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code != exitFailure || !strings.Contains(errOut, "missing.yaml: no such file") {
+		t.Errorf("missing file: %d %q", code, errOut)
+	}
+	dir := filepath.Dir(ours)
+	if out, _, code := runCmd(t, nil, "check-config", dir); code != 0 || !strings.Contains(out, "ok: 1 file,") {
+		t.Errorf("directory: %d %q", code, out)
+	}
+	// ADMIT_CONFIG names the files when no argument does.
+	if out, _, code := runCmd(t, map[string]string{"ADMIT_CONFIG": ours + "," + envoy}, "check-config"); code != 0 || !strings.Contains(out, "2 files") {
+		t.Errorf("ADMIT_CONFIG: %d %q", code, out)
+	}
+	// JSON.
+	out, _, code = runCmd(t, nil, "check-config", "--format", "json", bad)
+	var rep checkReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitFailure {
+		t.Fatalf("json: %d %v %q", code, err, out)
+	}
+	if rep.OK || len(rep.Problems) != 2 || rep.Problems[0].Line != 5 || rep.Problems[0].Column != 11 ||
+		rep.Problems[0].Field != "rules[0].rate" || rep.Problems[0].File != bad || len(rep.Files) != 1 || rep.Files[0].Format != "admit" {
+		t.Errorf("json report: %+v", rep)
+	}
+	out, _, code = runCmd(t, nil, "check-config", "--format=json", envoy)
+	rep = checkReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.OK || rep.Files[0].Format != "envoy" ||
+		rep.Rules != 1 || rep.Domains[0] != "legacy" || rep.Problems == nil {
+		t.Errorf("json of a valid file: %d %v %q", code, err, out)
+	}
+}
+
+func TestServeBuiltIn(t *testing.T) {
+	s := runServe(t, map[string]string{"ADMIT_HTTP_ADDR": "127.0.0.1:0", "ADMIT_GRPC_ADDR": "127.0.0.1:0"}, nil)
+	if s.http == "" || s.grpc == "" || s.admin != "" || s.gateway {
+		t.Fatalf("banner: %+v", s.banner)
+	}
+	// The command the banner prints works: the demo rule admits 5 a
+	// minute.
+	allowed := 0
+	for range 7 {
+		status, _, body := curl(t, s.try)
+		var c checkResponse
+		if err := json.Unmarshal([]byte(body), &c); status != 200 || err != nil || c.Decision.Rule != "demo" {
+			t.Fatalf("%s: %d %s", s.try, status, body)
+		}
+		if c.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Fatalf("the demo rule admitted %d of 7, want 5", allowed)
+	}
+	s.cancel()
+	if err := s.wait(t, 15*time.Second); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if !strings.Contains(s.stderr.String(), "shut down") {
+		t.Errorf("no shutdown log:\n%s", s.stderr)
+	}
+}
+
+func TestServeConfigAndReload(t *testing.T) {
+	path := writeTemp(t, "policy.yaml", ourPolicy)
+	reload := make(chan os.Signal, 1)
+	s := runServe(t, nil, reload, "--http-addr", "127.0.0.1:0", "--grpc-addr", "", "--config", path,
+		"--reload-interval", "0", "--log-format", "json")
+	if !strings.Contains(s.try, `"domain":"shop"`) || !strings.Contains(s.try, `"value":"/checkout"`) {
+		t.Fatalf("try command for the config: %s", s.try)
+	}
+	for i, want := range []bool{true, true} {
+		if got := check(t, s.http, "shop", "route", "/checkout"); got.Allowed != want {
+			t.Fatalf("check %d: %+v", i, got)
+		}
+	}
+	// An added rule, reloaded on SIGHUP; the unchanged rule keeps its
+	// state (one left).
+	if err := os.WriteFile(path, []byte(ourPolicy+"  - {name: search, match: [{key: route, value: /search}], rate: 1/hour}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload <- syscall.SIGHUP
+	eventually(t, 10*time.Second, "the reloaded rule", func() bool {
+		return check(t, s.http, "shop", "route", "/search").Decision.Rule == "search"
+	})
+	if got := check(t, s.http, "shop", "route", "/checkout"); !got.Allowed || got.Decision.Remaining != 0 {
+		t.Fatalf("the unchanged rule after the reload: %+v", got)
+	}
+	// Garbage: the policy stays.
+	if err := os.WriteFile(path, []byte("rules: [[["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload <- syscall.SIGHUP
+	eventually(t, 10*time.Second, "the failure logged", func() bool {
+		return strings.Contains(s.stderr.String(), `"pos":"`+path+`:1`)
+	})
+	if got := check(t, s.http, "shop", "route", "/checkout"); got.Allowed || got.Decision.Rule != "checkout" {
+		t.Fatalf("after a garbage reload: %+v", got)
+	}
+}
+
+func TestServeGateway(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "upstream:"+r.URL.Path)
+	}))
+	defer up.Close()
+	path := writeTemp(t, "gw.yaml", ourPolicy)
+	s := runServe(t, nil, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--config", path, "--upstream", up.URL, "--descriptor", "route=path", "--trusted-proxies", "10.0.0.0/8",
+		"--upstream-max-body-bytes", "1KiB")
+	if !s.gateway || s.admin == "" || s.try != "curl -i http://"+s.http+"/" {
+		t.Fatalf("banner: %+v", s.banner)
+	}
+	if status, _, body := curl(t, s.try); status != 200 || body != "upstream:/" {
+		t.Fatalf("try: %d %q", status, body)
+	}
+	var codes []int
+	for range 4 {
+		status, _, _ := curl(t, "curl -s http://"+s.http+"/checkout")
+		codes = append(codes, status)
+	}
+	if codes[2] != 200 || codes[3] != 429 {
+		t.Fatalf("/checkout through the gateway: %v, want 3 admitted then 429", codes)
+	}
+	// The API moved to the admin listener.
+	if got := check(t, s.admin, "shop", "route", "/checkout"); got.Allowed {
+		t.Fatalf("API on the admin listener: %+v", got)
+	}
+	resp, err := http.Post("http://"+s.http+"/big", "text/plain", strings.NewReader(strings.Repeat("x", 2000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over --upstream-max-body-bytes: %d", resp.StatusCode)
+	}
+}
+
+func TestServeStartErrors(t *testing.T) {
+	bad := writeTemp(t, "bad.yaml", "domain: x\nrules:\n  - {name: a, match: k, rate: nope}\n")
+	_, errOut, code := runCmd(t, nil, "serve", "--config", bad, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	if code != exitFailure || !strings.Contains(errOut, bad+":3:") {
+		t.Errorf("an invalid policy: %d %q", code, errOut)
+	}
+	// A port that is taken.
+	l := httptest.NewServer(http.NotFoundHandler())
+	defer l.Close()
+	_, errOut, code = runCmd(t, nil, "serve", "--http-addr", strings.TrimPrefix(l.URL, "http://"), "--grpc-addr", "")
+	if code != exitFailure || !strings.Contains(errOut, "HTTP listener") {
+		t.Errorf("a taken port: %d %q", code, errOut)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	var b bytes.Buffer
+	if exitCode(nil, &b) != 0 || b.Len() != 0 {
+		t.Error("nil")
+	}
+	if exitCode(errors.New("boom"), &b) != exitFailure || !strings.Contains(b.String(), "admit: boom") {
+		t.Errorf("plain error: %q", b.String())
+	}
+	b.Reset()
+	if exitCode(&exitError{code: 1, err: errors.New("x"), quiet: true}, &b) != 1 || b.Len() != 0 {
+		t.Errorf("quiet: %q", b.String())
+	}
+	if exitCode(usageErrorf("bad"), &b) != exitUsage || !strings.Contains(b.String(), "admit help") {
+		t.Errorf("usage: %q", b.String())
+	}
+}

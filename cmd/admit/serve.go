@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/server"
+)
+
+// serveConfig holds serve's flags.
+type serveConfig struct {
+	httpAddr, grpcAddr, adminAddr string
+	config                        listFlag
+	redis                         string
+	upstream                      string
+	domain                        string
+	descriptors                   listFlag
+	trusted                       *prefixesFlag
+	logFormat, logLevel           choiceFlag
+	shutdown, reload              time.Duration
+	maxBody, gwMaxBody, maxHeader sizeFlag
+	readHeader, read, write, idle time.Duration
+	dialTimeout, upstreamTimeout  time.Duration
+	shadow                        bool
+	keyPrefix                     string
+}
+
+func newServeCommand(c *serveConfig) *command {
+	cmd := newCommand("serve", "[flags]",
+		`Run the rate-limit service: the HTTP JSON API (/v1/check, /v1/acquire,
+/v1/release, envoyproxy/ratelimit's /json), /healthz, /readyz, /metrics,
+and over gRPC Envoy's rate-limit service (envoy.service.ratelimit.v3),
+admit.v1, health and reflection. With --upstream, the HTTP listener is a
+gateway that applies the policy to every request and proxies the admitted
+ones; the API and the other endpoints move to --admin-addr.
+
+Without --config it enforces the built-in policy (domain "api"; see
+server/default.yaml) in memory. It prints the addresses it listens on and a
+command to try. SIGHUP reloads the policy files, as does a change of them;
+SIGTERM and SIGINT drain the requests in flight and exit.`)
+	fs := cmd.fs
+	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port; port 0 picks a free one; empty: no HTTP listener)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (empty: no gRPC listener)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
+	c.config = listFlag{sep: ","}
+	fs.Var(&c.config, "config", "load the policy from `FILE`, admit's YAML format or envoyproxy/ratelimit's; a directory\nstands for its *.yaml and *.yml files; may repeat (the variable separates them with commas).\nDefault: the built-in policy")
+	fs.StringVar(&c.redis, "redis", "", "keep the rules' state in Redis at `URL`, shared by every instance on it:\nredis://[user:pass@]host:port[/db], rediss://... (TLS), unix:///path,\nredis+sentinel://sentinel:26379?master_name=NAME[&addr=sentinel2:26379],\nredis+cluster://node1:6379?addr=node2:6379&addr=node3:6379\n(default: in memory)")
+	fs.StringVar(&c.keyPrefix, "key-prefix", "", "put `PREFIX` in front of the Redis keys of every rule, so that services sharing a Redis keep apart")
+	fs.StringVar(&c.upstream, "upstream", "", "gateway mode: proxy the requests the policy admits to `URL` (http:// or https://)")
+	fs.StringVar(&c.domain, "domain", "", "the policy `DOMAIN` the gateway checks requests against (default: the policy's only domain)")
+	c.descriptors = listFlag{sep: ";", check: func(s string) error {
+		_, err := server.ParseDescriptor(s, nil)
+		return err
+	}}
+	fs.Var(&c.descriptors, "descriptor", "a descriptor the gateway derives from each request, `KEY=SOURCE[,KEY=SOURCE...]`, outermost first; SOURCE:\nclient_ip, header:NAME, query:NAME, path, method, host, const:VALUE ('!' in front: required);\nmay repeat (the variable separates them with ';'). Default:\n"+strings.Join(server.DefaultDescriptorSpecs, "; "))
+	c.trusted = newPrefixesFlag()
+	fs.Var(c.trusted, "trusted-proxies", "trust the proxies at `CIDRS` (comma-separated prefixes or addresses): the gateway takes\nthe client's address from their X-Forwarded-For and passes their forwarding headers on (default: none)")
+	c.logFormat = choiceFlag{value: "text", choices: []string{"text", "json"}}
+	fs.Var(&c.logFormat, "log-format", "log in `FORMAT` text or json, on stderr")
+	c.logLevel = choiceFlag{value: "info", choices: []string{"debug", "info", "warn", "error"}}
+	fs.Var(&c.logLevel, "log-level", "log records of `LEVEL` debug, info, warn or error and above")
+	fs.DurationVar(&c.shutdown, "shutdown-timeout", server.DefaultShutdownTimeout, "on SIGTERM, wait up to `DURATION` for requests in flight before cutting them off")
+	fs.DurationVar(&c.reload, "reload-interval", server.DefaultReloadInterval, "look at the policy files for changes every `DURATION` (0: only on SIGHUP)")
+	c.maxBody = sizeFlag{server.DefaultMaxBodyBytes}
+	fs.Var(&c.maxBody, "max-body-bytes", "refuse HTTP API bodies and gRPC messages over `SIZE` (413, RESOURCE_EXHAUSTED); bytes, or with KiB, MiB")
+	fs.Var(&c.gwMaxBody, "upstream-max-body-bytes", "gateway: refuse request bodies over `SIZE` with 413 (default: no limit)")
+	c.maxHeader = sizeFlag{server.DefaultMaxHeaderBytes}
+	fs.Var(&c.maxHeader, "max-header-bytes", "refuse HTTP request headers over `SIZE` with 431")
+	fs.DurationVar(&c.readHeader, "read-header-timeout", server.DefaultReadHeaderTimeout, "cut off HTTP clients that take longer than `DURATION` to send a request's header (slow loris)")
+	fs.DurationVar(&c.read, "read-timeout", server.DefaultReadTimeout, "cut off HTTP clients that take longer than `DURATION` to send a whole request (0: no limit)")
+	fs.DurationVar(&c.write, "write-timeout", server.DefaultWriteTimeout, "cut off HTTP responses, proxied ones included, not written within `DURATION` (0: no limit)")
+	fs.DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
+	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", server.DefaultUpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
+	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", server.DefaultUpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
+	fs.BoolVar(&c.shadow, "shadow", false, "shadow mode: decide and count every request, refuse none (envoyproxy/ratelimit's SHADOW_MODE)")
+	return cmd
+}
+
+// serve runs `admit serve`.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, reload <-chan os.Signal) error {
+	var c serveConfig
+	cmd := newServeCommand(&c)
+	rest, err := cmd.parse(args, getenv)
+	if errors.Is(err, errHelp) {
+		cmd.printUsage(stdout)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErrorf("serve takes no arguments (got %q); policy files go in --config", truncate(rest[0], 64))
+	}
+	log := newLogger(stderr, c.logFormat.value, c.logLevel.value)
+	opts, cleanup, err := c.options(cmd, log)
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(opts...)
+	if err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("serve: %w", err)}
+	}
+	if err := srv.Start(); err != nil {
+		_ = srv.Close()
+		return &exitError{code: exitFailure, err: fmt.Errorf("serve: %w", err)}
+	}
+	printBanner(stdout, srv, &c)
+	done := make(chan struct{})
+	defer close(done)
+	if reload != nil {
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-reload:
+					log.Info("SIGHUP: reloading the policy")
+					_ = srv.Reload() // logged and counted by the server
+				}
+			}
+		}()
+	}
+	if err := srv.Run(ctx); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("serve: %w", err)}
+	}
+	return nil
+}
+
+// options turns the flags into the server's options. cleanup closes the
+// Redis client; it is never nil.
+func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Option, cleanup func(), err error) {
+	cleanup = func() {}
+	bad := func(flagName string, err error) error {
+		return usageErrorf("--%s (%s): %v", flagName, envName(flagName), err)
+	}
+	opts = []server.Option{
+		server.WithLogger(log),
+		server.WithHTTPAddr(c.httpAddr),
+		server.WithGRPCAddr(c.grpcAddr),
+		server.WithAdminAddr(c.adminAddr),
+	}
+	if len(c.config.items) > 0 {
+		opts = append(opts, server.WithPolicyFiles(c.config.items...))
+	}
+	for name, d := range map[string]time.Duration{
+		"shutdown-timeout": c.shutdown, "reload-interval": c.reload, "read-header-timeout": c.readHeader,
+		"read-timeout": c.read, "write-timeout": c.write, "idle-timeout": c.idle,
+		"upstream-dial-timeout": c.dialTimeout, "upstream-timeout": c.upstreamTimeout,
+	} {
+		if d < 0 {
+			return nil, cleanup, bad(name, fmt.Errorf("negative duration %v", d))
+		}
+	}
+	if c.shutdown == 0 {
+		return nil, cleanup, bad("shutdown-timeout", errors.New("want a positive duration"))
+	}
+	if c.dialTimeout == 0 || c.upstreamTimeout == 0 {
+		return nil, cleanup, usageErrorf("--upstream-dial-timeout and --upstream-timeout must be positive")
+	}
+	if c.maxBody.n <= 0 || c.maxBody.n > 1<<31-1 {
+		return nil, cleanup, bad("max-body-bytes", fmt.Errorf("%d: want 1 byte to 2GiB-1", c.maxBody.n))
+	}
+	if c.maxHeader.n <= 0 || c.maxHeader.n > 1<<30 {
+		return nil, cleanup, bad("max-header-bytes", fmt.Errorf("%d: want 1 byte to 1GiB", c.maxHeader.n))
+	}
+	opts = append(opts,
+		server.WithShutdownTimeout(c.shutdown),
+		server.WithReloadInterval(c.reload),
+		server.WithReadHeaderTimeout(c.readHeader),
+		server.WithReadTimeout(c.read),
+		server.WithWriteTimeout(c.write),
+		server.WithIdleTimeout(c.idle),
+		server.WithMaxRequestBytes(c.maxBody.n),
+		server.WithMaxHeaderBytes(int(c.maxHeader.n)),
+	)
+	var engineOpts []policy.Option
+	if c.shadow {
+		engineOpts = append(engineOpts, policy.WithShadow(true))
+	}
+	if c.keyPrefix != "" {
+		if len(c.keyPrefix) > policy.MaxNameLength {
+			return nil, cleanup, bad("key-prefix", fmt.Errorf("%d bytes, the maximum is %d", len(c.keyPrefix), policy.MaxNameLength))
+		}
+		engineOpts = append(engineOpts, policy.WithKeyPrefix(c.keyPrefix))
+	}
+	if len(engineOpts) > 0 {
+		opts = append(opts, server.WithEngineOptions(engineOpts...))
+	}
+	if c.redis != "" {
+		client, _, err := server.NewRedisClient(c.redis)
+		if err != nil {
+			return nil, cleanup, bad("redis", err)
+		}
+		cleanup = func() { _ = client.Close() }
+		opts = append(opts, server.WithRedis(client))
+	}
+	gatewayOnly := map[string]bool{}
+	if c.upstream != "" {
+		u, err := url.Parse(c.upstream)
+		if err == nil {
+			err = checkUpstreamURL(u)
+		}
+		if err != nil {
+			return nil, cleanup, bad("upstream", err)
+		}
+		opts = append(opts,
+			server.WithUpstream(u),
+			server.WithUpstreamDialTimeout(c.dialTimeout),
+			server.WithUpstreamTimeout(c.upstreamTimeout),
+			server.WithUpstreamMaxBodyBytes(c.gwMaxBody.n),
+			server.WithTrustedProxies(c.trusted.prefixes()...),
+		)
+		if c.domain != "" {
+			opts = append(opts, server.WithGatewayDomain(c.domain))
+		}
+		if len(c.descriptors.items) > 0 {
+			opts = append(opts, server.WithDescriptorSpecs(c.descriptors.items...))
+		}
+	} else {
+		for _, name := range []string{"domain", "descriptor", "trusted-proxies", "upstream-max-body-bytes"} {
+			gatewayOnly[name] = true
+		}
+	}
+	// A gateway flag without --upstream is a mistake worth reporting.
+	var set []string
+	cmd.fs.Visit(func(f *flag.Flag) {
+		if gatewayOnly[f.Name] {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) > 0 {
+		return nil, cleanup, usageErrorf("%s: only with --upstream (gateway mode)", strings.Join(set, ", "))
+	}
+	return opts, cleanup, nil
+}
+
+func checkUpstreamURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: want an http:// or https:// URL", truncate(u.Redacted(), 128))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: no host", truncate(u.Redacted(), 128))
+	}
+	return nil
+}
+
+// newLogger returns the slog logger of the flags, writing to w.
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // checked by the flag
+	o := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// printBanner prints where the server listens and a command to try.
+func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
+	policyText := "built-in (domain \"api\", server/default.yaml)"
+	if len(c.config.items) > 0 {
+		policyText = strings.Join(c.config.items, ", ")
+	}
+	store := "in memory"
+	if c.redis != "" {
+		store = "Redis"
+	}
+	fmt.Fprintf(w, "admit serve: policy %s, kept %s\n", policyText, store)
+	if a := srv.HTTPAddr(); a != nil {
+		if srv.Gateway() != nil {
+			fmt.Fprintf(w, "admit serve: gateway to %s on http://%s\n", c.upstream, dialable(a))
+		} else {
+			fmt.Fprintf(w, "admit serve: HTTP API on http://%s\n", dialable(a))
+		}
+	}
+	if a := srv.AdminAddr(); a != nil {
+		fmt.Fprintf(w, "admit serve: admin (HTTP API, /healthz, /readyz, /metrics) on http://%s\n", dialable(a))
+	}
+	if a := srv.GRPCAddr(); a != nil {
+		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection) on %s\n", dialable(a))
+	}
+	if try := tryCommand(srv, c); try != "" {
+		fmt.Fprintf(w, "admit serve: try: %s\n", try)
+	}
+}
+
+// tryCommand returns one command that exercises the server.
+func tryCommand(srv *server.Server, c *serveConfig) string {
+	if srv.Gateway() != nil {
+		return "curl -i http://" + dialable(srv.HTTPAddr()) + "/"
+	}
+	api := srv.AdminAddr()
+	if api == nil {
+		api = srv.HTTPAddr()
+	}
+	if api == nil {
+		return ""
+	}
+	domain, key, value := "api", "generic_key", "demo"
+	if len(c.config.items) > 0 {
+		d, ok := sampleDescriptor(srv.Policy())
+		if !ok {
+			return "curl -s http://" + dialable(api) + "/readyz"
+		}
+		domain, key, value = d.domain, d.key, d.value
+	}
+	body := fmt.Sprintf(`{"domain":%s,"descriptors":[{"entries":[{"key":%s,"value":%s}]}]}`,
+		strconv.Quote(domain), strconv.Quote(key), strconv.Quote(value))
+	if strings.ContainsAny(body, "'\\") {
+		return "curl -s http://" + dialable(api) + "/readyz"
+	}
+	return "curl -s -H 'Content-Type: application/json' -d '" + body + "' http://" + dialable(api) + "/v1/check"
+}
+
+type sample struct{ domain, key, value string }
+
+// sampleDescriptor finds a descriptor of one entry that a rule of the
+// policy matches, for the banner's command: the first rule matching one
+// entry, with its value, or "example" for a rule matching any value.
+func sampleDescriptor(p *policy.Policy) (sample, bool) {
+	if p == nil {
+		return sample{}, false
+	}
+	for _, d := range p.Domains {
+		for _, r := range d.Rules {
+			if len(r.Match) != 1 {
+				continue
+			}
+			m := r.Match[0]
+			switch m.Kind {
+			case policy.MatchExact:
+				return sample{d.Name, m.Key, m.Value}, true
+			case policy.MatchPrefix:
+				return sample{d.Name, m.Key, m.Value + "example"}, true
+			case policy.MatchAny:
+				return sample{d.Name, m.Key, "example"}, true
+			}
+		}
+	}
+	return sample{}, false
+}
+
+// dialable returns a listener's address as a client would dial it: an
+// unspecified host (":8080", "[::]:8080") becomes localhost.
+func dialable(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
