@@ -3,11 +3,15 @@ package grpclimit
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 var benchInfo = &grpc.UnaryServerInfo{FullMethod: mUnary}
@@ -67,13 +71,100 @@ func BenchmarkUnary(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	icpt := refuse.UnaryServerInterceptor()
-	b.Run("refused", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := icpt(ctx, nil, benchInfo, benchHandler); err == nil {
-				b.Fatal("admitted")
-			}
+	runRefused := func(name string, s *Server, err error) {
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		icpt := s.UnaryServerInterceptor()
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := icpt(ctx, nil, benchInfo, benchHandler); status.Code(err) != codes.ResourceExhausted {
+					b.Fatalf("not refused: %v", err)
+				}
+			}
+		})
+	}
+	runRefused("refused", refuse, nil)
+	// A key that has had its hour's call: refused with a RetryInfo whose
+	// delay (in ms) changes every millisecond.
+	hourly := newKeyed(b, admit.PerHour(1), admit.SystemClock, "hourly")
+	if _, err := hourly.Allow(context.Background(), "md:x-api-key:alice", 1); err != nil {
+		b.Fatal(err)
+	}
+	s, err = NewServer(hourly, MetadataKey("x-api-key"))
+	runRefused("refused/retry", s, err)
+
+	// The interceptor's own cost, with a limiter that answers at once
+	// without allocating and a key that costs nothing: admitted, refused
+	// (with a RetryInfo, or never admissible), and refused with a new
+	// delay every call, which the memo of refusals cannot serve.
+	funcKey := FuncKey(func(context.Context, string) (string, bool) { return "alice", true })
+	fixedAt := func(d admit.Decision) (*Server, error) {
+		return NewServer(fixedLimiter{d}, funcKey)
+	}
+	s, err = fixedAt(admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 50})
+	run("own/admitted", s, err)
+	s, err = fixedAt(admit.Decision{Limit: admit.PerSecond(100), RetryAfter: 7*time.Millisecond + 3*time.Microsecond})
+	runRefused("own/refused", s, err)
+	s, err = fixedAt(admit.Decision{Limit: admit.PerSecond(100), RetryAfter: admit.InfDuration})
+	runRefused("own/refused-never", s, err)
+	s, err = NewServer(&driftingLimiter{}, funcKey)
+	runRefused("own/refused-unmemoized", s, err)
+}
+
+// fixedLimiter answers every call with d.
+type fixedLimiter struct{ d admit.Decision }
+
+func (l fixedLimiter) Allow(context.Context, string, int64) (admit.Decision, error) { return l.d, nil }
+
+// driftingLimiter refuses every call with a RetryAfter one millisecond
+// longer than the last (cycling over an hour), so that no two refusals in
+// a row have the same shape. It is not safe for concurrent use.
+type driftingLimiter struct{ n int64 }
+
+func (l *driftingLimiter) Allow(context.Context, string, int64) (admit.Decision, error) {
+	l.n = l.n%3_600_000 + 1
+	return admit.Decision{Limit: admit.PerHour(1), RetryAfter: time.Duration(l.n) * time.Millisecond}, nil
+}
+
+// BenchmarkUnaryEndToEnd measures complete unary calls through a real
+// gRPC server and client over bufconn, with a trivial handler: without
+// interceptors ("none"), admitted, and refused by the same Server
+// configuration (a limiter answering at once, a metadata key). A refusal
+// costs gRPC more than an admission (a status with details to marshal
+// and the client to unmarshal, trailers), whatever the interceptor does.
+func BenchmarkUnaryEndToEnd(b *testing.B) {
+	ctx := withKey("alice")
+	call := func(name string, s *Server, want codes.Code) {
+		b.Run(name, func(b *testing.B) {
+			e := newEnv(b, s, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.client.EmptyCall(ctx, &testpb.Empty{}); status.Code(err) != want {
+					b.Fatalf("code %v, want %v", status.Code(err), want)
+				}
+			}
+		})
+	}
+	call("none", nil, codes.OK)
+	for _, tc := range []struct {
+		name string
+		d    admit.Decision
+		want codes.Code
+	}{
+		{"admitted", admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 50}, codes.OK},
+		{"refused", admit.Decision{Limit: admit.PerSecond(100), RetryAfter: 7 * time.Millisecond}, codes.ResourceExhausted},
+	} {
+		s, err := NewServer(fixedLimiter{tc.d}, MetadataKey("x-api-key"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		call(tc.name, s, tc.want)
+	}
+	s, err := NewServer(&driftingLimiter{}, MetadataKey("x-api-key"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call("refused-unmemoized", s, codes.ResourceExhausted)
 }

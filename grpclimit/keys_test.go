@@ -146,12 +146,15 @@ func FuzzKey(f *testing.F) {
 }
 
 // FuzzRefusal builds refusals of any decision: never a panic, always
-// ResourceExhausted, and RetryInfo exactly when the delay is known.
+// ResourceExhausted, RetryInfo exactly when the delay is known, and the
+// memo of refusals gives the refusal built anew for any decision of the
+// same shape.
 func FuzzRefusal(f *testing.F) {
 	f.Add(int64(1), int64(1e9), int64(1), int64(0), int64(1e9), uint8(0), "api")
 	f.Add(int64(-1), int64(-5), int64(-7), int64(-3), int64(-1), uint8(9), "\x00\"\\é")
 	f.Add(admit.Inf, int64(0), int64(0), int64(0), int64(admit.InfDuration), uint8(1), "")
 	f.Add(int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62), uint8(2), "q")
+	m := newMemo()
 	f.Fuzz(func(t *testing.T, rate, period, burst, remaining, retry int64, kind uint8, name string) {
 		d := admit.Decision{
 			Limit:      admit.Limit{Rate: rate, Period: time.Duration(period), Burst: burst},
@@ -177,7 +180,53 @@ func FuzzRefusal(f *testing.F) {
 				}
 			}
 		}
+
+		// The memo (one for all inputs, so that they meet in its slots)
+		// gives the same refusal, and gives it again for a decision of
+		// the same shape, whose refusal built anew is equal.
+		gotMD, gotErr := m.refusal(&d, name, nil)
+		sameRefusal(t, gotErr, gotMD, st, md)
+		d2 := sameShape(d)
+		md2, err2 := m.refusal(&d2, name, nil)
+		if err2 != gotErr || !sameMD(md2, gotMD) {
+			t.Fatalf("%+v and %+v: not one refusal", d, d2)
+		}
+		st2, wantMD2 := refusal(d2, name, nil)
+		sameRefusal(t, err2, md2, st2, wantMD2)
 	})
+}
+
+// sameShape returns a decision other than d whose refusal must be d's:
+// another RetryAfter with the same delay sent (in the same millisecond,
+// or also never), another Remaining sent as the same, another ResetAfter.
+func sameShape(d admit.Decision) admit.Decision {
+	d2 := d
+	d2.ResetAfter = d.ResetAfter ^ 12345
+	switch ra := d.RetryAfter; {
+	case ra > maxDelay:
+		d2.RetryAfter = maxDelay + 1
+		if ra == maxDelay+1 {
+			d2.RetryAfter = admit.InfDuration
+		}
+	case ra > 0:
+		for _, c := range []time.Duration{ceilMillis(ra), ra - 1, ra + 1} {
+			if c != ra && c > 0 && c <= maxDelay && ceilMillis(c) == ceilMillis(ra) {
+				d2.RetryAfter = c
+				break
+			}
+		}
+	case ra == 0:
+		d2.RetryAfter = -1
+	default:
+		d2.RetryAfter = 0
+	}
+	switch {
+	case d.Remaining < 0:
+		d2.Remaining = 0
+	case d.Remaining == 0:
+		d2.Remaining = -1
+	}
+	return d2
 }
 
 func TestPartCache(t *testing.T) {

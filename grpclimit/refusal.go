@@ -3,10 +3,12 @@ package grpclimit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -46,18 +48,18 @@ func digest(key string) string {
 // depend only on the limit come from c (nil for none).
 func refusal(d admit.Decision, subject string, c *partCache) (*status.Status, metadata.MD) {
 	p := c.parts(d, subject)
-	retry := d.RetryAfter > 0 && d.RetryAfter <= maxDelay
 	md := make(metadata.MD, 3)
+	vals := new([3]string) // the trailers' values, in one allocation
 	state := p.name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)
 	pb := &spb.Status{Code: int32(codes.ResourceExhausted)}
 	switch {
-	case retry:
+	case d.RetryAfter > 0 && d.RetryAfter <= maxDelay:
 		delay := ceilMillis(d.RetryAfter)
 		pb.Message = p.head + ", retry in " + delay.String()
 		pb.Details = []*anypb.Any{retryInfo(delay), p.quota}
-		secs := strconv.FormatInt(ceilSeconds(d.RetryAfter), 10)
-		md[RetryAfterMD] = []string{secs}
-		state += ";t=" + secs
+		vals[0] = strconv.FormatInt(ceilSeconds(d.RetryAfter), 10)
+		md[RetryAfterMD] = vals[0:1:1]
+		state += ";t=" + vals[0]
 	case d.RetryAfter > maxDelay:
 		pb.Message = p.head + ", the call can never be admitted"
 		pb.Details = []*anypb.Any{p.quota}
@@ -65,11 +67,117 @@ func refusal(d admit.Decision, subject string, c *partCache) (*status.Status, me
 		pb.Message = p.head
 		pb.Details = []*anypb.Any{p.quota}
 	}
-	md[RateLimitMD] = []string{state}
+	vals[1] = state
+	md[RateLimitMD] = vals[1:2:2]
 	if p.policy != "" {
-		md[RateLimitPolicyMD] = []string{p.policy}
+		vals[2] = p.policy
+		md[RateLimitPolicyMD] = vals[2:3:3]
 	}
 	return status.FromProto(pb), md
+}
+
+// refusalShape is everything a refusal depends on: two decisions of the
+// same shape are refused with equal statuses and trailers. The delay is
+// the RetryInfo's, RetryAfter rounded up to the millisecond (the
+// retry-after trailer, in whole seconds rounded up, follows from it: a
+// second is a whole number of milliseconds); 0 when the refusal has no
+// RetryInfo, -1 when the call can never be admitted. remaining is the
+// Decision's, at least 0, as sent.
+type refusalShape struct {
+	subject   string
+	limit     admit.Limit
+	kind      admit.Kind
+	delay     time.Duration
+	remaining int64
+}
+
+// shapeOf returns the shape of the refusal of d, subject naming the limit.
+func shapeOf(d *admit.Decision, subject string) refusalShape {
+	return refusalShape{subject: subject, limit: d.Limit, kind: d.Kind, delay: sentDelay(d.RetryAfter), remaining: max(d.Remaining, 0)}
+}
+
+// sentDelay returns the delay a refusal's RetryInfo carries for a
+// RetryAfter of d: d rounded up to the millisecond, 0 for none, -1 for a
+// call that can never be admitted.
+func sentDelay(d time.Duration) time.Duration {
+	switch {
+	case d > maxDelay:
+		return -1
+	case d > 0:
+		return ceilMillis(d)
+	}
+	return 0
+}
+
+// memoSlots is the number of refusals a refusalMemo keeps (a power of 2).
+const memoSlots = 256
+
+// refusalMemo keeps complete refusals, the status error and the trailers,
+// so that a refusal of the same shape as a recent one costs a hash and a
+// comparison instead of a status built and cloned (status.FromProto
+// clones its proto) and a metadata map. A flood of refusals is mostly
+// such repeats: every refusal of a key within a millisecond, say. Each of
+// memoSlots slots holds the last refusal built whose shape hashes to it,
+// so at most memoSlots refusals are kept whatever the number of rules,
+// limits or delays; two shapes that share a slot only cost each other
+// their memo.
+//
+// Sharing is safe because neither value is ever modified: a status error
+// is immutable (status.Status has no mutator, and Proto returns a clone;
+// grpc-go's server only reads the proto, to marshal it), and the trailers
+// go to grpc.SetTrailer or ServerStream.SetTrailer, which merge them into
+// the stream's own metadata with metadata.Join, a copy; nothing in this
+// package writes to them once built.
+//
+// Its zero value is not ready: the seed must be set with maphash.MakeSeed.
+// It is safe for concurrent use.
+type refusalMemo struct {
+	seed  maphash.Seed
+	slots [memoSlots]atomic.Pointer[memoEntry]
+}
+
+type memoEntry struct {
+	shape refusalShape
+	err   error
+	md    metadata.MD
+}
+
+// refusal returns the trailers and the error of a call that d refused,
+// subject naming the limit: refusal(d, subject, c)'s, shared with the
+// other refusals of the same shape while the memo keeps them. The caller
+// must not modify the trailers.
+func (m *refusalMemo) refusal(d *admit.Decision, subject string, c *partCache) (metadata.MD, error) {
+	k := shapeOf(d, subject)
+	slot := &m.slots[m.slot(&k)]
+	// (The fields that differ most often first; == on strings returns at
+	// once when both are the same string, the usual case.)
+	if e := slot.Load(); e != nil && e.shape.delay == k.delay && e.shape.remaining == k.remaining &&
+		e.shape.limit == k.limit && e.shape.kind == k.kind && e.shape.subject == k.subject {
+		return e.md, e.err
+	}
+	st, md := refusal(*d, subject, c)
+	e := &memoEntry{shape: k, err: st.Err(), md: md}
+	slot.Store(e)
+	return e.md, e.err
+}
+
+// slot returns the index of k's slot: the seeded hash of its subject
+// combined with its numbers (each multiplied by its own odd constant),
+// then MurmurHash3's 64-bit finalizer, so that every bit of them reaches
+// the index.
+func (m *refusalMemo) slot(k *refusalShape) uint64 {
+	h := maphash.String(m.seed, k.subject)
+	h ^= uint64(k.limit.Rate) * 0x9e3779b97f4a7c15
+	h ^= uint64(k.limit.Period) * 0xc2b2ae3d27d4eb4f
+	h ^= uint64(k.limit.Burst) * 0x165667b19e3779f9
+	h ^= uint64(k.delay) * 0x27d4eb2f165667c5
+	h ^= uint64(k.remaining)*0x85ebca77c2b2ae63 ^ uint64(k.kind)
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h & (memoSlots - 1)
 }
 
 // retryInfo returns the google.rpc.RetryInfo of delay d as an Any, encoded

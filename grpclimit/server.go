@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ type Server struct {
 	onError   func(ctx context.Context, fullMethod string, err error)
 	failure   func(code codes.Code) bool
 	cache     partCache
+	memo      refusalMemo
 }
 
 // NewServer returns a Server deciding each call with lim (or the limiter
@@ -149,6 +151,7 @@ func newServer(opts []Option) (*Server, options, error) {
 		onError:   o.onError,
 		failure:   o.failure,
 	}
+	s.memo.seed = maphash.MakeSeed()
 	if !o.noDefault {
 		s.exempt[HealthService] = true
 	}
@@ -246,8 +249,7 @@ func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) 
 		if h != nil {
 			h.Release()
 		}
-		st, md := refusal(d, d.Rule, &s.cache)
-		return md, st.Err()
+		return s.memo.refusal(&d, d.Rule, &s.cache)
 	}
 	if s.headers && d.Limit.Rate > 0 && d.Limit.Rate != admit.Inf {
 		// (A decision without a limit, or with an unlimited one, has no
