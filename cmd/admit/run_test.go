@@ -388,6 +388,16 @@ func TestServeGateway(t *testing.T) {
 	}
 }
 
+func TestServeGRPCOnly(t *testing.T) {
+	path := writeTemp(t, "p.yaml", envoyPolicy)
+	s := runServe(t, nil, nil, "--http-addr", "", "--grpc-addr", "127.0.0.1:0", "--config", path)
+	want := `grpcurl -plaintext -d '{"domain":"legacy","descriptors":[{"entries":[{"key":"remote_address","value":"example"}]}]}' ` +
+		s.grpc + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+	if s.http != "" || s.try != want {
+		t.Fatalf("try: %q\nwant %q", s.try, want)
+	}
+}
+
 func TestServeStartErrors(t *testing.T) {
 	bad := writeTemp(t, "bad.yaml", "domain: x\nrules:\n  - {name: a, match: k, rate: nope}\n")
 	_, errOut, code := runCmd(t, nil, "serve", "--config", bad, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")

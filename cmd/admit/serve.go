@@ -16,6 +16,7 @@ import (
 
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/server"
+	"github.com/redis/go-redis/v9"
 )
 
 // serveConfig holds serve's flags.
@@ -205,6 +206,9 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		}
 		cleanup = func() { _ = client.Close() }
 		opts = append(opts, server.WithRedis(client))
+		// go-redis logs (Sentinel switches, dial errors) through a global
+		// logger: make its lines records of the service's log.
+		redis.SetLogger(redisLogger{log})
 	}
 	gatewayOnly := map[string]bool{}
 	if c.upstream != "" {
@@ -256,6 +260,13 @@ func checkUpstreamURL(u *url.URL) error {
 	return nil
 }
 
+// redisLogger passes go-redis's log lines to slog, at warn level.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis: "+strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
 // newLogger returns the slog logger of the flags, writing to w.
 func newLogger(w io.Writer, format, level string) *slog.Logger {
 	var l slog.Level
@@ -296,32 +307,38 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 	}
 }
 
-// tryCommand returns one command that exercises the server.
+// tryCommand returns one command that exercises the server: a curl of
+// the gateway, or of /v1/check, or a grpcurl of ShouldRateLimit, with a
+// descriptor a rule of the policy matches.
 func tryCommand(srv *server.Server, c *serveConfig) string {
 	if srv.Gateway() != nil {
 		return "curl -i http://" + dialable(srv.HTTPAddr()) + "/"
 	}
+	d := sample{"api", "generic_key", "demo"}
+	if len(c.config.items) > 0 {
+		var ok bool
+		if d, ok = sampleDescriptor(srv.Policy()); !ok {
+			d = sample{}
+		}
+	}
+	body := fmt.Sprintf(`{"domain":%s,"descriptors":[{"entries":[{"key":%s,"value":%s}]}]}`,
+		strconv.Quote(d.domain), strconv.Quote(d.key), strconv.Quote(d.value))
+	plain := d.domain != "" && !strings.ContainsAny(body, "'\\")
 	api := srv.AdminAddr()
 	if api == nil {
 		api = srv.HTTPAddr()
 	}
-	if api == nil {
-		return ""
-	}
-	domain, key, value := "api", "generic_key", "demo"
-	if len(c.config.items) > 0 {
-		d, ok := sampleDescriptor(srv.Policy())
-		if !ok {
-			return "curl -s http://" + dialable(api) + "/readyz"
-		}
-		domain, key, value = d.domain, d.key, d.value
-	}
-	body := fmt.Sprintf(`{"domain":%s,"descriptors":[{"entries":[{"key":%s,"value":%s}]}]}`,
-		strconv.Quote(domain), strconv.Quote(key), strconv.Quote(value))
-	if strings.ContainsAny(body, "'\\") {
+	switch {
+	case api != nil && plain:
+		return "curl -s -H 'Content-Type: application/json' -d '" + body + "' http://" + dialable(api) + "/v1/check"
+	case api != nil:
 		return "curl -s http://" + dialable(api) + "/readyz"
+	case srv.GRPCAddr() != nil && plain:
+		return "grpcurl -plaintext -d '" + body + "' " + dialable(srv.GRPCAddr()) + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+	case srv.GRPCAddr() != nil:
+		return "grpcurl -plaintext " + dialable(srv.GRPCAddr()) + " grpc.health.v1.Health/Check"
 	}
-	return "curl -s -H 'Content-Type: application/json' -d '" + body + "' http://" + dialable(api) + "/v1/check"
+	return ""
 }
 
 type sample struct{ domain, key, value string }
