@@ -50,7 +50,11 @@ func admitBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "admit")
-		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command(goTool, append(args, ".")...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			binError = fmt.Errorf("go build: %v\n%s", err, out)
