@@ -24,7 +24,7 @@
 // domain "api") in memory, prints where it listens and a command to try:
 //
 //	$ admit serve
-//	admit serve: policy built-in (domain "api", server/default.yaml), kept in memory
+//	admit serve: policy built-in (domain "api", server/default.yaml), in memory
 //	admit serve: HTTP API on http://localhost:8080
 //	admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection) on localhost:8081
 //	admit serve: try: curl -s -H 'Content-Type: application/json' -d '{"domain":"api",...}' http://localhost:8080/v1/check

@@ -277,7 +277,7 @@ rules:
 	for range 3 {
 		_, b := startAdmit(t, []string{"ADMIT_REDIS=redis://" + rs.Addr(), "ADMIT_CONFIG=" + path},
 			"serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
-		if !strings.Contains(b.text, "kept Redis") {
+		if !strings.Contains(b.text, "with Redis at redis://") {
 			t.Fatalf("banner:\n%s", b.text)
 		}
 		addrs = append(addrs, b.http)

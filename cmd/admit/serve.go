@@ -264,7 +264,7 @@ func checkUpstreamURL(u *url.URL) error {
 type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, "redis: "+strings.TrimSpace(fmt.Sprintf(format, v...)))
+	l.log.WarnContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "go-redis")
 }
 
 // newLogger returns the slog logger of the flags, writing to w.
@@ -286,9 +286,12 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 	}
 	store := "in memory"
 	if c.redis != "" {
-		store = "Redis"
+		store = "with Redis"
+		if u, err := url.Parse(c.redis); err == nil {
+			store += " at " + u.Redacted()
+		}
 	}
-	fmt.Fprintf(w, "admit serve: policy %s, kept %s\n", policyText, store)
+	fmt.Fprintf(w, "admit serve: policy %s, %s\n", policyText, store)
 	if a := srv.HTTPAddr(); a != nil {
 		if srv.Gateway() != nil {
 			fmt.Fprintf(w, "admit serve: gateway to %s on http://%s\n", c.upstream, dialable(a))
