@@ -109,7 +109,8 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	// The options of admit serve's gRPC server (server.Server).
+	srv := grpc.NewServer(grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	g, err := server.RegisterGRPC(srv, &src)
 	if err != nil {
 		b.Fatal(err)

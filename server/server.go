@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,7 +288,11 @@ func (s *Server) buildListeners() error {
 		s.adminSrv = s.newHTTPServer(admin)
 	}
 	if o.grpcAddr != "" {
-		s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(o.maxBody)))
+		// Stream workers: a pool of one goroutine per CPU serves the calls
+		// instead of a new goroutine (and stack growth) per call; on the
+		// RLS benchmark it takes the in-memory server from about 33k to
+		// about 55k checks/s on 2 cores (bench/RESULTS.md).
+		s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(o.maxBody)), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 		if err := s.registerGRPC(s.grpcSrv); err != nil {
 			return err
 		}
