@@ -6,6 +6,38 @@
 // from an EngineSource on each request, so that a reload (a new engine)
 // takes effect at once without stopping the server.
 //
+// # The service
+//
+// Server is `admit serve` as a library: it owns the policy (loaded from
+// files, reloaded on Reload and when they change, keeping the state of the
+// limits that did not change), the store (memory, or Redis with
+// NewRedisClient's URLs), a Prometheus registry of its own, and the
+// listeners: the HTTP API (NewAPI), the gRPC APIs (RegisterGRPC), health,
+// readiness and metrics, and in gateway mode a Gateway. Shutdown drains
+// the requests in flight within a deadline.
+//
+// Which one should I use?
+//
+//   - A rate-limit service for gateways and services in any language: run
+//     `admit serve` (cmd/admit), or Server in a program of your own.
+//   - Limits in front of an HTTP backend you cannot change: Gateway (or
+//     `admit serve --upstream`), a reverse proxy deciding each request by
+//     the policy before forwarding it.
+//   - Only one API inside your own server: NewAPI (an http.Handler) or
+//     RegisterGRPC on your *grpc.Server, with an Engines holding the
+//     engine you build from a policy.
+//   - Limits inside a Go service: not this package, but policy with
+//     httplimit or grpclimit, which decide in the process.
+//
+// # HTTP API
+//
+// NewAPI serves POST /v1/check (a request's descriptors against the
+// policy, the decision and one status per descriptor), /v1/acquire,
+// /v1/release and /v1/extend (concurrency slots held under leases), and
+// envoyproxy/ratelimit's POST /json. Errors are JSON bodies
+// {"code","message"} with 400, 405, 413, 415, 422 or 503; docs/API.md
+// describes every field with curl examples.
+//
 // # gRPC APIs
 //
 // RegisterGRPC registers every gRPC service of `admit serve` on one
