@@ -104,6 +104,9 @@ func (s *AdmitService) Register(r grpc.ServiceRegistrar) {
 
 // Check decides a request (see AdmitService).
 func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
+	if err := grpcMalformed(r); err != nil {
+		return nil, err
+	}
 	e := s.src.Engine()
 	if e == nil {
 		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
@@ -130,6 +133,9 @@ func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*adm
 // Acquire decides a request and keeps its slots under a lease (see
 // AdmitService).
 func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
+	if err := grpcMalformed(r); err != nil {
+		return nil, err
+	}
 	e := s.src.Engine()
 	if e == nil {
 		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
@@ -166,6 +172,9 @@ func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (
 
 // Release gives back the slots of a lease (see AdmitService).
 func (s *AdmitService) Release(_ context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
+	if err := grpcMalformed(r); err != nil {
+		return nil, err
+	}
 	id := r.GetLeaseId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, grpcBad("lease_id is required").Error())

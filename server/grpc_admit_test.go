@@ -5,16 +5,21 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/server/admitv1"
@@ -349,23 +354,74 @@ func (rawCodec) Unmarshal(b []byte, v any) error {
 }
 func (rawCodec) Name() string { return "proto" }
 
-// TestGRPCMalformed: a message that is not protobuf is answered INTERNAL
-// by grpc-go (before any handler runs) on every method, and the server
-// keeps serving.
+// TestGRPCMalformed: a message that is not protobuf is answered
+// INVALID_ARGUMENT on every method of a server made with
+// GRPCServerOptions (INTERNAL, by grpc-go, on one made without), and the
+// server keeps serving.
 func TestGRPCMalformed(t *testing.T) {
-	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, nil)))
-	for _, method := range []string{
-		"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
-		admitv1.Admit_Check_FullMethodName, admitv1.Admit_Acquire_FullMethodName, admitv1.Admit_Release_FullMethodName,
+	src := grpcSource(grpcEngine(t, tiersPolicy, nil))
+	for _, c := range []struct {
+		name string
+		h    *grpcHarness
+		want codes.Code
+	}{
+		{"GRPCServerOptions", startGRPC(t, src), codes.InvalidArgument},
+		{"plain", startGRPCServer(t, grpc.NewServer(), src), codes.Internal},
 	} {
-		for _, body := range [][]byte{{0xff, 0xff, 0xff}, {0x0a, 0x05, 'a'}, {0x12, 0x80}} {
-			var out []byte
-			err := h.conn.Invoke(context.Background(), method, &body, &out, grpc.ForceCodec(rawCodec{}))
-			wantCode(t, err, codes.Internal)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			for _, method := range []string{
+				"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
+				admitv1.Admit_Check_FullMethodName, admitv1.Admit_Acquire_FullMethodName, admitv1.Admit_Release_FullMethodName,
+			} {
+				for _, body := range [][]byte{{0xff, 0xff, 0xff}, {0x0a, 0x05, 'a'}, {0x12, 0x80}} {
+					var out []byte
+					err := c.h.conn.Invoke(context.Background(), method, &body, &out, grpc.ForceCodec(rawCodec{}))
+					wantCode(t, err, c.want)
+					if c.want == codes.InvalidArgument && !strings.Contains(status.Convert(err).Message(), "malformed request") {
+						t.Errorf("%s: %v", method, err)
+					}
+				}
+			}
+			if resp := c.h.check(t, &admitv1.CheckRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "acme")}}); !resp.Decision.Allowed {
+				t.Errorf("after malformed requests: %v", resp)
+			}
+			c.h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("tenant", "acme")))
+		})
 	}
-	if resp := h.check(t, &admitv1.CheckRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "acme")}}); !resp.Decision.Allowed {
-		t.Errorf("after malformed requests: %v", resp)
+}
+
+// TestGRPCMalformedForged: a valid request carrying the marker's field
+// number, without the process's token, is an ordinary request (its
+// unknown field ignored), not a malformed one.
+func TestGRPCMalformedForged(t *testing.T) {
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, nil)))
+	req, err := proto.Marshal(rlsReq("api", 1, rlsDesc("tenant", "acme")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("tenant", "acme")))
+	req = protowire.AppendTag(req, grpcMalformedField, protowire.BytesType)
+	req = protowire.AppendBytes(req, []byte("0123456789abcdef forged"))
+	var out []byte
+	if err := h.conn.Invoke(context.Background(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", &req, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+		t.Fatalf("forged marker: %v", err)
+	}
+	var resp rlsv3.RateLimitResponse
+	if err := proto.Unmarshal(out, &resp); err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OK {
+		t.Fatalf("forged marker: %v %v", &resp, err)
+	}
+}
+
+// TestServerGRPCMalformed: `admit serve`'s gRPC server (Server) is made
+// with GRPCServerOptions, so a message that is not protobuf is
+// INVALID_ARGUMENT there.
+func TestServerGRPCMalformed(t *testing.T) {
+	s := startServer(t)
+	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body, out := []byte{0xff, 0xff, 0xff}, []byte(nil)
+	err = conn.Invoke(context.Background(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", &body, &out, grpc.ForceCodec(rawCodec{}))
+	wantCode(t, err, codes.InvalidArgument)
 }

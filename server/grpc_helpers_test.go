@@ -66,8 +66,13 @@ type grpcHarness struct {
 
 func startGRPC(t testing.TB, src EngineSource, opts ...GRPCOption) *grpcHarness {
 	t.Helper()
+	return startGRPCServer(t, grpc.NewServer(GRPCServerOptions()...), src, opts...)
+}
+
+// startGRPCServer is startGRPC on a server of the caller's.
+func startGRPCServer(t testing.TB, srv *grpc.Server, src EngineSource, opts ...GRPCOption) *grpcHarness {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
 	g, err := RegisterGRPC(srv, src, opts...)
 	if err != nil {
 		t.Fatalf("RegisterGRPC: %v", err)

@@ -45,10 +45,10 @@ import (
 // OK, as envoyproxy/ratelimit answers for a domain it has no
 // configuration for. Requests are checked before anything is decided (see
 // WithGRPCMaxDescriptors, WithGRPCMaxEntries, WithGRPCMaxValueBytes, and
-// MaxGRPCHits); a request that fails is INVALID_ARGUMENT saying why. (A
-// message that is not valid protobuf never reaches the service: grpc-go
-// answers it INTERNAL, "grpc: failed to unmarshal the received message",
-// as it does for every service.)
+// MaxGRPCHits); a request that fails is INVALID_ARGUMENT saying why. A
+// message that is not valid protobuf is INVALID_ARGUMENT too on a server
+// made with GRPCServerOptions (as `admit serve` is); elsewhere grpc-go
+// answers it INTERNAL before the service sees it.
 //
 // # Responses
 //
@@ -151,6 +151,9 @@ func (s *RLS) Register(r grpc.ServiceRegistrar) { rlsv3.RegisterRateLimitService
 
 // ShouldRateLimit decides Envoy's request r (see RLS).
 func (s *RLS) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if err := grpcMalformed(r); err != nil {
+		return nil, err
+	}
 	e := s.src.Engine()
 	if e == nil {
 		return nil, status.Error(codes.Unavailable, "no policy loaded")
