@@ -110,7 +110,7 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 		b.Fatal(err)
 	}
 	// The options of admit serve's gRPC server (server.Server).
-	srv := grpc.NewServer(grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
 	g, err := server.RegisterGRPC(srv, &src)
 	if err != nil {
 		b.Fatal(err)
