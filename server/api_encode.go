@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -235,10 +236,10 @@ const (
 var apiJSONContentType = []string{"application/json"}
 
 // apiSetFields sets the IETF RateLimit-Policy and RateLimit fields of
-// decision d (see grpcRateLimitFields: the values package httplimit
+// decision d (httplimit.FieldValues: the values package httplimit
 // writes), and Retry-After on a refusal when retry is set.
 func apiSetFields(h http.Header, d *admit.Decision, retry bool) {
-	pol, state, ra, ok := grpcRateLimitFields(d)
+	pol, state, ra, ok := httplimit.FieldValues(d)
 	if !ok {
 		if retry && !d.Allowed {
 			h[apiKeyRetryAfter] = []string{strconv.FormatInt(max(apiCeilSeconds(d.RetryAfter), 1), 10)}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -261,7 +262,7 @@ func rlsGrant(until *timestamppb.Timestamp) *rlsv3.RateLimitResponse_Quota {
 
 // rlsHeaders returns the IETF fields of decision d, nil if it has none.
 func rlsHeaders(d *admit.Decision) []*corev3.HeaderValue {
-	pol, state, retry, ok := grpcRateLimitFields(d)
+	pol, state, retry, ok := httplimit.FieldValues(d)
 	if !ok {
 		return nil
 	}
