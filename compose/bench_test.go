@@ -1,7 +1,9 @@
 package compose_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -13,7 +15,9 @@ import (
 // keyed.Limiter, one key, always admitting): compare "keyed" with
 // "guard/no-timeout" (the Guard's own cost: two atomic loads and a context
 // check) and "guard/timeout" (plus context.WithTimeout per call, as for a
-// Redis primary). "breaker-open" is the cost of a decision while the store
+// Redis primary); "guard/caller-deadline" is a caller whose own deadline
+// comes first (as Envoy's calls do), which needs no context of the Guard's.
+// "breaker-open" is the cost of a decision while the store
 // is down: a clock read and FailOpen's decision.
 func BenchmarkGuard(b *testing.B) {
 	newKeyed := func(b *testing.B) *keyed.Limiter {
@@ -34,6 +38,9 @@ func BenchmarkGuard(b *testing.B) {
 		{"guard/timeout", func(b *testing.B) compose.Limiter {
 			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen))
 		}},
+		{"guard/caller-deadline", func(b *testing.B) compose.Limiter {
+			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen), compose.WithTimeout(time.Hour))
+		}},
 		{"guard/breaker-open", func(b *testing.B) compose.Limiter {
 			g := mustGuard(b, newPrimary(down), compose.Breaker(compose.FailOpen), compose.WithThreshold(1))
 			g.Allow(ctx, "key-42", 1)
@@ -43,9 +50,15 @@ func BenchmarkGuard(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			lim := c.lim(b)
+			cctx := ctx
+			if c.name == "guard/caller-deadline" {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				lim.Allow(ctx, "key-42", 1)
+				lim.Allow(cctx, "key-42", 1)
 			}
 		})
 	}

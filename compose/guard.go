@@ -238,7 +238,7 @@ func (g *Guard) primaryHealthy() bool {
 // call calls the primary under the Guard's timeout, and reports whether
 // the call timed out (rather than the caller's context ending).
 func (g *Guard) call(ctx context.Context, key string, n int64) (d admit.Decision, timedOut bool, err error) {
-	if g.timeout == 0 {
+	if g.timeout == 0 || g.boundedBy(ctx) {
 		d, err = g.primary.Allow(ctx, key, n)
 		return d, false, err
 	}
@@ -470,7 +470,7 @@ func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
 // callRefund calls the primary's Refund under the Guard's timeout, and
 // reports whether the call timed out.
 func (g *Guard) callRefund(ctx context.Context, key string, n int64) (timedOut bool, err error) {
-	if g.timeout == 0 {
+	if g.timeout == 0 || g.boundedBy(ctx) {
 		return false, g.refund.Refund(ctx, key, n)
 	}
 	tctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -478,6 +478,18 @@ func (g *Guard) callRefund(ctx context.Context, key string, n int64) (timedOut b
 	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	return timedOut, err
+}
+
+// boundedBy reports whether ctx's own deadline comes no later than the
+// Guard's timeout would: the call is then bounded by the caller's deadline
+// alone, and a context of its own (a timer and a child of ctx, the most
+// costly part of a call to a fast store) would change nothing: when that
+// deadline passes the caller has given up, which is not a failure of the
+// primary. Envoy, for one, sends each rate-limit call with a deadline (20 ms
+// by default) shorter than the Guard's default timeout.
+func (g *Guard) boundedBy(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !dl.After(time.Now().Add(g.timeout))
 }
 
 // canRefund reports whether every limiter that may take a refund of g can

@@ -281,6 +281,64 @@ func TestCallerCancellation(t *testing.T) {
 	})
 }
 
+// TestTimeoutBound checks the deadline the primary sees: the Guard's
+// timeout, or the caller's own deadline when that comes first (no context
+// of the Guard's then).
+func TestTimeoutBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen time.Time
+		var bounded bool
+		record := func(ctx context.Context, _ string, _ int64) (admit.Decision, error) {
+			seen, bounded = ctx.Deadline()
+			return admit.Decision{Allowed: true}, nil
+		}
+		prim := newPrimary(record)
+		g := mustGuard(t, prim, compose.FailOpen, compose.WithTimeout(50*time.Millisecond))
+		start := time.Now()
+		cases := []struct {
+			name   string
+			caller time.Duration // 0: no deadline
+			want   time.Duration
+		}{
+			{"no caller deadline", 0, 50 * time.Millisecond},
+			{"caller's deadline later", time.Second, 50 * time.Millisecond},
+			{"caller's deadline sooner", 20 * time.Millisecond, 20 * time.Millisecond},
+			{"caller's deadline equal", 50 * time.Millisecond, 50 * time.Millisecond},
+		}
+		for _, c := range cases {
+			cctx := ctx
+			if c.caller > 0 {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithTimeout(ctx, c.caller)
+				defer cancel()
+			}
+			if _, err := g.Allow(cctx, "k", 1); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if !bounded || !seen.Equal(start.Add(c.want)) {
+				t.Errorf("%s: the primary's deadline is %v (set: %v), want %v from now", c.name, seen.Sub(start), bounded, c.want)
+			}
+		}
+		// A caller deadline that passes during the call: the caller gave
+		// up, the primary did not fail.
+		prim.set(hang(nil))
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancel()
+		if _, err := g.Allow(dctx, "k", 1); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
+			t.Errorf("caller's deadline: error %v, want the caller's context.DeadlineExceeded", err)
+		}
+		// The Guard's own timeout is a failure of the primary.
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if d, err := g.Allow(lctx, "k", 1); err != nil || !d.Allowed {
+			t.Errorf("the Guard's timeout under FailOpen: %+v, %v, want admitted", d, err)
+		}
+		if s := g.Stats(); s.Timeouts != 1 || s.Canceled != 1 {
+			t.Errorf("stats %+v, want 1 timeout and 1 cancellation", s)
+		}
+	})
+}
+
 func TestThresholdWithoutBreaker(t *testing.T) {
 	prim := newPrimary(down)
 	obs := &recorder{}
