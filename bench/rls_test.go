@@ -15,8 +15,17 @@ package bench
 //     stats off (DISABLE_STATS: without statsd it would log every timer to
 //     stdout), logs at ERROR, the configuration directory, ports on
 //     127.0.0.1.
+//   - BenchmarkRLS/admit-serve-redis: the `admit serve` binary (built from
+//     this checkout into a temporary directory) as a process of its own,
+//     as envoyproxy/ratelimit's is, with the same configuration file and
+//     --redis. Two Go runtimes of GOMAXPROCS 2 then share the 2 cores with
+//     the driver's, as they do for envoyproxy/ratelimit.
 //   - BenchmarkRLS/admit-memory: admit's RLS on its in-memory store, for
 //     reference.
+//   - BenchmarkRLS/grpc-empty: a ShouldRateLimit handler that answers OK
+//     at once, with admit serve's gRPC options, in this process: the
+//     ceiling that grpc-go and the driver leave to any server on this
+//     machine.
 //
 // The load driver is the same for all: 64 ShouldRateLimit calls in flight
 // over 4 HTTP/2 connections (as Envoy's workers hold), one descriptor per
@@ -72,15 +81,90 @@ func BenchmarkRLS(b *testing.B) {
 	if testing.Short() {
 		b.Skip("installs and runs envoyproxy/ratelimit; not under -short")
 	}
+	b.Run("grpc-empty", func(b *testing.B) {
+		benchRLS(b, emptyRLS(b))
+	})
 	b.Run("admit-memory", func(b *testing.B) {
 		benchRLS(b, admitRLS(b, nil))
 	})
 	b.Run("admit-redis", func(b *testing.B) {
 		benchRLS(b, admitRLS(b, redisClient(b)))
 	})
+	b.Run("admit-serve-redis", func(b *testing.B) {
+		benchRLS(b, admitServe(b))
+	})
 	b.Run("envoyproxy-ratelimit", func(b *testing.B) {
 		benchRLS(b, envoyRatelimit(b))
 	})
+}
+
+// emptyRLS serves, on 127.0.0.1, a ShouldRateLimit that answers OK at once
+// and returns its address.
+func emptyRLS(b *testing.B) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
+	rlsv3.RegisterRateLimitServiceServer(srv, emptyHandler{})
+	go func() { _ = srv.Serve(lis) }()
+	b.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+type emptyHandler struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+}
+
+func (emptyHandler) ShouldRateLimit(context.Context, *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	return &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}, nil
+}
+
+// buildAdmit builds the admit command of this checkout once per run and
+// returns the binary's path.
+var buildAdmit = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "admit-bench-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "admit")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/admit-go/admit/cmd/admit")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build admit: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// admitServe runs `admit serve` on the benchmark's Redis with rlsConfig and
+// returns its gRPC address once it answers.
+func admitServe(b *testing.B) string {
+	addr, err := redisAddr()
+	if err != nil {
+		b.Skip(err)
+	}
+	bin, err := buildAdmit()
+	if err != nil {
+		b.Skip(err)
+	}
+	config := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(rlsConfig), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	grpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b)))
+	cmd := exec.Command(bin, "serve", "--config", config, "--redis", "redis://"+addr,
+		"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":",
+		"--grpc-addr", grpcAddr, "--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b))),
+		"--reload-interval", "0", "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return waitRLS(b, grpcAddr, "admit serve")
 }
 
 // admitRLS serves admit's RLS on 127.0.0.1 and returns its address: on
@@ -191,7 +275,12 @@ func envoyRatelimit(b *testing.B) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort))
+	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit")
+}
+
+// waitRLS waits until the RLS named name at target answers with a limit,
+// and returns target.
+func waitRLS(b *testing.B, target, name string) string {
 	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
@@ -206,7 +295,7 @@ func envoyRatelimit(b *testing.B) string {
 			return target
 		}
 		if time.Since(start) > 30*time.Second {
-			b.Fatalf("envoyproxy/ratelimit did not answer on %s: %v, %v", target, resp, err)
+			b.Fatalf("%s did not answer on %s: %v, %v", name, target, resp, err)
 		}
 	}
 }
