@@ -102,7 +102,9 @@
 //	    # quota: {limit: 1000, period: month, timezone: Europe/Paris,
 //	    #         week_start: monday}
 //	    concurrency: 50         # a cap on requests in flight, or:
-//	    # concurrency: {max: 50, lease: 30s}
+//	    # concurrency: {max: 50, lease: 30s}  (lease: how long Redis keeps
+//	    # a slot whose holder vanished; a caller's compose.WithLeaseTTL,
+//	    # such as admit serve's lease table, replaces it)
 //	    adaptive_concurrency:   # a cap on requests in flight that follows
 //	      min: 10               # their latency: required, the bounds of
 //	      max: 1000             # the limit (1 to 2^53)

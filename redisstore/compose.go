@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -18,6 +19,7 @@ var (
 	_ compose.Limiter  = (*Quota)(nil)
 	_ compose.Refunder = (*Quota)(nil)
 	_ compose.Slots    = slots{}
+	_ compose.Renewer  = (*leaseReleaser)(nil)
 )
 
 // Slots returns l as a concurrency layer of a compose.All chain (the Slots
@@ -28,8 +30,10 @@ var (
 // chain recorded them in is released, or given back at once when a later
 // layer refuses the request. Releasing is a call to Redis, bounded by the
 // Store's timeout (WithTimeout); if it fails, the slots come back when
-// their lease expires (WithLease). Slots of a nil l is nil, which
-// compose.All refuses.
+// their lease expires (WithLease). Under a context of compose.WithLeaseTTL
+// the slots are granted for that lease instead of l's, and the Releaser is
+// a compose.Renewer whose Renew is Lease.ExtendFor. Slots of a nil l is
+// nil, which compose.All refuses.
 func (l *ConcurrencyLimiter) Slots() compose.Slots {
 	if l == nil {
 		return nil
@@ -41,7 +45,15 @@ func (l *ConcurrencyLimiter) Slots() compose.Slots {
 type slots struct{ l *ConcurrencyLimiter }
 
 func (s slots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	lease, d, err := s.l.TryAcquire(ctx, key, n)
+	ms := s.l.leaseMS
+	if ttl, ok := compose.LeaseTTL(ctx); ok {
+		var err error
+		if ms, err = leaseMillis(ttl); err != nil {
+			return nil, s.l.refusal(s.l.max), err
+		}
+	}
+	lease, d, err := s.l.tryFor(ctx, key, s.l.max, n, ms)
+	s.l.observe(key, n, d, err)
 	if errors.Is(err, admit.ErrExceedsBurst) {
 		return nil, d, nil // never admitted: a refusal
 	}
@@ -62,4 +74,12 @@ func (r *leaseReleaser) Release() {
 	if !r.done.Swap(true) {
 		_, _ = r.lease.Release(context.Background()) // within the Store's timeout
 	}
+}
+
+// Renew is Lease.ExtendFor, false once released.
+func (r *leaseReleaser) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
+	if r.done.Load() {
+		return false, nil
+	}
+	return r.lease.ExtendFor(ctx, ttl)
 }

@@ -316,6 +316,11 @@ func (l *ConcurrencyLimiter) InFlight(ctx context.Context, key string) (int64, e
 
 // try decides a request without telling the observer.
 func (l *ConcurrencyLimiter) try(ctx context.Context, key string, max, n int64) (Lease, admit.Decision, error) {
+	return l.tryFor(ctx, key, max, n, l.leaseMS)
+}
+
+// tryFor is try with a lease of leaseMS milliseconds (a decimal string).
+func (l *ConcurrencyLimiter) tryFor(ctx context.Context, key string, max, n int64, leaseMS string) (Lease, admit.Decision, error) {
 	switch {
 	case max <= 0 || max > maxExact:
 		return Lease{}, l.refusal(max), fmt.Errorf("%w: concurrency limit %d, want 1 to 2^53", admit.ErrInvalidLimit, max)
@@ -339,7 +344,7 @@ func (l *ConcurrencyLimiter) try(ctx context.Context, key string, max, n int64) 
 		id = newLeaseID()
 	}
 	r, err := l.s.evalInts(ctx, concurrencyScript, "concurrency", []string{zk, hk}, 5,
-		"a", id, strconv.FormatInt(n, 10), strconv.FormatInt(max, 10), l.leaseMS)
+		"a", id, strconv.FormatInt(n, 10), strconv.FormatInt(max, 10), leaseMS)
 	if err != nil {
 		var reply redis.Error
 		if n > 0 && !errors.As(err, &reply) {
@@ -434,11 +439,41 @@ func (p Lease) Extend(ctx context.Context) (bool, error) {
 	if p.l == nil {
 		return false, nil
 	}
-	r, err := p.l.s.evalInts(ctx, concurrencyScript, "concurrency", []string{p.zkey, p.hkey}, 3, "e", p.id, "", "", p.l.leaseMS)
+	return p.extend(ctx, p.l.leaseMS)
+}
+
+// ExtendFor renews p's lease for d instead of the limiter's lease (see
+// WithLease): p then holds its slots until d from now (on Redis's clock),
+// or until its former deadline if that is later, since an extension never
+// shortens a lease. It reports what Extend reports. d is
+// rounded up to a millisecond and must be from 1 ms to a year; another d
+// is an error wrapping ErrInvalidOption, and nothing is sent.
+func (p Lease) ExtendFor(ctx context.Context, d time.Duration) (bool, error) {
+	ms, err := leaseMillis(d)
+	if err != nil {
+		return false, err
+	}
+	if p.l == nil {
+		return false, nil
+	}
+	return p.extend(ctx, ms)
+}
+
+func (p Lease) extend(ctx context.Context, ms string) (bool, error) {
+	r, err := p.l.s.evalInts(ctx, concurrencyScript, "concurrency", []string{p.zkey, p.hkey}, 3, "e", p.id, "", "", ms)
 	if err != nil {
 		return false, err
 	}
 	return r[0] == 1, nil
+}
+
+// leaseMillis returns lease d in whole milliseconds, rounded up, as the
+// scripts take it.
+func leaseMillis(d time.Duration) (string, error) {
+	if d <= 0 || d > 365*24*time.Hour {
+		return "", fmt.Errorf("%w: lease %v: want 1ms to a year", ErrInvalidOption, d)
+	}
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10), nil
 }
 
 // Held reports whether p still holds its slots: false once it has been

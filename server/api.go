@@ -422,6 +422,8 @@ func apiLeaseError(err error) *apiError {
 		return &apiError{http.StatusNotFound, apiCodeLeaseNotFound, "no such lease: never issued, released already, or expired"}
 	case errors.Is(err, ErrInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
+	case errors.Is(err, ErrLeaseNotRenewed):
+		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the store keeping the lease's slots did not answer: the lease keeps its expiry; retry"}
 	}
 	return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the service is shutting down"}
 }
@@ -462,7 +464,7 @@ func (a *API) extend(w http.ResponseWriter, r *http.Request) {
 		}
 		ttl = time.Duration(body.TTL.v) * time.Millisecond
 	}
-	ls, err := a.leases.Extend(body.LeaseID, ttl)
+	ls, err := a.leases.Extend(r.Context(), body.LeaseID, ttl)
 	if err != nil {
 		apiWriteError(w, apiLeaseError(err))
 		return

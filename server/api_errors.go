@@ -29,6 +29,12 @@ var (
 	// ErrInvalidTTL reports a lease TTL outside (0, WithLeaseTTL's max].
 	ErrInvalidTTL = errors.New("server: invalid lease TTL")
 
+	// ErrLeaseNotRenewed reports an extension of a lease holding slots
+	// kept in Redis that Redis could not be told of (it failed or did not
+	// answer in time): the lease keeps its old expiry, here and in Redis,
+	// and the extension may be retried.
+	ErrLeaseNotRenewed = errors.New("server: lease not renewed in its store")
+
 	// ErrLeasesClosed reports a use of a lease table after Close.
 	ErrLeasesClosed = errors.New("server: lease table closed")
 

@@ -25,6 +25,9 @@ const (
 	// DefaultMaxLeaseTTL is the default longest lifetime a caller may ask
 	// for.
 	DefaultMaxLeaseTTL = time.Hour
+
+	// maxLeaseTTL bounds WithLeaseTTL's max: redisstore's longest lease.
+	maxLeaseTTL = 365 * 24 * time.Hour
 )
 
 // Lease is a grant of the lease table: the slots of the concurrency caps
@@ -53,11 +56,12 @@ type Lease struct {
 // that goroutine. The table holds at most WithMaxLeases leases: beyond,
 // Acquire fails with ErrTooManyLeases before checking anything.
 //
-// A lease never outlives the slots it holds: for a concurrency cap kept in
-// Redis, the rule's own lease (its concurrency lease, 30 s by default)
-// bounds how long Redis keeps the slots, whatever the table's TTL, and
-// Extend does not reach Redis. Give such rules a lease at least as long as
-// the TTLs clients ask for.
+// The slots of a concurrency cap kept in Redis expire in Redis with the
+// lease: Acquire takes them for the lease's TTL (compose.WithLeaseTTL)
+// rather than the rule's own lease, and Extend renews them in Redis before
+// it moves the lease's expiry, so that a lease never says it holds slots
+// that Redis has given to another request. Releasing, by the client or by
+// expiry, gives them back in Redis at once.
 //
 // Leases is safe for concurrent use. Create one with NewLeases and Close
 // it when done: Close stops its goroutine and gives back every lease it
@@ -84,10 +88,29 @@ type Leases struct {
 
 type lease struct {
 	id      string
-	held    *compose.Held
-	expires time.Time
+	expires time.Time // guarded by Leases.mu, as are ttl and idx
 	ttl     time.Duration
 	idx     int
+
+	mu   sync.Mutex // guards held and gone: a renewal against a release
+	held *compose.Held
+	gone bool // given back
+}
+
+// release gives back what ls holds, once, reporting the outcome to the
+// grants that learn from one when finish is set.
+func (ls *lease) release(finish, failed bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.gone {
+		return
+	}
+	ls.gone = true
+	if finish {
+		ls.held.Finish(failed)
+	} else {
+		ls.held.Release()
+	}
 }
 
 // LeaseOption configures a lease table (see NewLeases). The zero set of
@@ -134,11 +157,11 @@ func WithMaxLeases(n int) LeaseOption {
 // WithLeaseTTL sets the lifetime of a lease whose caller asks for none
 // (def) and the longest one a caller may ask for (max). The defaults are
 // DefaultLeaseTTL and DefaultMaxLeaseTTL; both must be positive, def at
-// most max.
+// most max, max at most a year (the longest lease Redis keeps slots for).
 func WithLeaseTTL(def, max time.Duration) LeaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
-		if def <= 0 || max < def {
-			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max", ErrInvalidAPIOption, def, max)
+		if def <= 0 || max < def || max > maxLeaseTTL {
+			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", ErrInvalidAPIOption, def, max)
 			return
 		}
 		o.defTTL, o.maxTTL = def, max
@@ -206,7 +229,7 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 		return Lease{}, err
 	}
 	h := new(compose.Held)
-	err = e.Check(ctx, req, h, out)
+	err = e.Check(compose.WithLeaseTTL(ctx, ttl), req, h, out)
 	if err != nil || !out.Decision.Allowed || h.Len() == 0 {
 		l.unreserve()
 		h.Release() // empty, unless a check's error left grants behind
@@ -290,7 +313,7 @@ func (l *Leases) Release(id string) error {
 	if err != nil {
 		return err
 	}
-	ls.held.Release()
+	ls.release(false, false)
 	return nil
 }
 
@@ -303,13 +326,19 @@ func (l *Leases) Finish(id string, failed bool) error {
 	if err != nil {
 		return err
 	}
-	ls.held.Finish(failed)
+	ls.release(true, failed)
 	return nil
 }
 
 // Extend sets the expiry of lease id to ttl (0 for the default) from now.
-// The error wraps ErrInvalidTTL, ErrLeaseNotFound or ErrLeasesClosed.
-func (l *Leases) Extend(id string, ttl time.Duration) (Lease, error) {
+// The slots it holds in Redis are renewed there first, for ttl, within ctx
+// and the store's timeout: if Redis fails, the error wraps
+// ErrLeaseNotRenewed and the lease keeps its old expiry; if Redis no
+// longer holds them (their lease expired there), the lease is given back
+// and the error wraps ErrLeaseNotFound. A lease holding nothing in Redis
+// needs no call to it. The other errors wrap ErrInvalidTTL,
+// ErrLeaseNotFound or ErrLeasesClosed.
+func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
 	ttl, err := l.TTL(ttl)
 	if err != nil {
 		return Lease{}, err
@@ -319,22 +348,47 @@ func (l *Leases) Extend(id string, ttl time.Duration) (Lease, error) {
 		l.mu.Unlock()
 		return Lease{}, ErrLeasesClosed
 	}
-	now := l.clock.Now()
-	expired := l.expireLocked(now, nil)
+	expired := l.expireLocked(l.clock.Now(), nil)
 	ls := l.byID[id]
-	var out Lease
-	first := false
-	if ls != nil {
-		ls.expires, ls.ttl = now.Add(ttl), ttl
-		heap.Fix(&l.queue, ls.idx)
-		first = ls.idx == 0
-		out = Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}
-	}
 	l.mu.Unlock()
 	releaseLeases(expired)
 	if ls == nil {
 		return Lease{}, ErrLeaseNotFound
 	}
+
+	ls.mu.Lock()
+	held, err := !ls.gone, error(nil)
+	if held {
+		held, err = ls.held.Renew(ctx, ttl)
+	}
+	ls.mu.Unlock()
+	switch {
+	case err != nil:
+		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseNotRenewed, err)
+	case !held:
+		// Released meanwhile, or its slots expired in Redis: the lease
+		// holds less than it was granted, so it ends.
+		if ls, err := l.take(id); err == nil {
+			ls.release(false, false)
+		}
+		return Lease{}, ErrLeaseNotFound
+	}
+
+	l.mu.Lock()
+	if l.closed || l.byID[id] != ls {
+		// Closed, released or expired while Redis was being told.
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return Lease{}, ErrLeasesClosed
+		}
+		return Lease{}, ErrLeaseNotFound
+	}
+	ls.expires, ls.ttl = l.clock.Now().Add(ttl), ttl
+	heap.Fix(&l.queue, ls.idx)
+	first := ls.idx == 0
+	out := Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}
+	l.mu.Unlock()
 	if first {
 		select {
 		case l.wake <- struct{}{}:
@@ -389,7 +443,7 @@ func (l *Leases) expireLocked(now time.Time, dst []*lease) []*lease {
 
 func releaseLeases(ls []*lease) {
 	for _, x := range ls {
-		x.held.Release()
+		x.release(false, false)
 	}
 }
 

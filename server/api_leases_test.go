@@ -249,7 +249,7 @@ func TestLeasesClose(t *testing.T) {
 	for name, err := range map[string]error{
 		"Release": l.Release(ls.ID),
 		"Finish":  l.Finish(ls.ID, false),
-		"Extend":  func() error { _, err := l.Extend(ls.ID, 0); return err }(),
+		"Extend":  func() error { _, err := l.Extend(context.Background(), ls.ID, 0); return err }(),
 		"Acquire": func() error { _, err := l.Acquire(context.Background(), e, req, 0, &res); return err }(),
 	} {
 		if !errors.Is(err, ErrLeasesClosed) {
@@ -304,7 +304,7 @@ func TestLeasesTTL(t *testing.T) {
 			t.Errorf("TTL(%v): %v", in, err)
 		}
 	}
-	if _, err := l.Extend("x", -1); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := l.Extend(context.Background(), "x", -1); !errors.Is(err, ErrInvalidTTL) {
 		t.Errorf("Extend(-1): %v", err)
 	}
 	for i, o := range []LeaseOption{WithMaxLeases(0), WithLeaseTTL(0, time.Second), WithLeaseTTL(time.Minute, time.Second)} {
@@ -395,5 +395,47 @@ func TestLeaseIDs(t *testing.T) {
 			t.Fatalf("id %q (seen: %v)", id, seen[id])
 		}
 		seen[id] = true
+	}
+}
+
+// TestLeasesExtendRelease extends and releases one lease at once, many
+// times: each extension either succeeds or finds the lease gone, and the
+// slots always come back.
+func TestLeasesExtendRelease(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("domain: d\nrules:\n  - name: c\n    match: k\n    concurrency: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.NewEngine(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLeases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	req := policy.Request{Domain: "d", Hits: 1, Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "k", Value: "v"}}}}}
+	var res policy.Result
+	for i := range 300 {
+		ls, err := l.Acquire(context.Background(), e, &req, 0, &res)
+		if err != nil || ls.ID == "" {
+			t.Fatalf("acquire %d: %+v, %v (%+v)", i, ls, err, res.Decision)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := l.Extend(context.Background(), ls.ID, time.Minute); err != nil && !errors.Is(err, ErrLeaseNotFound) {
+				t.Errorf("extend: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if err := l.Release(ls.ID); err != nil {
+				t.Errorf("release: %v", err)
+			}
+		})
+		wg.Wait()
+	}
+	if n := l.Len(); n != 0 {
+		t.Errorf("%d leases left", n)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,104 @@ func TestAPIRedisDown(t *testing.T) {
 			t.Fatal("/readyz not ready after Redis restarted")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAPIRedisLeaseTTL: the slots of a cap kept in Redis expire there with
+// the API's lease, not the rule's own: taken for ttl_ms, renewed by
+// /v1/extend (never shortened there: a shorter lease gives them back in
+// Redis when it expires here); a lease whose slots Redis no longer
+// holds ends; an extension Redis cannot be told of fails, and the lease
+// keeps its expiry.
+func TestAPIRedisLeaseTTL(t *testing.T) {
+	in, srv := apiRedisInstances(t, 2)
+	a, b := in[0], in[1]
+	// The rule "jobs" holds its slots 1 h in Redis by itself; the cap is 2.
+	acquire := func(h *apiHarness, ttlMs string) *apiResponse {
+		t.Helper()
+		return h.acquire(t, `{"domain":"api","ttl_ms":`+ttlMs+`,"descriptors":[{"entries":[{"key":"job","value":"etl"}]},{"entries":[{"key":"job","value":"etl"}]}]}`)
+	}
+	// retryMs is how long a refused acquire of one slot has to wait: until
+	// the earliest lease on the key expires in Redis.
+	retryMs := func() int64 {
+		t.Helper()
+		r := b.acquire(t, apiCheckBody("api", "job=etl"))
+		if r.Allowed || r.Decision.RetryAfterMs == nil {
+			t.Fatalf("acquire over the cap: %+v", r)
+		}
+		return *r.Decision.RetryAfterMs
+	}
+	within := func(what string, got, want int64) {
+		t.Helper()
+		// Redis's clock runs while the test does: allow it 5 s.
+		if got > want || got < want-5000 {
+			t.Errorf("%s: retry after %d ms, want about %d", what, got, want)
+		}
+	}
+
+	l := acquire(a, "60000")
+	if !l.Allowed || l.LeaseID == "" || l.TTLMs != 60000 {
+		t.Fatalf("acquire: %+v", l)
+	}
+	within("slots taken for ttl_ms 60000", retryMs(), 60000)
+
+	extend := func(id, ttlMs string) *httptest.ResponseRecorder {
+		return a.post("/v1/extend", `{"lease_id":"`+id+`","ttl_ms":`+ttlMs+`}`)
+	}
+	if r := apiDecode(t, extend(l.LeaseID, "600000")); !r.Extended || r.TTLMs != 600000 {
+		t.Fatalf("extend to 10 min: %+v", r)
+	}
+	within("extended to 600000", retryMs(), 600000)
+	if r := apiDecode(t, extend(l.LeaseID, "10000")); !r.Extended || r.TTLMs != 10000 {
+		t.Fatalf("extend to 10 s: %+v", r)
+	}
+	within("shortened to 10000, in Redis not", retryMs(), 600000)
+	// The table gives the slots back in Redis when the shorter lease
+	// expires (on the instance's clock).
+	a.clock.Advance(11 * time.Second)
+	if n := a.leases.Len(); n != 0 {
+		t.Fatalf("%d leases after their TTL", n)
+	}
+	if r := b.acquire(t, apiCheckBody("api", "job=etl", "job=etl")); !r.Allowed {
+		t.Fatalf("both slots free after the lease expired: %+v", r)
+	}
+	l = acquire(a, "60000")
+	if l.Allowed {
+		t.Fatalf("acquire while b holds both slots: %+v", l)
+	}
+	if err := srv.Client(t).FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l = acquire(a, "60000")
+	if !l.Allowed || l.LeaseID == "" {
+		t.Fatalf("acquire: %+v", l)
+	}
+
+	// Redis loses the slots (as when their lease expired there): the lease
+	// ends at its next extension.
+	if err := srv.Client(t).FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	apiWantError(t, extend(l.LeaseID, "10000"), http.StatusNotFound, apiCodeLeaseNotFound)
+	if n := a.leases.Len(); n != 0 {
+		t.Fatalf("%d leases after Redis lost the slots, want 0", n)
+	}
+
+	// Redis down: the extension fails and the lease stays as it was.
+	l = acquire(a, "60000")
+	if !l.Allowed || l.LeaseID == "" {
+		t.Fatalf("acquire: %+v", l)
+	}
+	srv.Kill()
+	msg := apiWantError(t, extend(l.LeaseID, "120000"), http.StatusServiceUnavailable, apiCodeUnavailable)
+	if !strings.Contains(msg, "retry") {
+		t.Errorf("message %q", msg)
+	}
+	if n := a.leases.Len(); n != 1 {
+		t.Fatalf("%d leases after a failed extension, want 1", n)
+	}
+	a.clock.Advance(61 * time.Second)
+	if n := a.leases.Len(); n != 0 {
+		t.Fatalf("%d leases at the old expiry, want 0", n)
 	}
 }

@@ -1,0 +1,59 @@
+package compose
+
+import (
+	"context"
+	"time"
+)
+
+// Renewer is a Releaser whose grant expires by itself unless renewed, such
+// as the Lease behind a slot of redisstore.ConcurrencyLimiter.Slots: a
+// holder that dies cannot keep the slots beyond the grant's lease. Renew
+// sets the grant to expire ttl from now, or later (an implementation may
+// never shorten a grant, as redisstore's does not), and reports whether it still held
+// what it was granted: false once it has expired or been released (too
+// late: its slots may have gone to another request). The error reports
+// that the store could not be told; the grant then keeps its old expiry.
+type Renewer interface {
+	Releaser
+	Renew(ctx context.Context, ttl time.Duration) (bool, error)
+}
+
+// Renew sets every grant of h that expires by itself (a Renewer) to expire
+// ttl from now (or later: see Renewer), and reports whether all of them still held what they were
+// granted. It stops at the first error, or at the first grant that no
+// longer holds anything: the caller should then release h, since the
+// request no longer holds all it was admitted with. Grants that do not
+// expire (a LocalSlots permit, a Learner's grant) are left alone. Renew of
+// a Held without Renewers does nothing and reports true.
+func (h *Held) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
+	for i := 0; i < h.n; i++ {
+		r, ok := (*h.at(i)).(Renewer)
+		if !ok {
+			continue
+		}
+		if held, err := r.Renew(ctx, ttl); err != nil || !held {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+type leaseTTLKey struct{}
+
+// WithLeaseTTL returns a copy of ctx under which the Slots layers whose
+// grants expire by themselves (Renewers, such as
+// redisstore.ConcurrencyLimiter.Slots) grant for ttl instead of their own
+// lease: for a holder that keeps a request's Held under a lease of its own
+// (the lease table of admit serve), so that both expire together. A ttl
+// of 0 or less leaves the layers' own leases.
+func WithLeaseTTL(ctx context.Context, ttl time.Duration) context.Context {
+	return context.WithValue(ctx, leaseTTLKey{}, ttl)
+}
+
+// LeaseTTL returns the lease set on ctx by WithLeaseTTL, and false if none
+// (or one of 0 or less) is set. Slots layers whose grants expire by
+// themselves call it when they grant.
+func LeaseTTL(ctx context.Context) (time.Duration, bool) {
+	ttl, ok := ctx.Value(leaseTTLKey{}).(time.Duration)
+	return ttl, ok && ttl > 0
+}
