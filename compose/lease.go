@@ -2,14 +2,15 @@ package compose
 
 import (
 	"context"
+	"iter"
 	"time"
 )
 
 // Renewer is a Releaser whose grant expires by itself unless renewed, such
 // as the Lease behind a slot of redisstore.ConcurrencyLimiter.Slots: a
 // holder that dies cannot keep the slots beyond the grant's lease. Renew
-// sets the grant to expire ttl from now, or later (an implementation may
-// never shorten a grant, as redisstore's does not), and reports whether it still held
+// sets the grant to expire ttl from now (sooner than before, if so) and
+// reports whether it still held
 // what it was granted: false once it has expired or been released (too
 // late: its slots may have gone to another request). The error reports
 // that the store could not be told; the grant then keeps its old expiry.
@@ -19,7 +20,7 @@ type Renewer interface {
 }
 
 // Renew sets every grant of h that expires by itself (a Renewer) to expire
-// ttl from now (or later: see Renewer), and reports whether all of them still held what they were
+// ttl from now, and reports whether all of them still held what they were
 // granted. It stops at the first error, or at the first grant that no
 // longer holds anything: the caller should then release h, since the
 // request no longer holds all it was admitted with. Grants that do not
@@ -36,6 +37,19 @@ func (h *Held) Renew(ctx context.Context, ttl time.Duration) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// Grants yields the grants h holds, oldest first: for a holder that hands
+// them on (to another process, say) rather than releasing them through h.
+// h must not change while the sequence runs.
+func (h *Held) Grants() iter.Seq[Releaser] {
+	return func(yield func(Releaser) bool) {
+		for i := 0; i < h.n; i++ {
+			if !yield(*h.at(i)) {
+				return
+			}
+		}
+	}
 }
 
 type leaseTTLKey struct{}

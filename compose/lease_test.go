@@ -59,6 +59,21 @@ func TestHeldRenew(t *testing.T) {
 	if held, err := h.Renew(ctx, time.Minute); !held || err != nil {
 		t.Errorf("Renew: %v, %v; want true, nil", held, err)
 	}
+	var names []string
+	for g := range h.Grants() {
+		switch g := g.(type) {
+		case *renewGrant:
+			names = append(names, "renewer "+g.name)
+		case *plainGrant:
+			names = append(names, g.name)
+		}
+		if len(names) == 5 {
+			break
+		}
+	}
+	if want := []string{"g0", "renewer g1", "g2", "g3", "renewer g4"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("Grants (the first 5): %q, want %q", names, want)
+	}
 	if got, want := j.take(), []string{"renew g1 1m0s", "renew g4 1m0s"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("told %q, want %q", got, want)
 	}

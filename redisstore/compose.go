@@ -32,8 +32,10 @@ var (
 // Store's timeout (WithTimeout); if it fails, the slots come back when
 // their lease expires (WithLease). Under a context of compose.WithLeaseTTL
 // the slots are granted for that lease instead of l's, and the Releaser is
-// a compose.Renewer whose Renew is Lease.ExtendFor. Slots of a nil l is
-// nil, which compose.All refuses.
+// a compose.Renewer whose Renew is Lease.ExtendFor. The Releaser also has
+// a method Lease() Lease, which returns the Lease it holds (for a holder
+// that hands it to another process: see Store.SaveLeases). Slots of a nil
+// l is nil, which compose.All refuses.
 func (l *ConcurrencyLimiter) Slots() compose.Slots {
 	if l == nil {
 		return nil
@@ -75,6 +77,9 @@ func (r *leaseReleaser) Release() {
 		_, _ = r.lease.Release(context.Background()) // within the Store's timeout
 	}
 }
+
+// Lease returns the Lease r holds (see ConcurrencyLimiter.Slots).
+func (r *leaseReleaser) Lease() Lease { return r.lease }
 
 // Renew is Lease.ExtendFor, false once released.
 func (r *leaseReleaser) Renew(ctx context.Context, ttl time.Duration) (bool, error) {

@@ -439,15 +439,15 @@ func (p Lease) Extend(ctx context.Context) (bool, error) {
 	if p.l == nil {
 		return false, nil
 	}
-	return p.extend(ctx, p.l.leaseMS)
+	return p.extend(ctx, "", p.l.leaseMS)
 }
 
-// ExtendFor renews p's lease for d instead of the limiter's lease (see
-// WithLease): p then holds its slots until d from now (on Redis's clock),
-// or until its former deadline if that is later, since an extension never
-// shortens a lease. It reports what Extend reports. d is
-// rounded up to a millisecond and must be from 1 ms to a year; another d
-// is an error wrapping ErrInvalidOption, and nothing is sent.
+// ExtendFor sets p's lease to end d from now (on Redis's clock), whether
+// that is later or sooner than before: unlike Extend, it may shorten the
+// lease, for a holder keeping p under a lease of its own. It reports what
+// Extend reports. d is rounded up to a millisecond and must be from 1 ms
+// to a year; another d is an error wrapping ErrInvalidOption, and nothing
+// is sent.
 func (p Lease) ExtendFor(ctx context.Context, d time.Duration) (bool, error) {
 	ms, err := leaseMillis(d)
 	if err != nil {
@@ -456,11 +456,11 @@ func (p Lease) ExtendFor(ctx context.Context, d time.Duration) (bool, error) {
 	if p.l == nil {
 		return false, nil
 	}
-	return p.extend(ctx, ms)
+	return p.extend(ctx, "set", ms)
 }
 
-func (p Lease) extend(ctx context.Context, ms string) (bool, error) {
-	r, err := p.l.s.evalInts(ctx, concurrencyScript, "concurrency", []string{p.zkey, p.hkey}, 3, "e", p.id, "", "", ms)
+func (p Lease) extend(ctx context.Context, mode, ms string) (bool, error) {
+	r, err := p.l.s.evalInts(ctx, concurrencyScript, "concurrency", []string{p.zkey, p.hkey}, 3, "e", p.id, mode, "", ms)
 	if err != nil {
 		return false, err
 	}
@@ -519,14 +519,25 @@ func newLeaseID() string {
 // integers at least. It reports the call to the store's observer as op.
 // The error is ctx's if ctx ended, or else wraps ErrStore.
 func (s *Store) evalInts(ctx context.Context, script *redis.Script, op string, keys []string, want int, args ...any) ([]int64, error) {
+	var r []int64
+	err := s.call(ctx, op, len(keys), func(ctx context.Context) error {
+		v, err := script.Run(ctx, s.client, keys, args...).Result()
+		if err == nil {
+			r, err = parseInts(v, want)
+		}
+		return err
+	})
+	return r, err
+}
+
+// call runs f, a call to Redis of op on keys keys, within ctx and the
+// Store's timeout. Its error wraps ErrStore, or is ctx's if ctx ended;
+// the Observer is told of the call.
+func (s *Store) call(ctx context.Context, op string, keys int, f func(context.Context) error) error {
 	tctx, cancel := context.WithTimeout(ctx, s.o.timeout)
 	start := time.Now()
-	v, err := script.Run(tctx, s.client, keys, args...).Result()
+	err := f(tctx)
 	cancel()
-	var r []int64
-	if err == nil {
-		r, err = parseInts(v, want)
-	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr
@@ -535,9 +546,9 @@ func (s *Store) evalInts(ctx context.Context, script *redis.Script, op string, k
 		}
 	}
 	if s.o.obs != nil {
-		s.o.obs.StoreCalled(admit.StoreEvent{Limiter: s.o.name, Op: op, Keys: len(keys), Duration: time.Since(start), Err: err})
+		s.o.obs.StoreCalled(admit.StoreEvent{Limiter: s.o.name, Op: op, Keys: keys, Duration: time.Since(start), Err: err})
 	}
-	return r, err
+	return err
 }
 
 // parseInts checks that v is an array of at least want integers.

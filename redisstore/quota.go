@@ -283,21 +283,9 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	if p, ok := q.cur.Get(); ok {
 		keys = append(keys, q.redisKey(p.Start, key))
 	}
-	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, q.s.o.timeout)
-	err := q.s.client.Del(tctx, keys...).Err()
-	cancel()
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		} else {
-			err = storeError(err)
-		}
-	}
-	if q.s.o.obs != nil {
-		q.s.o.obs.StoreCalled(admit.StoreEvent{Limiter: q.s.o.name, Op: "quota", Keys: len(keys), Duration: time.Since(start), Err: err})
-	}
-	return err
+	return q.s.call(ctx, "quota", len(keys), func(ctx context.Context) error {
+		return q.s.client.Del(ctx, keys...).Err()
+	})
 }
 
 // decide is AllowLimitAt at now (ns since the Unix epoch), or on Redis's

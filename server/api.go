@@ -422,8 +422,8 @@ func apiLeaseError(err error) *apiError {
 		return &apiError{http.StatusNotFound, apiCodeLeaseNotFound, "no such lease: never issued, released already, or expired"}
 	case errors.Is(err, ErrInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
-	case errors.Is(err, ErrLeaseNotRenewed):
-		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the store keeping the lease's slots did not answer: the lease keeps its expiry; retry"}
+	case errors.Is(err, ErrLeaseStore):
+		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the store keeping the lease's slots did not answer: the lease is as it was; retry"}
 	}
 	return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the service is shutting down"}
 }
@@ -437,9 +437,9 @@ func (a *API) release(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if body.Failed != nil {
-		err = a.leases.Finish(body.LeaseID, *body.Failed)
+		err = a.leases.Finish(r.Context(), body.LeaseID, *body.Failed)
 	} else {
-		err = a.leases.Release(body.LeaseID)
+		err = a.leases.Release(r.Context(), body.LeaseID)
 	}
 	if err != nil {
 		apiWriteError(w, apiLeaseError(err))

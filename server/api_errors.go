@@ -29,11 +29,11 @@ var (
 	// ErrInvalidTTL reports a lease TTL outside (0, WithLeaseTTL's max].
 	ErrInvalidTTL = errors.New("server: invalid lease TTL")
 
-	// ErrLeaseNotRenewed reports an extension of a lease holding slots
-	// kept in Redis that Redis could not be told of (it failed or did not
-	// answer in time): the lease keeps its old expiry, here and in Redis,
-	// and the extension may be retried.
-	ErrLeaseNotRenewed = errors.New("server: lease not renewed in its store")
+	// ErrLeaseStore reports a release or extension of a lease holding
+	// slots kept in Redis that Redis could not be told of (it failed or
+	// did not answer in time): the lease is as it was, here and in Redis,
+	// and the call may be retried.
+	ErrLeaseStore = errors.New("server: the store keeping the lease did not answer")
 
 	// ErrLeasesClosed reports a use of a lease table after Close.
 	ErrLeasesClosed = errors.New("server: lease table closed")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -113,7 +114,7 @@ func FuzzCheckRequest(f *testing.F) {
 				if path != "/v1/acquire" || !resp.Allowed {
 					t.Fatalf("%s: a lease: %s", path, w.Body)
 				}
-				if err := h.leases.Release(resp.LeaseID); err != nil {
+				if err := h.leases.Release(context.Background(), resp.LeaseID); err != nil {
 					t.Fatalf("releasing %s: %v", resp.LeaseID, err)
 				}
 			}

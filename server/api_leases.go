@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/redisstore"
 )
 
 // Defaults of the lease table's options.
@@ -61,12 +63,15 @@ type Lease struct {
 // rather than the rule's own lease, and Extend renews them in Redis before
 // it moves the lease's expiry, so that a lease never says it holds slots
 // that Redis has given to another request. Releasing, by the client or by
-// expiry, gives them back in Redis at once.
+// expiry, gives them back in Redis at once. With WithLeaseStore, a lease
+// holding only such slots is kept in Redis rather than in the table, so
+// that every table on that Redis can release or extend it.
 //
 // Leases is safe for concurrent use. Create one with NewLeases and Close
 // it when done: Close stops its goroutine and gives back every lease it
 // holds.
 type Leases struct {
+	store  *redisstore.Store // WithLeaseStore, or nil
 	clock  admit.Clock
 	max    int
 	defTTL time.Duration
@@ -120,6 +125,7 @@ type LeaseOption interface {
 }
 
 type leaseOptions struct {
+	store  *redisstore.Store
 	clock  admit.Clock
 	max    int
 	defTTL time.Duration
@@ -154,6 +160,22 @@ func WithMaxLeases(n int) LeaseOption {
 	})
 }
 
+// WithLeaseStore keeps in Redis, through store, the leases whose every
+// grant is a slot of a concurrency cap kept in store (a rule with
+// store: redis), so that any table on the same Redis can release or extend
+// them: behind a load balancer, a client may send /v1/release and
+// /v1/extend to any instance, and a lease outlives the restart of the
+// instance that granted it. Such a lease is a record in Redis expiring
+// with its slots (redisstore.Store.SaveLeases), not an entry of the table:
+// it does not count against WithMaxLeases nor in Len, and Close leaves it.
+// A lease holding anything else (a cap kept in memory, an adaptive cap
+// that learns from outcomes) stays in the table that granted it, as does
+// one whose record could not be written. A nil store keeps every lease in
+// the table (the default).
+func WithLeaseStore(store *redisstore.Store) LeaseOption {
+	return leaseOptionFunc(func(o *leaseOptions) { o.store = store })
+}
+
 // WithLeaseTTL sets the lifetime of a lease whose caller asks for none
 // (def) and the longest one a caller may ask for (max). The defaults are
 // DefaultLeaseTTL and DefaultMaxLeaseTTL; both must be positive, def at
@@ -181,6 +203,7 @@ func NewLeases(opts ...LeaseOption) (*Leases, error) {
 		return nil, o.err
 	}
 	l := &Leases{
+		store: o.store,
 		clock: o.clock, max: o.max, defTTL: o.defTTL, maxTTL: o.maxTTL,
 		reaped:  o.reaped,
 		byID:    map[string]*lease{},
@@ -235,7 +258,15 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 		h.Release() // empty, unless a check's error left grants behind
 		return Lease{}, err
 	}
-	ls := &lease{id: newLeaseID(), held: h, ttl: ttl}
+	id := newLeaseID()
+	if l.store != nil {
+		if leases, ok := redisLeases(h); ok && l.store.SaveLeases(ctx, id, ttl, leases...) == nil {
+			// The record holds the slots now; h is dropped unreleased.
+			l.unreserve()
+			return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
+		}
+	}
+	ls := &lease{id: id, held: h, ttl: ttl}
 	l.mu.Lock()
 	l.reserved--
 	if l.closed {
@@ -305,13 +336,15 @@ func (l *Leases) take(id string) (*lease, error) {
 }
 
 // Release gives back the slots of lease id, reporting no outcome to the
-// limits that learn from one (see compose.Held.Release). The error wraps
+// limits that learn from one (see compose.Held.Release): from the table,
+// or else from Redis (see WithLeaseStore), within ctx. The error wraps
 // ErrLeaseNotFound for a lease that was never issued, was released
-// already, or expired.
-func (l *Leases) Release(id string) error {
+// already, or expired; ErrLeaseStore when Redis did not answer (the lease
+// is as it was); ErrLeasesClosed after Close.
+func (l *Leases) Release(ctx context.Context, id string) error {
 	ls, err := l.take(id)
 	if err != nil {
-		return err
+		return l.releaseStored(ctx, id, err)
 	}
 	ls.release(false, false)
 	return nil
@@ -321,19 +354,41 @@ func (l *Leases) Release(id string) error {
 // outcome to the limits that learn from one (adaptive limits: see
 // compose.Held.Finish): failed reports that it failed in a way that says
 // what it protects is overloaded. The errors are Release's.
-func (l *Leases) Finish(id string, failed bool) error {
+func (l *Leases) Finish(ctx context.Context, id string, failed bool) error {
 	ls, err := l.take(id)
 	if err != nil {
-		return err
+		// A lease kept in Redis has no grant that learns from outcomes.
+		return l.releaseStored(ctx, id, err)
 	}
 	ls.release(true, failed)
+	return nil
+}
+
+// releaseStored releases lease id from Redis (see WithLeaseStore) after
+// the table did not hold it (err, ErrLeaseNotFound or ErrLeasesClosed).
+func (l *Leases) releaseStored(ctx context.Context, id string, err error) error {
+	if l.store == nil || !errors.Is(err, ErrLeaseNotFound) || !isLeaseID(id) {
+		return err
+	}
+	leases, ok, serr := l.store.TakeLeases(ctx, id)
+	if serr != nil {
+		return fmt.Errorf("%w: %v", ErrLeaseStore, serr)
+	}
+	if !ok {
+		return ErrLeaseNotFound
+	}
+	for _, p := range leases {
+		// Within the store's timeout even if ctx ends: the record is gone,
+		// so nobody else will release them.
+		_, _ = p.Release(context.WithoutCancel(ctx))
+	}
 	return nil
 }
 
 // Extend sets the expiry of lease id to ttl (0 for the default) from now.
 // The slots it holds in Redis are renewed there first, for ttl, within ctx
 // and the store's timeout: if Redis fails, the error wraps
-// ErrLeaseNotRenewed and the lease keeps its old expiry; if Redis no
+// ErrLeaseStore and the lease keeps its old expiry; if Redis no
 // longer holds them (their lease expired there), the lease is given back
 // and the error wraps ErrLeaseNotFound. A lease holding nothing in Redis
 // needs no call to it. The other errors wrap ErrInvalidTTL,
@@ -353,7 +408,7 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 	l.mu.Unlock()
 	releaseLeases(expired)
 	if ls == nil {
-		return Lease{}, ErrLeaseNotFound
+		return l.extendStored(ctx, id, ttl)
 	}
 
 	ls.mu.Lock()
@@ -364,7 +419,7 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 	ls.mu.Unlock()
 	switch {
 	case err != nil:
-		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseNotRenewed, err)
+		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
 	case !held:
 		// Released meanwhile, or its slots expired in Redis: the lease
 		// holds less than it was granted, so it ends.
@@ -396,6 +451,70 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 		}
 	}
 	return out, nil
+}
+
+// extendStored extends lease id in Redis (see WithLeaseStore): its slots
+// first, then its record.
+func (l *Leases) extendStored(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
+	if l.store == nil || !isLeaseID(id) {
+		return Lease{}, ErrLeaseNotFound
+	}
+	leases, ok, err := l.store.LoadLeases(ctx, id)
+	if err != nil {
+		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+	}
+	if !ok {
+		return Lease{}, ErrLeaseNotFound
+	}
+	for _, p := range leases {
+		held, err := p.ExtendFor(ctx, ttl)
+		if err != nil {
+			return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+		}
+		if !held {
+			// Its slots expired in Redis: the lease ends.
+			_ = l.releaseStored(ctx, id, ErrLeaseNotFound)
+			return Lease{}, ErrLeaseNotFound
+		}
+	}
+	ok, err = l.store.RenewLeases(ctx, id, ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+	}
+	if !ok {
+		return Lease{}, ErrLeaseNotFound // released meanwhile
+	}
+	return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
+}
+
+// redisLeases returns the redisstore Leases of h's grants, and false if a
+// grant is anything else or one learns from outcomes.
+func redisLeases(h *compose.Held) ([]redisstore.Lease, bool) {
+	if h.WantsOutcome() {
+		return nil, false
+	}
+	out := make([]redisstore.Lease, 0, h.Len())
+	for g := range h.Grants() {
+		r, ok := g.(interface{ Lease() redisstore.Lease })
+		if !ok {
+			return nil, false
+		}
+		out = append(out, r.Lease())
+	}
+	return out, len(out) > 0
+}
+
+// isLeaseID reports whether id has the form of the ids newLeaseID makes.
+func isLeaseID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Len returns the number of leases held, after giving back the expired

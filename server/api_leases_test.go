@@ -207,7 +207,7 @@ func TestLeasesReaper(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reaper did not run")
 	}
-	if err := l.Release(long.ID); !errors.Is(err, ErrLeaseNotFound) {
+	if err := l.Release(context.Background(), long.ID); !errors.Is(err, ErrLeaseNotFound) {
 		t.Errorf("Release of an expired lease: %v", err)
 	}
 }
@@ -247,8 +247,8 @@ func TestLeasesClose(t *testing.T) {
 	}
 	h.held.Release()
 	for name, err := range map[string]error{
-		"Release": l.Release(ls.ID),
-		"Finish":  l.Finish(ls.ID, false),
+		"Release": l.Release(context.Background(), ls.ID),
+		"Finish":  l.Finish(context.Background(), ls.ID, false),
 		"Extend":  func() error { _, err := l.Extend(context.Background(), ls.ID, 0); return err }(),
 		"Acquire": func() error { _, err := l.Acquire(context.Background(), e, req, 0, &res); return err }(),
 	} {
@@ -365,7 +365,7 @@ func TestLeasesConcurrent(t *testing.T) {
 					held--
 					mu.Unlock()
 				}
-				switch err := l.Release(ls.ID); {
+				switch err := l.Release(context.Background(), ls.ID); {
 				case err == nil:
 				case errors.Is(err, ErrLeaseNotFound) && ttl == time.Millisecond:
 				default:
@@ -429,7 +429,7 @@ func TestLeasesExtendRelease(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if err := l.Release(ls.ID); err != nil {
+			if err := l.Release(context.Background(), ls.ID); err != nil {
 				t.Errorf("release: %v", err)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +29,23 @@ rules:
     match: job
     concurrency: {max: 2, lease: 1h}
     failure: fail_open
+  - name: batches
+    match: batch
+    store: local
+    concurrency: 1
 `
 
 // apiRedisInstances returns n APIs, each with its engine and lease table,
 // sharing one private Redis (which the test may kill): n instances of
 // admit serve. The engines decide at the instants of clock.
 func apiRedisInstances(t *testing.T, n int) ([]*apiHarness, *redistest.Server) {
+	return apiRedisFleet(t, n, false)
+}
+
+// apiRedisFleet is apiRedisInstances whose lease tables keep the leases
+// of caps kept in Redis there when shared is set (WithLeaseStore), as
+// admit serve's do.
+func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.Server) {
 	t.Helper()
 	srv := redistest.NewStandalone(t)
 	store, err := redisstore.New(srv.Client(t), redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour))
@@ -56,7 +68,11 @@ func apiRedisInstances(t *testing.T, n int) ([]*apiHarness, *redistest.Server) {
 		t.Cleanup(func() { _ = e.Close() })
 		src := new(Engines)
 		src.Set(e)
-		leases, err := NewLeases(WithLeaseClock(clock))
+		leaseOpts := []LeaseOption{WithLeaseClock(clock)}
+		if shared {
+			leaseOpts = append(leaseOpts, WithLeaseStore(store))
+		}
+		leases, err := NewLeases(leaseOpts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,8 +172,7 @@ func TestAPIRedisDown(t *testing.T) {
 
 // TestAPIRedisLeaseTTL: the slots of a cap kept in Redis expire there with
 // the API's lease, not the rule's own: taken for ttl_ms, renewed by
-// /v1/extend (never shortened there: a shorter lease gives them back in
-// Redis when it expires here); a lease whose slots Redis no longer
+// /v1/extend (shorter or longer); a lease whose slots Redis no longer
 // holds ends; an extension Redis cannot be told of fails, and the lease
 // keeps its expiry.
 func TestAPIRedisLeaseTTL(t *testing.T) {
@@ -202,9 +217,9 @@ func TestAPIRedisLeaseTTL(t *testing.T) {
 	if r := apiDecode(t, extend(l.LeaseID, "10000")); !r.Extended || r.TTLMs != 10000 {
 		t.Fatalf("extend to 10 s: %+v", r)
 	}
-	within("shortened to 10000, in Redis not", retryMs(), 600000)
-	// The table gives the slots back in Redis when the shorter lease
-	// expires (on the instance's clock).
+	within("shortened to 10000", retryMs(), 10000)
+	// The table gives the slots back in Redis when the lease expires (on
+	// the instance's clock).
 	a.clock.Advance(11 * time.Second)
 	if n := a.leases.Len(); n != 0 {
 		t.Fatalf("%d leases after their TTL", n)
@@ -251,4 +266,105 @@ func TestAPIRedisLeaseTTL(t *testing.T) {
 	if n := a.leases.Len(); n != 0 {
 		t.Fatalf("%d leases at the old expiry, want 0", n)
 	}
+}
+
+// TestAPIRedisSharedLeases: with the leases of caps kept in Redis kept
+// there too, any instance releases or extends a lease another granted, a
+// lease outlives the table that granted it, and a lease holding a cap kept
+// in memory stays with its instance.
+func TestAPIRedisSharedLeases(t *testing.T) {
+	in, srv := apiRedisFleet(t, 3, true)
+	a, b, c := in[0], in[1], in[2]
+	job := apiCheckBody("api", "job=etl")
+	l1 := a.acquire(t, job)
+	l2 := a.acquire(t, job)
+	if !l1.Allowed || !l2.Allowed || !leaseIDPattern.MatchString(l1.LeaseID) || !leaseIDPattern.MatchString(l2.LeaseID) || l1.TTLMs != 30000 {
+		t.Fatalf("acquires: %+v %+v", l1, l2)
+	}
+	if n := a.leases.Len(); n != 0 {
+		t.Errorf("%d leases in the granting table, want 0: they are in Redis", n)
+	}
+	if r := c.acquire(t, job); r.Allowed {
+		t.Fatalf("third acquire over a cap of 2: %+v", r)
+	}
+
+	// Released through another instance: its slot is free for all.
+	r := apiDecode(t, b.post("/v1/release", `{"lease_id":"`+l1.LeaseID+`"}`))
+	if !r.Released {
+		t.Fatalf("release through b: %+v", r)
+	}
+	apiWantError(t, c.post("/v1/release", `{"lease_id":"`+l1.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	l3 := c.acquire(t, job)
+	if !l3.Allowed || l3.LeaseID == "" {
+		t.Fatalf("acquire after the release: %+v", l3)
+	}
+
+	// Extended through another instance, for longer and then shorter.
+	retryMs := func() int64 {
+		t.Helper()
+		r := b.acquire(t, job)
+		if r.Allowed || r.Decision.RetryAfterMs == nil {
+			t.Fatalf("acquire over the cap: %+v", r)
+		}
+		return *r.Decision.RetryAfterMs
+	}
+	for _, ttl := range []int64{600000, 45000} {
+		e := apiDecode(t, c.post("/v1/extend", `{"lease_id":"`+l2.LeaseID+`","ttl_ms":`+strconv.FormatInt(ttl, 10)+`}`))
+		if !e.Extended || e.LeaseID != l2.LeaseID || e.TTLMs != ttl {
+			t.Fatalf("extend through c to %d ms: %+v", ttl, e)
+		}
+		// l3 (30 s) expires first, unless l2 does.
+		want := min(ttl, 30000)
+		if got := retryMs(); got > want || got < want-5000 {
+			t.Errorf("after extending to %d ms: retry after %d ms, want about %d", ttl, got, want)
+		}
+	}
+
+	// The granting table closes (the instance restarts): its leases stay.
+	if err := a.leases.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.acquire(t, job); r.Allowed {
+		t.Fatalf("acquire after the granting table closed: %+v", r)
+	}
+	for _, id := range []string{l2.LeaseID, l3.LeaseID} {
+		if r := apiDecode(t, b.post("/v1/release", `{"lease_id":"`+id+`"}`)); !r.Released {
+			t.Fatalf("release: %+v", r)
+		}
+	}
+	both := b.acquire(t, apiCheckBody("api", "job=etl", "job=etl"))
+	if !both.Allowed {
+		t.Fatalf("both slots free after the releases: %+v", both)
+	}
+	if r := apiDecode(t, c.post("/v1/release", `{"lease_id":"`+both.LeaseID+`"}`)); !r.Released {
+		t.Fatalf("release: %+v", r)
+	}
+
+	// A lease holding a cap kept in memory stays with its instance.
+	mixed := b.acquire(t, apiCheckBody("api", "batch=nightly"))
+	if !mixed.Allowed || mixed.LeaseID == "" || b.leases.Len() != 1 {
+		t.Fatalf("acquire of a local cap: %+v, %d leases in the table", mixed, b.leases.Len())
+	}
+	apiWantError(t, c.post("/v1/release", `{"lease_id":"`+mixed.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	apiWantError(t, c.post("/v1/extend", `{"lease_id":"`+mixed.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	if r := apiDecode(t, b.post("/v1/release", `{"lease_id":"`+mixed.LeaseID+`"}`)); !r.Released {
+		t.Fatalf("release: %+v", r)
+	}
+
+	// Redis down: a release or extension of a lease kept there is refused
+	// with 503 and may be retried.
+	l4 := b.acquire(t, job)
+	if !l4.Allowed || l4.LeaseID == "" {
+		t.Fatalf("acquire: %+v", l4)
+	}
+	srv.Kill()
+	apiWantError(t, c.post("/v1/release", `{"lease_id":"`+l4.LeaseID+`"}`), http.StatusServiceUnavailable, apiCodeUnavailable)
+	apiWantError(t, c.post("/v1/extend", `{"lease_id":"`+l4.LeaseID+`"}`), http.StatusServiceUnavailable, apiCodeUnavailable)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The restarted Redis kept nothing (no persistence): the lease is gone.
+	apiWantError(t, c.post("/v1/release", `{"lease_id":"`+l4.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	// An id that is not one of ours does not reach Redis.
+	apiWantError(t, c.post("/v1/release", `{"lease_id":"../../x"}`), http.StatusNotFound, apiCodeLeaseNotFound)
 }

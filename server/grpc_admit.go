@@ -171,7 +171,7 @@ func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (
 }
 
 // Release gives back the slots of a lease (see AdmitService).
-func (s *AdmitService) Release(_ context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
+func (s *AdmitService) Release(ctx context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -182,11 +182,11 @@ func (s *AdmitService) Release(_ context.Context, r *admitv1.ReleaseRequest) (*a
 	var err error
 	switch r.GetOutcome() {
 	case admitv1.Outcome_OUTCOME_UNSPECIFIED:
-		err = s.leases.Release(id)
+		err = s.leases.Release(ctx, id)
 	case admitv1.Outcome_OUTCOME_SUCCESS:
-		err = s.leases.Finish(id, false)
+		err = s.leases.Finish(ctx, id, false)
 	case admitv1.Outcome_OUTCOME_FAILURE:
-		err = s.leases.Finish(id, true)
+		err = s.leases.Finish(ctx, id, true)
 	default:
 		return nil, status.Error(codes.InvalidArgument, grpcBad("outcome %d is not a known outcome", int32(r.GetOutcome())).Error())
 	}
@@ -211,7 +211,7 @@ func grpcLeaseError(err error) error {
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, ErrInvalidTTL):
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, ErrLeasesClosed):
+	case errors.Is(err, ErrLeasesClosed), errors.Is(err, ErrLeaseStore):
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	return grpcCheckError(err)

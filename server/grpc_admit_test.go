@@ -198,7 +198,7 @@ func TestAdmitLeases(t *testing.T) {
 	wantCode(t, err, codes.NotFound)
 	// The table is shared: a lease taken here is released there (as the
 	// HTTP API would), and the other way round.
-	if err := leases.Release(c.LeaseId); err != nil {
+	if err := leases.Release(context.Background(), c.LeaseId); err != nil {
 		t.Fatalf("releasing a gRPC lease in the table: %v", err)
 	}
 	// Leases too long, negative, a full table.

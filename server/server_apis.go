@@ -9,9 +9,11 @@ import (
 
 // adminHandler builds the HTTP API (NewAPI) with the Server's readiness
 // and metrics, sharing the lease table with the gRPC API: the handler of
-// /v1/*, /json, /healthz, /readyz and /metrics.
+// /v1/*, /json, /healthz, /readyz and /metrics. With Redis, the leases of
+// caps kept there are kept there too (WithLeaseStore), so that every
+// instance on it can release them.
 func (s *Server) adminHandler() (http.Handler, error) {
-	leases, err := NewLeases()
+	leases, err := NewLeases(WithLeaseStore(s.store))
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,9 @@
 --   "a" acquire: ARGV[2] id, ARGV[3] n, ARGV[4] max, ARGV[5] lease ms.
 --       Reply {allowed, now, remaining, resetAfter, retryAfter} (ms).
 --   "r" release: ARGV[2] id. Reply {released, now}.
---   "e" extend:  ARGV[2] id, ARGV[5] lease ms. Reply {extended, now, deadline}.
+--   "e" extend:  ARGV[2] id, ARGV[5] lease ms; the deadline becomes the
+--       later of the old one and now + lease, or exactly now + lease when
+--       ARGV[3] is "set". Reply {extended, now, deadline}.
 --   "h" held:    ARGV[2] id. Reply {held, now, deadline or 0}.
 --   "i" in flight. Reply {total, now}.
 -- Every operation but "h" first reclaims the leases whose deadline has
@@ -192,7 +194,10 @@ if op == 'e' then
   if not s then
     return {0, now, 0}
   end
-  local d = math.max(tonumber(s), now + lease)
+  local d = now + lease
+  if ARGV[3] ~= 'set' then
+    d = math.max(tonumber(s), d)
+  end
   redis.call('ZADD', zkey, f(d), id)
   expire()
   return {1, now, d}

@@ -1,0 +1,228 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Lease records: a group of Leases stored in Redis under a name, so that
+// any process on the same Redis can renew or release them. admit serve's
+// lease table keeps there the leases whose every slot is kept in Redis, so
+// that a client may release or extend its lease through any instance, and
+// a lease outlives the restart of the instance that granted it.
+
+// maxLeaseName bounds the name of a lease record, which is part of its
+// key; maxRecordLeases bounds the Leases of one record.
+const (
+	maxLeaseName    = 256
+	maxRecordLeases = 1024
+	recordVersion   = 1
+)
+
+// recordKey returns the Redis key of the lease record name.
+func (s *Store) recordKey(name string) (string, error) {
+	if name == "" || len(name) > maxLeaseName {
+		return "", fmt.Errorf("%w: lease record name of %d bytes, want 1 to %d", ErrInvalidOption, len(name), maxLeaseName)
+	}
+	return s.prefix + "leases:" + name, nil
+}
+
+// SaveLeases stores leases in Redis under name for ttl (rounded up to a
+// millisecond, 1 ms to a year), for LoadLeases and TakeLeases. It does not
+// change the leases themselves: renew them for ttl too (Lease.ExtendFor)
+// so that both end together. A name that is already taken is an error
+// wrapping ErrInvalidOption, as are an empty name, one over 256 bytes, a
+// zero Lease, a Lease of another Store, more than 1024 Leases or none;
+// nothing is written then. A failure of Redis wraps ErrStore.
+func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, leases ...Lease) error {
+	key, err := s.recordKey(name)
+	if err != nil {
+		return err
+	}
+	if _, err := leaseMillis(ttl); err != nil {
+		return err
+	}
+	if len(leases) == 0 || len(leases) > maxRecordLeases {
+		return fmt.Errorf("%w: %d leases in a record, want 1 to %d", ErrInvalidOption, len(leases), maxRecordLeases)
+	}
+	for i, p := range leases {
+		if p.l == nil || p.l.s != s {
+			return fmt.Errorf("%w: lease %d is the zero Lease or another Store's", ErrInvalidOption, i)
+		}
+	}
+	b := encodeRecord(leases)
+	ok, err := s.record(ctx, "save", func(ctx context.Context) (bool, error) {
+		return s.client.SetNX(ctx, key, b, ttl).Result()
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: lease record %q exists", ErrInvalidOption, name)
+	}
+	return nil
+}
+
+// LoadLeases returns the Leases saved under name, and false if there is
+// no such record (never saved, taken, or expired). A record that does not
+// parse as one of this Store's is an error wrapping ErrStore.
+func (s *Store) LoadLeases(ctx context.Context, name string) ([]Lease, bool, error) {
+	return s.loadLeases(ctx, name, false)
+}
+
+// TakeLeases removes the record name and returns its Leases, and false if
+// there is no such record: of several processes taking one record, one
+// gets it. It does not release the Leases; the caller does.
+func (s *Store) TakeLeases(ctx context.Context, name string) ([]Lease, bool, error) {
+	return s.loadLeases(ctx, name, true)
+}
+
+// RenewLeases sets the record name to expire ttl from now, and reports
+// false if there is no such record. It does not renew the Leases
+// themselves (see SaveLeases).
+func (s *Store) RenewLeases(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+	key, err := s.recordKey(name)
+	if err != nil {
+		return false, err
+	}
+	if _, err := leaseMillis(ttl); err != nil {
+		return false, err
+	}
+	return s.record(ctx, "renew", func(ctx context.Context) (bool, error) {
+		return s.client.PExpire(ctx, key, ttl).Result()
+	})
+}
+
+func (s *Store) loadLeases(ctx context.Context, name string, take bool) ([]Lease, bool, error) {
+	key, err := s.recordKey(name)
+	if err != nil {
+		return nil, false, err
+	}
+	var v string
+	op := "load"
+	if take {
+		op = "take"
+	}
+	found, err := s.record(ctx, op, func(ctx context.Context) (bool, error) {
+		var cmd *redis.StringCmd
+		if take {
+			cmd = s.client.GetDel(ctx, key)
+		} else {
+			cmd = s.client.Get(ctx, key)
+		}
+		var err error
+		v, err = cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil || !found {
+		return nil, false, err
+	}
+	leases, err := s.parseRecord(v)
+	if err != nil {
+		return nil, false, storeError(fmt.Errorf("lease record %q: %w", name, err))
+	}
+	return leases, true, nil
+}
+
+// record runs one command on a lease record (see call).
+func (s *Store) record(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
+	var ok bool
+	err := s.call(ctx, "leases-"+op, 1, func(ctx context.Context) error {
+		var err error
+		ok, err = f(ctx)
+		return err
+	})
+	return ok, err
+}
+
+// encodeRecord encodes leases as a lease record: a version byte, the
+// count, then the keys, id and lease (ms) of each Lease, each as a
+// uvarint length and its bytes.
+func encodeRecord(leases []Lease) string {
+	b := []byte{recordVersion}
+	b = binary.AppendUvarint(b, uint64(len(leases)))
+	for _, p := range leases {
+		b = appendField(b, p.zkey)
+		b = appendField(b, p.hkey)
+		b = appendField(b, p.id)
+		b = appendField(b, p.l.leaseMS)
+	}
+	return string(b)
+}
+
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// parseRecord decodes a lease record, checking that each Lease names keys
+// of this Store's concurrency limits.
+func (s *Store) parseRecord(v string) ([]Lease, error) {
+	if len(v) == 0 || v[0] != recordVersion {
+		return nil, errors.New("not a lease record of this version")
+	}
+	rest := v[1:]
+	count, n := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	if n <= 0 || count == 0 || count > maxRecordLeases {
+		return nil, errors.New("bad lease count")
+	}
+	rest = rest[n:]
+	field := func() (string, error) {
+		l, n := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+		if n <= 0 || l > uint64(len(rest)-n) {
+			return "", errors.New("truncated")
+		}
+		f := rest[n : n+int(l)]
+		rest = rest[n+int(l):]
+		return f, nil
+	}
+	out := make([]Lease, 0, count)
+	for range count {
+		var fs [4]string
+		for i := range fs {
+			f, err := field()
+			if err != nil {
+				return nil, err
+			}
+			fs[i] = f
+		}
+		zkey, hkey, id, ms := fs[0], fs[1], fs[2], fs[3]
+		if !s.concurrencyKeys(zkey, hkey) || id == "" {
+			return nil, errors.New("a lease of another store")
+		}
+		m, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || m < 1 || m > int64(365*24*time.Hour/time.Millisecond) {
+			return nil, errors.New("bad lease duration")
+		}
+		l := &ConcurrencyLimiter{s: s, lease: time.Duration(m) * time.Millisecond, leaseMS: ms}
+		out = append(out, Lease{l: l, zkey: zkey, hkey: hkey, id: id})
+	}
+	if rest != "" {
+		return nil, errors.New("trailing bytes")
+	}
+	return out, nil
+}
+
+// concurrencyKeys reports whether zkey and hkey are the keys of one key of
+// a concurrency limit of s: the prefix, one hash tag, ":conc:" and
+// ":concw:".
+func (s *Store) concurrencyKeys(zkey, hkey string) bool {
+	z, ok1 := strings.CutPrefix(zkey, s.prefix+"{")
+	h, ok2 := strings.CutPrefix(hkey, s.prefix+"{")
+	if !ok1 || !ok2 {
+		return false
+	}
+	zt, zr, ok1 := strings.Cut(z, "}")
+	ht, hr, ok2 := strings.Cut(h, "}")
+	return ok1 && ok2 && zt == ht && strings.HasPrefix(zr, ":conc:") && strings.HasPrefix(hr, ":concw:")
+}
