@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"strings"
 	"sync"
@@ -69,10 +70,10 @@ type Server struct {
 	grpcAPI *GRPC
 	leases  *Leases
 
-	httpSrv, adminSrv *http.Server
-	grpcSrv           *grpc.Server
-	httpLn, adminLn   net.Listener
-	grpcLn            net.Listener
+	httpSrv, adminSrv, debugSrv *http.Server
+	grpcSrv                     *grpc.Server
+	httpLn, adminLn, debugLn    net.Listener
+	grpcLn                      net.Listener
 
 	// reloadMu serializes reloads and guards what the poller compares.
 	reloadMu sync.Mutex
@@ -258,6 +259,10 @@ func (s *Server) GRPCAddr() net.Addr { return lnAddr(s.grpcLn) }
 // before Start or without an admin listener (see WithAdminAddr).
 func (s *Server) AdminAddr() net.Addr { return lnAddr(s.adminLn) }
 
+// DebugAddr returns the address the profiler's listener is bound to, nil
+// before Start or without one (see WithDebugAddr).
+func (s *Server) DebugAddr() net.Addr { return lnAddr(s.debugLn) }
+
 func lnAddr(l net.Listener) net.Addr {
 	if l == nil {
 		return nil
@@ -287,6 +292,10 @@ func (s *Server) buildListeners() error {
 	if o.adminAddr != "" {
 		s.adminSrv = s.newHTTPServer(admin)
 	}
+	if o.debugAddr != "" {
+		s.debugSrv = s.newHTTPServer(debugHandler())
+		s.debugSrv.ReadTimeout, s.debugSrv.WriteTimeout = 0, 0
+	}
 	if o.grpcAddr != "" {
 		// Stream workers: a pool of one goroutine per CPU serves the calls
 		// instead of a new goroutine (and stack growth) per call; on the
@@ -312,6 +321,17 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 		MaxHeaderBytes:    o.maxHeader,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+}
+
+// debugHandler serves Go's profiler under /debug/pprof/.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // metricsHandler serves the Server's registry.
@@ -377,6 +397,11 @@ func (s *Server) Start() error {
 			return fmt.Errorf("server: gRPC listener: %w", err)
 		}
 	}
+	if s.debugSrv != nil {
+		if s.debugLn, err = listen(s.o.debugAddr); err != nil {
+			return fmt.Errorf("server: debug listener: %w", err)
+		}
+	}
 	s.state = stateStarted
 	serveHTTP := func(srv *http.Server, l net.Listener, name string) {
 		defer s.wg.Done()
@@ -392,6 +417,10 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go serveHTTP(s.adminSrv, s.adminLn, "admin")
 	}
+	if s.debugSrv != nil {
+		s.wg.Add(1)
+		go serveHTTP(s.debugSrv, s.debugLn, "debug")
+	}
 	if s.grpcSrv != nil {
 		s.wg.Add(1)
 		go func() {
@@ -406,7 +435,7 @@ func (s *Server) Start() error {
 		go s.poll(s.o.reload)
 	}
 	s.log.Info("serving", "http", addrString(s.HTTPAddr()), "grpc", addrString(s.GRPCAddr()), "admin", addrString(s.AdminAddr()),
-		"gateway", s.gw != nil)
+		"debug", addrString(s.DebugAddr()), "gateway", s.gw != nil)
 	return nil
 }
 
@@ -487,6 +516,9 @@ func (s *Server) stop(ctx context.Context) error {
 	var cut atomic.Bool
 	if started {
 		s.log.Info("shutting down: draining requests in flight", "deadline", deadlineString(ctx))
+		if s.debugSrv != nil {
+			_ = s.debugSrv.Close() // profiles in progress are not requests to drain
+		}
 		var wg sync.WaitGroup
 		for _, srv := range []*http.Server{s.httpSrv, s.adminSrv} {
 			if srv == nil {

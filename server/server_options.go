@@ -66,6 +66,7 @@ type Option interface {
 type options struct {
 	httpAddr, grpcAddr, adminAddr string
 	adminSet                      bool
+	debugAddr                     string
 	files                         []string
 	pol                           *policy.Policy
 	redis                         redis.UniversalClient
@@ -144,6 +145,17 @@ func WithGRPCAddr(addr string) Option {
 // (":8082").
 func WithAdminAddr(addr string) Option {
 	return optionFunc(func(o *options) { o.adminAddr, o.adminSet = addr, addr != "" })
+}
+
+// WithDebugAddr serves Go's profiler (net/http/pprof: /debug/pprof/ and
+// its profiles) on a listener of its own at addr (a Server option), as
+// envoyproxy/ratelimit's debug port does. Bind it to a loopback address
+// or an otherwise private one: it shows the process's internals and can
+// keep a CPU busy. Its requests have no write timeout (a CPU profile runs
+// for as long as it asks), and Shutdown closes it at once rather than
+// waiting for them. The default, empty, serves no profiler.
+func WithDebugAddr(addr string) Option {
+	return optionFunc(func(o *options) { o.debugAddr = addr })
 }
 
 // WithPolicyFiles makes the Server load its policy from paths (a Server

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -623,6 +624,66 @@ func TestServerListenError(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", s.HTTPAddr().String(), time.Second); err == nil {
 		t.Error("the HTTP listener was left open after a failed Start")
+	}
+}
+
+// TestServerDebug: the profiler's listener; a port that is taken fails
+// Start; Shutdown does not wait for a CPU profile in progress.
+func TestServerDebug(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr(""), WithDebugAddr(l.Addr().String()), WithLogger(quietLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "debug listener") {
+		t.Fatalf("Start on a taken port: %v", err)
+	}
+
+	s = startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"))
+	if s.DebugAddr() == nil {
+		t.Fatal("no debug address")
+	}
+	// A CPU profile of 30 s is running when the Server shuts down. The
+	// Server is in this process: the profiler is taken once
+	// runtime/pprof cannot start another.
+	profile := func() chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err := http.Get("http://" + s.DebugAddr().String() + "/debug/pprof/profile?seconds=30")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		return done
+	}
+	done := profile()
+	deadline := time.Now().Add(10 * time.Second)
+	for pprof.StartCPUProfile(io.Discard) == nil {
+		pprof.StopCPUProfile()
+		select {
+		case <-done: // refused while this test held the profiler: again
+			done = profile()
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the profile did not start")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown during a profile: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Shutdown took %v: it waited for the profile", d)
 	}
 }
 

@@ -87,6 +87,7 @@ func (s *syncBuffer) String() string {
 // banner is what `admit serve` prints when it listens.
 type banner struct {
 	http, admin, grpc string // host:port
+	debug             string // host:port of the profiler
 	gateway           bool
 	try               string
 	text              string
@@ -97,6 +98,7 @@ var (
 	reAdmin = regexp.MustCompile(`(?m)^admit serve: admin .* on http://(\S+)$`)
 	reGRPC  = regexp.MustCompile(`(?m)^admit serve: gRPC .* on (\S+)$`)
 	reTry   = regexp.MustCompile(`(?m)^admit serve: try: (.*)$`)
+	reDebug = regexp.MustCompile(`(?m)^admit serve: profiler on http://(\S+)/debug/pprof/$`)
 )
 
 // parseBanner reads the addresses and the command to try from out.
@@ -115,6 +117,9 @@ func parseBanner(out string) (banner, bool) {
 	}
 	if m := reGRPC.FindStringSubmatch(out); m != nil {
 		b.grpc = m[1]
+	}
+	if m := reDebug.FindStringSubmatch(out); m != nil {
+		b.debug = m[1]
 	}
 	return b, true
 }

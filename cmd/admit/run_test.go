@@ -398,6 +398,39 @@ func TestServeGRPCOnly(t *testing.T) {
 	}
 }
 
+// TestServeDebug: --debug-addr (here from its variable) serves the
+// profiler on a listener of its own, and only there.
+func TestServeDebug(t *testing.T) {
+	s := runServe(t, map[string]string{"ADMIT_DEBUG_ADDR": "127.0.0.1:0"}, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	if s.debug == "" {
+		t.Fatalf("no profiler in the banner:\n%s", s.text)
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("http://" + s.debug + "/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("the profiler's index: %d %.200s", code, body)
+	}
+	if code, body := get("http://" + s.debug + "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("a profile: %d %.200s", code, body)
+	}
+	if code, _ := get("http://" + s.http + "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("the profiler on the HTTP listener: %d, want 404", code)
+	}
+	// Without it, none.
+	s = runServe(t, nil, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	if s.debug != "" {
+		t.Errorf("a profiler without --debug-addr: %s", s.debug)
+	}
+}
+
 func TestServeStartErrors(t *testing.T) {
 	bad := writeTemp(t, "bad.yaml", "domain: x\nrules:\n  - {name: a, match: k, rate: nope}\n")
 	_, errOut, code := runCmd(t, nil, "serve", "--config", bad, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")

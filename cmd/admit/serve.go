@@ -22,6 +22,7 @@ import (
 // serveConfig holds serve's flags.
 type serveConfig struct {
 	httpAddr, grpcAddr, adminAddr string
+	debugAddr                     string
 	config                        listFlag
 	redis                         string
 	upstream                      string
@@ -54,6 +55,7 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port; port 0 picks a free one; empty: no HTTP listener)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (empty: no gRPC listener)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on `ADDR`, as envoyproxy/ratelimit's debug port does;\nbind it to localhost: it shows the process's internals (default: none)")
 	c.config = listFlag{sep: ","}
 	fs.Var(&c.config, "config", "load the policy from `FILE`, admit's YAML format or envoyproxy/ratelimit's; a directory\nstands for its *.yaml and *.yml files; may repeat (the variable separates them with commas).\nDefault: the built-in policy")
 	fs.StringVar(&c.redis, "redis", "", "keep the rules' state in Redis at `URL`, shared by every instance on it:\nredis://[user:pass@]host:port[/db], rediss://... (TLS), unix:///path,\nredis+sentinel://sentinel:26379?master_name=NAME[&addr=sentinel2:26379],\nredis+cluster://node1:6379?addr=node2:6379&addr=node3:6379\n(default: in memory)")
@@ -151,6 +153,7 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		server.WithHTTPAddr(c.httpAddr),
 		server.WithGRPCAddr(c.grpcAddr),
 		server.WithAdminAddr(c.adminAddr),
+		server.WithDebugAddr(c.debugAddr),
 	}
 	if len(c.config.items) > 0 {
 		opts = append(opts, server.WithPolicyFiles(c.config.items...))
@@ -304,6 +307,9 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 	}
 	if a := srv.GRPCAddr(); a != nil {
 		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection) on %s\n", dialable(a))
+	}
+	if a := srv.DebugAddr(); a != nil {
+		fmt.Fprintf(w, "admit serve: profiler on http://%s/debug/pprof/\n", dialable(a))
 	}
 	if try := tryCommand(srv, c); try != "" {
 		fmt.Fprintf(w, "admit serve: try: %s\n", try)
