@@ -10,10 +10,10 @@ import (
 // as the Lease behind a slot of redisstore.ConcurrencyLimiter.Slots: a
 // holder that dies cannot keep the slots beyond the grant's lease. Renew
 // sets the grant to expire ttl from now (sooner than before, if so) and
-// reports whether it still held
-// what it was granted: false once it has expired or been released (too
-// late: its slots may have gone to another request). The error reports
-// that the store could not be told; the grant then keeps its old expiry.
+// reports whether it still held what it was granted: false once it has
+// expired or been released (too late: its slots may have gone to another
+// request). The error reports that the store could not be told; the grant
+// then keeps its old expiry.
 type Renewer interface {
 	Releaser
 	Renew(ctx context.Context, ttl time.Duration) (bool, error)
