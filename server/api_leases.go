@@ -453,13 +453,18 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 	return out, nil
 }
 
-// extendStored extends lease id in Redis (see WithLeaseStore): its slots
-// first, then its record.
+// extendStored extends lease id in Redis (see WithLeaseStore): its record
+// first, then its slots, so that a failure between the two leaves a record
+// outliving its slots (harmless: the next release or extension finds them
+// gone) rather than slots outliving the record that names them.
 func (l *Leases) extendStored(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
 	if l.store == nil || !isLeaseID(id) {
 		return Lease{}, ErrLeaseNotFound
 	}
 	leases, ok, err := l.store.LoadLeases(ctx, id)
+	if err == nil && ok {
+		ok, err = l.store.RenewLeases(ctx, id, ttl) // false: released meanwhile
+	}
 	if err != nil {
 		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
 	}
@@ -476,13 +481,6 @@ func (l *Leases) extendStored(ctx context.Context, id string, ttl time.Duration)
 			_ = l.releaseStored(ctx, id, ErrLeaseNotFound)
 			return Lease{}, ErrLeaseNotFound
 		}
-	}
-	ok, err = l.store.RenewLeases(ctx, id, ttl)
-	if err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
-	}
-	if !ok {
-		return Lease{}, ErrLeaseNotFound // released meanwhile
 	}
 	return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
 }

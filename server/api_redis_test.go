@@ -351,6 +351,28 @@ func TestAPIRedisSharedLeases(t *testing.T) {
 		t.Fatalf("release: %+v", r)
 	}
 
+	// Its slots vanish from Redis (as when they expired there) while its
+	// record stays: the next extension ends the lease.
+	gone := b.acquire(t, job)
+	if !gone.Allowed || gone.LeaseID == "" {
+		t.Fatalf("acquire: %+v", gone)
+	}
+	rc := srv.Client(t)
+	for _, pattern := range []string{"*:conc:*", "*:concw:*"} {
+		keys, err := rc.Keys(t.Context(), pattern).Result()
+		if err != nil || len(keys) == 0 {
+			t.Fatalf("keys %s: %v, %v", pattern, keys, err)
+		}
+		if err := rc.Del(t.Context(), keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apiWantError(t, c.post("/v1/extend", `{"lease_id":"`+gone.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	apiWantError(t, b.post("/v1/release", `{"lease_id":"`+gone.LeaseID+`"}`), http.StatusNotFound, apiCodeLeaseNotFound)
+	if keys := rc.Keys(t.Context(), "*leases:*").Val(); len(keys) != 0 {
+		t.Errorf("records left: %q", keys)
+	}
+
 	// Redis down: a release or extension of a lease kept there is refused
 	// with 503 and may be retried.
 	l4 := b.acquire(t, job)
