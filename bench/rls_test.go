@@ -37,8 +37,10 @@ package bench
 // first time) and when go, redis-server or the install are missing.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -155,7 +157,7 @@ func admitServe(b *testing.B) string {
 		"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":",
 		"--grpc-addr", grpcAddr, "--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b))),
 		"--reload-interval", "0", "--log-level", "error")
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = childLog(b, "admit serve")
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -266,7 +268,7 @@ func envoyRatelimit(b *testing.B) string {
 		"HOST=127.0.0.1", "PORT="+strconv.Itoa(freePort(b)),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(freePort(b)),
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort))
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = childLog(b, "envoyproxy/ratelimit")
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -276,6 +278,38 @@ func envoyRatelimit(b *testing.B) string {
 		_ = cmd.Wait()
 	})
 	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit")
+}
+
+// childLog returns a writer for a child process's stderr, which the
+// benchmark prints only if it fails (envoyproxy/ratelimit logs its start
+// at level info whatever LOG_LEVEL says, which would interleave with the
+// benchmark's lines).
+func childLog(b *testing.B, name string) io.Writer {
+	w := &lockedBuffer{}
+	b.Cleanup(func() {
+		if b.Failed() {
+			b.Logf("%s's stderr:\n%s", name, w.String())
+		}
+	})
+	return w
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // waitRLS waits until the RLS named name at target answers with a limit,
