@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Server is admit's rate-limit service, what `admit serve` runs: a
@@ -64,6 +66,7 @@ type Server struct {
 	store   *redisstore.Store
 	reg     *prometheus.Registry
 	obs     *promlimit.Observer
+	tls     *tlsFiles // WithTLS, or nil
 	cfg     *configMetrics
 	gw      *Gateway
 	api     *API
@@ -121,6 +124,9 @@ func New(opts ...Option) (*Server, error) {
 	case o.upstream != nil && o.httpAddr == "":
 		return nil, fmt.Errorf("%w: WithUpstream needs the HTTP listener, and its address is empty", ErrInvalidOption)
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") || (o.clientCA != "" && o.tlsCert == "") {
+		return nil, fmt.Errorf("%w: WithTLS(%q, %q), WithClientCA(%q): %v", ErrInvalidOption, o.tlsCert, o.tlsKey, o.clientCA, errTLSIncomplete)
+	}
 	if o.upstream != nil && !o.adminSet {
 		o.adminAddr = DefaultGatewayAdminAddr
 	}
@@ -132,6 +138,7 @@ func New(opts ...Option) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{o: o, log: log, errc: make(chan error, 4), quit: make(chan struct{})}
+	var err error
 	ok := false
 	defer func() {
 		if !ok {
@@ -142,12 +149,16 @@ func New(opts ...Option) (*Server, error) {
 		}
 	}()
 
+	if o.tlsCert != "" {
+		if s.tls, err = newTLSFiles(o.tlsCert, o.tlsKey, o.clientCA, log); err != nil {
+			return nil, err
+		}
+	}
 	s.reg = o.reg
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	var err error
 	if s.obs, err = promlimit.New(s.reg); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
 	}
@@ -292,6 +303,13 @@ func (s *Server) buildListeners() error {
 	if o.adminAddr != "" {
 		s.adminSrv = s.newHTTPServer(admin)
 	}
+	if s.tls != nil {
+		for _, srv := range []*http.Server{s.httpSrv, s.adminSrv} {
+			if srv != nil {
+				srv.TLSConfig = s.tls.config("h2", "http/1.1")
+			}
+		}
+	}
 	if o.debugAddr != "" {
 		s.debugSrv = s.newHTTPServer(debugHandler())
 		s.debugSrv.ReadTimeout, s.debugSrv.WriteTimeout = 0, 0
@@ -301,7 +319,12 @@ func (s *Server) buildListeners() error {
 		// instead of a new goroutine (and stack growth) per call; on the
 		// RLS benchmark it takes the in-memory server from about 33k to
 		// about 55k checks/s on 2 cores (bench/RESULTS.md).
-		s.grpcSrv = grpc.NewServer(append(GRPCServerOptions(), grpc.MaxRecvMsgSize(int(o.maxBody)), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
+		gopts := append(GRPCServerOptions(), grpc.MaxRecvMsgSize(int(o.maxBody)), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: o.connAge, MaxConnectionAgeGrace: o.connAgeGrace}))
+		if s.tls != nil {
+			gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.tls.config("h2"))))
+		}
+		s.grpcSrv = grpc.NewServer(gopts...)
 		if err := s.registerGRPC(s.grpcSrv); err != nil {
 			return err
 		}
@@ -405,7 +428,11 @@ func (s *Server) Start() error {
 	s.state = stateStarted
 	serveHTTP := func(srv *http.Server, l net.Listener, name string) {
 		defer s.wg.Done()
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if srv.TLSConfig != nil {
+			serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
+		}
+		if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.fail(fmt.Errorf("server: %s listener: %w", name, err))
 		}
 	}

@@ -53,6 +53,12 @@ const (
 	// DefaultUpstreamTimeout is the default time the gateway waits for
 	// the header of the upstream's response (see WithUpstreamTimeout).
 	DefaultUpstreamTimeout = 30 * time.Second
+	// DefaultGRPCMaxConnectionAge and DefaultGRPCMaxConnectionAgeGrace
+	// are the default age of a gRPC connection at which the server asks
+	// the client to reconnect, and the time it then gives the calls in
+	// flight (see WithGRPCMaxConnectionAge): envoyproxy/ratelimit's.
+	DefaultGRPCMaxConnectionAge      = 24 * time.Hour
+	DefaultGRPCMaxConnectionAgeGrace = time.Hour
 )
 
 // Option configures a Server (New) or a Gateway (NewGateway). Each
@@ -67,6 +73,8 @@ type options struct {
 	httpAddr, grpcAddr, adminAddr string
 	adminSet                      bool
 	debugAddr                     string
+	tlsCert, tlsKey, clientCA     string
+	connAge, connAgeGrace         time.Duration
 	files                         []string
 	pol                           *policy.Policy
 	redis                         redis.UniversalClient
@@ -108,6 +116,9 @@ func defaultOptions() options {
 		idle:        DefaultIdleTimeout,
 		dialTimeout: DefaultUpstreamDialTimeout,
 		respTimeout: DefaultUpstreamTimeout,
+
+		connAge:      DefaultGRPCMaxConnectionAge,
+		connAgeGrace: DefaultGRPCMaxConnectionAgeGrace,
 	}
 }
 
@@ -145,6 +156,45 @@ func WithGRPCAddr(addr string) Option {
 // (":8082").
 func WithAdminAddr(addr string) Option {
 	return optionFunc(func(o *options) { o.adminAddr, o.adminSet = addr, addr != "" })
+}
+
+// WithTLS serves the HTTP listeners (the API, the gateway, the admin
+// listener) and the gRPC listener over TLS 1.2 or later (a Server option),
+// with the certificate chain and private key of the PEM files certFile and
+// keyFile. The files are read at New, which fails on files that do not
+// load, and again when they change (their size or modification time,
+// looked at on a handshake at most once a second), so that a rotated
+// certificate serves the next connections without a restart; a change
+// that does not load keeps the files in force and is logged. The debug
+// listener (WithDebugAddr) stays plain. The default is no TLS.
+func WithTLS(certFile, keyFile string) Option {
+	return optionFunc(func(o *options) { o.tlsCert, o.tlsKey = certFile, keyFile })
+}
+
+// WithClientCA makes the TLS listeners of WithTLS require a client
+// certificate signed by one of the certificate authorities of the PEM file
+// caFile (mutual TLS; a Server option), reloaded as WithTLS's files are.
+// It needs WithTLS. The default is none: clients need no certificate.
+func WithClientCA(caFile string) Option {
+	return optionFunc(func(o *options) { o.clientCA = caFile })
+}
+
+// WithGRPCMaxConnectionAge makes the gRPC server ask each client
+// connection to go away once it is age old (a GOAWAY, with random jitter
+// of 10%), and close it grace later (a Server option), so that clients
+// holding long-lived connections, as Envoy does, reconnect and spread over
+// the instances behind a load balancer (envoyproxy/ratelimit's
+// GRPC_MAX_CONNECTION_AGE and _GRACE). The defaults are
+// DefaultGRPCMaxConnectionAge and DefaultGRPCMaxConnectionAgeGrace; an age
+// of 0 keeps connections forever. Negative durations are an error.
+func WithGRPCMaxConnectionAge(age, grace time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if age < 0 || grace < 0 {
+			o.fail("WithGRPCMaxConnectionAge(%v, %v): negative duration", age, grace)
+			return
+		}
+		o.connAge, o.connAgeGrace = age, grace
+	})
 }
 
 // WithDebugAddr serves Go's profiler (net/http/pprof: /debug/pprof/ and

@@ -94,8 +94,8 @@ type banner struct {
 }
 
 var (
-	reHTTP  = regexp.MustCompile(`(?m)^admit serve: (HTTP API|gateway to \S+) on http://(\S+)$`)
-	reAdmin = regexp.MustCompile(`(?m)^admit serve: admin .* on http://(\S+)$`)
+	reHTTP  = regexp.MustCompile(`(?m)^admit serve: (HTTP API|gateway to \S+) on https?://(\S+)$`)
+	reAdmin = regexp.MustCompile(`(?m)^admit serve: admin .* on https?://(\S+)$`)
 	reGRPC  = regexp.MustCompile(`(?m)^admit serve: gRPC .* on (\S+)$`)
 	reTry   = regexp.MustCompile(`(?m)^admit serve: try: (.*)$`)
 	reDebug = regexp.MustCompile(`(?m)^admit serve: profiler on http://(\S+)/debug/pprof/$`)

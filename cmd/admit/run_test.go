@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/admit-go/admit/internal/testpki"
 )
 
 // runCmd runs a command in-process and returns its outputs and exit
@@ -108,6 +111,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--domain", "api"}, nil, "only with --upstream"},
 		{[]string{"serve", "--descriptor", "k=path", "--trusted-proxies", "10.0.0.0/8"}, nil, "--descriptor, --trusted-proxies: only with --upstream"},
 		{[]string{"serve", "--key-prefix", strings.Repeat("p", 1000)}, nil, "--key-prefix"},
+		{[]string{"serve", "--tls-cert", "c.pem"}, nil, "--tls-cert (ADMIT_TLS_CERT) and --tls-key (ADMIT_TLS_KEY) go together"},
+		{[]string{"serve"}, map[string]string{"ADMIT_TLS_KEY": "k.pem"}, "--tls-cert (ADMIT_TLS_CERT) and --tls-key"},
+		{[]string{"serve", "--tls-client-ca", "ca.pem"}, nil, "--tls-client-ca (ADMIT_TLS_CLIENT_CA): needs --tls-cert"},
+		{[]string{"serve", "--grpc-max-connection-age", "-1s"}, nil, "--grpc-max-connection-age"},
+		{[]string{"serve"}, map[string]string{"ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE": "later"}, "ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE"},
 		{[]string{"check-config"}, nil, "no files"},
 		{[]string{"check-config", "--format", "xml", "f"}, nil, `invalid value "xml" for flag -format`},
 	} {
@@ -428,6 +436,42 @@ func TestServeDebug(t *testing.T) {
 	s = runServe(t, nil, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
 	if s.debug != "" {
 		t.Errorf("a profiler without --debug-addr: %s", s.debug)
+	}
+}
+
+// TestServeTLS: --tls-cert, --tls-key and --tls-client-ca serve the API
+// over mutual TLS; the banner says so and its command names what a client
+// needs; files that do not load stop admit serve.
+func TestServeTLS(t *testing.T) {
+	p := testpki.New(t)
+	s := runServe(t, nil, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0",
+		"--tls-cert", p.CertFile, "--tls-key", p.KeyFile, "--tls-client-ca", p.CAFile)
+	if !strings.Contains(s.text, "HTTP API on https://") || !strings.Contains(s.text, "reflection, mutual TLS) on") {
+		t.Errorf("banner:\n%s", s.text)
+	}
+	if !strings.HasPrefix(s.try, "curl -sk --cert client.pem --key client-key.pem -H 'Content-Type: application/json' -d '{\"domain\":\"api\"") ||
+		!strings.HasSuffix(s.try, " https://"+s.http+"/v1/check") {
+		t.Errorf("try: %s", s.try)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool, Certificates: []tls.Certificate{p.Client}}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Post("https://"+s.http+"/v1/check", "application/json",
+		strings.NewReader(`{"domain":"api","descriptors":[{"entries":[{"key":"generic_key","value":"demo"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"allowed":true`) {
+		t.Errorf("check over mutual TLS: %d %s", resp.StatusCode, body)
+	}
+	if cn, err := p.PeerCN(t, s.grpc); err == nil {
+		t.Errorf("gRPC without a client certificate: served by %q", cn)
+	}
+
+	_, errOut, code := runCmd(t, nil, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "", "--tls-cert", p.CertFile, "--tls-key", p.CAFile)
+	if code != exitFailure || !strings.Contains(errOut, p.CAFile) {
+		t.Errorf("a key that is not the certificate's: %d %q", code, errOut)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 type serveConfig struct {
 	httpAddr, grpcAddr, adminAddr string
 	debugAddr                     string
+	tlsCert, tlsKey, tlsClientCA  string
+	connAge, connAgeGrace         time.Duration
 	config                        listFlag
 	redis                         string
 	upstream                      string
@@ -56,6 +58,11 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (empty: no gRPC listener)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on `ADDR`, as envoyproxy/ratelimit's debug port does;\nbind it to localhost: it shows the process's internals (default: none)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTP and gRPC over TLS with the certificate chain in the PEM `FILE` (with --tls-key);\nre-read when it changes (default: no TLS)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM `FILE`")
+	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "require client certificates signed by a CA of the PEM `FILE` (mutual TLS; needs --tls-cert)")
+	fs.DurationVar(&c.connAge, "grpc-max-connection-age", server.DefaultGRPCMaxConnectionAge, "ask gRPC clients to reconnect once their connection is `DURATION` old, so that they spread\nover the instances (0: never)")
+	fs.DurationVar(&c.connAgeGrace, "grpc-max-connection-age-grace", server.DefaultGRPCMaxConnectionAgeGrace, "then close the connection `DURATION` later")
 	c.config = listFlag{sep: ","}
 	fs.Var(&c.config, "config", "load the policy from `FILE`, admit's YAML format or envoyproxy/ratelimit's; a directory\nstands for its *.yaml and *.yml files; may repeat (the variable separates them with commas).\nDefault: the built-in policy")
 	fs.StringVar(&c.redis, "redis", "", "keep the rules' state in Redis at `URL`, shared by every instance on it:\nredis://[user:pass@]host:port[/db], rediss://... (TLS), unix:///path,\nredis+sentinel://sentinel:26379?master_name=NAME[&addr=sentinel2:26379],\nredis+cluster://node1:6379?addr=node2:6379&addr=node3:6379\n(default: in memory)")
@@ -154,7 +161,19 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		server.WithGRPCAddr(c.grpcAddr),
 		server.WithAdminAddr(c.adminAddr),
 		server.WithDebugAddr(c.debugAddr),
+		server.WithTLS(c.tlsCert, c.tlsKey),
+		server.WithClientCA(c.tlsClientCA),
 	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, cleanup, usageErrorf("--tls-cert (%s) and --tls-key (%s) go together", envName("tls-cert"), envName("tls-key"))
+	}
+	if c.tlsClientCA != "" && c.tlsCert == "" {
+		return nil, cleanup, bad("tls-client-ca", errors.New("needs --tls-cert and --tls-key"))
+	}
+	if c.connAge < 0 || c.connAgeGrace < 0 {
+		return nil, cleanup, usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
+	}
+	opts = append(opts, server.WithGRPCMaxConnectionAge(c.connAge, c.connAgeGrace))
 	if len(c.config.items) > 0 {
 		opts = append(opts, server.WithPolicyFiles(c.config.items...))
 	}
@@ -295,18 +314,25 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 		}
 	}
 	fmt.Fprintf(w, "admit serve: policy %s, %s\n", policyText, store)
+	scheme, grpcTLS := "http", ""
+	if c.tlsCert != "" {
+		scheme, grpcTLS = "https", ", TLS"
+		if c.tlsClientCA != "" {
+			grpcTLS = ", mutual TLS"
+		}
+	}
 	if a := srv.HTTPAddr(); a != nil {
 		if srv.Gateway() != nil {
-			fmt.Fprintf(w, "admit serve: gateway to %s on http://%s\n", c.upstream, dialable(a))
+			fmt.Fprintf(w, "admit serve: gateway to %s on %s://%s\n", c.upstream, scheme, dialable(a))
 		} else {
-			fmt.Fprintf(w, "admit serve: HTTP API on http://%s\n", dialable(a))
+			fmt.Fprintf(w, "admit serve: HTTP API on %s://%s\n", scheme, dialable(a))
 		}
 	}
 	if a := srv.AdminAddr(); a != nil {
-		fmt.Fprintf(w, "admit serve: admin (HTTP API, /healthz, /readyz, /metrics) on http://%s\n", dialable(a))
+		fmt.Fprintf(w, "admit serve: admin (HTTP API, /healthz, /readyz, /metrics) on %s://%s\n", scheme, dialable(a))
 	}
 	if a := srv.GRPCAddr(); a != nil {
-		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection) on %s\n", dialable(a))
+		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection%s) on %s\n", grpcTLS, dialable(a))
 	}
 	if a := srv.DebugAddr(); a != nil {
 		fmt.Fprintf(w, "admit serve: profiler on http://%s/debug/pprof/\n", dialable(a))
@@ -320,8 +346,19 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 // the gateway, or of /v1/check, or a grpcurl of ShouldRateLimit, with a
 // descriptor a rule of the policy matches.
 func tryCommand(srv *server.Server, c *serveConfig) string {
+	// With TLS: skip verification (-k, -insecure), which a local try of
+	// a certificate not issued for this address needs; with mutual TLS,
+	// name the client's files.
+	curl, grpcurl, scheme := "curl -s", "grpcurl -plaintext", "http://"
+	if c.tlsCert != "" {
+		curl, grpcurl, scheme = "curl -sk", "grpcurl -insecure", "https://"
+		if c.tlsClientCA != "" {
+			curl += " --cert client.pem --key client-key.pem"
+			grpcurl += " -cert client.pem -key client-key.pem"
+		}
+	}
 	if srv.Gateway() != nil {
-		return "curl -i http://" + dialable(srv.HTTPAddr()) + "/"
+		return strings.Replace(curl, " -s", " -i", 1) + " " + scheme + dialable(srv.HTTPAddr()) + "/"
 	}
 	d := sample{"api", "generic_key", "demo"}
 	if len(c.config.items) > 0 {
@@ -339,13 +376,13 @@ func tryCommand(srv *server.Server, c *serveConfig) string {
 	}
 	switch {
 	case api != nil && plain:
-		return "curl -s -H 'Content-Type: application/json' -d '" + body + "' http://" + dialable(api) + "/v1/check"
+		return curl + " -H 'Content-Type: application/json' -d '" + body + "' " + scheme + dialable(api) + "/v1/check"
 	case api != nil:
-		return "curl -s http://" + dialable(api) + "/readyz"
+		return curl + " " + scheme + dialable(api) + "/readyz"
 	case srv.GRPCAddr() != nil && plain:
-		return "grpcurl -plaintext -d '" + body + "' " + dialable(srv.GRPCAddr()) + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+		return grpcurl + " -d '" + body + "' " + dialable(srv.GRPCAddr()) + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 	case srv.GRPCAddr() != nil:
-		return "grpcurl -plaintext " + dialable(srv.GRPCAddr()) + " grpc.health.v1.Health/Check"
+		return grpcurl + " " + dialable(srv.GRPCAddr()) + " grpc.health.v1.Health/Check"
 	}
 	return ""
 }

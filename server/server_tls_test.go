@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit/internal/testpki"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// TestServerTLS: HTTPS (HTTP/2) and gRPC over TLS with the files of
+// WithTLS; plain clients are refused.
+func TestServerTLS(t *testing.T) {
+	p := testpki.New(t)
+	s := startServer(t, WithTLS(p.CertFile, p.KeyFile))
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool}, ForceAttemptHTTP2: true}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + s.HTTPAddr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/2.0" {
+		t.Errorf("GET /healthz over TLS: %d %s", resp.StatusCode, resp.Proto)
+	}
+	if resp, err := http.Get("http://" + s.HTTPAddr().String() + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("a plain HTTP request to the TLS listener was served")
+		}
+	}
+
+	check := func(creds credentials.TransportCredentials) error {
+		cc, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(creds))
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil && r.Status != healthpb.HealthCheckResponse_SERVING {
+			err = errors.New(r.Status.String())
+		}
+		return err
+	}
+	if err := check(credentials.NewTLS(&tls.Config{RootCAs: p.Pool})); err != nil {
+		t.Errorf("gRPC health over TLS: %v", err)
+	}
+	if err := check(insecure.NewCredentials()); err == nil {
+		t.Error("a plaintext gRPC call to the TLS listener was served")
+	}
+}
+
+// TestServerMutualTLS: WithClientCA refuses clients without a certificate
+// of the CA, on HTTP and gRPC alike.
+func TestServerMutualTLS(t *testing.T) {
+	p := testpki.New(t)
+	s := startServer(t, WithTLS(p.CertFile, p.KeyFile), WithClientCA(p.CAFile))
+	for name, addr := range map[string]string{"HTTP": s.HTTPAddr().String(), "gRPC": s.GRPCAddr().String()} {
+		if _, err := p.PeerCN(t, addr); err == nil {
+			t.Errorf("%s: a client without a certificate was served", name)
+		}
+		if cn, err := p.PeerCN(t, addr, p.Client); err != nil || cn != "server" {
+			t.Errorf("%s with a client certificate: %q, %v", name, cn, err)
+		}
+	}
+	// A certificate of another CA is refused.
+	other := testpki.New(t)
+	if _, err := p.PeerCN(t, s.HTTPAddr().String(), other.Client); err == nil {
+		t.Error("a client certificate of another CA was accepted")
+	}
+}
+
+// TestServerTLSRotation: new files serve the next connections; files that
+// do not load keep the ones in force, logged once.
+func TestServerTLSRotation(t *testing.T) {
+	p := testpki.New(t)
+	var logs lockedBuffer
+	s := startServer(t, WithTLS(p.CertFile, p.KeyFile), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	var mu sync.Mutex
+	now := time.Now()
+	s.tls.now = func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(2 * time.Second); return now }
+	addr := s.HTTPAddr().String()
+	if cn, err := p.PeerCN(t, addr); err != nil || cn != "server" {
+		t.Fatalf("before: %q, %v", cn, err)
+	}
+	p.Issue(t, "rotated", p.CertFile, p.KeyFile)
+	if cn, err := p.PeerCN(t, addr); err != nil || cn != "rotated" {
+		t.Fatalf("after the rotation: %q, %v", cn, err)
+	}
+	if !strings.Contains(logs.String(), "TLS files reloaded") {
+		t.Errorf("the reload was not logged:\n%s", logs.String())
+	}
+	if err := os.WriteFile(p.KeyFile, []byte("half a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if cn, err := p.PeerCN(t, addr); err != nil || cn != "rotated" {
+			t.Fatalf("with a broken key: %q, %v; want the rotated certificate still", cn, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "do not load"); n != 1 {
+		t.Errorf("the broken files were logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestServerTLSErrors: files that do not load, a key without its
+// certificate, a client CA without TLS.
+func TestServerTLSErrors(t *testing.T) {
+	p := testpki.New(t)
+	missing := filepath.Join(p.Dir, "missing.pem")
+	garbage := filepath.Join(p.Dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		opts []Option
+		want string
+	}{
+		"missing key":    {[]Option{WithTLS(p.CertFile, missing)}, missing},
+		"garbage cert":   {[]Option{WithTLS(garbage, p.KeyFile)}, garbage},
+		"key only":       {[]Option{WithTLS("", p.KeyFile)}, "certificate"},
+		"CA without":     {[]Option{WithClientCA(p.CAFile)}, "certificate"},
+		"garbage CA":     {[]Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(garbage)}, garbage},
+		"missing CA":     {[]Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(missing)}, missing},
+		"negative age":   {[]Option{WithGRPCMaxConnectionAge(-time.Second, 0)}, "negative"},
+		"negative grace": {[]Option{WithGRPCMaxConnectionAge(time.Hour, -1)}, "negative"},
+	} {
+		_, err := New(append([]Option{WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithLogger(quietLogger(t))}, c.opts...)...)
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInvalidOption naming %q", name, err, c.want)
+		}
+	}
+}
+
+// TestServerGRPCMaxConnectionAge: the server asks a client connection to
+// go away once it is WithGRPCMaxConnectionAge old, and the client
+// reconnects.
+func TestServerGRPCMaxConnectionAge(t *testing.T) {
+	s := startServer(t, WithHTTPAddr(""), WithGRPCMaxConnectionAge(100*time.Millisecond, 50*time.Millisecond))
+	cc, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	health := healthpb.NewHealthClient(cc)
+	if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if cc.GetState() != connectivity.Ready {
+		t.Fatalf("state %v, want READY", cc.GetState())
+	}
+	if !cc.WaitForStateChange(ctx, connectivity.Ready) {
+		t.Fatal("the connection stayed READY past its maximum age")
+	}
+	if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("a call after the server closed the old connection: %v", err)
+	}
+}
