@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -394,7 +395,7 @@ func (s *Server) Start() error {
 	}
 	var lns []net.Listener
 	listen := func(addr string) (net.Listener, error) {
-		l, err := net.Listen("tcp", addr)
+		l, err := listenAddr(addr)
 		if err != nil {
 			for _, l := range lns {
 				_ = l.Close()
@@ -605,4 +606,34 @@ func deadlineString(ctx context.Context) string {
 		return "none"
 	}
 	return time.Until(d).Round(time.Millisecond).String()
+}
+
+// listenAddr binds addr: "host:port" over TCP, or "unix:PATH" (also
+// "unix://PATH") on a Unix socket, after removing a socket file that a
+// process which did not close it left at PATH (one nobody answers on).
+func listenAddr(addr string) (net.Listener, error) {
+	path, ok := unixPath(addr)
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			_ = c.Close()
+		} else {
+			_ = os.Remove(path) // stale
+		}
+	}
+	return net.Listen("unix", path)
+}
+
+// unixPath returns the path of a "unix:PATH" or "unix://PATH" address.
+func unixPath(addr string) (string, bool) {
+	rest, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return "", false
+	}
+	if p, ok := strings.CutPrefix(rest, "//"); ok {
+		rest = p
+	}
+	return rest, rest != ""
 }

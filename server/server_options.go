@@ -134,9 +134,13 @@ func (o *options) fail(format string, args ...any) {
 
 // WithHTTPAddr sets the address the HTTP listener binds (a Server
 // option): "host:port", ":port", or port 0 for a free port (the bound
-// address is then HTTPAddr's). It serves the HTTP API, or, with
-// WithUpstream, the gateway. "" disables the HTTP listener. The default is
-// DefaultHTTPAddr (":8080").
+// address is then HTTPAddr's), or "unix:PATH" (also "unix://PATH") for a
+// Unix socket, which replaces a socket file nobody answers on and is
+// removed at Close. It serves the HTTP API, or, with WithUpstream, the
+// gateway (which knows no client address on a Unix socket: client_ip
+// descriptors are then missing). "" disables the HTTP listener. The
+// default is DefaultHTTPAddr (":8080"). The other listeners take the same
+// forms.
 func WithHTTPAddr(addr string) Option {
 	return optionFunc(func(o *options) { o.httpAddr = addr })
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -171,5 +172,71 @@ func TestServerGRPCMaxConnectionAge(t *testing.T) {
 	}
 	if _, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("a call after the server closed the old connection: %v", err)
+	}
+}
+
+// TestServerUnixSockets: "unix:PATH" and "unix://PATH" listeners; a stale
+// socket file is replaced, a live one is not; Close removes the files.
+func TestServerUnixSockets(t *testing.T) {
+	dir := t.TempDir()
+	httpPath, grpcPath := filepath.Join(dir, "http.sock"), filepath.Join(dir, "grpc.sock")
+	// A socket file left by a process that died.
+	stale, err := net.Listen("unix", httpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	s, err := New(WithHTTPAddr("unix:"+httpPath), WithGRPCAddr("unix://"+grpcPath), WithLogger(quietLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.HTTPAddr(); a.Network() != "unix" || a.String() != httpPath {
+		t.Errorf("HTTPAddr %s %s", a.Network(), a)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", httpPath)
+	}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://localhost/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz on the Unix socket: %d", resp.StatusCode)
+	}
+	cc, err := grpc.NewClient("unix:"+grpcPath, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("gRPC health on the Unix socket: %v, %v", r, err)
+	}
+
+	// A socket another server answers on is not taken over.
+	s2, err := New(WithHTTPAddr("unix:"+httpPath), WithGRPCAddr(""), WithLogger(quietLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Start(); err == nil {
+		t.Error("a second server took over a live socket")
+	}
+	_ = s2.Close()
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{httpPath, grpcPath} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after Close: %v", p, err)
+		}
 	}
 }

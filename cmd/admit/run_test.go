@@ -475,6 +475,24 @@ func TestServeTLS(t *testing.T) {
 	}
 }
 
+// TestServeUnixSockets: listeners on Unix sockets, named so in the banner,
+// and a command to try that reaches them.
+func TestServeUnixSockets(t *testing.T) {
+	dir := t.TempDir()
+	h, g := filepath.Join(dir, "h.sock"), filepath.Join(dir, "g.sock")
+	s := runServe(t, nil, nil, "--http-addr", "unix:"+h, "--grpc-addr", "unix://"+g)
+	if !strings.Contains(s.text, "HTTP API on unix:"+h+"\n") || !strings.Contains(s.text, "reflection) on unix:"+g+"\n") {
+		t.Errorf("banner:\n%s", s.text)
+	}
+	if !strings.HasSuffix(s.try, "' --unix-socket "+h+" http://localhost/v1/check") {
+		t.Errorf("try: %s", s.try)
+	}
+	s = runServe(t, nil, nil, "--http-addr", "", "--grpc-addr", "unix:"+filepath.Join(dir, "g2.sock"))
+	if !strings.Contains(s.try, "grpcurl -plaintext -d '") || !strings.Contains(s.try, "' -unix "+filepath.Join(dir, "g2.sock")+" envoy.service") {
+		t.Errorf("try: %s", s.try)
+	}
+}
+
 func TestServeStartErrors(t *testing.T) {
 	bad := writeTemp(t, "bad.yaml", "domain: x\nrules:\n  - {name: a, match: k, rate: nope}\n")
 	_, errOut, code := runCmd(t, nil, "serve", "--config", bad, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")

@@ -54,8 +54,8 @@ server/default.yaml) in memory. It prints the addresses it listens on and a
 command to try. SIGHUP reloads the policy files, as does a change of them;
 SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs := cmd.fs
-	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port; port 0 picks a free one; empty: no HTTP listener)")
-	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (empty: no gRPC listener)")
+	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port, port 0 picking a free one, or unix:PATH; empty: no HTTP listener)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (host:port or unix:PATH; empty: no gRPC listener)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on `ADDR`, as envoyproxy/ratelimit's debug port does;\nbind it to localhost: it shows the process's internals (default: none)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTP and gRPC over TLS with the certificate chain in the PEM `FILE` (with --tls-key);\nre-read when it changes (default: no TLS)")
@@ -323,19 +323,19 @@ func printBanner(w io.Writer, srv *server.Server, c *serveConfig) {
 	}
 	if a := srv.HTTPAddr(); a != nil {
 		if srv.Gateway() != nil {
-			fmt.Fprintf(w, "admit serve: gateway to %s on %s://%s\n", c.upstream, scheme, dialable(a))
+			fmt.Fprintf(w, "admit serve: gateway to %s on %s\n", c.upstream, where(scheme, a))
 		} else {
-			fmt.Fprintf(w, "admit serve: HTTP API on %s://%s\n", scheme, dialable(a))
+			fmt.Fprintf(w, "admit serve: HTTP API on %s\n", where(scheme, a))
 		}
 	}
 	if a := srv.AdminAddr(); a != nil {
-		fmt.Fprintf(w, "admit serve: admin (HTTP API, /healthz, /readyz, /metrics) on %s://%s\n", scheme, dialable(a))
+		fmt.Fprintf(w, "admit serve: admin (HTTP API, /healthz, /readyz, /metrics) on %s\n", where(scheme, a))
 	}
 	if a := srv.GRPCAddr(); a != nil {
-		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection%s) on %s\n", grpcTLS, dialable(a))
+		fmt.Fprintf(w, "admit serve: gRPC (Envoy RLS v3, admit.v1, health, reflection%s) on %s\n", grpcTLS, where("", a))
 	}
 	if a := srv.DebugAddr(); a != nil {
-		fmt.Fprintf(w, "admit serve: profiler on http://%s/debug/pprof/\n", dialable(a))
+		fmt.Fprintf(w, "admit serve: profiler on %s/debug/pprof/\n", where("http", a))
 	}
 	if try := tryCommand(srv, c); try != "" {
 		fmt.Fprintf(w, "admit serve: try: %s\n", try)
@@ -349,16 +349,16 @@ func tryCommand(srv *server.Server, c *serveConfig) string {
 	// With TLS: skip verification (-k, -insecure), which a local try of
 	// a certificate not issued for this address needs; with mutual TLS,
 	// name the client's files.
-	curl, grpcurl, scheme := "curl -s", "grpcurl -plaintext", "http://"
+	curl, grpcurl, scheme := "curl -s", "grpcurl -plaintext", "http"
 	if c.tlsCert != "" {
-		curl, grpcurl, scheme = "curl -sk", "grpcurl -insecure", "https://"
+		curl, grpcurl, scheme = "curl -sk", "grpcurl -insecure", "https"
 		if c.tlsClientCA != "" {
 			curl += " --cert client.pem --key client-key.pem"
 			grpcurl += " -cert client.pem -key client-key.pem"
 		}
 	}
 	if srv.Gateway() != nil {
-		return strings.Replace(curl, " -s", " -i", 1) + " " + scheme + dialable(srv.HTTPAddr()) + "/"
+		return strings.Replace(curl, " -s", " -i", 1) + curlURL(scheme, srv.HTTPAddr(), "/")
 	}
 	d := sample{"api", "generic_key", "demo"}
 	if len(c.config.items) > 0 {
@@ -376,13 +376,13 @@ func tryCommand(srv *server.Server, c *serveConfig) string {
 	}
 	switch {
 	case api != nil && plain:
-		return curl + " -H 'Content-Type: application/json' -d '" + body + "' " + scheme + dialable(api) + "/v1/check"
+		return curl + " -H 'Content-Type: application/json' -d '" + body + "'" + curlURL(scheme, api, "/v1/check")
 	case api != nil:
-		return curl + " " + scheme + dialable(api) + "/readyz"
+		return curl + curlURL(scheme, api, "/readyz")
 	case srv.GRPCAddr() != nil && plain:
-		return grpcurl + " -d '" + body + "' " + dialable(srv.GRPCAddr()) + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+		return grpcurl + " -d '" + body + "'" + grpcurlTarget(srv.GRPCAddr()) + " envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 	case srv.GRPCAddr() != nil:
-		return grpcurl + " " + dialable(srv.GRPCAddr()) + " grpc.health.v1.Health/Check"
+		return grpcurl + grpcurlTarget(srv.GRPCAddr()) + " grpc.health.v1.Health/Check"
 	}
 	return ""
 }
@@ -417,6 +417,36 @@ func sampleDescriptor(p *policy.Policy) (sample, bool) {
 
 // dialable returns a listener's address as a client would dial it: an
 // unspecified host (":8080", "[::]:8080") becomes localhost.
+// where names the address a listener is bound to for people: scheme://
+// host:port (no scheme: host:port) over TCP, unix:PATH on a Unix socket.
+func where(scheme string, a net.Addr) string {
+	if a.Network() == "unix" {
+		return "unix:" + a.String()
+	}
+	if scheme == "" {
+		return dialable(a)
+	}
+	return scheme + "://" + dialable(a)
+}
+
+// curlURL returns curl's arguments reaching path on the HTTP listener at
+// a, with a leading space.
+func curlURL(scheme string, a net.Addr, path string) string {
+	if a.Network() == "unix" {
+		return " --unix-socket " + a.String() + " " + scheme + "://localhost" + path
+	}
+	return " " + scheme + "://" + dialable(a) + path
+}
+
+// grpcurlTarget returns grpcurl's arguments reaching the gRPC listener at
+// a, with a leading space.
+func grpcurlTarget(a net.Addr) string {
+	if a.Network() == "unix" {
+		return " -unix " + a.String()
+	}
+	return " " + dialable(a)
+}
+
 func dialable(a net.Addr) string {
 	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
