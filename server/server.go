@@ -152,7 +152,7 @@ func New(opts ...Option) (*Server, error) {
 
 	if o.tlsCert != "" {
 		if s.tls, err = newTLSFiles(o.tlsCert, o.tlsKey, o.clientCA, log); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
 		}
 	}
 	s.reg = o.reg

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -76,7 +78,80 @@ func (k RedisKind) String() string {
 //
 // NewRedisClient does not connect: the first command does. The error
 // wraps ErrInvalidRedisURL; it never quotes the URL's password.
-func NewRedisClient(rawURL string) (redis.UniversalClient, RedisKind, error) {
+func NewRedisClient(rawURL string, opts ...RedisOption) (redis.UniversalClient, RedisKind, error) {
+	var ro redisOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyRedis(&ro)
+		}
+	}
+	return newRedisClient(rawURL, &ro)
+}
+
+// RedisOption configures NewRedisClient beyond its URL.
+type RedisOption interface {
+	applyRedis(*redisOptions)
+}
+
+type redisOptions struct {
+	ca, cert, key string
+	log           *slog.Logger
+}
+
+type redisOptionFunc func(*redisOptions)
+
+func (f redisOptionFunc) applyRedis(o *redisOptions) { f(o) }
+
+// WithRedisTLS sets the files of a TLS connection to Redis (a URL of
+// rediss://, rediss+sentinel:// or rediss+cluster://): the server's
+// certificate is verified against the certificate authorities of the PEM
+// file caFile instead of the system's, and the client presents the
+// certificate and key of the PEM files certFile and keyFile, for a Redis
+// that requires one (tls-auth-clients). Either part may be left empty. The
+// client certificate is re-read when its files change, at the next
+// connection; the CAs are read once. log, or slog.Default if nil, records
+// a change that does not load. With a URL that is not TLS, NewRedisClient
+// fails.
+func WithRedisTLS(caFile, certFile, keyFile string, log *slog.Logger) RedisOption {
+	return redisOptionFunc(func(o *redisOptions) { o.ca, o.cert, o.key, o.log = caFile, certFile, keyFile, log })
+}
+
+// tlsConfig completes go-redis's TLS config with the files of o.
+func (o *redisOptions) tlsConfig(c *tls.Config, scheme string) error {
+	if o.ca == "" && o.cert == "" && o.key == "" {
+		return nil
+	}
+	if c == nil {
+		return fmt.Errorf("%w: TLS files for a URL of %s://, which is not TLS: use rediss://", ErrInvalidRedisURL, scheme)
+	}
+	if o.ca != "" {
+		pool, err := loadCAs(o.ca)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidRedisURL, err)
+		}
+		c.RootCAs = pool
+	}
+	if (o.cert == "") != (o.key == "") {
+		return fmt.Errorf("%w: TLS client certificate %q and key %q: %v", ErrInvalidRedisURL, o.cert, o.key, errTLSIncomplete)
+	}
+	if o.cert != "" {
+		log := o.log
+		if log == nil {
+			log = slog.Default()
+		}
+		f, err := newTLSFiles(o.cert, o.key, "", log)
+		if err != nil {
+			return fmt.Errorf("%w: TLS client %v", ErrInvalidRedisURL, err)
+		}
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			pair, _ := f.current()
+			return pair, nil
+		}
+	}
+	return nil
+}
+
+func newRedisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, RedisKind, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %s", ErrInvalidRedisURL, redactURLError(err))
@@ -109,6 +184,9 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, RedisKind, error) {
 		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
 		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
 		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+		if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
+			return nil, 0, err
+		}
 		return redis.NewFailoverClient(o), kind, nil
 	case RedisCluster:
 		o, err := redis.ParseClusterURL(s)
@@ -118,6 +196,9 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, RedisKind, error) {
 		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
 		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
 		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+		if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
+			return nil, 0, err
+		}
 		return redis.NewClusterClient(o), kind, nil
 	}
 	o, err := redis.ParseURL(s)
@@ -127,6 +208,9 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, RedisKind, error) {
 	o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
 	o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
 	o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+	if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
+		return nil, 0, err
+	}
 	return redis.NewClient(o), kind, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/internal/testpki"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -150,4 +151,47 @@ func FuzzNewRedisClient(f *testing.F) {
 		}
 		_ = c.Close()
 	})
+}
+
+// TestNewRedisClientTLS: rediss:// to a Redis requiring client
+// certificates, with WithRedisTLS's CA and client certificate; without
+// them the handshake fails; TLS files for a plain URL are an error.
+func TestNewRedisClientTLS(t *testing.T) {
+	p := testpki.New(t)
+	rs := redistest.NewTLS(t, p.CertFile, p.KeyFile, p.CAFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ping := func(u string, opts ...RedisOption) error {
+		c, _, err := NewRedisClient(u, opts...)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Ping(ctx).Err()
+	}
+	u := "rediss://" + rs.TLSAddr()
+	if err := ping(u, WithRedisTLS(p.CAFile, p.ClientCertFile, p.ClientKeyFile, quietLogger(t))); err != nil {
+		t.Fatalf("PING over mutual TLS: %v", err)
+	}
+	if err := ping(u); err == nil {
+		t.Error("PING with the system's CAs and no client certificate succeeded")
+	}
+	if err := ping(u, WithRedisTLS(p.CAFile, "", "", nil)); err == nil {
+		t.Error("PING without a client certificate succeeded")
+	}
+	for name, c := range map[string]struct {
+		url  string
+		opts []RedisOption
+		want string
+	}{
+		"plain URL":    {"redis://" + rs.Addr(), []RedisOption{WithRedisTLS(p.CAFile, "", "", nil)}, "not TLS"},
+		"missing CA":   {u, []RedisOption{WithRedisTLS(p.Dir+"/none.pem", "", "", nil)}, "none.pem"},
+		"key only":     {u, []RedisOption{WithRedisTLS("", "", p.ClientKeyFile, nil)}, "certificate"},
+		"wrong key":    {u, []RedisOption{WithRedisTLS("", p.ClientCertFile, p.KeyFile, nil)}, p.KeyFile},
+		"cluster form": {"redis+cluster://" + rs.Addr(), []RedisOption{WithRedisTLS("", p.ClientCertFile, p.ClientKeyFile, nil)}, "not TLS"},
+	} {
+		if _, _, err := NewRedisClient(c.url, c.opts...); !errors.Is(err, ErrInvalidRedisURL) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInvalidRedisURL naming %q", name, err, c.want)
+		}
+	}
 }

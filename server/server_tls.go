@@ -69,20 +69,29 @@ func (f *tlsFiles) stampAll() [3]fileStamp {
 func (f *tlsFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 	pair, err := tls.LoadX509KeyPair(f.cert, f.key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: certificate %s and key %s: %v", ErrInvalidOption, f.cert, f.key, err)
+		return nil, nil, fmt.Errorf("certificate %s and key %s: %v", f.cert, f.key, err)
 	}
 	if f.ca == "" {
 		return &pair, nil, nil
 	}
-	pem, err := os.ReadFile(f.ca)
+	pool, err := loadCAs(f.ca)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: client CA %s: %v", ErrInvalidOption, f.ca, err)
+		return nil, nil, err
+	}
+	return &pair, pool, nil
+}
+
+// loadCAs reads the certificate authorities of the PEM file path.
+func loadCAs(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA file: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%w: client CA %s: no PEM certificate in it", ErrInvalidOption, f.ca)
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
 	}
-	return &pair, pool, nil
+	return pool, nil
 }
 
 // current returns the key pair and client CAs in force, reloading them

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/internal/testpki"
 )
 
@@ -115,6 +116,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve"}, map[string]string{"ADMIT_TLS_KEY": "k.pem"}, "--tls-cert (ADMIT_TLS_CERT) and --tls-key"},
 		{[]string{"serve", "--tls-client-ca", "ca.pem"}, nil, "--tls-client-ca (ADMIT_TLS_CLIENT_CA): needs --tls-cert"},
 		{[]string{"serve", "--grpc-max-connection-age", "-1s"}, nil, "--grpc-max-connection-age"},
+		{[]string{"serve", "--redis-tls-ca", "ca.pem"}, nil, "need --redis (ADMIT_REDIS)"},
+		{[]string{"serve", "--redis", "redis://h:6379", "--redis-tls-ca", "ca.pem"}, nil, "--redis (ADMIT_REDIS): server: invalid Redis URL: TLS files for a URL of redis://, which is not TLS"},
 		{[]string{"serve"}, map[string]string{"ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE": "later"}, "ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE"},
 		{[]string{"check-config"}, nil, "no files"},
 		{[]string{"check-config", "--format", "xml", "f"}, nil, `invalid value "xml" for flag -format`},
@@ -472,6 +475,25 @@ func TestServeTLS(t *testing.T) {
 	_, errOut, code := runCmd(t, nil, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "", "--tls-cert", p.CertFile, "--tls-key", p.CAFile)
 	if code != exitFailure || !strings.Contains(errOut, p.CAFile) {
 		t.Errorf("a key that is not the certificate's: %d %q", code, errOut)
+	}
+}
+
+// TestServeRedisTLS: --redis rediss:// with --redis-tls-ca, -cert and
+// -key reaches a Redis that requires client certificates: /readyz is
+// ready, not degraded.
+func TestServeRedisTLS(t *testing.T) {
+	p := testpki.New(t)
+	rs := redistest.NewTLS(t, p.CertFile, p.KeyFile, p.CAFile)
+	s := runServe(t, map[string]string{"ADMIT_REDIS_TLS_KEY": p.ClientKeyFile}, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "",
+		"--redis", "rediss://"+rs.TLSAddr(), "--redis-tls-ca", p.CAFile, "--redis-tls-cert", p.ClientCertFile)
+	resp, err := http.Get("http://" + s.http + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"ready"`) {
+		t.Errorf("/readyz: %d %s", resp.StatusCode, body)
 	}
 }
 

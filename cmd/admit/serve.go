@@ -24,6 +24,7 @@ type serveConfig struct {
 	httpAddr, grpcAddr, adminAddr string
 	debugAddr                     string
 	tlsCert, tlsKey, tlsClientCA  string
+	redisCA, redisCert, redisKey  string
 	connAge, connAgeGrace         time.Duration
 	config                        listFlag
 	redis                         string
@@ -66,6 +67,9 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	c.config = listFlag{sep: ","}
 	fs.Var(&c.config, "config", "load the policy from `FILE`, admit's YAML format or envoyproxy/ratelimit's; a directory\nstands for its *.yaml and *.yml files; may repeat (the variable separates them with commas).\nDefault: the built-in policy")
 	fs.StringVar(&c.redis, "redis", "", "keep the rules' state in Redis at `URL`, shared by every instance on it:\nredis://[user:pass@]host:port[/db], rediss://... (TLS), unix:///path,\nredis+sentinel://sentinel:26379?master_name=NAME[&addr=sentinel2:26379],\nredis+cluster://node1:6379?addr=node2:6379&addr=node3:6379\n(default: in memory)")
+	fs.StringVar(&c.redisCA, "redis-tls-ca", "", "verify a rediss:// Redis against the CAs of the PEM `FILE` instead of the system's")
+	fs.StringVar(&c.redisCert, "redis-tls-cert", "", "present the client certificate of the PEM `FILE` to a rediss:// Redis (with --redis-tls-key)")
+	fs.StringVar(&c.redisKey, "redis-tls-key", "", "the private key of --redis-tls-cert, a PEM `FILE`")
 	fs.StringVar(&c.keyPrefix, "key-prefix", "", "put `PREFIX` in front of the Redis keys of every rule, so that services sharing a Redis keep apart")
 	fs.StringVar(&c.upstream, "upstream", "", "gateway mode: proxy the requests the policy admits to `URL` (http:// or https://)")
 	fs.StringVar(&c.domain, "domain", "", "the policy `DOMAIN` the gateway checks requests against (default: the policy's only domain)")
@@ -221,8 +225,16 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 	if len(engineOpts) > 0 {
 		opts = append(opts, server.WithEngineOptions(engineOpts...))
 	}
+	redisTLS := c.redisCA != "" || c.redisCert != "" || c.redisKey != ""
+	if redisTLS && c.redis == "" {
+		return nil, cleanup, usageErrorf("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis (%s)", envName("redis"))
+	}
 	if c.redis != "" {
-		client, _, err := server.NewRedisClient(c.redis)
+		var ropts []server.RedisOption
+		if redisTLS {
+			ropts = append(ropts, server.WithRedisTLS(c.redisCA, c.redisCert, c.redisKey, log))
+		}
+		client, _, err := server.NewRedisClient(c.redis, ropts...)
 		if err != nil {
 			return nil, cleanup, bad("redis", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,6 +161,34 @@ func NewStandalone(t testing.TB) *Server {
 	t.Helper()
 	bin := lookPath(t, "redis-server")
 	s, err := startServer(bin, kindStandalone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// NewTLS starts a private standalone server for t, as NewStandalone does,
+// that also serves TLS on TLSAddr with the certificate and key of the PEM
+// files certFile and keyFile and requires client certificates signed by a
+// CA of caFile (tls-auth-clients yes). Its plain port (Addr) stays open
+// for the package's own checks.
+func NewTLS(t testing.TB, certFile, keyFile, caFile string) *Server {
+	t.Helper()
+	bin := lookPath(t, "redis-server")
+	s, err := startServer(bin, kindStandalone, func(s *Server) error {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		s.tlsAt = port
+		s.tls = []string{
+			"--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", certFile, "--tls-key-file", keyFile,
+			"--tls-ca-cert-file", caFile, "--tls-auth-clients", "yes",
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

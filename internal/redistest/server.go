@@ -55,6 +55,8 @@ type Server struct {
 	port   int
 	bus    int // cluster bus port; 0 for a standalone server
 	kind   kind
+	tls    []string // the TLS port's arguments (NewTLS), or nil
+	tlsAt  int      // the TLS port
 	shared bool
 
 	mu      sync.Mutex // serializes Kill, Restart and Stop
@@ -121,6 +123,7 @@ func (s *Server) args() []string {
 		"--appendonly", "no",
 		"--daemonize", "no",
 	}
+	a = append(a, s.tls...)
 	if s.kind == kindClusterNode {
 		a = append(a,
 			"--cluster-enabled", "yes",
@@ -238,6 +241,15 @@ func (s *Server) kill() {
 // across Kill and Restart.
 func (s *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// TLSAddr returns the "host:port" of a NewTLS server's TLS port, "" for
+// another server.
+func (s *Server) TLSAddr() string {
+	if s.tlsAt == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsAt))
 }
 
 // Dir returns the server's private directory, which holds its log (redis.log)
