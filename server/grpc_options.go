@@ -41,7 +41,7 @@ type grpcOptions struct {
 	maxDescriptors int
 	maxEntries     int
 	maxValue       int
-	headers        bool
+	headers        RLSHeaders
 	quotaTTL       time.Duration
 	clock          admit.Clock
 	leases         *Leases
@@ -53,7 +53,7 @@ func defaultGRPCOptions() grpcOptions {
 		maxDescriptors: DefaultGRPCMaxDescriptors,
 		maxEntries:     DefaultGRPCMaxEntries,
 		maxValue:       DefaultGRPCMaxValueBytes,
-		headers:        true,
+		headers:        RLSHeadersIETF,
 		quotaTTL:       DefaultGRPCQuotaTTL,
 		clock:          admit.SystemClock,
 	}
@@ -125,9 +125,69 @@ func WithGRPCMaxValueBytes(n int) GRPCOption {
 // WithGRPCHeaders sets whether Envoy's rate-limit service answers with
 // the IETF RateLimit and RateLimit-Policy fields (and Retry-After when it
 // refuses) in response_headers_to_add, for Envoy to add to the client's
-// response. The default is true.
+// response: WithGRPCHeaderStyle(RLSHeadersIETF) or (RLSHeadersNone). The
+// default is true.
 func WithGRPCHeaders(on bool) GRPCOption {
-	return grpcOptionFunc(func(o *grpcOptions) { o.headers = on })
+	if on {
+		return WithGRPCHeaderStyle(RLSHeadersIETF)
+	}
+	return WithGRPCHeaderStyle(RLSHeadersNone)
+}
+
+// RLSHeaders selects the fields Envoy's rate-limit service asks Envoy to
+// add to the client's response (response_headers_to_add).
+type RLSHeaders uint8
+
+const (
+	// RLSHeadersIETF: the IETF fields of the deciding limit, as package
+	// httplimit writes them: RateLimit-Policy, RateLimit, and Retry-After
+	// when the request is refused. The default.
+	RLSHeadersIETF RLSHeaders = iota
+	// RLSHeadersEnvoy: envoyproxy/ratelimit's fields (its
+	// LIMIT_RESPONSE_HEADERS_ENABLED): RateLimit-Limit (the requests per
+	// unit), RateLimit-Remaining and RateLimit-Reset (seconds until the
+	// limit resets) of the descriptor refused, else of the one with the
+	// least remaining.
+	RLSHeadersEnvoy
+	// RLSHeadersNone: no fields, as envoyproxy/ratelimit by default.
+	RLSHeadersNone
+)
+
+// String returns "ietf", "envoy" or "none".
+func (h RLSHeaders) String() string {
+	switch h {
+	case RLSHeadersIETF:
+		return "ietf"
+	case RLSHeadersEnvoy:
+		return "envoy"
+	case RLSHeadersNone:
+		return "none"
+	}
+	return fmt.Sprintf("RLSHeaders(%d)", uint8(h))
+}
+
+// ParseRLSHeaders returns the RLSHeaders named s: "ietf", "envoy" or
+// "none". Another s is an error wrapping ErrInvalidGRPCOption.
+func ParseRLSHeaders(s string) (RLSHeaders, error) {
+	for _, h := range []RLSHeaders{RLSHeadersIETF, RLSHeadersEnvoy, RLSHeadersNone} {
+		if s == h.String() {
+			return h, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: response headers %q: want ietf, envoy or none", ErrInvalidGRPCOption, truncateString(s, 32))
+}
+
+// WithGRPCHeaderStyle sets the fields Envoy's rate-limit service answers
+// with in response_headers_to_add (see RLSHeaders). The default is
+// RLSHeadersIETF.
+func WithGRPCHeaderStyle(h RLSHeaders) GRPCOption {
+	return grpcOptionFunc(func(o *grpcOptions) {
+		if h > RLSHeadersNone {
+			o.err = fmt.Errorf("%w: %v", ErrInvalidGRPCOption, h)
+			return
+		}
+		o.headers = h
+	})
 }
 
 // WithGRPCQuotaTTL sets how long the quota that Envoy's rate-limit

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -240,10 +241,46 @@ func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 	if granted && n > 0 {
 		out.Quota = rlsGrant(until)
 	}
-	if s.o.headers {
+	switch s.o.headers {
+	case RLSHeadersIETF:
 		out.ResponseHeadersToAdd = rlsHeaders(&res.Decision)
+	case RLSHeadersEnvoy:
+		out.ResponseHeadersToAdd = rlsEnvoyHeaders(out.Statuses)
 	}
 	return out
+}
+
+// rlsEnvoyHeaders returns envoyproxy/ratelimit's fields (RLSHeadersEnvoy)
+// for statuses, choosing the descriptor as it does: the last one refused,
+// else the first with the least remaining, among those with a limit; nil
+// if none has one.
+func rlsEnvoyHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
+	var pick *rlsv3.RateLimitResponse_DescriptorStatus
+	over := false
+	for _, st := range statuses {
+		switch {
+		case st.CurrentLimit == nil:
+		case st.Code == rlsv3.RateLimitResponse_OVER_LIMIT:
+			pick, over = st, true
+		case !over && (pick == nil || st.LimitRemaining < pick.LimitRemaining):
+			pick = st
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	reset := int64(0)
+	if d := pick.DurationUntilReset; d != nil {
+		reset = d.Seconds
+		if d.Nanos > 0 {
+			reset++
+		}
+	}
+	hs := make([]corev3.HeaderValue, 3)
+	hs[0].Key, hs[0].Value = "RateLimit-Limit", strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)
+	hs[1].Key, hs[1].Value = "RateLimit-Remaining", strconv.FormatUint(uint64(pick.LimitRemaining), 10)
+	hs[2].Key, hs[2].Value = "RateLimit-Reset", strconv.FormatInt(reset, 10)
+	return []*corev3.HeaderValue{&hs[0], &hs[1], &hs[2]}
 }
 
 // rlsLimited reports whether a limit applies to a descriptor of status st

@@ -13,6 +13,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -165,6 +166,46 @@ func TestRLSOverLimit(t *testing.T) {
 	clk.Advance(200 * time.Millisecond)
 	if resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", "bob"))); resp.OverallCode != rlsv3.RateLimitResponse_OK {
 		t.Errorf("after 200ms: %v", resp)
+	}
+}
+
+// TestRLSHeaderStyles: envoyproxy/ratelimit's fields (the descriptor
+// refused, else the one with the least remaining), and none.
+func TestRLSHeaderStyles(t *testing.T) {
+	clk := admittest.NewManualClock(grpcT0)
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk), WithGRPCHeaderStyle(RLSHeadersEnvoy))
+	// Two descriptors admitted: bob has 4 of 5 left, gcra 9 of 10.
+	resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("alg", "gcra"), rlsDesc("user", "bob")))
+	want := map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "4", "RateLimit-Reset": "1"}
+	if hm := headerMap(resp); len(hm) != 3 || hm["RateLimit-Limit"] != want["RateLimit-Limit"] ||
+		hm["RateLimit-Remaining"] != want["RateLimit-Remaining"] || hm["RateLimit-Reset"] != want["RateLimit-Reset"] {
+		t.Errorf("admitted: headers %v, want %v", hm, want)
+	}
+	// Bob over his limit: his descriptor, though listed last.
+	h.shouldRateLimit(t, rlsReq("api", 4, rlsDesc("user", "bob")))
+	resp = h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", "bob"), rlsDesc("alg", "gcra")))
+	if hm := headerMap(resp); resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT || hm["RateLimit-Limit"] != "5" || hm["RateLimit-Remaining"] != "0" || hm["RateLimit-Reset"] != "1" {
+		t.Errorf("refused: %v, headers %v", resp.OverallCode, hm)
+	}
+	// A descriptor nothing limits: no fields.
+	if resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("nothing", "here"))); len(resp.ResponseHeadersToAdd) != 0 {
+		t.Errorf("unlimited: headers %v", resp.ResponseHeadersToAdd)
+	}
+
+	none := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk), WithGRPCHeaderStyle(RLSHeadersNone))
+	if resp := none.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", "carol"))); len(resp.ResponseHeadersToAdd) != 0 {
+		t.Errorf("RLSHeadersNone: headers %v", resp.ResponseHeadersToAdd)
+	}
+	for _, name := range []string{"ietf", "envoy", "none"} {
+		if h, err := ParseRLSHeaders(name); err != nil || h.String() != name {
+			t.Errorf("ParseRLSHeaders(%q) = %v, %v", name, h, err)
+		}
+	}
+	if _, err := ParseRLSHeaders("draft-03"); !errors.Is(err, ErrInvalidGRPCOption) {
+		t.Errorf("ParseRLSHeaders(draft-03): %v", err)
+	}
+	if _, err := RegisterGRPC(grpc.NewServer(), grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCHeaderStyle(RLSHeaders(9))); !errors.Is(err, ErrInvalidGRPCOption) {
+		t.Errorf("RLSHeaders(9): %v", err)
 	}
 }
 

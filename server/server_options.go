@@ -75,6 +75,7 @@ type options struct {
 	debugAddr                     string
 	tlsCert, tlsKey, clientCA     string
 	connAge, connAgeGrace         time.Duration
+	rlsHeaders                    RLSHeaders
 	files                         []string
 	pol                           *policy.Policy
 	redis                         redis.UniversalClient
@@ -198,6 +199,19 @@ func WithGRPCMaxConnectionAge(age, grace time.Duration) Option {
 			return
 		}
 		o.connAge, o.connAgeGrace = age, grace
+	})
+}
+
+// WithRLSHeaders sets the fields Envoy's rate-limit service asks Envoy to
+// add to the client's response (a Server option; see RLSHeaders and
+// WithGRPCHeaderStyle). The default is RLSHeadersIETF.
+func WithRLSHeaders(h RLSHeaders) Option {
+	return optionFunc(func(o *options) {
+		if h > RLSHeadersNone {
+			o.fail("WithRLSHeaders(%v)", h)
+			return
+		}
+		o.rlsHeaders = h
 	})
 }
 

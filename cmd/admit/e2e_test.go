@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,7 +140,7 @@ func TestE2EConfigReload(t *testing.T) {
 // go-control-plane's client.
 func TestE2EEnvoyConfig(t *testing.T) {
 	path := writeTemp(t, "envoy.yaml", envoyPolicy)
-	_, b := startAdmit(t, []string{"ADMIT_CONFIG=" + path}, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0")
+	_, b := startAdmit(t, []string{"ADMIT_CONFIG=" + path, "ADMIT_RLS_HEADERS=envoy"}, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0")
 	conn, err := grpc.NewClient(b.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +157,21 @@ func TestE2EEnvoyConfig(t *testing.T) {
 		{Entries: []*rlsv3common.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.1.2.3"}}},
 	}}
 	var codes []rlsv3.RateLimitResponse_Code
-	for range 3 {
+	for i := range 3 {
 		resp, err := rls.ShouldRateLimit(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		codes = append(codes, resp.OverallCode)
+		// envoyproxy/ratelimit's fields (--rls-headers envoy).
+		hs := map[string]string{}
+		for _, h := range resp.ResponseHeadersToAdd {
+			hs[h.Key] = h.Value
+		}
+		reset, _ := strconv.Atoi(hs["RateLimit-Reset"])
+		if len(hs) != 3 || hs["RateLimit-Limit"] != "2" || hs["RateLimit-Remaining"] != strconv.Itoa(max(1-i, 0)) || reset < 1 || reset > 3600 {
+			t.Errorf("call %d: headers %v", i+1, hs)
+		}
 	}
 	if codes[0] != rlsv3.RateLimitResponse_OK || codes[1] != rlsv3.RateLimitResponse_OK || codes[2] != rlsv3.RateLimitResponse_OVER_LIMIT {
 		t.Fatalf("ShouldRateLimit: %v, want OK OK OVER_LIMIT (2 per hour)", codes)

@@ -25,6 +25,7 @@ type serveConfig struct {
 	debugAddr                     string
 	tlsCert, tlsKey, tlsClientCA  string
 	redisCA, redisCert, redisKey  string
+	rlsHeaders                    choiceFlag
 	connAge, connAgeGrace         time.Duration
 	config                        listFlag
 	redis                         string
@@ -64,6 +65,8 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "require client certificates signed by a CA of the PEM `FILE` (mutual TLS; needs --tls-cert)")
 	fs.DurationVar(&c.connAge, "grpc-max-connection-age", server.DefaultGRPCMaxConnectionAge, "ask gRPC clients to reconnect once their connection is `DURATION` old, so that they spread\nover the instances (0: never)")
 	fs.DurationVar(&c.connAgeGrace, "grpc-max-connection-age-grace", server.DefaultGRPCMaxConnectionAgeGrace, "then close the connection `DURATION` later")
+	c.rlsHeaders = choiceFlag{value: "ietf", choices: []string{"ietf", "envoy", "none"}}
+	fs.Var(&c.rlsHeaders, "rls-headers", "the fields Envoy's rate-limit service asks Envoy to add to responses, `STYLE`: ietf (RateLimit-Policy,\nRateLimit, Retry-After), envoy (envoyproxy/ratelimit's RateLimit-Limit, -Remaining, -Reset) or none")
 	c.config = listFlag{sep: ","}
 	fs.Var(&c.config, "config", "load the policy from `FILE`, admit's YAML format or envoyproxy/ratelimit's; a directory\nstands for its *.yaml and *.yml files; may repeat (the variable separates them with commas).\nDefault: the built-in policy")
 	fs.StringVar(&c.redis, "redis", "", "keep the rules' state in Redis at `URL`, shared by every instance on it:\nredis://[user:pass@]host:port[/db], rediss://... (TLS), unix:///path,\nredis+sentinel://sentinel:26379?master_name=NAME[&addr=sentinel2:26379],\nredis+cluster://node1:6379?addr=node2:6379&addr=node3:6379\n(default: in memory)")
@@ -178,6 +181,11 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		return nil, cleanup, usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
 	}
 	opts = append(opts, server.WithGRPCMaxConnectionAge(c.connAge, c.connAgeGrace))
+	rlsHeaders, err := server.ParseRLSHeaders(c.rlsHeaders.value)
+	if err != nil {
+		return nil, cleanup, bad("rls-headers", err)
+	}
+	opts = append(opts, server.WithRLSHeaders(rlsHeaders))
 	if len(c.config.items) > 0 {
 		opts = append(opts, server.WithPolicyFiles(c.config.items...))
 	}
