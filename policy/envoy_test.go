@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -366,6 +367,44 @@ func TestLoadFiles(t *testing.T) {
 	}
 	if _, err := LoadFiles(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v", err)
+	}
+
+	// Merging domains, as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG.
+	more := write("sms-more.yaml", "domain: sms\ndescriptors:\n  - key: carrier\n    rate_limit: {unit: minute, requests_per_unit: 100}\n")
+	alone, err := LoadFiles(sms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(alone.Domains[0].Rules)
+	p, err = LoadFilesMergingDomains(sms, mongo, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Domains) != 2 || p.Domains[0].Name != "sms" || len(p.Domains[0].Rules) != n+1 {
+		t.Fatalf("merged: %d domains, sms with %d rules", len(p.Domains), len(p.Domains[0].Rules))
+	}
+	e2, err := NewEngine(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	var res Result
+	if err := e2.Check(context.Background(), &Request{Domain: "sms", Hits: 1, Descriptors: []Descriptor{{Entries: []Entry{{Key: "carrier", Value: "acme"}}}}}, nil, &res); err != nil || res.Statuses[0].Rule == "" {
+		t.Errorf("a merged descriptor: %+v, %v", res.Statuses, err)
+	}
+	// The same descriptor limited in two files is still an error; a file
+	// of the other format cannot merge.
+	again := write("sms-again.yaml", "domain: sms\ndescriptors:\n  - key: phone\n    rate_limit: {unit: day, requests_per_unit: 9}\n")
+	if _, err := LoadFilesMergingDomains(sms, again); err == nil || !strings.Contains(err.Error(), again) || !strings.Contains(err.Error(), sms) {
+		t.Errorf("a descriptor limited twice: %v", err)
+	}
+	ours := write("sms-ours.yaml", "domain: sms\nrules:\n  - {name: x, match: k, rate: 1/s}\n")
+	want = fmt.Sprintf("%s:1:9: domain: domain \"sms\" cannot merge with its definition at %s:2:9: their format, keys, shadow mode and overrides must agree", ours, sms)
+	if _, err := LoadFilesMergingDomains(sms, ours); err == nil || err.Error() != want {
+		t.Errorf("formats: %v\nwant %s", err, want)
+	}
+	if len(p.Domains[0].Rules) != n+1 || len(alone.Domains[0].Rules) != n {
+		t.Error("merging changed a policy merged before")
 	}
 }
 

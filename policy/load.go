@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -136,6 +137,11 @@ func readFile(path string) ([]byte, error) {
 // deployments keep one domain per file. It reports the problems of every
 // file.
 func LoadFiles(paths ...string) (*Policy, error) {
+	return loadFiles(paths, Merge)
+}
+
+// loadFiles parses the files of paths and merges them with merge.
+func loadFiles(paths []string, merge func(...*Policy) (*Policy, error)) (*Policy, error) {
 	var ps []*Policy
 	var all Errors
 	for _, path := range paths {
@@ -152,7 +158,67 @@ func LoadFiles(paths ...string) (*Policy, error) {
 	if len(all) > 0 {
 		return nil, all
 	}
-	return Merge(ps...)
+	return merge(ps...)
+}
+
+// LoadFilesMergingDomains is LoadFiles with MergeDomains instead of Merge:
+// several files may define one domain, as envoyproxy/ratelimit allows with
+// MERGE_DOMAIN_CONFIG.
+func LoadFilesMergingDomains(paths ...string) (*Policy, error) {
+	return loadFiles(paths, MergeDomains)
+}
+
+// MergeDomains is Merge, except that the domains of one name are merged
+// into one, as envoyproxy/ratelimit merges them with MERGE_DOMAIN_CONFIG:
+// the rules of the later ones follow those of the first, and all are
+// validated together (a descriptor limited twice is still an error, naming
+// both places). Domains merged must agree on everything but their rules:
+// their format (admit's or envoyproxy/ratelimit's), keys, shadow mode and
+// how they enforce inline limits; a domain that does not is an error
+// naming both places. The policies given are not changed.
+func MergeDomains(ps ...*Policy) (*Policy, error) {
+	out := &Policy{}
+	byName := map[string]*Domain{}
+	var errs errList
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		for _, d := range p.Domains {
+			if d == nil || d.Name == "" {
+				out.Domains = append(out.Domains, d) // Validate reports it
+				continue
+			}
+			first := byName[d.Name]
+			if first == nil {
+				cp := *d
+				cp.Rules = append([]*Rule(nil), d.Rules...)
+				byName[d.Name] = &cp
+				out.Domains = append(out.Domains, &cp)
+				continue
+			}
+			if !sameDomainSettings(first, d) {
+				_, at := first.src.at("domain")
+				path, pos := d.src.at("domain")
+				errs.add(pos, path, fmt.Sprintf("domain %q cannot merge with its definition at %s: their format, keys, shadow mode and overrides must agree", truncate(d.Name), at))
+				continue
+			}
+			first.Rules = append(first.Rules, d.Rules...)
+		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sameDomainSettings reports whether a and b agree on all but their
+// names' places and their rules.
+func sameDomainSettings(a, b *Domain) bool {
+	return a.envoy == b.envoy && a.Shadow == b.Shadow && a.Override == b.Override && slices.Equal(a.Keys, b.Keys)
 }
 
 // Merge returns a Policy with the domains of every policy given, in order,

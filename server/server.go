@@ -219,7 +219,7 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 		s.stats = statFiles(s.o.files)
 		snap := readSnapshot(s.o.files)
 		s.hash = snap.hash
-		p, err := snap.parse()
+		p, err := snap.parse(s.o.mergeDomains)
 		return p, snap.files, err
 	case s.o.pol != nil:
 		return s.o.pol, nil, s.o.pol.Validate()

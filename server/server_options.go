@@ -76,6 +76,7 @@ type options struct {
 	tlsCert, tlsKey, clientCA     string
 	connAge, connAgeGrace         time.Duration
 	rlsHeaders                    RLSHeaders
+	mergeDomains                  bool
 	files                         []string
 	pol                           *policy.Policy
 	redis                         redis.UniversalClient
@@ -200,6 +201,14 @@ func WithGRPCMaxConnectionAge(age, grace time.Duration) Option {
 		}
 		o.connAge, o.connAgeGrace = age, grace
 	})
+}
+
+// WithMergeDomains lets several policy files (WithPolicyFiles) define
+// one domain, merged into one (policy.MergeDomains), as
+// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG (a Server option). The
+// default, false, reports a domain defined twice as an error.
+func WithMergeDomains(on bool) Option {
+	return optionFunc(func(o *options) { o.mergeDomains = on })
 }
 
 // WithRLSHeaders sets the fields Envoy's rate-limit service asks Envoy to

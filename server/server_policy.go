@@ -195,8 +195,9 @@ func readPolicyFile(path string) ([]byte, error) {
 }
 
 // parse parses the snapshot's files into one policy (as policy.LoadFiles
-// does, from the bytes the hash was taken of).
-func (s *snapshot) parse() (*policy.Policy, error) {
+// does, from the bytes the hash was taken of; as
+// policy.LoadFilesMergingDomains does if mergeDomains is set).
+func (s *snapshot) parse(mergeDomains bool) (*policy.Policy, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -223,6 +224,9 @@ func (s *snapshot) parse() (*policy.Policy, error) {
 		return nil, errors.Join(other...)
 	case len(all) > 0:
 		return nil, all
+	}
+	if mergeDomains {
+		return policy.MergeDomains(ps...)
 	}
 	return policy.Merge(ps...)
 }

@@ -134,7 +134,7 @@ func (s *Server) apply(snap *snapshot, why string) error {
 
 // swap builds the engine of snap's policy and puts it in force.
 func (s *Server) swap(snap *snapshot) error {
-	p, err := snap.parse()
+	p, err := snap.parse(s.o.mergeDomains)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,13 @@ import (
 )
 
 type checkConfigFlags struct {
-	config listFlag
-	format choiceFlag
+	config       listFlag
+	format       choiceFlag
+	mergeDomains bool
 }
 
 func newCheckCommand(f *checkConfigFlags) *command {
-	c := newCommand("check-config", "[--format text|json] [FILE|DIR...]",
+	c := newCommand("check-config", "[--format text|json] [--merge-domains] [FILE|DIR...]",
 		`Check policy files, in admit's format or envoyproxy/ratelimit's, without serving
 them: each file is parsed, the files are merged into one policy (as serve
 merges them), and the engine that would enforce it is built (without
@@ -36,6 +37,7 @@ what serve would load.`)
 	f.format = choiceFlag{value: "text", choices: []string{"text", "json"}}
 	c.fs.Var(&f.config, "config", "a policy `FILE` or directory to check, as serve's --config (may repeat; the variable separates them with commas)")
 	c.fs.Var(&f.format, "format", "`text`: problems on stderr, one per line; json: one report on stdout")
+	c.fs.BoolVar(&f.mergeDomains, "merge-domains", false, "let several files define one domain, merged, as serve's --merge-domains")
 	c.noEnv["format"] = true
 	return c
 }
@@ -80,7 +82,7 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 	if len(paths) == 0 {
 		return usageErrorf("check-config: no files (give FILE arguments, --config or ADMIT_CONFIG)")
 	}
-	rep := checkPaths(paths)
+	rep := checkPaths(paths, f.mergeDomains)
 	if f.format.value == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -103,7 +105,7 @@ func checkConfig(args []string, getenv func(string) string, stdout, stderr io.Wr
 }
 
 // checkPaths checks the policy files paths stand for.
-func checkPaths(paths []string) *checkReport {
+func checkPaths(paths []string, mergeDomains bool) *checkReport {
 	rep := &checkReport{Files: []checkFile{}, Domains: []string{}, Problems: []checkProblem{}}
 	files, err := server.PolicyFiles(paths...)
 	if err != nil {
@@ -133,7 +135,11 @@ func checkPaths(paths []string) *checkReport {
 	if len(rep.Problems) > 0 {
 		return rep
 	}
-	p, err := policy.Merge(ps...)
+	merge := policy.Merge
+	if mergeDomains {
+		merge = policy.MergeDomains
+	}
+	p, err := merge(ps...)
 	if err != nil {
 		rep.add(err)
 		return rep

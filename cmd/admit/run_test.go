@@ -443,6 +443,36 @@ func TestServeDebug(t *testing.T) {
 	}
 }
 
+// TestMergeDomains: two envoyproxy/ratelimit files of one domain are an
+// error, unless --merge-domains (ADMIT_MERGE_DOMAINS) merges them, for
+// check-config and serve alike.
+func TestMergeDomains(t *testing.T) {
+	a := writeTemp(t, "a.yaml", envoyPolicy)
+	b := writeTemp(t, "b.yaml", "domain: legacy\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")
+	_, errOut, code := runCmd(t, nil, "check-config", a, b)
+	if code != exitFailure || !strings.Contains(errOut, `duplicate domain "legacy"`) {
+		t.Errorf("without merging: %d %q", code, errOut)
+	}
+	out, errOut, code := runCmd(t, nil, "check-config", "--merge-domains", a, b)
+	if code != 0 || !strings.Contains(out, "ok: 2 files, 1 domain (legacy), 2 rules") {
+		t.Errorf("--merge-domains: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runCmd(t, nil, "serve", "--config", a, "--config", b, "--http-addr", "127.0.0.1:0", "--grpc-addr", ""); code != exitFailure || !strings.Contains(errOut, "duplicate domain") {
+		t.Errorf("serve without merging: %d %q", code, errOut)
+	}
+	s := runServe(t, map[string]string{"ADMIT_MERGE_DOMAINS": "true"}, nil, "--config", a, "--config", b, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	resp, err := http.Post("http://"+s.http+"/v1/check", "application/json",
+		strings.NewReader(`{"domain":"legacy","descriptors":[{"entries":[{"key":"user","value":"u"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"limit":{"rate":5`) {
+		t.Errorf("a descriptor of the second file: %s", body)
+	}
+}
+
 // TestServeTLS: --tls-cert, --tls-key and --tls-client-ca serve the API
 // over mutual TLS; the banner says so and its command names what a client
 // needs; files that do not load stop admit serve.

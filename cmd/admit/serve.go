@@ -26,6 +26,7 @@ type serveConfig struct {
 	tlsCert, tlsKey, tlsClientCA  string
 	redisCA, redisCert, redisKey  string
 	rlsHeaders                    choiceFlag
+	mergeDomains                  bool
 	connAge, connAgeGrace         time.Duration
 	config                        listFlag
 	redis                         string
@@ -100,6 +101,7 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
 	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", server.DefaultUpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
 	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", server.DefaultUpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
+	fs.BoolVar(&c.mergeDomains, "merge-domains", false, "let several --config files define one domain, merged (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)")
 	fs.BoolVar(&c.shadow, "shadow", false, "shadow mode: decide and count every request, refuse none (envoyproxy/ratelimit's SHADOW_MODE)")
 	return cmd
 }
@@ -187,7 +189,7 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 	}
 	opts = append(opts, server.WithRLSHeaders(rlsHeaders))
 	if len(c.config.items) > 0 {
-		opts = append(opts, server.WithPolicyFiles(c.config.items...))
+		opts = append(opts, server.WithPolicyFiles(c.config.items...), server.WithMergeDomains(c.mergeDomains))
 	}
 	for name, d := range map[string]time.Duration{
 		"shutdown-timeout": c.shutdown, "reload-interval": c.reload, "read-header-timeout": c.readHeader,
