@@ -112,6 +112,50 @@ descriptors:
 	// 198.51.100.9: OVER_LIMIT, 0 per second, 0 remaining, reset in 0s (edge.remote_address_198.51.100.9)
 }
 
+// Two teams keep their descriptors of one domain in files of their own,
+// merged as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG merges them.
+func ExampleMergeDomains() {
+	search, err := policy.ParseEnvoy("search.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: path
+    value: /search
+    rate_limit: {unit: second, requests_per_unit: 10}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	login, err := policy.ParseEnvoy("login.yaml", []byte(`
+domain: edge
+descriptors:
+  - key: path
+    value: /login
+    rate_limit: {unit: minute, requests_per_unit: 5}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := policy.Merge(search, login); err != nil {
+		fmt.Println("Merge:", err)
+	}
+	p, err := policy.MergeDomains(search, login)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range p.Domains {
+		for _, r := range d.Rules {
+			fmt.Printf("%s: %s\n", d.Name, r.Name)
+		}
+	}
+	// Output:
+	// Merge: login.yaml:2:9: domain: duplicate domain "edge" (first at search.yaml:2:9)
+	// edge: edge.path_/search
+	// edge: edge.path_/login
+}
+
 // Errors name the file, line, column and field of every problem.
 func ExampleErrors() {
 	_, err := policy.ParseYAML("policy.yaml", []byte(`

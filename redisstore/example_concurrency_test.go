@@ -156,3 +156,57 @@ func ExampleQuota_Refund() {
 	// allowed: true remaining: 990
 	// after the refund: 1000
 }
+
+// A lease taken by one process, released by another: the first saves its
+// Leases under a name in Redis (here, an id it gave its client); any
+// process of the fleet takes them from there and releases them.
+func ExampleStore_SaveLeases() {
+	client := exampleClient()
+	defer client.Close()
+	prefix := examplePrefix()
+	ctx := context.Background()
+
+	// Process A grants a slot and saves its lease for a minute.
+	a, err := redisstore.New(client, prefix)
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	jobs, err := a.Concurrency(1, redisstore.WithName("jobs"))
+	if err != nil {
+		panic(err)
+	}
+	lease, d, err := jobs.TryAcquire(ctx, "etl", 1)
+	if err != nil || !d.Allowed {
+		panic(fmt.Sprint(d, err))
+	}
+	if _, err := lease.ExtendFor(ctx, time.Minute); err != nil { // the slot lives as long as the record
+		panic(err)
+	}
+	if err := a.SaveLeases(ctx, "job-42", time.Minute, lease); err != nil {
+		panic(err)
+	}
+
+	// Process B, on the same Redis, releases it.
+	b, err := redisstore.New(client, prefix)
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	leases, found, err := b.TakeLeases(ctx, "job-42")
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range leases {
+		released, _ := p.Release(ctx)
+		fmt.Println("found:", found, "released:", released)
+	}
+	_, found, _ = b.TakeLeases(ctx, "job-42")
+	fmt.Println("found again:", found)
+	_, d, _ = jobs.TryAcquire(ctx, "etl", 0) // a peek
+	fmt.Println("slots free:", d.Remaining)
+	// Output:
+	// found: true released: true
+	// found again: false
+	// slots free: 1
+}
