@@ -179,29 +179,48 @@ func (s *RLS) put(sc *grpcScratch) {
 	s.pool.Put(sc)
 }
 
+// rlsOne holds the messages of the answer to one descriptor (the common
+// request), allocated together: one allocation instead of five.
+type rlsOne struct {
+	out rlsv3.RateLimitResponse
+	st  [1]rlsv3.RateLimitResponse_DescriptorStatus
+	stp [1]*rlsv3.RateLimitResponse_DescriptorStatus
+	lim [1]rlsv3.RateLimitResponse_RateLimit
+	dur [1]durationpb.Duration
+}
+
 // response builds the answer to a request decided as res says.
 func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 	n := len(res.Statuses)
-	out := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
-	if !res.Decision.Allowed {
-		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
 	limited := 0
 	for i := range res.Statuses {
 		if rlsLimited(&res.Statuses[i]) {
 			limited++
 		}
 	}
-	sts := make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
-	out.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
 	var (
+		out   *rlsv3.RateLimitResponse
+		sts   []rlsv3.RateLimitResponse_DescriptorStatus
 		lims  []rlsv3.RateLimitResponse_RateLimit
 		durs  []durationpb.Duration
 		until *timestamppb.Timestamp
 	)
-	if limited > 0 {
-		lims = make([]rlsv3.RateLimitResponse_RateLimit, limited)
-		durs = make([]durationpb.Duration, limited)
+	if n == 1 {
+		one := new(rlsOne)
+		out, sts, lims, durs = &one.out, one.st[:], one.lim[:limited], one.dur[:limited]
+		out.Statuses = one.stp[:]
+	} else {
+		out = new(rlsv3.RateLimitResponse)
+		sts = make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+		out.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
+		if limited > 0 {
+			lims = make([]rlsv3.RateLimitResponse_RateLimit, limited)
+			durs = make([]durationpb.Duration, limited)
+		}
+	}
+	out.OverallCode = rlsv3.RateLimitResponse_OK
+	if !res.Decision.Allowed {
+		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 	}
 	granted := s.o.quotaTTL > 0
 	j := 0
@@ -276,11 +295,11 @@ func rlsEnvoyHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []*co
 			reset++
 		}
 	}
-	hs := make([]corev3.HeaderValue, 3)
-	hs[0].Key, hs[0].Value = "RateLimit-Limit", strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)
-	hs[1].Key, hs[1].Value = "RateLimit-Remaining", strconv.FormatUint(uint64(pick.LimitRemaining), 10)
-	hs[2].Key, hs[2].Value = "RateLimit-Reset", strconv.FormatInt(reset, 10)
-	return []*corev3.HeaderValue{&hs[0], &hs[1], &hs[2]}
+	f := new(rlsFields)
+	f.hv[0].Key, f.hv[0].Value = "RateLimit-Limit", strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)
+	f.hv[1].Key, f.hv[1].Value = "RateLimit-Remaining", strconv.FormatUint(uint64(pick.LimitRemaining), 10)
+	f.hv[2].Key, f.hv[2].Value = "RateLimit-Reset", strconv.FormatInt(reset, 10)
+	return f.list(3)
 }
 
 // rlsLimited reports whether a limit applies to a descriptor of status st
@@ -303,13 +322,28 @@ func rlsHeaders(d *admit.Decision) []*corev3.HeaderValue {
 	if !ok {
 		return nil
 	}
-	hs := make([]corev3.HeaderValue, 3)
-	hs[0].Key, hs[0].Value = grpcFieldRateLimitPolicy, pol
-	hs[1].Key, hs[1].Value = grpcFieldRateLimit, state
-	out := []*corev3.HeaderValue{&hs[0], &hs[1]}
+	f := new(rlsFields)
+	f.hv[0].Key, f.hv[0].Value = grpcFieldRateLimitPolicy, pol
+	f.hv[1].Key, f.hv[1].Value = grpcFieldRateLimit, state
+	n := 2
 	if retry != "" {
-		hs[2].Key, hs[2].Value = grpcFieldRetryAfter, retry
-		out = append(out, &hs[2])
+		f.hv[2].Key, f.hv[2].Value = grpcFieldRetryAfter, retry
+		n = 3
 	}
-	return out
+	return f.list(n)
+}
+
+// rlsFields holds the fields of an answer (at most three) and the list of
+// them, allocated together.
+type rlsFields struct {
+	hv [3]corev3.HeaderValue
+	p  [3]*corev3.HeaderValue
+}
+
+// list returns the first n fields of f.
+func (f *rlsFields) list(n int) []*corev3.HeaderValue {
+	for i := range n {
+		f.p[i] = &f.hv[i]
+	}
+	return f.p[:n:n]
 }
