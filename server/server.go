@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,7 +68,8 @@ type Server struct {
 	store   *redisstore.Store
 	reg     *prometheus.Registry
 	obs     *promlimit.Observer
-	tls     *tlsFiles // WithTLS, or nil
+	tls     *tlsFiles                  // WithTLS, or nil
+	text    atomic.Pointer[policyText] // the text of the policy in force
 	cfg     *configMetrics
 	gw      *Gateway
 	api     *API
@@ -220,12 +222,47 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 		snap := readSnapshot(s.o.files)
 		s.hash = snap.hash
 		p, err := snap.parse(s.o.mergeDomains)
+		s.text.Store(&policyText{files: snap.files, data: snap.data, at: time.Now()})
 		return p, snap.files, err
 	case s.o.pol != nil:
+		s.text.Store(&policyText{at: time.Now()})
 		return s.o.pol, nil, s.o.pol.Validate()
 	}
 	p, err := DefaultPolicy(s.store != nil)
+	s.text.Store(&policyText{files: []string{DefaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
 	return p, nil, err
+}
+
+// policyText is the text of the policy in force, for /debug/policy: its
+// files and their bytes as loaded (none for a policy given in Go).
+type policyText struct {
+	files []string
+	data  [][]byte
+	at    time.Time
+}
+
+// servePolicy serves /debug/policy: the files of the policy in force as
+// they were when loaded (which may differ from the files now on disk, if
+// a change did not load), as envoyproxy/ratelimit's /rlconfig shows its
+// configuration.
+func (s *Server) servePolicy(w http.ResponseWriter, _ *http.Request) {
+	t := s.text.Load()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprintf(w, "# the policy in force, loaded %s\n", t.at.UTC().Format(time.RFC3339))
+	if len(t.files) == 0 {
+		domains, rules := policySummary(s.pol.Load())
+		fmt.Fprintf(w, "# given in Go (WithPolicy): domains %s, %d rules\n", strings.Join(domains, ", "), rules)
+		return
+	}
+	for i, f := range t.files {
+		sum := sha256.Sum256(t.data[i])
+		fmt.Fprintf(w, "# file %s (sha256 %x)\n", f, sum)
+		_, _ = w.Write(t.data[i])
+		if n := len(t.data[i]); n > 0 && t.data[i][n-1] != '\n' {
+			_, _ = w.Write([]byte("\n"))
+		}
+	}
 }
 
 // newEngine builds the engine of p, taking over the state of old's
@@ -312,7 +349,7 @@ func (s *Server) buildListeners() error {
 		}
 	}
 	if o.debugAddr != "" {
-		s.debugSrv = s.newHTTPServer(debugHandler())
+		s.debugSrv = s.newHTTPServer(s.debugHandler())
 		s.debugSrv.ReadTimeout, s.debugSrv.WriteTimeout = 0, 0
 	}
 	if o.grpcAddr != "" {
@@ -347,9 +384,11 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// debugHandler serves Go's profiler under /debug/pprof/.
-func debugHandler() http.Handler {
+// debugHandler serves Go's profiler under /debug/pprof/, and the policy
+// in force at /debug/policy.
+func (s *Server) debugHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/policy", s.servePolicy)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -225,8 +225,9 @@ func WithRLSHeaders(h RLSHeaders) Option {
 }
 
 // WithDebugAddr serves Go's profiler (net/http/pprof: /debug/pprof/ and
-// its profiles) on a listener of its own at addr (a Server option), as
-// envoyproxy/ratelimit's debug port does. Bind it to a loopback address
+// its profiles) and /debug/policy (the policy files in force as they were
+// loaded, each with its SHA-256) on a listener of its own at addr (a
+// Server option), as envoyproxy/ratelimit's debug port does. Bind it to a loopback address
 // or an otherwise private one: it shows the process's internals and can
 // keep a CPU busy. Its requests have no write timeout (a CPU profile runs
 // for as long as it asks), and Shutdown closes it at once rather than

@@ -150,6 +150,7 @@ func (s *Server) swap(snap *snapshot) error {
 	}
 	s.engines.Set(e)
 	s.pol.Store(p)
+	s.text.Store(&policyText{files: snap.files, data: snap.data, at: time.Now()})
 	domains, rules := policySummary(p)
 	s.log.Info("policy reloaded", "files", snap.files, "domains", domains, "rules", rules)
 	return nil

@@ -925,3 +925,55 @@ rules:
 		t.Fatalf("acquire after the release: %v", m)
 	}
 }
+
+// TestServerDebugPolicy: /debug/policy shows the files in force as they
+// were loaded: a new valid file after a reload, still that one after a
+// change that does not load; the built-in policy; a policy given in Go.
+func TestServerDebugPolicy(t *testing.T) {
+	get := func(s *Server) string {
+		t.Helper()
+		resp, err := http.Get("http://" + s.DebugAddr().String() + "/debug/policy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Fatalf("/debug/policy: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		return string(b)
+	}
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, reloadPolicy)
+	s := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"), WithPolicyFiles(path), WithReloadInterval(0))
+	if body := get(s); !strings.Contains(body, "# file "+path+" (sha256 ") || !strings.Contains(body, "rate: 5/hour") {
+		t.Errorf("at start:\n%s", body)
+	}
+	writeFile(t, path, strings.Replace(reloadPolicy, "5/hour", "7/hour", 1))
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if body := get(s); !strings.Contains(body, "rate: 7/hour") {
+		t.Errorf("after a reload:\n%s", body)
+	}
+	writeFile(t, path, "garbage: [")
+	if err := s.Reload(); err == nil {
+		t.Fatal("a garbage file reloaded")
+	}
+	if body := get(s); !strings.Contains(body, "rate: 7/hour") || strings.Contains(body, "garbage") {
+		t.Errorf("after a change that did not load:\n%s", body)
+	}
+
+	builtin := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"))
+	if body := get(builtin); !strings.Contains(body, "# file "+DefaultPolicyFile) || !strings.Contains(body, string(DefaultPolicyYAML())) {
+		t.Errorf("built-in:\n%s", body)
+	}
+	p, err := policy.Parse("p.yaml", []byte(reloadPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inGo := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"), WithPolicy(p))
+	if body := get(inGo); !strings.Contains(body, "# given in Go (WithPolicy): domains api, 1 rules") {
+		t.Errorf("in Go:\n%s", body)
+	}
+}
