@@ -18,6 +18,15 @@ import (
 // that a client may release or extend its lease through any instance, and
 // a lease outlives the restart of the instance that granted it.
 
+// takeScript returns a lease record and deletes it (nil if there is none).
+var takeScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v then
+  redis.call('DEL', KEYS[1])
+end
+return v
+`)
+
 // maxLeaseName bounds the name of a lease record, which is part of its
 // key; maxRecordLeases bounds the Leases of one record.
 const (
@@ -111,14 +120,21 @@ func (s *Store) loadLeases(ctx context.Context, name string, take bool) ([]Lease
 		op = "take"
 	}
 	found, err := s.record(ctx, op, func(ctx context.Context) (bool, error) {
-		var cmd *redis.StringCmd
-		if take {
-			cmd = s.client.GetDel(ctx, key)
-		} else {
-			cmd = s.client.Get(ctx, key)
-		}
 		var err error
-		v, err = cmd.Result()
+		if take {
+			// GET and DEL in one script rather than GETDEL, which only
+			// Redis 6.2 and later know.
+			var r any
+			r, err = takeScript.Run(ctx, s.client, []string{key}).Result()
+			if err == nil {
+				var ok bool
+				if v, ok = r.(string); !ok {
+					err = fmt.Errorf("lease record: unexpected reply %T", r)
+				}
+			}
+		} else {
+			v, err = s.client.Get(ctx, key).Result()
+		}
 		if errors.Is(err, redis.Nil) {
 			return false, nil
 		}
