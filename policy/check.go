@@ -313,7 +313,10 @@ func (c *call) TryAcquire(ctx context.Context, key string, _ int64) (compose.Rel
 	return rel, c.record(d, err), err
 }
 
-func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
+// plan matches the descriptors of req in dom and lays out the calls of
+// the limits that apply, with their keys, in sc.calls (none: out decided,
+// all allowed). Its error is that of an inline limit it could not build.
+func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) error {
 	nd := len(req.Descriptors)
 	if cap(sc.rules) < nd {
 		sc.rules = make([]*crule, nd)
@@ -413,17 +416,9 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 		out.Decision = allowAll
 		return nil
 	}
-	// Keys, now that the buffer no longer moves; the check of h.
-	slots := false
+	// Keys, now that the buffer no longer moves.
 	for j := range sc.calls {
 		c := &sc.calls[j]
-		if c.l.slots != nil {
-			slots = true
-			if c.n > 0 && h == nil {
-				out.Decision = refusal
-				return fmt.Errorf("%w: rule %q caps concurrency", compose.ErrNeedHeld, c.l.label)
-			}
-		}
 		if c.koff < 0 {
 			continue
 		}
@@ -437,6 +432,24 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 			// The in-memory limiters copy the keys they keep; the
 			// buffer outlives the check.
 			c.key = unsafe.String(&sc.buf[c.koff], c.kend-c.koff)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
+	if err := e.plan(dom, req, out, sc); err != nil || len(sc.calls) == 0 {
+		return err
+	}
+	// The check of h.
+	slots := false
+	for j := range sc.calls {
+		if c := &sc.calls[j]; c.l.slots != nil {
+			slots = true
+			if c.n > 0 && h == nil {
+				out.Decision = refusal
+				return fmt.Errorf("%w: rule %q caps concurrency", compose.ErrNeedHeld, c.l.label)
+			}
 		}
 	}
 	// The layers: the enforcing ones by class, then the shadow ones.
