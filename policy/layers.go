@@ -94,6 +94,11 @@ func (c *clocked) Refund(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
+// Reset forwards to the limiter (see compose.ResetKey).
+func (c *clocked) Reset(ctx context.Context, key string) error {
+	return compose.ResetKey(ctx, c.lim, key)
+}
+
 // Healthy forwards the limiter's health (see compose.Guard).
 func (c *clocked) Healthy() bool {
 	if h, ok := c.lim.(interface{ Healthy() bool }); ok {

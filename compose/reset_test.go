@@ -1,0 +1,75 @@
+package compose_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
+)
+
+// resettable is a primary that records its resets and fails them on
+// demand.
+type resettable struct {
+	*fakePrimary
+	resets []string
+	err    error
+}
+
+func (r *resettable) Reset(_ context.Context, key string) error {
+	r.resets = append(r.resets, key)
+	return r.err
+}
+
+// TestResetKey: ResetKey through either Reset method; a Guard resets its
+// primary and, under Fallback, its local limiter, even with the primary
+// failing; a Shared resets its limiter; other limiters are refused.
+func TestResetKey(t *testing.T) {
+	local, err := keyed.New(admit.AlgGCRA, admit.PerMinute(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+		t.Fatal(d)
+	}
+	if d, _ := local.Allow(ctx, "k", 1); d.Allowed {
+		t.Fatal("the local limiter admitted twice")
+	}
+	prim := &resettable{fakePrimary: newPrimary(healthy)}
+	g := mustGuard(t, prim, compose.Fallback(local))
+	if err := compose.ResetKey(ctx, g, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if len(prim.resets) != 1 || prim.resets[0] != "k" {
+		t.Errorf("the primary's resets: %q", prim.resets)
+	}
+	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+		t.Error("the local limiter was not reset")
+	}
+	errDown := errors.New("store down")
+	prim.err = errDown
+	local.Allow(ctx, "k", 1)
+	if err := compose.ResetKey(ctx, g, "k"); !errors.Is(err, errDown) {
+		t.Errorf("a failing primary: %v", err)
+	}
+	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+		t.Error("the local limiter was not reset while the primary failed")
+	}
+
+	sh, err := compose.LiveShare(admit.AlgGCRA, admit.PerMinute(2), func() int { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Allow(ctx, "s", 2)
+	if err := compose.ResetKey(ctx, sh, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := sh.Allow(ctx, "s", 2); !d.Allowed {
+		t.Error("the Shared was not reset")
+	}
+	if err := compose.ResetKey(ctx, newPrimary(healthy), "k"); !errors.Is(err, compose.ErrNotResetter) {
+		t.Errorf("a limiter without Reset: %v", err)
+	}
+}
