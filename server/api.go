@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -160,6 +161,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.post(w, r, true, a.release)
 	case "/v1/extend":
 		a.post(w, r, true, a.extend)
+	case "/v1/reset":
+		a.post(w, r, true, a.reset)
 	case "/json":
 		a.post(w, r, false, a.apiEnvoyJSON)
 	case "/healthz":
@@ -328,6 +331,40 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 	b = apiAppendResult(b, &c.res)
 	c.buf = append(b, "}\n"...)
 	a.answer(w, &c.res.Decision, c.buf)
+}
+
+// reset serves /v1/reset: the body of a check; the answer is
+// {"reset":N}, the number of limits reset.
+func (a *API) reset(w http.ResponseWriter, r *http.Request) {
+	if !a.o.reset {
+		apiWriteError(w, &apiError{http.StatusForbidden, apiCodeForbidden, "reset is not enabled on this server (admit serve --allow-reset)"})
+		return
+	}
+	c := a.getCall()
+	defer a.putCall(c)
+	e, ae := a.decodeRequest(w, r, c, false)
+	if ae != nil {
+		apiWriteError(w, ae)
+		return
+	}
+	n, err := e.Reset(r.Context(), &c.req)
+	if err != nil {
+		if errors.Is(err, policy.ErrInvalidRequest) || errors.Is(err, policy.ErrClosed) {
+			apiWriteError(w, a.checkError(r, err))
+			return
+		}
+		if a.o.log != nil {
+			a.o.log.LogAttrs(r.Context(), slog.LevelWarn, "admit: reset incomplete", slog.Int("reset", n), slog.String("error", err.Error()))
+		}
+		apiWriteError(w, &apiError{http.StatusServiceUnavailable, apiCodeUnavailable,
+			fmt.Sprintf("%d limits reset, but not all: a store failed; retry (%s)", n, apiEcho(err.Error()))})
+		return
+	}
+	b := append(c.buf[:0], `{"reset":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	c.buf = append(b, "}\n"...)
+	w.Header()[apiKeyContentType] = apiJSONContentType
+	_, _ = w.Write(c.buf)
 }
 
 // answer writes a decision's answer.

@@ -29,6 +29,7 @@ const (
 	apiCodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"     // 405
 	apiCodeNotFound           = "NOT_FOUND"              // 404
 	apiCodeLeaseNotFound      = "LEASE_NOT_FOUND"        // 404
+	apiCodeForbidden          = "FORBIDDEN"              // 403: /v1/reset not enabled
 	apiCodeTooManyLeases      = "TOO_MANY_LEASES"        // 503
 	apiCodeNoPolicy           = "NO_POLICY"              // 503
 	apiCodeUnavailable        = "UNAVAILABLE"            // 503

@@ -41,6 +41,7 @@ type apiOptions struct {
 	refusalStatus  int
 	fields         bool
 	strictDomains  bool
+	reset          bool
 	log            *slog.Logger
 	err            error
 }
@@ -187,6 +188,15 @@ func WithRateLimitFields(on bool) APIOption {
 // admits it.
 func WithStrictDomains(on bool) APIOption {
 	return apiOptionFunc(func(o *apiOptions) { o.strictDomains = on })
+}
+
+// WithReset serves POST /v1/reset, which makes the limits a request
+// matches forget the state of its keys (policy.Engine.Reset): an operator
+// unblocking a client. Whoever reaches the API can then reset any limit,
+// so serve it only where clients are trusted (an admin listener, a private
+// network). The default, false, answers /v1/reset with 403 FORBIDDEN.
+func WithReset(on bool) APIOption {
+	return apiOptionFunc(func(o *apiOptions) { o.reset = on })
 }
 
 // WithAPILogger sets the logger told of the requests the API could not

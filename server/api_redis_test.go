@@ -390,3 +390,39 @@ func TestAPIRedisSharedLeases(t *testing.T) {
 	// An id that is not one of ours does not reach Redis.
 	apiWantError(t, c.post("/v1/release", `{"lease_id":"../../x"}`), http.StatusNotFound, apiCodeLeaseNotFound)
 }
+
+// TestAPIRedisReset: /v1/reset of a limit kept in Redis resets it for
+// every instance; with Redis down it answers 503.
+func TestAPIRedisReset(t *testing.T) {
+	in, srv := apiRedisInstances(t, 2)
+	a, b := in[0], in[1]
+	reset, err := NewAPI(a.src, WithReset(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := apiCheckBody("api", "user=carol")
+	for range 3 {
+		apiDecode(t, a.post("/v1/check", user))
+	}
+	if r := apiDecode(t, b.post("/v1/check", user)); r.Allowed {
+		t.Fatalf("fourth check: %+v", r)
+	}
+	do := func(body string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/reset", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		reset.ServeHTTP(w, req)
+		return w
+	}
+	if w := do(user); w.Code != http.StatusOK || w.Body.String() != "{\"reset\":1}\n" {
+		t.Fatalf("reset: %d %s", w.Code, w.Body)
+	}
+	if r := apiDecode(t, b.post("/v1/check", user)); !r.Allowed {
+		t.Errorf("the other instance after the reset: %+v", r)
+	}
+	srv.Kill()
+	msg := apiWantError(t, do(user), http.StatusServiceUnavailable, apiCodeUnavailable)
+	if !strings.Contains(msg, "0 limits reset") {
+		t.Errorf("message %q", msg)
+	}
+}

@@ -510,3 +510,35 @@ func TestAPICancelled(t *testing.T) {
 		t.Errorf("status %d: %s", w.Code, w.Body)
 	}
 }
+
+// TestAPIReset: /v1/reset gives a client's limits back when WithReset
+// allows it, and is refused with 403 otherwise.
+func TestAPIReset(t *testing.T) {
+	off := newAPIHarness(t, apiPolicy)
+	apiWantError(t, off.post("/v1/reset", apiCheckBody("api", "user=alice")), http.StatusForbidden, apiCodeForbidden)
+
+	h := newAPIHarness(t, apiPolicy, WithReset(true))
+	alice := apiCheckBody("api", "user=alice")
+	for range 2 {
+		if r := apiDecode(t, h.post("/v1/check", alice)); !r.Allowed {
+			t.Fatalf("check: %+v", r)
+		}
+	}
+	if r := apiDecode(t, h.post("/v1/check", alice)); r.Allowed {
+		t.Fatalf("third check: %+v", r)
+	}
+	w := h.post("/v1/reset", apiCheckBody("api", "user=alice", "tenant=acme", "job=etl"))
+	apiWantStatus(t, w, http.StatusOK)
+	if w.Body.String() != "{\"reset\":2}\n" {
+		t.Errorf("reset: %s, want 2 limits (the user's rate and the tenant's tier; not the concurrency cap)", w.Body)
+	}
+	if r := apiDecode(t, h.post("/v1/check", alice)); !r.Allowed {
+		t.Errorf("check after the reset: %+v", r)
+	}
+	if w := h.post("/v1/reset", apiCheckBody("elsewhere", "user=alice")); w.Body.String() != "{\"reset\":0}\n" {
+		t.Errorf("an unknown domain: %d %s", w.Code, w.Body)
+	}
+	apiWantError(t, h.post("/v1/reset", `{"domain":"api","descriptors":[{"entries":[]}]}`), http.StatusBadRequest, apiCodeMissingField)
+	apiWantError(t, h.post("/v1/reset", `{"domain":"api","ttl_ms":5,"descriptors":[{"entries":[{"key":"user","value":"a"}]}]}`), http.StatusBadRequest, apiCodeUnknownField)
+	apiWantError(t, h.do(http.MethodGet, "/v1/reset", ""), http.StatusMethodNotAllowed, apiCodeMethodNotAllowed)
+}

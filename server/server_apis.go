@@ -36,6 +36,7 @@ func (s *Server) adminHandler() (http.Handler, error) {
 		WithReadiness(ready),
 		WithMetrics(s.metricsHandler()),
 		WithMaxBodyBytes(s.o.maxBody),
+		WithReset(s.o.allowReset),
 		WithAPILogger(s.log))
 	if err != nil {
 		return nil, err

@@ -77,6 +77,7 @@ type options struct {
 	connAge, connAgeGrace         time.Duration
 	rlsHeaders                    RLSHeaders
 	mergeDomains                  bool
+	allowReset                    bool
 	files                         []string
 	pol                           *policy.Policy
 	redis                         redis.UniversalClient
@@ -201,6 +202,14 @@ func WithGRPCMaxConnectionAge(age, grace time.Duration) Option {
 		}
 		o.connAge, o.connAgeGrace = age, grace
 	})
+}
+
+// WithAllowReset serves POST /v1/reset on the HTTP API (see WithReset), so
+// that an operator can give a client its limits back (a Server option).
+// Whoever reaches the API can then reset any limit: enable it where the
+// API is private (WithAdminAddr). The default is false.
+func WithAllowReset(on bool) Option {
+	return optionFunc(func(o *options) { o.allowReset = on })
 }
 
 // WithMergeDomains lets several policy files (WithPolicyFiles) define

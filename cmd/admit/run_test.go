@@ -473,6 +473,39 @@ func TestMergeDomains(t *testing.T) {
 	}
 }
 
+// TestServeReset: --allow-reset (ADMIT_ALLOW_RESET) serves /v1/reset;
+// without it, 403.
+func TestServeReset(t *testing.T) {
+	post := func(base, path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post("http://"+base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	demo := `{"domain":"api","descriptors":[{"entries":[{"key":"generic_key","value":"demo"}]}]}`
+	off := runServe(t, nil, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	if code, body := post(off.http, "/v1/reset", demo); code != http.StatusForbidden || !strings.Contains(body, "--allow-reset") {
+		t.Errorf("without --allow-reset: %d %s", code, body)
+	}
+	s := runServe(t, map[string]string{"ADMIT_ALLOW_RESET": "true"}, nil, "--http-addr", "127.0.0.1:0", "--grpc-addr", "")
+	for range 6 {
+		post(s.http, "/v1/check", demo) // the built-in demo rule: 5 a minute
+	}
+	if _, body := post(s.http, "/v1/check", demo); !strings.Contains(body, `"allowed":false`) {
+		t.Fatalf("the demo rule after 6 checks: %s", body)
+	}
+	if code, body := post(s.http, "/v1/reset", demo); code != http.StatusOK || body != "{\"reset\":1}\n" {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	if _, body := post(s.http, "/v1/check", demo); !strings.Contains(body, `"allowed":true`) {
+		t.Errorf("after the reset: %s", body)
+	}
+}
+
 // TestServeTLS: --tls-cert, --tls-key and --tls-client-ca serve the API
 // over mutual TLS; the banner says so and its command names what a client
 // needs; files that do not load stop admit serve.

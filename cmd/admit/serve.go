@@ -27,6 +27,7 @@ type serveConfig struct {
 	redisCA, redisCert, redisKey  string
 	rlsHeaders                    choiceFlag
 	mergeDomains                  bool
+	allowReset                    bool
 	connAge, connAgeGrace         time.Duration
 	config                        listFlag
 	redis                         string
@@ -101,6 +102,7 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
 	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", server.DefaultUpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
 	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", server.DefaultUpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
+	fs.BoolVar(&c.allowReset, "allow-reset", false, "serve POST /v1/reset, which gives a client its limits back; whoever reaches the API can then\nreset any limit: keep the API private (--admin-addr)")
 	fs.BoolVar(&c.mergeDomains, "merge-domains", false, "let several --config files define one domain, merged (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)")
 	fs.BoolVar(&c.shadow, "shadow", false, "shadow mode: decide and count every request, refuse none (envoyproxy/ratelimit's SHADOW_MODE)")
 	return cmd
@@ -170,6 +172,7 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		server.WithGRPCAddr(c.grpcAddr),
 		server.WithAdminAddr(c.adminAddr),
 		server.WithDebugAddr(c.debugAddr),
+		server.WithAllowReset(c.allowReset),
 		server.WithTLS(c.tlsCert, c.tlsKey),
 		server.WithClientCA(c.tlsClientCA),
 	}
