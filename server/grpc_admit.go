@@ -130,6 +130,34 @@ func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*adm
 	return out, nil
 }
 
+// Reset gives a client its limits back (see policy.Engine.Reset), when
+// WithGRPCReset allows it.
+func (s *AdmitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*admitv1.ResetResponse, error) {
+	if err := grpcMalformed(r); err != nil {
+		return nil, err
+	}
+	if !s.o.reset {
+		return nil, status.Error(codes.PermissionDenied, "reset is not enabled on this server (admit serve --allow-reset)")
+	}
+	e := s.src.Engine()
+	if e == nil {
+		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+	}
+	sc := s.pool.Get().(*grpcScratch)
+	defer s.put(sc)
+	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), nil, sc); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	n, err := e.Reset(ctx, &sc.req)
+	switch {
+	case err == nil:
+		return &admitv1.ResetResponse{LimitsReset: int64(n)}, nil
+	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, policy.ErrClosed):
+		return nil, grpcCheckError(err)
+	}
+	return nil, status.Errorf(codes.Unavailable, "%d limits reset, but not all: a store failed; retry (%v)", n, err)
+}
+
 // Acquire decides a request and keeps its slots under a lease (see
 // AdmitService).
 func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
@@ -372,4 +400,8 @@ func (a admitServer) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*a
 
 func (a admitServer) Release(ctx context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
 	return a.s.Release(ctx, r)
+}
+
+func (a admitServer) Reset(ctx context.Context, r *admitv1.ResetRequest) (*admitv1.ResetResponse, error) {
+	return a.s.Reset(ctx, r)
 }

@@ -425,3 +425,32 @@ func TestServerGRPCMalformed(t *testing.T) {
 	err = conn.Invoke(context.Background(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", &body, &out, grpc.ForceCodec(rawCodec{}))
 	wantCode(t, err, codes.InvalidArgument)
 }
+
+// TestAdmitReset: Reset gives a tenant its plan back when WithGRPCReset
+// allows it, and is PERMISSION_DENIED otherwise.
+func TestAdmitReset(t *testing.T) {
+	clk := admittest.NewManualClock(grpcT0)
+	newco := &admitv1.CheckRequest{Domain: "api", Hits: proto.Int64(2), Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "newco")}}
+	reset := &admitv1.ResetRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "newco")}}
+
+	off := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk))
+	_, err := off.admit.Reset(context.Background(), reset)
+	wantCode(t, err, codes.PermissionDenied)
+
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk), WithGRPCReset(true))
+	if resp := h.check(t, newco); !resp.Decision.Allowed {
+		t.Fatalf("first: %v", resp)
+	}
+	if resp := h.check(t, newco); resp.Decision.Allowed {
+		t.Fatalf("second, over the plan: %v", resp)
+	}
+	resp, err := h.admit.Reset(context.Background(), reset)
+	if err != nil || resp.LimitsReset != 1 {
+		t.Fatalf("Reset: %v, %v", resp, err)
+	}
+	if resp := h.check(t, newco); !resp.Decision.Allowed {
+		t.Errorf("after the reset: %v", resp)
+	}
+	_, err = h.admit.Reset(context.Background(), &admitv1.ResetRequest{Domain: "api"})
+	wantCode(t, err, codes.InvalidArgument)
+}

@@ -45,6 +45,7 @@ type grpcOptions struct {
 	quotaTTL       time.Duration
 	clock          admit.Clock
 	leases         *Leases
+	reset          bool
 	err            error
 }
 
@@ -132,6 +133,15 @@ func WithGRPCHeaders(on bool) GRPCOption {
 		return WithGRPCHeaderStyle(RLSHeadersIETF)
 	}
 	return WithGRPCHeaderStyle(RLSHeadersNone)
+}
+
+// WithGRPCReset serves admit.v1's Reset, which makes the limits a request
+// matches forget the state of its keys (policy.Engine.Reset), as the HTTP
+// API's WithReset serves /v1/reset. Whoever reaches the service can then
+// reset any limit. The default, false, answers Reset with
+// PERMISSION_DENIED.
+func WithGRPCReset(on bool) GRPCOption {
+	return grpcOptionFunc(func(o *grpcOptions) { o.reset = on })
 }
 
 // RLSHeaders selects the fields Envoy's rate-limit service asks Envoy to

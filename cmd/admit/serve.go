@@ -102,7 +102,7 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
 	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", server.DefaultUpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
 	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", server.DefaultUpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
-	fs.BoolVar(&c.allowReset, "allow-reset", false, "serve POST /v1/reset, which gives a client its limits back; whoever reaches the API can then\nreset any limit: keep the API private (--admin-addr)")
+	fs.BoolVar(&c.allowReset, "allow-reset", false, "serve POST /v1/reset and admit.v1's Reset, which give a client its limits back; whoever reaches\nthe APIs can then reset any limit: keep them private")
 	fs.BoolVar(&c.mergeDomains, "merge-domains", false, "let several --config files define one domain, merged (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)")
 	fs.BoolVar(&c.shadow, "shadow", false, "shadow mode: decide and count every request, refuse none (envoyproxy/ratelimit's SHADOW_MODE)")
 	return cmd

@@ -1043,6 +1043,105 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_admit_v1_admit_proto_rawDescGZIP(), []int{10}
 }
 
+type ResetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy's domain. Required.
+	Domain string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	// The descriptors, at least one.
+	Descriptors   []*Descriptor `protobuf:"bytes,2,rep,name=descriptors,proto3" json:"descriptors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetRequest) Reset() {
+	*x = ResetRequest{}
+	mi := &file_admit_v1_admit_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetRequest) ProtoMessage() {}
+
+func (x *ResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admit_v1_admit_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
+func (*ResetRequest) Descriptor() ([]byte, []int) {
+	return file_admit_v1_admit_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ResetRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *ResetRequest) GetDescriptors() []*Descriptor {
+	if x != nil {
+		return x.Descriptors
+	}
+	return nil
+}
+
+type ResetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The number of limits reset.
+	LimitsReset   int64 `protobuf:"varint,1,opt,name=limits_reset,json=limitsReset,proto3" json:"limits_reset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetResponse) Reset() {
+	*x = ResetResponse{}
+	mi := &file_admit_v1_admit_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetResponse) ProtoMessage() {}
+
+func (x *ResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admit_v1_admit_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
+func (*ResetResponse) Descriptor() ([]byte, []int) {
+	return file_admit_v1_admit_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ResetResponse) GetLimitsReset() int64 {
+	if x != nil {
+		return x.LimitsReset
+	}
+	return 0
+}
+
 var File_admit_v1_admit_proto protoreflect.FileDescriptor
 
 const file_admit_v1_admit_proto_rawDesc = "" +
@@ -1120,7 +1219,12 @@ const file_admit_v1_admit_proto_rawDesc = "" +
 	"\x0eReleaseRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12+\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x11.admit.v1.OutcomeR\aoutcome\"\x11\n" +
-	"\x0fReleaseResponse*>\n" +
+	"\x0fReleaseResponse\"^\n" +
+	"\fResetRequest\x12\x16\n" +
+	"\x06domain\x18\x01 \x01(\tR\x06domain\x126\n" +
+	"\vdescriptors\x18\x02 \x03(\v2\x14.admit.v1.DescriptorR\vdescriptors\"2\n" +
+	"\rResetResponse\x12!\n" +
+	"\flimits_reset\x18\x01 \x01(\x03R\vlimitsReset*>\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x13\n" +
@@ -1134,11 +1238,12 @@ const file_admit_v1_admit_proto_rawDesc = "" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
-	"\x0fOUTCOME_FAILURE\x10\x022\xc1\x01\n" +
+	"\x0fOUTCOME_FAILURE\x10\x022\xfb\x01\n" +
 	"\x05Admit\x128\n" +
 	"\x05Check\x12\x16.admit.v1.CheckRequest\x1a\x17.admit.v1.CheckResponse\x12>\n" +
 	"\aAcquire\x12\x18.admit.v1.AcquireRequest\x1a\x19.admit.v1.AcquireResponse\x12>\n" +
-	"\aRelease\x12\x18.admit.v1.ReleaseRequest\x1a\x19.admit.v1.ReleaseResponseB2Z0github.com/admit-go/admit/server/admitv1;admitv1b\x06proto3"
+	"\aRelease\x12\x18.admit.v1.ReleaseRequest\x1a\x19.admit.v1.ReleaseResponse\x128\n" +
+	"\x05Reset\x12\x16.admit.v1.ResetRequest\x1a\x17.admit.v1.ResetResponseB2Z0github.com/admit-go/admit/server/admitv1;admitv1b\x06proto3"
 
 var (
 	file_admit_v1_admit_proto_rawDescOnce sync.Once
@@ -1153,7 +1258,7 @@ func file_admit_v1_admit_proto_rawDescGZIP() []byte {
 }
 
 var file_admit_v1_admit_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_admit_v1_admit_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_admit_v1_admit_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_admit_v1_admit_proto_goTypes = []any{
 	(Code)(0),                     // 0: admit.v1.Code
 	(Kind)(0),                     // 1: admit.v1.Kind
@@ -1169,44 +1274,49 @@ var file_admit_v1_admit_proto_goTypes = []any{
 	(*AcquireResponse)(nil),       // 11: admit.v1.AcquireResponse
 	(*ReleaseRequest)(nil),        // 12: admit.v1.ReleaseRequest
 	(*ReleaseResponse)(nil),       // 13: admit.v1.ReleaseResponse
-	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*ResetRequest)(nil),          // 14: admit.v1.ResetRequest
+	(*ResetResponse)(nil),         // 15: admit.v1.ResetResponse
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_admit_v1_admit_proto_depIdxs = []int32{
-	14, // 0: admit.v1.Limit.period:type_name -> google.protobuf.Duration
+	16, // 0: admit.v1.Limit.period:type_name -> google.protobuf.Duration
 	3,  // 1: admit.v1.Descriptor.entries:type_name -> admit.v1.Entry
 	4,  // 2: admit.v1.Descriptor.limit:type_name -> admit.v1.Limit
 	5,  // 3: admit.v1.CheckRequest.descriptors:type_name -> admit.v1.Descriptor
 	1,  // 4: admit.v1.Decision.kind:type_name -> admit.v1.Kind
 	4,  // 5: admit.v1.Decision.limit:type_name -> admit.v1.Limit
-	14, // 6: admit.v1.Decision.retry_after:type_name -> google.protobuf.Duration
-	14, // 7: admit.v1.Decision.reset_after:type_name -> google.protobuf.Duration
+	16, // 6: admit.v1.Decision.retry_after:type_name -> google.protobuf.Duration
+	16, // 7: admit.v1.Decision.reset_after:type_name -> google.protobuf.Duration
 	0,  // 8: admit.v1.Status.code:type_name -> admit.v1.Code
 	1,  // 9: admit.v1.Status.kind:type_name -> admit.v1.Kind
 	4,  // 10: admit.v1.Status.limit:type_name -> admit.v1.Limit
-	14, // 11: admit.v1.Status.retry_after:type_name -> google.protobuf.Duration
-	14, // 12: admit.v1.Status.reset_after:type_name -> google.protobuf.Duration
+	16, // 11: admit.v1.Status.retry_after:type_name -> google.protobuf.Duration
+	16, // 12: admit.v1.Status.reset_after:type_name -> google.protobuf.Duration
 	7,  // 13: admit.v1.CheckResponse.decision:type_name -> admit.v1.Decision
 	8,  // 14: admit.v1.CheckResponse.statuses:type_name -> admit.v1.Status
 	7,  // 15: admit.v1.CheckResponse.shadow:type_name -> admit.v1.Decision
 	5,  // 16: admit.v1.AcquireRequest.descriptors:type_name -> admit.v1.Descriptor
-	14, // 17: admit.v1.AcquireRequest.lease:type_name -> google.protobuf.Duration
+	16, // 17: admit.v1.AcquireRequest.lease:type_name -> google.protobuf.Duration
 	7,  // 18: admit.v1.AcquireResponse.decision:type_name -> admit.v1.Decision
 	8,  // 19: admit.v1.AcquireResponse.statuses:type_name -> admit.v1.Status
 	7,  // 20: admit.v1.AcquireResponse.shadow:type_name -> admit.v1.Decision
-	15, // 21: admit.v1.AcquireResponse.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 21: admit.v1.AcquireResponse.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 22: admit.v1.ReleaseRequest.outcome:type_name -> admit.v1.Outcome
-	6,  // 23: admit.v1.Admit.Check:input_type -> admit.v1.CheckRequest
-	10, // 24: admit.v1.Admit.Acquire:input_type -> admit.v1.AcquireRequest
-	12, // 25: admit.v1.Admit.Release:input_type -> admit.v1.ReleaseRequest
-	9,  // 26: admit.v1.Admit.Check:output_type -> admit.v1.CheckResponse
-	11, // 27: admit.v1.Admit.Acquire:output_type -> admit.v1.AcquireResponse
-	13, // 28: admit.v1.Admit.Release:output_type -> admit.v1.ReleaseResponse
-	26, // [26:29] is the sub-list for method output_type
-	23, // [23:26] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	5,  // 23: admit.v1.ResetRequest.descriptors:type_name -> admit.v1.Descriptor
+	6,  // 24: admit.v1.Admit.Check:input_type -> admit.v1.CheckRequest
+	10, // 25: admit.v1.Admit.Acquire:input_type -> admit.v1.AcquireRequest
+	12, // 26: admit.v1.Admit.Release:input_type -> admit.v1.ReleaseRequest
+	14, // 27: admit.v1.Admit.Reset:input_type -> admit.v1.ResetRequest
+	9,  // 28: admit.v1.Admit.Check:output_type -> admit.v1.CheckResponse
+	11, // 29: admit.v1.Admit.Acquire:output_type -> admit.v1.AcquireResponse
+	13, // 30: admit.v1.Admit.Release:output_type -> admit.v1.ReleaseResponse
+	15, // 31: admit.v1.Admit.Reset:output_type -> admit.v1.ResetResponse
+	28, // [28:32] is the sub-list for method output_type
+	24, // [24:28] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_admit_v1_admit_proto_init() }
@@ -1223,7 +1333,7 @@ func file_admit_v1_admit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admit_v1_admit_proto_rawDesc), len(file_admit_v1_admit_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

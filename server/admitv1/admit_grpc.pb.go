@@ -32,6 +32,7 @@ const (
 	Admit_Check_FullMethodName   = "/admit.v1.Admit/Check"
 	Admit_Acquire_FullMethodName = "/admit.v1.Admit/Acquire"
 	Admit_Release_FullMethodName = "/admit.v1.Admit/Release"
+	Admit_Reset_FullMethodName   = "/admit.v1.Admit/Reset"
 )
 
 // AdmitClient is the client API for Admit service.
@@ -54,6 +55,12 @@ type AdmitClient interface {
 	// request to the adaptive limits that learn from it. A lease that is
 	// unknown, already released or expired is NOT_FOUND.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
+	// Reset makes the rates and quotas the request's descriptors match
+	// forget the state of their keys, which start full again: an operator
+	// giving a client its limits back. Concurrency caps and adaptive limits
+	// are left alone. The server must allow it (admit serve --allow-reset);
+	// otherwise it is PERMISSION_DENIED. A store failing is UNAVAILABLE.
+	Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error)
 }
 
 type admitClient struct {
@@ -94,6 +101,16 @@ func (c *admitClient) Release(ctx context.Context, in *ReleaseRequest, opts ...g
 	return out, nil
 }
 
+func (c *admitClient) Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetResponse)
+	err := c.cc.Invoke(ctx, Admit_Reset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdmitServer is the server API for Admit service.
 // All implementations must embed UnimplementedAdmitServer
 // for forward compatibility.
@@ -114,6 +131,12 @@ type AdmitServer interface {
 	// request to the adaptive limits that learn from it. A lease that is
 	// unknown, already released or expired is NOT_FOUND.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
+	// Reset makes the rates and quotas the request's descriptors match
+	// forget the state of their keys, which start full again: an operator
+	// giving a client its limits back. Concurrency caps and adaptive limits
+	// are left alone. The server must allow it (admit serve --allow-reset);
+	// otherwise it is PERMISSION_DENIED. A store failing is UNAVAILABLE.
+	Reset(context.Context, *ResetRequest) (*ResetResponse, error)
 	mustEmbedUnimplementedAdmitServer()
 }
 
@@ -132,6 +155,9 @@ func (UnimplementedAdmitServer) Acquire(context.Context, *AcquireRequest) (*Acqu
 }
 func (UnimplementedAdmitServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedAdmitServer) Reset(context.Context, *ResetRequest) (*ResetResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reset not implemented")
 }
 func (UnimplementedAdmitServer) mustEmbedUnimplementedAdmitServer() {}
 func (UnimplementedAdmitServer) testEmbeddedByValue()               {}
@@ -208,6 +234,24 @@ func _Admit_Release_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admit_Reset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdmitServer).Reset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admit_Reset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdmitServer).Reset(ctx, req.(*ResetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admit_ServiceDesc is the grpc.ServiceDesc for Admit service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -226,6 +270,10 @@ var Admit_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Release",
 			Handler:    _Admit_Release_Handler,
+		},
+		{
+			MethodName: "Reset",
+			Handler:    _Admit_Reset_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
