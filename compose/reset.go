@@ -37,7 +37,9 @@ func ResetKey(ctx context.Context, lim any, key string) error {
 func (g *Guard) Reset(ctx context.Context, key string) error {
 	var lerr error
 	if g.kind == fallback && g.local != nil {
-		lerr = ResetKey(ctx, g.local, key)
+		if lerr = ResetKey(ctx, g.local, key); errors.Is(lerr, ErrNotResetter) {
+			lerr = nil // a local limiter without state to forget
+		}
 	}
 	tctx, cancel := ctx, context.CancelFunc(func() {})
 	if g.timeout > 0 && !g.boundedBy(ctx) {
