@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -360,6 +361,7 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("%d limits reset, but not all: a store failed; retry (%s)", n, apiEcho(err.Error()))})
 		return
 	}
+	auditReset(r.Context(), a.o.log, "http", r.RemoteAddr, &c.req, n)
 	b := append(c.buf[:0], `{"reset":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
 	c.buf = append(b, "}\n"...)
@@ -511,4 +513,31 @@ func (a *API) extend(w http.ResponseWriter, r *http.Request) {
 	b = append(b, "}\n"...)
 	w.Header()[apiKeyContentType] = apiJSONContentType
 	_, _ = w.Write(b)
+}
+
+// auditReset logs a reset (an operator's action, worth a record): through
+// which API, from which peer, the domain and descriptors, how many limits.
+func auditReset(ctx context.Context, log *slog.Logger, api, peer string, req *policy.Request, n int) {
+	if log == nil {
+		return
+	}
+	var b strings.Builder
+	for i, d := range req.Descriptors {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		for j, e := range d.Entries {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(e.Key)
+			b.WriteByte('=')
+			b.WriteString(e.Value)
+		}
+		if b.Len() > 512 {
+			break
+		}
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "limits reset", slog.String("api", api), slog.String("peer", peer),
+		slog.String("domain", apiEcho(req.Domain)), slog.String("descriptors", apiEcho(b.String())), slog.Int("reset", n))
 }

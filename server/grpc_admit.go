@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -151,6 +152,11 @@ func (s *AdmitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*adm
 	n, err := e.Reset(ctx, &sc.req)
 	switch {
 	case err == nil:
+		who := ""
+		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+			who = p.Addr.String()
+		}
+		auditReset(ctx, s.o.log, "grpc", who, &sc.req, n)
 		return &admitv1.ResetResponse{LimitsReset: int64(n)}, nil
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, policy.ErrClosed):
 		return nil, grpcCheckError(err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -46,6 +47,7 @@ type grpcOptions struct {
 	clock          admit.Clock
 	leases         *Leases
 	reset          bool
+	log            *slog.Logger
 	err            error
 }
 
@@ -142,6 +144,12 @@ func WithGRPCHeaders(on bool) GRPCOption {
 // PERMISSION_DENIED.
 func WithGRPCReset(on bool) GRPCOption {
 	return grpcOptionFunc(func(o *grpcOptions) { o.reset = on })
+}
+
+// WithGRPCLogger sets the logger told of the resets admit.v1 performs (see
+// WithGRPCReset), one record each. The default, nil, logs nothing.
+func WithGRPCLogger(l *slog.Logger) GRPCOption {
+	return grpcOptionFunc(func(o *grpcOptions) { o.log = l })
 }
 
 // RLSHeaders selects the fields Envoy's rate-limit service asks Envoy to

@@ -56,7 +56,7 @@ func (s *Server) adminHandler() (http.Handler, error) {
 // registerGRPC registers the gRPC APIs (RegisterGRPC) on g.
 func (s *Server) registerGRPC(g *grpc.Server) error {
 	var err error
-	s.grpcAPI, err = RegisterGRPC(g, &s.engines, WithGRPCLeases(s.leases), WithGRPCHeaderStyle(s.o.rlsHeaders), WithGRPCReset(s.o.allowReset))
+	s.grpcAPI, err = RegisterGRPC(g, &s.engines, WithGRPCLeases(s.leases), WithGRPCHeaderStyle(s.o.rlsHeaders), WithGRPCReset(s.o.allowReset), WithGRPCLogger(s.log))
 	return err
 }
 

@@ -504,6 +504,10 @@ func TestServeReset(t *testing.T) {
 	if _, body := post(s.http, "/v1/check", demo); !strings.Contains(body, `"allowed":true`) {
 		t.Errorf("after the reset: %s", body)
 	}
+	// An operator's action leaves a record.
+	if log := s.stderr.String(); !strings.Contains(log, `msg="limits reset" api=http peer=127.0.0.1:`) || !strings.Contains(log, `descriptors="generic_key=demo" reset=1`) {
+		t.Errorf("no record of the reset in the log:\n%s", log)
+	}
 }
 
 // TestServeTLS: --tls-cert, --tls-key and --tls-client-ca serve the API
