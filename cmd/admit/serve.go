@@ -61,7 +61,7 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port, port 0 picking a free one, or unix:PATH; empty: no HTTP listener)")
 	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (host:port or unix:PATH; empty: no gRPC listener)")
 	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
-	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) on `ADDR`, as envoyproxy/ratelimit's debug port does;\nbind it to localhost: it shows the process's internals (default: none)")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) and the policy in force (/debug/policy) on `ADDR`, as\nenvoyproxy/ratelimit's debug port does; bind it to localhost: it shows the process's internals (default: none)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTP and gRPC over TLS with the certificate chain in the PEM `FILE` (with --tls-key);\nre-read when it changes (default: no TLS)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM `FILE`")
 	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "require client certificates signed by a CA of the PEM `FILE` (mutual TLS; needs --tls-cert)")
@@ -440,8 +440,6 @@ func sampleDescriptor(p *policy.Policy) (sample, bool) {
 	return sample{}, false
 }
 
-// dialable returns a listener's address as a client would dial it: an
-// unspecified host (":8080", "[::]:8080") becomes localhost.
 // where names the address a listener is bound to for people: scheme://
 // host:port (no scheme: host:port) over TCP, unix:PATH on a Unix socket.
 func where(scheme string, a net.Addr) string {
@@ -472,6 +470,8 @@ func grpcurlTarget(a net.Addr) string {
 	return " " + dialable(a)
 }
 
+// dialable returns a listener's address as a client would dial it: an
+// unspecified host (":8080", "[::]:8080") becomes localhost.
 func dialable(a net.Addr) string {
 	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
