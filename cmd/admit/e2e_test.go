@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,10 +25,12 @@ import (
 	rlsv3common "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/internal/testpki"
 )
 
 // TestE2EBuiltIn runs `admit serve` with no configuration and runs the
@@ -308,5 +311,68 @@ rules:
 	// slow answer can only lower the count.
 	if a := admitted.Load(); a > 30 || a < 25 {
 		t.Fatalf("three instances admitted %d of 90, want 30 (at most the limit)", a)
+	}
+}
+
+// TestE2ETLSAndOperations runs the binary with mutual TLS, the profiler,
+// resets allowed and envoyproxy/ratelimit's response fields: a check over
+// HTTPS with a client certificate, ShouldRateLimit over gRPC with one, a
+// reset, /debug/policy, and a clean exit on SIGTERM.
+func TestE2ETLSAndOperations(t *testing.T) {
+	pki := testpki.New(t)
+	path := writeTemp(t, "envoy.yaml", envoyPolicy)
+	p, b := startAdmit(t, []string{"ADMIT_ALLOW_RESET=true", "ADMIT_RLS_HEADERS=envoy"}, "serve", "--config", path,
+		"--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0",
+		"--tls-cert", pki.CertFile, "--tls-key", pki.KeyFile, "--tls-client-ca", pki.CAFile)
+	if !strings.Contains(b.text, "HTTP API on https://") || b.debug == "" {
+		t.Fatalf("banner:\n%s", b.text)
+	}
+	tlsConf := &tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{pki.Client}}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}
+	defer hc.CloseIdleConnections()
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := hc.Post("https://"+b.http+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	addr := `{"domain":"legacy","descriptors":[{"entries":[{"key":"remote_address","value":"10.7.7.7"}]}]}`
+	for range 2 {
+		post("/v1/check", addr)
+	}
+	if _, body := post("/v1/check", addr); !strings.Contains(body, `"allowed":false`) {
+		t.Fatalf("third check of 2 per hour: %s", body)
+	}
+
+	conn, err := grpc.NewClient(b.grpc, grpc.WithTransportCredentials(credentials.NewTLS(tlsConf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "legacy", Descriptors: []*rlsv3common.RateLimitDescriptor{
+		{Entries: []*rlsv3common.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10.7.7.7"}}},
+	}})
+	if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT || len(resp.ResponseHeadersToAdd) != 3 {
+		t.Fatalf("ShouldRateLimit over mutual TLS: %v, %v", resp, err)
+	}
+
+	if code, body := post("/v1/reset", addr); code != http.StatusOK || body != "{\"reset\":1}\n" {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	if _, body := post("/v1/check", addr); !strings.Contains(body, `"allowed":true`) {
+		t.Errorf("after the reset: %s", body)
+	}
+	if status, _, body := curl(t, "curl -s http://"+b.debug+"/debug/policy"); status != http.StatusOK || !strings.Contains(body, "# file "+path) || !strings.Contains(body, "requests_per_unit: 2") {
+		t.Errorf("/debug/policy: %d %s", status, body)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(15 * time.Second); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM", code)
 	}
 }
