@@ -238,18 +238,24 @@ func (g *Guard) primaryHealthy() bool {
 // call calls the primary under the Guard's timeout, and reports whether
 // the call timed out (rather than the caller's context ending).
 func (g *Guard) call(ctx context.Context, key string, n int64) (d admit.Decision, timedOut bool, err error) {
-	if g.timeout == 0 || g.boundedBy(ctx) {
-		d, err = g.primary.Allow(ctx, key, n)
-		return d, false, err
-	}
-	tctx, cancel := context.WithTimeout(ctx, g.timeout)
+	tctx, cancel := g.bound(ctx)
 	d, err = g.primary.Allow(tctx, key, n)
-	if err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		timedOut = true
-	}
+	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	return d, timedOut, err
 }
+
+// bound returns ctx bounded by the Guard's timeout, and its cancel: ctx
+// itself (no timer, no child context) when there is no timeout or ctx's
+// own deadline comes first (see boundedBy).
+func (g *Guard) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g.timeout == 0 || g.boundedBy(ctx) {
+		return ctx, noCancel
+	}
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+func noCancel() {}
 
 // allowOpen decides while the breaker is open: the policy decides, except
 // for the first request after each probe interval, the probe, which calls
@@ -470,10 +476,7 @@ func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
 // callRefund calls the primary's Refund under the Guard's timeout, and
 // reports whether the call timed out.
 func (g *Guard) callRefund(ctx context.Context, key string, n int64) (timedOut bool, err error) {
-	if g.timeout == 0 || g.boundedBy(ctx) {
-		return false, g.refund.Refund(ctx, key, n)
-	}
-	tctx, cancel := context.WithTimeout(ctx, g.timeout)
+	tctx, cancel := g.bound(ctx)
 	err = g.refund.Refund(tctx, key, n)
 	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()

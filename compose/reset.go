@@ -41,10 +41,7 @@ func (g *Guard) Reset(ctx context.Context, key string) error {
 			lerr = nil // a local limiter without state to forget
 		}
 	}
-	tctx, cancel := ctx, context.CancelFunc(func() {})
-	if g.timeout > 0 && !g.boundedBy(ctx) {
-		tctx, cancel = context.WithTimeout(ctx, g.timeout)
-	}
+	tctx, cancel := g.bound(ctx)
 	err := ResetKey(tctx, g.primary, key)
 	cancel()
 	return errors.Join(err, lerr)

@@ -103,25 +103,38 @@ func (s *AdmitService) Register(r grpc.ServiceRegistrar) {
 	admitv1.RegisterAdmitServer(r, admitServer{s: s})
 }
 
+// prepare returns the engine in force and a scratch holding the request
+// of domain, ds and hits, checked; the caller puts the scratch back. The
+// error is a gRPC status: UNAVAILABLE without a policy, INVALID_ARGUMENT
+// for a bad request.
+func (s *AdmitService) prepare(domain string, ds []*admitv1.Descriptor, hits *int64) (*policy.Engine, *grpcScratch, error) {
+	e := s.src.Engine()
+	if e == nil {
+		return nil, nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+	}
+	sc := s.pool.Get().(*grpcScratch)
+	if err := s.o.admitRequest(domain, ds, hits, sc); err != nil {
+		s.put(sc)
+		return nil, nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return e, sc, nil
+}
+
 // Check decides a request (see AdmitService).
 func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
-	e := s.src.Engine()
-	if e == nil {
-		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
-	}
-	sc := s.pool.Get().(*grpcScratch)
-	defer s.put(sc)
 	var hits *int64
 	if r != nil {
 		hits = r.Hits
 	}
-	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), hits, sc); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+	e, sc, err := s.prepare(r.GetDomain(), r.GetDescriptors(), hits)
+	if err != nil {
+		return nil, err
 	}
-	err := e.Check(ctx, &sc.req, &sc.held, &sc.res)
+	defer s.put(sc)
+	err = e.Check(ctx, &sc.req, &sc.held, &sc.res)
 	sc.held.Release() // concurrency caps are gates through Check
 	if err != nil {
 		return nil, grpcCheckError(err)
@@ -140,15 +153,11 @@ func (s *AdmitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*adm
 	if !s.o.reset {
 		return nil, status.Error(codes.PermissionDenied, "reset is not enabled on this server (admit serve --allow-reset)")
 	}
-	e := s.src.Engine()
-	if e == nil {
-		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+	e, sc, err := s.prepare(r.GetDomain(), r.GetDescriptors(), nil)
+	if err != nil {
+		return nil, err
 	}
-	sc := s.pool.Get().(*grpcScratch)
 	defer s.put(sc)
-	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), nil, sc); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
 	n, err := e.Reset(ctx, &sc.req)
 	switch {
 	case err == nil:
@@ -170,19 +179,15 @@ func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
-	e := s.src.Engine()
-	if e == nil {
-		return nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
-	}
-	sc := s.pool.Get().(*grpcScratch)
-	defer s.put(sc)
 	var hits *int64
 	if r != nil {
 		hits = r.Hits
 	}
-	if err := s.o.admitRequest(r.GetDomain(), r.GetDescriptors(), hits, sc); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+	e, sc, err := s.prepare(r.GetDomain(), r.GetDescriptors(), hits)
+	if err != nil {
+		return nil, err
 	}
+	defer s.put(sc)
 	var ttl time.Duration
 	if d := r.GetLease(); d != nil {
 		if err := d.CheckValid(); err != nil {
