@@ -541,4 +541,29 @@ func TestAPIReset(t *testing.T) {
 	apiWantError(t, h.post("/v1/reset", `{"domain":"api","descriptors":[{"entries":[]}]}`), http.StatusBadRequest, apiCodeMissingField)
 	apiWantError(t, h.post("/v1/reset", `{"domain":"api","ttl_ms":5,"descriptors":[{"entries":[{"key":"user","value":"a"}]}]}`), http.StatusBadRequest, apiCodeUnknownField)
 	apiWantError(t, h.do(http.MethodGet, "/v1/reset", ""), http.StatusMethodNotAllowed, apiCodeMethodNotAllowed)
+	// Bad bodies, each with its error, and nothing reset.
+	h.post("/v1/check", alice)
+	many := `{"domain":"api","descriptors":[` + strings.Repeat(`{"entries":[{"key":"user","value":"alice"}]},`, 1000) + `{"entries":[{"key":"user","value":"alice"}]}]}`
+	for name, c := range map[string]struct {
+		body   string
+		status int
+		code   string
+	}{
+		"malformed":  {`{"domain":`, http.StatusBadRequest, apiCodeInvalidJSON},
+		"empty":      {``, http.StatusBadRequest, apiCodeInvalidJSON},
+		"no domain":  {`{"descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, http.StatusBadRequest, apiCodeMissingField},
+		"empty key":  {`{"domain":"api","descriptors":[{"entries":[{"key":"","value":"alice"}]}]}`, http.StatusBadRequest, apiCodeMissingField},
+		"negative":   {`{"domain":"api","hits":-1,"descriptors":[{"entries":[{"key":"user","value":"alice"}]}]}`, http.StatusUnprocessableEntity, apiCodeInvalidArgument},
+		"huge value": {`{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"` + strings.Repeat("a", 5000) + `"}]}]}`, http.StatusUnprocessableEntity, apiCodeInvalidArgument},
+		"too many":   {many, http.StatusRequestEntityTooLarge, apiCodeTooManyDescriptors},
+		"huge body":  {`{"domain":"api","x":"` + strings.Repeat("a", 2<<20) + `"}`, http.StatusRequestEntityTooLarge, apiCodeBodyTooLarge},
+	} {
+		w := h.post("/v1/reset", c.body)
+		if w.Code != c.status || !strings.Contains(w.Body.String(), `"code":"`+c.code+`"`) {
+			t.Errorf("%s: %d %s, want %d %s", name, w.Code, w.Body, c.status, c.code)
+		}
+	}
+	if r := apiDecode(t, h.post("/v1/check", alice)); r.Allowed {
+		t.Errorf("a bad reset reset something: %+v", r)
+	}
 }

@@ -451,6 +451,27 @@ func TestAdmitReset(t *testing.T) {
 	if resp := h.check(t, newco); !resp.Decision.Allowed {
 		t.Errorf("after the reset: %v", resp)
 	}
-	_, err = h.admit.Reset(context.Background(), &admitv1.ResetRequest{Domain: "api"})
-	wantCode(t, err, codes.InvalidArgument)
+	// Bad requests: none, an empty domain or key, a huge value, too many
+	// descriptors; each INVALID_ARGUMENT, and nothing reset.
+	many := make([]*admitv1.Descriptor, 10000)
+	for i := range many {
+		many[i] = admitDesc("tenant", "newco")
+	}
+	for name, bad := range map[string]*admitv1.ResetRequest{
+		"no descriptors": {Domain: "api"},
+		"empty domain":   {Descriptors: reset.Descriptors},
+		"empty key":      {Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("", "x")}},
+		"no entries":     {Domain: "api", Descriptors: []*admitv1.Descriptor{{}}},
+		"huge value":     {Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", strings.Repeat("v", 1<<20))}},
+		"10,000":         {Domain: "api", Descriptors: many},
+	} {
+		_, err = h.admit.Reset(context.Background(), bad)
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	h.check(t, newco)
+	if resp := h.check(t, newco); resp.Decision.Allowed {
+		t.Errorf("a bad reset reset something: %v", resp)
+	}
 }

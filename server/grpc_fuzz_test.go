@@ -151,7 +151,7 @@ func FuzzAdmitRequest(f *testing.F) {
 	}
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(f, tiersPolicy, clk, policy.WithMaxOverrides(64))
-	s, err := NewAdmitService(grpcSource(e), WithGRPCClock(clk), WithGRPCMaxValueBytes(256))
+	s, err := NewAdmitService(grpcSource(e), WithGRPCClock(clk), WithGRPCMaxValueBytes(256), WithGRPCReset(true))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -190,6 +190,17 @@ func FuzzAdmitRequest(f *testing.F) {
 			if _, err := s.Release(context.Background(), &admitv1.ReleaseRequest{LeaseId: a.LeaseId}); err != nil {
 				t.Fatalf("release: %v", err)
 			}
+		}
+		// Reset the same: a bad request is INVALID_ARGUMENT, a good one
+		// resets (in memory, nothing can fail).
+		rs, err := s.Reset(context.Background(), &admitv1.ResetRequest{Domain: r.Domain, Descriptors: r.Descriptors})
+		switch {
+		case err != nil:
+			if c := status.Code(err); c != codes.InvalidArgument {
+				t.Fatalf("reset: %v", err)
+			}
+		case rs.LimitsReset < 0 || rs.LimitsReset > int64(len(r.Descriptors))*4:
+			t.Fatalf("reset %d limits for %d descriptors", rs.LimitsReset, len(r.Descriptors))
 		}
 	})
 }

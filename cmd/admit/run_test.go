@@ -589,6 +589,15 @@ func TestServeStartErrors(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errOut, bad+":3:") {
 		t.Errorf("an invalid policy: %d %q", code, errOut)
 	}
+	// A debug address that is not one; TLS files that are not there.
+	_, errOut, code = runCmd(t, nil, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "", "--debug-addr", "nowhere")
+	if code != exitFailure || !strings.Contains(errOut, "debug listener") {
+		t.Errorf("a bad --debug-addr: %d %q", code, errOut)
+	}
+	_, errOut, code = runCmd(t, nil, "serve", "--http-addr", "127.0.0.1:0", "--grpc-addr", "", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem")
+	if code != exitFailure || !strings.Contains(errOut, "/nonexistent/c.pem") {
+		t.Errorf("missing TLS files: %d %q", code, errOut)
+	}
 	// A port that is taken.
 	l := httptest.NewServer(http.NotFoundHandler())
 	defer l.Close()
