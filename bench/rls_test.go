@@ -157,15 +157,7 @@ func admitServe(b *testing.B) string {
 		"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":",
 		"--grpc-addr", grpcAddr, "--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b))),
 		"--reload-interval", "0", "--log-level", "error")
-	cmd.Stderr = childLog(b, "admit serve")
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	startChild(b, cmd, "admit serve")
 	return waitRLS(b, grpcAddr, "admit serve")
 }
 
@@ -268,7 +260,14 @@ func envoyRatelimit(b *testing.B) string {
 		"HOST=127.0.0.1", "PORT="+strconv.Itoa(freePort(b)),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(freePort(b)),
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort))
-	cmd.Stderr = childLog(b, "envoyproxy/ratelimit")
+	startChild(b, cmd, "envoyproxy/ratelimit")
+	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit")
+}
+
+// startChild starts the server cmd, named name, as a child that dies with
+// the benchmark and is killed at its end, its stderr kept by childLog.
+func startChild(b *testing.B, cmd *exec.Cmd, name string) {
+	cmd.Stderr = childLog(b, name)
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -277,7 +276,6 @@ func envoyRatelimit(b *testing.B) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit")
 }
 
 // childLog returns a writer for a child process's stderr, which the
