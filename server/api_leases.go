@@ -55,7 +55,10 @@ type Lease struct {
 // Expired leases are given back by a goroutine that sleeps until the
 // earliest expiry on the table's clock (WithLeaseClock), and also by
 // every call that looks at the table, so that a decision never waits for
-// that goroutine. The table holds at most WithMaxLeases leases: beyond,
+// that goroutine to wake. An Acquire that comes while the goroutine is
+// giving back expired leases waits for it (within its context), so that
+// a lease expired by the acquire's instant never holds a slot against it.
+// The table holds at most WithMaxLeases leases: beyond,
 // Acquire fails with ErrTooManyLeases before checking anything.
 //
 // The slots of a concurrency cap kept in Redis expire in Redis with the
@@ -82,13 +85,17 @@ type Leases struct {
 	queue    leaseQueue // by expiry
 	reserved int        // acquires in progress, counted against max
 	closed   bool
+	// releasing holds the expired leases taken off the table and not yet
+	// given back, so that an acquire can wait for the slots they free.
+	releasing map[*expiry]struct{}
 
 	wake      chan struct{} // the earliest expiry moved earlier
 	done      chan struct{} // closed by Close
 	stopped   chan struct{} // closed when the goroutine ends
 	closeOnce sync.Once
 
-	reaped func(n int) // tests: told after the goroutine reaps
+	reaped  func(n int) // tests: told after the goroutine reaps
+	reaping func()      // tests: called when the goroutine has taken expired leases off the table, before it gives them back
 }
 
 type lease struct {
@@ -125,13 +132,14 @@ type LeaseOption interface {
 }
 
 type leaseOptions struct {
-	store  *redisstore.Store
-	clock  admit.Clock
-	max    int
-	defTTL time.Duration
-	maxTTL time.Duration
-	reaped func(n int)
-	err    error
+	store   *redisstore.Store
+	clock   admit.Clock
+	max     int
+	defTTL  time.Duration
+	maxTTL  time.Duration
+	reaped  func(n int)
+	reaping func()
+	err     error
 }
 
 type leaseOptionFunc func(*leaseOptions)
@@ -205,11 +213,13 @@ func NewLeases(opts ...LeaseOption) (*Leases, error) {
 	l := &Leases{
 		store: o.store,
 		clock: o.clock, max: o.max, defTTL: o.defTTL, maxTTL: o.maxTTL,
-		reaped:  o.reaped,
-		byID:    map[string]*lease{},
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		reaped:    o.reaped,
+		reaping:   o.reaping,
+		byID:      map[string]*lease{},
+		releasing: map[*expiry]struct{}{},
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	go l.run()
 	return l, nil
@@ -248,7 +258,7 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 	if err != nil {
 		return Lease{}, err
 	}
-	if err := l.reserve(); err != nil {
+	if err := l.reserve(ctx); err != nil {
 		return Lease{}, err
 	}
 	h := new(compose.Held)
@@ -288,23 +298,41 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 	return Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}, nil
 }
 
-// reserve counts an acquire in progress against the cap.
-func (l *Leases) reserve() error {
+// reserve counts an acquire in progress against the cap, then waits
+// (within ctx) until the leases that expired by now have given their
+// slots back, whoever took them off the table, so that the acquire's check
+// sees those slots free.
+func (l *Leases) reserve(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return ErrLeasesClosed
 	}
-	expired := l.expireLocked(l.clock.Now(), nil)
-	var err error
+	own := l.expireLocked(l.clock.Now())
 	if len(l.byID)+l.reserved >= l.max {
-		err = fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, len(l.byID), l.max)
-	} else {
-		l.reserved++
+		n := len(l.byID)
+		l.mu.Unlock()
+		l.giveBack(own)
+		return fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, n, l.max)
+	}
+	l.reserved++
+	var others []chan struct{}
+	for x := range l.releasing {
+		if x != own {
+			others = append(others, x.done)
+		}
 	}
 	l.mu.Unlock()
-	releaseLeases(expired)
-	return err
+	l.giveBack(own)
+	for _, done := range others {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			l.unreserve()
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func (l *Leases) unreserve() {
@@ -321,14 +349,14 @@ func (l *Leases) take(id string) (*lease, error) {
 		l.mu.Unlock()
 		return nil, ErrLeasesClosed
 	}
-	expired := l.expireLocked(l.clock.Now(), nil)
+	expired := l.expireLocked(l.clock.Now())
 	ls := l.byID[id]
 	if ls != nil {
 		delete(l.byID, id)
 		heap.Remove(&l.queue, ls.idx)
 	}
 	l.mu.Unlock()
-	releaseLeases(expired)
+	l.giveBack(expired)
 	if ls == nil {
 		return nil, ErrLeaseNotFound
 	}
@@ -403,10 +431,10 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 		l.mu.Unlock()
 		return Lease{}, ErrLeasesClosed
 	}
-	expired := l.expireLocked(l.clock.Now(), nil)
+	expired := l.expireLocked(l.clock.Now())
 	ls := l.byID[id]
 	l.mu.Unlock()
-	releaseLeases(expired)
+	l.giveBack(expired)
 	if ls == nil {
 		return l.extendStored(ctx, id, ttl)
 	}
@@ -519,10 +547,10 @@ func isLeaseID(id string) bool {
 // ones.
 func (l *Leases) Len() int {
 	l.mu.Lock()
-	expired := l.expireLocked(l.clock.Now(), nil)
+	expired := l.expireLocked(l.clock.Now())
 	n := len(l.byID)
 	l.mu.Unlock()
-	releaseLeases(expired)
+	l.giveBack(expired)
 	return n
 }
 
@@ -547,15 +575,42 @@ func (l *Leases) Close() error {
 	return nil
 }
 
+// expiry is a batch of expired leases taken off the table together;
+// done is closed once their slots are given back.
+type expiry struct {
+	leases []*lease
+	done   chan struct{}
+}
+
 // expireLocked removes the leases expired at now from the table and
-// appends them to dst, to be released once the lock is released.
-func (l *Leases) expireLocked(now time.Time, dst []*lease) []*lease {
+// returns them as a batch registered in l.releasing, to be given back
+// (giveBack) once the lock is released; nil when none expired.
+func (l *Leases) expireLocked(now time.Time) *expiry {
+	var x *expiry
 	for len(l.queue) > 0 && !l.queue[0].expires.After(now) {
 		ls := heap.Pop(&l.queue).(*lease)
 		delete(l.byID, ls.id)
-		dst = append(dst, ls)
+		if x == nil {
+			x = &expiry{done: make(chan struct{})}
+			l.releasing[x] = struct{}{}
+		}
+		x.leases = append(x.leases, ls)
 	}
-	return dst
+	return x
+}
+
+// giveBack releases the leases of x, a batch from expireLocked (nil for
+// none), and tells the acquires waiting for it.
+func (l *Leases) giveBack(x *expiry) int {
+	if x == nil {
+		return 0
+	}
+	releaseLeases(x.leases)
+	l.mu.Lock()
+	delete(l.releasing, x)
+	l.mu.Unlock()
+	close(x.done)
+	return len(x.leases)
 }
 
 func releaseLeases(ls []*lease) {
@@ -596,11 +651,14 @@ func (l *Leases) run() {
 		case <-fire:
 		}
 		l.mu.Lock()
-		expired := l.expireLocked(l.clock.Now(), nil)
+		expired := l.expireLocked(l.clock.Now())
 		l.mu.Unlock()
-		releaseLeases(expired)
+		if expired != nil && l.reaping != nil {
+			l.reaping()
+		}
+		n := l.giveBack(expired)
 		if l.reaped != nil {
-			l.reaped(len(expired))
+			l.reaped(n)
 		}
 	}
 }

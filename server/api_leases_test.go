@@ -212,6 +212,62 @@ func TestLeasesReaper(t *testing.T) {
 	}
 }
 
+// TestLeasesAcquireWaitsForReaper: a lease that has expired is free for
+// the next acquire even while the table's goroutine, which took it off the
+// table, has not yet given its slots back: the acquire waits for it (and
+// gives up with its context), rather than finding the cap still full.
+func TestLeasesAcquireWaitsForReaper(t *testing.T) {
+	apiNoLeak(t)
+	clock := admittest.NewManualClock(apiT0)
+	inReaper, letGo := make(chan struct{}), make(chan struct{})
+	l, err := NewLeases(WithLeaseClock(clock), leaseOptionFunc(func(o *leaseOptions) {
+		o.reaping = func() {
+			inReaper <- struct{}{}
+			<-letGo
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	e := apiEngine(t, apiPolicy, clock)
+	req := &policy.Request{Domain: "api", Hits: 1, Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "job", Value: "w"}}}}}
+	var res policy.Result
+	ctx := context.Background()
+	for range 2 {
+		if ls, err := l.Acquire(ctx, e, req, 10*time.Second, &res); err != nil || ls.ID == "" {
+			t.Fatalf("Acquire: %v %+v", err, ls)
+		}
+	}
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilTimers(c, 1); err != nil {
+		t.Fatal("the reaper never armed its timer")
+	}
+	clock.Advance(10 * time.Second)
+	select {
+	case <-inReaper: // both leases are off the table, their slots still held
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reaper did not run")
+	}
+	if n := l.Len(); n != 0 {
+		t.Fatalf("Len %d with both leases expired", n)
+	}
+	// An acquire now waits for the reaper: with a context already done it
+	// gives up, taking nothing.
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if ls, err := l.Acquire(done, e, req, 0, &res); !errors.Is(err, context.Canceled) || ls.ID != "" {
+		t.Fatalf("Acquire while the reaper gives back: %v %+v", err, ls)
+	}
+	close(letGo)
+	// Both slots are free for the next one.
+	ls, err := l.Acquire(ctx, e, req, 0, &res)
+	if err != nil || ls.ID == "" || res.Statuses[0].Remaining != 1 {
+		t.Fatalf("Acquire after the reaper: %v %+v %+v", err, ls, res.Statuses)
+	}
+}
+
 // apiHeld is a check's Held and Result, for checks made directly on
 // the engine.
 type apiHeld struct {
