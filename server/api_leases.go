@@ -316,19 +316,35 @@ func (l *Leases) reserve(ctx context.Context) error {
 		return fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, n, l.max)
 	}
 	l.reserved++
+	others := l.releasingLocked(own)
+	l.mu.Unlock()
+	l.giveBack(own)
+	if err := waitReleased(ctx, others); err != nil {
+		l.unreserve()
+		return err
+	}
+	return nil
+}
+
+// releasingLocked returns the done channels of the batches of expired
+// leases being given back, but for own.
+func (l *Leases) releasingLocked(own *expiry) []chan struct{} {
 	var others []chan struct{}
 	for x := range l.releasing {
 		if x != own {
 			others = append(others, x.done)
 		}
 	}
-	l.mu.Unlock()
-	l.giveBack(own)
-	for _, done := range others {
+	return others
+}
+
+// waitReleased waits until every channel of batches is closed, or ctx is
+// done.
+func waitReleased(ctx context.Context, batches []chan struct{}) error {
+	for _, done := range batches {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			l.unreserve()
 			return ctx.Err()
 		}
 	}
@@ -544,13 +560,15 @@ func isLeaseID(id string) bool {
 }
 
 // Len returns the number of leases held, after giving back the expired
-// ones.
+// ones (waiting for those the table's goroutine is giving back).
 func (l *Leases) Len() int {
 	l.mu.Lock()
 	expired := l.expireLocked(l.clock.Now())
 	n := len(l.byID)
+	others := l.releasingLocked(expired)
 	l.mu.Unlock()
 	l.giveBack(expired)
+	_ = waitReleased(context.Background(), others) // cannot fail
 	return n
 }
 

@@ -250,9 +250,6 @@ func TestLeasesAcquireWaitsForReaper(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reaper did not run")
 	}
-	if n := l.Len(); n != 0 {
-		t.Fatalf("Len %d with both leases expired", n)
-	}
 	// An acquire now waits for the reaper: with a context already done it
 	// gives up, taking nothing.
 	done, stop := context.WithCancel(ctx)
@@ -260,7 +257,18 @@ func TestLeasesAcquireWaitsForReaper(t *testing.T) {
 	if ls, err := l.Acquire(done, e, req, 0, &res); !errors.Is(err, context.Canceled) || ls.ID != "" {
 		t.Fatalf("Acquire while the reaper gives back: %v %+v", err, ls)
 	}
+	// Len waits for the reaper too: it returns once the slots are back.
+	lenDone := make(chan int)
+	go func() { lenDone <- l.Len() }()
 	close(letGo)
+	if n := <-lenDone; n != 0 {
+		t.Fatalf("Len %d with both leases expired", n)
+	}
+	var direct apiHeld // checked on the engine, not through the table
+	if err := e.Check(ctx, req, &direct.held, &direct.res); err != nil || direct.res.Statuses[0].Remaining != 1 {
+		t.Fatalf("after Len: %v %+v", err, direct.res.Statuses)
+	}
+	direct.held.Release()
 	// Both slots are free for the next one.
 	ls, err := l.Acquire(ctx, e, req, 0, &res)
 	if err != nil || ls.ID == "" || res.Statuses[0].Remaining != 1 {
