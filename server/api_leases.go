@@ -308,6 +308,7 @@ func (l *Leases) reserve(ctx context.Context) error {
 		l.mu.Unlock()
 		return ErrLeasesClosed
 	}
+	others := l.releasingLocked() // before own joins them
 	own := l.expireLocked(l.clock.Now())
 	if len(l.byID)+l.reserved >= l.max {
 		n := len(l.byID)
@@ -316,7 +317,6 @@ func (l *Leases) reserve(ctx context.Context) error {
 		return fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, n, l.max)
 	}
 	l.reserved++
-	others := l.releasingLocked(own)
 	l.mu.Unlock()
 	l.giveBack(own)
 	if err := waitReleased(ctx, others); err != nil {
@@ -327,15 +327,13 @@ func (l *Leases) reserve(ctx context.Context) error {
 }
 
 // releasingLocked returns the done channels of the batches of expired
-// leases being given back, but for own.
-func (l *Leases) releasingLocked(own *expiry) []chan struct{} {
-	var others []chan struct{}
+// leases being given back.
+func (l *Leases) releasingLocked() []chan struct{} {
+	var batches []chan struct{}
 	for x := range l.releasing {
-		if x != own {
-			others = append(others, x.done)
-		}
+		batches = append(batches, x.done)
 	}
-	return others
+	return batches
 }
 
 // waitReleased waits until every channel of batches is closed, or ctx is
@@ -563,9 +561,9 @@ func isLeaseID(id string) bool {
 // ones (waiting for those the table's goroutine is giving back).
 func (l *Leases) Len() int {
 	l.mu.Lock()
+	others := l.releasingLocked() // before expired joins them
 	expired := l.expireLocked(l.clock.Now())
 	n := len(l.byID)
-	others := l.releasingLocked(expired)
 	l.mu.Unlock()
 	l.giveBack(expired)
 	_ = waitReleased(context.Background(), others) // cannot fail
