@@ -539,7 +539,7 @@ func TestLimiterRequestErrors(t *testing.T) {
 
 	bad := &stub{d: admit.Decision{RetryAfter: admit.InfDuration}, err: admit.ErrInvalidCost}
 	h = mustNew(t, bad, RemoteIP).Handler(next)
-	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_MISSING"}`+"\n")
+	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	if next.calls.Load() != 0 {
 		t.Errorf("handler called %d times", next.calls.Load())
 	}
@@ -565,7 +565,7 @@ func TestCost(t *testing.T) {
 		t.Errorf("cost: %d %v %+v", w.Code, lim.costs, ev.list)
 	}
 	for _, p := range []string{"/neg", "/err"} {
-		checkResponse(t, do(h, p, ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_MISSING"}`+"\n")
+		checkResponse(t, do(h, p, ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	}
 	if len(lim.costs) != 1 || !errors.Is(ev.list[1].Err, ErrInvalidCost) || !errors.Is(ev.list[2].Err, ErrNoKey) {
 		t.Errorf("limiter called with %v; events %+v", lim.costs, ev.list)
