@@ -486,9 +486,14 @@ func TestRLSEngineErrors(t *testing.T) {
 	h.shouldRateLimit(t, ov(1))
 	_, err := h.rls.ShouldRateLimit(context.Background(), ov(2))
 	wantCode(t, err, codes.ResourceExhausted) // a second distinct inline limit
-	// A descriptor whose key is longer than the limiters allow.
+	// A value of the longest length the API takes is decided, though the
+	// key it makes is longer than the limiters take (it is stored by its
+	// digest); one byte more is INVALID_ARGUMENT.
 	long := strings.Repeat("x", DefaultGRPCMaxValueBytes)
-	_, err = h.rls.ShouldRateLimit(context.Background(), rlsReq("api", 1, rlsDesc("user", long)))
+	if resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", long))); resp.OverallCode != rlsv3.RateLimitResponse_OK {
+		t.Errorf("a value of %d bytes: %v", len(long), resp)
+	}
+	_, err = h.rls.ShouldRateLimit(context.Background(), rlsReq("api", 1, rlsDesc("user", long+"x")))
 	wantCode(t, err, codes.InvalidArgument)
 	// A closed engine, a cancelled call.
 	_ = e.Close()
