@@ -420,6 +420,7 @@ rules:
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	var res Result
 	if err := e.Check(ctx, request("api", desc("a", "1")), nil, &res); !errors.Is(err, ErrClosed) || res.Decision.Allowed {
 		t.Errorf("after Close: %v", err)
 	}
