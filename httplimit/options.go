@@ -21,8 +21,10 @@ const (
 	DefaultFailClosedRetryAfter = time.Second
 	// MaxRetryAfter caps every duration the middleware sends: Retry-After,
 	// the RateLimit field's t, X-RateLimit-Reset and retry_after_ms. A
-	// request that can never be admitted (admit.InfDuration) is told to
-	// come back after MaxRetryAfter.
+	// request that can never be admitted (its RetryAfter is
+	// admit.InfDuration: it costs more than the burst) is told so instead,
+	// without Retry-After or t: its body has "never":true in place of
+	// retry_after_ms.
 	MaxRetryAfter = 365 * 24 * time.Hour
 )
 
