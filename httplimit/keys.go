@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -307,8 +308,9 @@ func Hashed(k KeyFunc) KeyFunc {
 // can key it: First(APIKey(), clientIP.Key) limits clients by API key when
 // they send one and by address otherwise. (Prefix the keys, with Join and
 // Const, if an API key could collide with an address.) If none can, the
-// error is the last one's. First panics if keys is empty or holds a nil
-// KeyFunc.
+// error is the last one's. A key sent oddly (an error wrapping ErrBadKey,
+// such as a repeated API key) stops the search with its error rather than
+// falling back. First panics if keys is empty or holds a nil KeyFunc.
 func First(keys ...KeyFunc) KeyFunc {
 	ks := checkKeys("First", keys)
 	return func(r *http.Request) (string, error) {
@@ -317,6 +319,9 @@ func First(keys ...KeyFunc) KeyFunc {
 			var s string
 			if s, err = k(r); err == nil {
 				return s, nil
+			}
+			if errors.Is(err, ErrBadKey) {
+				return "", err
 			}
 		}
 		return "", err

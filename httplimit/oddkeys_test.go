@@ -49,6 +49,8 @@ func oddKeys() []oddKey {
 		{"proxies: zone", proxies.Key, "/", "10.0.0.1:1", []string{"X-Forwarded-For", "fe80::1%eth0"}},
 		{"forwarded: obfuscated", fwd.Key, "/", "10.0.0.1:1", []string{"Forwarded", "for=_hidden"}},
 		{"forwarded: no for", fwd.Key, "/", "10.0.0.1:1", []string{"Forwarded", "proto=https"}},
+		{"first: repeated key before the address", First(APIKey(), RemoteIP), "/", "", []string{"Authorization", "Bearer a", "Authorization", "Bearer b"}},
+		{"join: one part repeated", Join(RemoteIP, Header("X-User")), "/", "", []string{"X-User", "a", "X-User", "a"}},
 	}
 }
 
