@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -130,4 +131,75 @@ func newRequest(target, remote string, header ...string) *http.Request {
 		r.Header.Add(header[i], header[i+1])
 	}
 	return r
+}
+
+// FuzzKeySources sends any header lines and query to every KeyFunc that
+// reads what a client sends: a source the request carries in any form
+// either gives a key or fails with ErrBadKey, never with a bare ErrNoKey
+// (which WithSkipUnkeyed and policy.HTTP take as "no such source"); and
+// the same request always gives the same answer.
+func FuzzKeySources(f *testing.F) {
+	f.Add("a", "", uint8(1), "k=a")
+	f.Add("", "b", uint8(2), "k=&k=")
+	f.Add("Bearer x", "Bearer y", uint8(2), "k=%zz")
+	f.Add("bearer  ", "", uint8(1), "%6b=a")
+	f.Add("\x00", "\xff", uint8(3), "k")
+	f.Fuzz(func(t *testing.T, v1, v2 string, lines uint8, query string) {
+		vals := []string{v1, v2, v1}[:min(int(lines), 3)]
+		r, err := http.NewRequest(http.MethodGet, "http://h/", nil)
+		if err != nil {
+			t.Skip()
+		}
+		r.URL.RawQuery = query
+		r.RemoteAddr = "10.0.0.1:1"
+		for _, v := range vals {
+			r.Header.Add("X-Api-Key", v)
+			r.Header.Add("Authorization", v)
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		hops, _ := NewClientIP(WithTrustedHops(1))
+		proxies, _ := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+		present := len(vals) > 0
+		for _, c := range []struct {
+			name    string
+			key     KeyFunc
+			present bool // the request carries the source
+		}{
+			{"header", Header("X-Api-Key"), present},
+			{"api key header", APIKey(InHeader("X-Api-Key")), present},
+			{"api key query", APIKey(InQuery("k")), queryHas(query, "k")},
+			{"hops", hops.Key, true},
+			{"proxies", proxies.Key, true},
+		} {
+			k, err := c.key(r)
+			if c.present && err != nil && !errors.Is(err, ErrBadKey) {
+				t.Fatalf("%s: carried, but %v (not ErrBadKey)", c.name, err)
+			}
+			if err == nil && k == "" && c.name != "proxies" {
+				t.Fatalf("%s: an empty key", c.name)
+			}
+			if k2, err2 := c.key(r); k2 != k || (err == nil) != (err2 == nil) {
+				t.Fatalf("%s: %q %v, then %q %v", c.name, k, err, k2, err2)
+			}
+		}
+		// A Bearer Authorization is a key or a bad one.
+		if _, err := APIKey()(r); err != nil && !errors.Is(err, ErrBadKey) {
+			for _, v := range vals {
+				if s, _, _ := strings.Cut(strings.TrimLeft(v, " \t"), " "); strings.EqualFold(s, "Bearer") && len(vals) == 1 {
+					t.Fatalf("bearer %q: %v", v, err)
+				}
+			}
+		}
+	})
+}
+
+// queryHas reports whether a raw query names param (escaped or not).
+func queryHas(raw, param string) bool {
+	for _, kv := range strings.Split(raw, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		if u, err := url.QueryUnescape(k); err == nil && u == param {
+			return true
+		}
+	}
+	return false
 }
