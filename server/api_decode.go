@@ -178,8 +178,14 @@ func apiCheckContentType(r *http.Request) *apiError {
 		fmt.Sprintf("Content-Type %q is not JSON: send application/json", apiEcho(ct))}
 }
 
+// apiBodyBuf is a buffer a request body is read into, and a reader of it.
+type apiBodyBuf struct {
+	b bytes.Buffer
+	r bytes.Reader
+}
+
 // apiBodyPool holds the buffers request bodies are read into.
-var apiBodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var apiBodyPool = sync.Pool{New: func() any { return new(apiBodyBuf) }}
 
 // apiMaxPooledBody is the capacity beyond which a body buffer is not
 // pooled.
@@ -188,11 +194,13 @@ const apiMaxPooledBody = 64 << 10
 // apiDecodeJSON decodes the body of r, at most max bytes, into v: one JSON
 // value in valid UTF-8, no unknown field, nothing after it.
 func apiDecodeJSON(w http.ResponseWriter, r *http.Request, max int64, v any) *apiError {
-	buf := apiBodyPool.Get().(*bytes.Buffer)
+	bb := apiBodyPool.Get().(*apiBodyBuf)
+	buf := &bb.b
 	defer func() {
 		if buf.Cap() <= apiMaxPooledBody {
 			buf.Reset()
-			apiBodyPool.Put(buf)
+			bb.r.Reset(nil)
+			apiBodyPool.Put(bb)
 		}
 	}()
 	buf.Reset()
@@ -205,7 +213,8 @@ func apiDecodeJSON(w http.ResponseWriter, r *http.Request, max int64, v any) *ap
 	if off, ok := apiValidText(buf.Bytes()); !ok {
 		return apiBadRequest(apiCodeInvalidJSON, "invalid JSON at byte %d: not valid UTF-8 (or an unpaired surrogate escape)", off)
 	}
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	bb.r.Reset(buf.Bytes())
+	dec := json.NewDecoder(&bb.r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return apiDecodeError(err)
