@@ -90,6 +90,12 @@ type Server struct {
 // too, but a chain with concurrency (Slots) layers needs somewhere to hold
 // its slots: use NewServerDecider with the chain's AllowKeys.
 //
+// A call for which key finds nothing (no such metadata, an empty value,
+// no IP peer) is limited under the empty key, which all such calls share:
+// leaving out, emptying or repeating the metadata a caller is keyed by
+// (a repeated entry is keyed by its first value) never gets it more than
+// its limit.
+//
 // NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
 // an invalid key, ErrInvalidMethod for a bad pattern, and ErrInvalidOption
 // for a bad option value.

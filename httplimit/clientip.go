@@ -219,11 +219,13 @@ var defaultClientIP = new(ClientIP)
 // forwarding header: it is the Key of NewClientIP().
 func RemoteIP(r *http.Request) (string, error) { return defaultClientIP.Key(r) }
 
-// Errors of ClientIP, all wrapping ErrNoClientIP.
+// Errors of ClientIP, all wrapping ErrNoClientIP; those about the
+// forwarding header, which a client that bypassed the proxies may have
+// written, wrap ErrBadKey too, so that they never lift the limit.
 var (
 	errRemoteAddr = fmt.Errorf("%w: RemoteAddr is not an IP address", ErrNoClientIP)
-	errBadHop     = fmt.Errorf("%w: a forwarding header entry from a trusted proxy is not an IP address", ErrNoClientIP)
-	errFewHops    = fmt.Errorf("%w: the forwarding header has fewer entries than trusted hops", ErrNoClientIP)
+	errBadHop     = &kindsOf{ErrNoClientIP.Error() + ": a forwarding header entry from a trusted proxy is not an IP address", []error{ErrNoClientIP, ErrBadKey}}
+	errFewHops    = &kindsOf{ErrNoClientIP.Error() + ": the forwarding header has fewer entries than trusted hops", []error{ErrNoClientIP, ErrBadKey}}
 )
 
 // Addr returns the address of r's client (see ClientIP), normalized but

@@ -18,17 +18,31 @@ var (
 	ErrNilArgument = errors.New("httplimit: nil argument")
 
 	// ErrNoKey reports a request that a KeyFunc cannot key: the header,
-	// API key, route or context value it looks for is missing, empty or
-	// ambiguous. The middleware refuses such a request with 400 Bad Request,
-	// or serves it without a limit under WithSkipUnkeyed. A Decider may
-	// return it (wrapped) for the same treatment.
+	// API key, route or context value it looks for is missing. The
+	// middleware refuses such a request with 400 Bad Request, or serves it
+	// without a limit under WithSkipUnkeyed. A Decider may return it
+	// (wrapped) for the same treatment.
 	ErrNoKey = errors.New("httplimit: request has no key")
+
+	// ErrBadKey reports a request that carries its key in a form that
+	// cannot be trusted: a header or query parameter that is repeated or
+	// present but empty, several API keys, or a forwarding header from
+	// trusted proxies that is too short or malformed. It wraps ErrNoKey,
+	// but unlike a missing key it is never a reason to serve the request
+	// without a limit: the middleware refuses it with 400
+	// {"code":"KEY_INVALID"} whatever WithSkipUnkeyed says, and
+	// policy.HTTP does not leave its descriptor out. So a client cannot
+	// escape its own limit by repeating or emptying the header it is keyed
+	// by.
+	ErrBadKey error = &kindOf{"httplimit: request has an invalid key", ErrNoKey}
 
 	// ErrNoClientIP reports a request whose client address cannot be
 	// trusted or parsed: an unparsable RemoteAddr (a Unix socket), or, when
 	// proxies are trusted, a forwarding header whose trusted part is
 	// missing, too short, malformed, or names the client as "unknown" or by
-	// an obfuscated identifier. It wraps ErrNoKey.
+	// an obfuscated identifier. It wraps ErrNoKey; the errors about a
+	// forwarding header (which a client may have sent itself, bypassing
+	// the proxies) wrap ErrBadKey too.
 	ErrNoClientIP error = &kindOf{"httplimit: no trustworthy client address", ErrNoKey}
 
 	// ErrKeyTooLong reports a key longer than the maximum (see
@@ -39,8 +53,9 @@ var (
 	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrInvalidCost reports a cost function that returned a negative cost.
-	// It wraps ErrNoKey: the request is treated as one that cannot be keyed.
-	ErrInvalidCost error = &kindOf{"httplimit: negative cost", ErrNoKey}
+	// It wraps ErrBadKey: the request is refused with 400 (an error of the
+	// cost function is treated alike), never served without a limit.
+	ErrInvalidCost error = &kindOf{"httplimit: negative cost", ErrBadKey}
 )
 
 // kindOf is a sentinel error that is a kind of another: errors.Is matches
@@ -52,3 +67,13 @@ type kindOf struct {
 
 func (e *kindOf) Error() string { return e.msg }
 func (e *kindOf) Unwrap() error { return e.base }
+
+// kindsOf is an error that is a kind of each of several others: errors.Is
+// matches them all, and its message is its own.
+type kindsOf struct {
+	msg   string
+	bases []error
+}
+
+func (e *kindsOf) Error() string   { return e.msg }
+func (e *kindsOf) Unwrap() []error { return e.bases }

@@ -21,7 +21,8 @@ import (
 // R is what remains, T the seconds until the limit is full again when d
 // admits (absent for a concurrency limit), or the seconds until the
 // request could be admitted when d refuses (at least 1, at most
-// MaxRetryAfter). The name is d.Rule ("default" when empty) as a
+// MaxRetryAfter). A request that can never be admitted (admit.InfDuration) gets
+// neither T nor a retry. The name is d.Rule ("default" when empty) as a
 // structured-field String.
 func FieldValues(d *admit.Decision) (policy, state, retry string, ok bool) {
 	if !hasLimit(d) {
@@ -50,6 +51,8 @@ func FieldValues(d *admit.Decision) (policy, state, retry string, ok bool) {
 	b = append(b[:head], ";r="...)
 	b = strconv.AppendInt(b, clamp(d.Remaining), 10)
 	switch {
+	case never(d):
+		// No t and no Retry-After: waiting does not help.
 	case !d.Allowed:
 		secs := ceilDiv(retryAfter(d.RetryAfter), time.Second)
 		b = append(b, ";t="...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -28,22 +29,26 @@ func Const(key string) KeyFunc {
 }
 
 // Header returns a KeyFunc that keys a request by the value of its header
-// name, which must appear exactly once with a non-empty value: a missing,
-// empty or repeated header is an error wrapping ErrNoKey (repeated, since
-// a proxy may have added a line to the client's, and which one to trust is
-// not for this function to guess). The value is not trimmed beyond what
-// net/http does.
+// name, which must appear exactly once with a non-empty value. A missing
+// header is an error wrapping ErrNoKey; an empty or repeated one is an
+// error wrapping ErrBadKey (repeated, since a proxy may have added a line
+// to the client's, and which one to trust is not for this function to
+// guess), which never lifts the limit. The value is not trimmed beyond
+// what net/http does.
 func Header(name string) KeyFunc {
 	canon := textproto.CanonicalMIMEHeaderKey(name)
-	missing := fmt.Errorf("%w: header %s is missing or empty", ErrNoKey, canon)
-	repeated := fmt.Errorf("%w: header %s appears more than once", ErrNoKey, canon)
+	missing := fmt.Errorf("%w: header %s is missing", ErrNoKey, canon)
+	empty := fmt.Errorf("%w: header %s is empty", ErrBadKey, canon)
+	repeated := fmt.Errorf("%w: header %s appears more than once", ErrBadKey, canon)
 	return func(r *http.Request) (string, error) {
 		v := r.Header[canon]
 		switch {
 		case len(v) > 1:
 			return "", repeated
-		case len(v) == 0 || v[0] == "":
+		case len(v) == 0:
 			return "", missing
+		case v[0] == "":
+			return "", empty
 		}
 		return v[0], nil
 	}
@@ -156,71 +161,94 @@ func InQuery(param string) APIKeySource { return APIKeySource{kind: 2, name: par
 
 // APIKey returns a KeyFunc that keys a request by its API key, looked for
 // in sources in order (Bearer() if none is given); the first source that
-// holds a key gives it. A source that holds more than one (a repeated
-// header or query parameter) is an error, as is a request no source gives
-// a key for; the errors wrap ErrNoKey. The key is used as it is: to keep
-// secrets out of the limiter's memory and out of a shared store's key
-// names, wrap the KeyFunc in Hashed.
+// holds a key gives it. A request no source gives a key for is an error
+// wrapping ErrNoKey. A source that holds a key it cannot be trusted with
+// is an error wrapping ErrBadKey, which never lifts the limit: a repeated
+// header or query parameter, one present but empty, a Bearer
+// Authorization without a single token, or an Authorization header given
+// twice. The key is used as it is: to keep secrets out of the limiter's
+// memory and out of a shared store's key names, wrap the KeyFunc in
+// Hashed.
 func APIKey(sources ...APIKeySource) KeyFunc {
 	if len(sources) == 0 {
 		sources = []APIKeySource{Bearer()}
 	}
 	srcs := append([]APIKeySource(nil), sources...)
 	missing := fmt.Errorf("%w: no API key in the request", ErrNoKey)
-	ambiguous := fmt.Errorf("%w: more than one API key in the request", ErrNoKey)
+	bad := fmt.Errorf("%w: the API key is repeated, empty or malformed", ErrBadKey)
 	return func(r *http.Request) (string, error) {
 		for _, s := range srcs {
 			var (
 				v  string
-				ok bool
+				st keyState
 			)
 			switch s.kind {
 			case 0:
-				v, ok = bearer(r.Header["Authorization"])
+				v, st = bearer(r.Header["Authorization"])
 			case 1:
-				vs := r.Header[s.name]
-				if len(vs) > 1 {
-					return "", ambiguous
-				}
-				if len(vs) == 1 {
-					v, ok = vs[0], vs[0] != ""
-				}
+				v, st = single(r.Header[s.name])
 			default:
-				var many bool
-				v, ok, many = queryParam(r.URL.RawQuery, s.name)
-				if many {
-					return "", ambiguous
-				}
+				v, st = queryParam(r.URL.RawQuery, s.name)
 			}
-			if ok {
+			switch st {
+			case keyOK:
 				return v, nil
+			case keyBad:
+				return "", bad
 			}
 		}
 		return "", missing
 	}
 }
 
-// bearer returns the token of a single "Bearer" Authorization header.
-func bearer(vs []string) (string, bool) {
-	if len(vs) != 1 {
-		return "", false
+// keyState is what a source of a key holds.
+type keyState uint8
+
+const (
+	keyAbsent keyState = iota // nothing: look further
+	keyOK                     // one usable key
+	keyBad                    // repeated, empty or malformed: refuse
+)
+
+// single returns the one value of a header's lines.
+func single(vs []string) (string, keyState) {
+	switch {
+	case len(vs) == 0:
+		return "", keyAbsent
+	case len(vs) > 1 || vs[0] == "":
+		return "", keyBad
 	}
-	scheme, tok, ok := strings.Cut(vs[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+	return vs[0], keyOK
+}
+
+// bearer returns the token of a single "Bearer" Authorization header. An
+// Authorization of another scheme holds no API key.
+func bearer(vs []string) (string, keyState) {
+	switch {
+	case len(vs) == 0:
+		return "", keyAbsent
+	case len(vs) > 1:
+		return "", keyBad
+	}
+	scheme, tok, _ := strings.Cut(strings.TrimLeft(vs[0], " \t"), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", keyAbsent
 	}
 	tok = strings.Trim(tok, " \t")
 	if tok == "" || strings.ContainsAny(tok, " \t") {
-		return "", false
+		return "", keyBad
 	}
-	return tok, true
+	return tok, keyOK
 }
 
 // queryParam finds the value of param in a raw query, without building
-// url.Values: ok reports that it is present once and non-empty, many that
-// it is present more than once.
-func queryParam(raw, param string) (v string, ok, many bool) {
-	seen := false
+// url.Values: keyOK when it is present once with a non-empty value that
+// unescapes, keyBad when it is present otherwise.
+func queryParam(raw, param string) (string, keyState) {
+	var (
+		v  string
+		st = keyAbsent
+	)
 	for raw != "" {
 		var kv string
 		kv, raw, _ = strings.Cut(raw, "&")
@@ -235,21 +263,26 @@ func queryParam(raw, param string) (v string, ok, many bool) {
 		if k != param {
 			continue
 		}
-		if seen {
-			return "", false, true
+		if st != keyAbsent {
+			return "", keyBad
 		}
-		seen = true
+		st = keyOK
 		if strings.ContainsAny(val, "%+") {
 			uv, err := url.QueryUnescape(val)
 			if err != nil {
-				val = ""
-			} else {
-				val = uv
+				st = keyBad
 			}
+			val = uv
+		}
+		if val == "" {
+			st = keyBad
 		}
 		v = val
 	}
-	return v, v != "", false
+	if st != keyOK {
+		return "", st
+	}
+	return v, st
 }
 
 // Hashed returns a KeyFunc that keys a request by the SHA-256 of k's key
@@ -275,8 +308,9 @@ func Hashed(k KeyFunc) KeyFunc {
 // can key it: First(APIKey(), clientIP.Key) limits clients by API key when
 // they send one and by address otherwise. (Prefix the keys, with Join and
 // Const, if an API key could collide with an address.) If none can, the
-// error is the last one's. First panics if keys is empty or holds a nil
-// KeyFunc.
+// error is the last one's. A key sent oddly (an error wrapping ErrBadKey,
+// such as a repeated API key) stops the search with its error rather than
+// falling back. First panics if keys is empty or holds a nil KeyFunc.
 func First(keys ...KeyFunc) KeyFunc {
 	ks := checkKeys("First", keys)
 	return func(r *http.Request) (string, error) {
@@ -285,6 +319,9 @@ func First(keys ...KeyFunc) KeyFunc {
 			var s string
 			if s, err = k(r); err == nil {
 				return s, nil
+			}
+			if errors.Is(err, ErrBadKey) {
+				return "", err
 			}
 		}
 		return "", err

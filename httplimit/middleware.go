@@ -140,8 +140,12 @@ const (
 //
 // A request that cannot be keyed (the KeyFunc or cost function fails) is
 // refused with 400 {"code":"KEY_MISSING"}, or served without a limit under
-// WithSkipUnkeyed; a key longer than WithMaxKeyLength (default 4 KiB) is
-// refused with 431 {"code":"KEY_TOO_LONG"} without reaching the limiter.
+// WithSkipUnkeyed; one whose key is repeated, empty or malformed (an error
+// wrapping ErrBadKey) is refused with 400 {"code":"KEY_INVALID"} whatever
+// WithSkipUnkeyed says, so that repeating or emptying a header is never a
+// way around the limit; a key longer than WithMaxKeyLength (default 4 KiB)
+// is refused with 431 {"code":"KEY_TOO_LONG"} without reaching the
+// limiter.
 // The limiter's errors about the request are treated alike: a key too long
 // for it (admit.ErrKeyTooLong) gets 431, an invalid cost 400. Any other
 // error of the limiter is a failure, decided by the failure policy:
@@ -193,7 +197,7 @@ type Middleware struct {
 	keys    []KeyFunc
 	decider Decider
 	exempts bool // any exemption is configured
-	bad     [2]refusalBody
+	bad     [3]refusalBody
 	answers answerCache
 	options
 }
@@ -269,6 +273,7 @@ func build(m *Middleware, opts []Option) (*Middleware, error) {
 	m.exempts = len(m.exactPaths) > 0 || len(m.prefixes) > 0 || m.exemptFunc != nil
 	m.bad[0] = m.badBody(http.StatusBadRequest, "KEY_MISSING", "the request carries no usable key for its rate limit")
 	m.bad[1] = m.badBody(http.StatusRequestHeaderFieldsTooLarge, "KEY_TOO_LONG", "the request's rate-limit key is too long")
+	m.bad[2] = m.badBody(http.StatusBadRequest, "KEY_INVALID", "the request's rate-limit key is repeated, empty or malformed")
 	return m, nil
 }
 
@@ -354,7 +359,7 @@ func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *htt
 func (m *Middleware) costOf(r *http.Request) (int64, error) {
 	n, err := m.cost(r)
 	if err != nil {
-		return 0, fmt.Errorf("httplimit: cost: %w: %w", ErrNoKey, err)
+		return 0, fmt.Errorf("httplimit: cost: %w: %w", ErrBadKey, err)
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("%w: %d", ErrInvalidCost, n)
@@ -465,8 +470,9 @@ func release(h *compose.Held) {
 // unkeyed answers a request that cannot be keyed (err says why).
 func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, err error) {
 	tooLong := errors.Is(err, ErrKeyTooLong)
+	bad := errors.Is(err, ErrBadKey) || errors.Is(err, admit.ErrInvalidCost)
 	out := Unkeyed
-	if m.skipUnkeyed && !tooLong {
+	if m.skipUnkeyed && !tooLong && !bad {
 		out = Skipped
 	}
 	if m.observer != nil {
@@ -477,8 +483,11 @@ func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.R
 		return
 	}
 	b := &m.bad[0]
-	if tooLong {
+	switch {
+	case tooLong:
 		b = &m.bad[1]
+	case bad:
+		b = &m.bad[2]
 	}
 	w.Header()[keyCType] = b.ctype
 	w.WriteHeader(b.status)

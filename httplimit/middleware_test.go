@@ -280,15 +280,27 @@ func (c fixedClock) NewTimer(time.Duration) admit.Timer { panic("no timers") }
 func TestDecisionEdges(t *testing.T) {
 	never := &stub{d: admit.Decision{Limit: admit.PerSecond(5), RetryAfter: admit.InfDuration, ResetAfter: admit.InfDuration, Rule: `a "b"\c` + "\xff\n"}}
 	h := mustNew(t, never, RemoteIP).Handler(&okHandler{})
+	// No Retry-After and no t: waiting does not help; the body says so.
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type":          "application/json",
-		"Retry-After":           "31536000",
 		"RateLimit-Policy":      `"a \"b\"\\c??";q=5;w=1`,
-		"RateLimit":             `"a \"b\"\\c??";r=0;t=31536000`,
+		"RateLimit":             `"a \"b\"\\c??";r=0`,
 		"X-RateLimit-Limit":     "5",
 		"X-RateLimit-Remaining": "0",
 		"X-RateLimit-Reset":     "31536000",
-	}, `{"code":"RATE_LIMIT","limit_dim":"a \"b\"\\c\ufffd\u000a","retry_after_ms":31536000000}`+"\n")
+	}, `{"code":"RATE_LIMIT","limit_dim":"a \"b\"\\c\ufffd\u000a","never":true}`+"\n")
+	neverQuota := &stub{d: admit.Decision{Limit: admit.PerSecond(5), Remaining: 3, RetryAfter: admit.InfDuration, ResetAfter: 2e9, Rule: "q", Kind: admit.KindQuota}}
+	h = mustNew(t, neverQuota, RemoteIP, WithProblemJSON("", "")).Handler(&okHandler{})
+	checkResponse(t, do(h, "/", ""), 429, map[string]string{
+		"Content-Type":          "application/problem+json",
+		"RateLimit-Policy":      `"q";q=5;w=1`,
+		"RateLimit":             `"q";r=3`,
+		"X-RateLimit-Limit":     "5",
+		"X-RateLimit-Remaining": "3",
+		"X-RateLimit-Reset":     "2",
+	}, `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Quota Exceeded","status":429,`+
+		`"detail":"Quota \"q\" exhausted; the request costs more than the limit ever allows, and can never be admitted.",`+
+		`"violated-policies":["q"],"code":"RATE_LIMIT","limit_dim":"q","never":true,"kind":"QUOTA_EXCEEDED"}`+"\n")
 
 	unlimited := &stub{d: admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: admit.Inf}}
 	h = mustNew(t, unlimited, RemoteIP).Handler(&okHandler{})
@@ -539,7 +551,7 @@ func TestLimiterRequestErrors(t *testing.T) {
 
 	bad := &stub{d: admit.Decision{RetryAfter: admit.InfDuration}, err: admit.ErrInvalidCost}
 	h = mustNew(t, bad, RemoteIP).Handler(next)
-	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_MISSING"}`+"\n")
+	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	if next.calls.Load() != 0 {
 		t.Errorf("handler called %d times", next.calls.Load())
 	}
@@ -565,7 +577,7 @@ func TestCost(t *testing.T) {
 		t.Errorf("cost: %d %v %+v", w.Code, lim.costs, ev.list)
 	}
 	for _, p := range []string{"/neg", "/err"} {
-		checkResponse(t, do(h, p, ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_MISSING"}`+"\n")
+		checkResponse(t, do(h, p, ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	}
 	if len(lim.costs) != 1 || !errors.Is(ev.list[1].Err, ErrInvalidCost) || !errors.Is(ev.list[2].Err, ErrNoKey) {
 		t.Errorf("limiter called with %v; events %+v", lim.costs, ev.list)

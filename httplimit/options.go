@@ -21,8 +21,10 @@ const (
 	DefaultFailClosedRetryAfter = time.Second
 	// MaxRetryAfter caps every duration the middleware sends: Retry-After,
 	// the RateLimit field's t, X-RateLimit-Reset and retry_after_ms. A
-	// request that can never be admitted (admit.InfDuration) is told to
-	// come back after MaxRetryAfter.
+	// request that can never be admitted (its RetryAfter is
+	// admit.InfDuration: it costs more than the burst) is told so instead,
+	// without Retry-After or t: its body has "never":true in place of
+	// retry_after_ms.
 	MaxRetryAfter = 365 * 24 * time.Hour
 )
 
@@ -259,7 +261,8 @@ func WithFailClosed(retryAfter time.Duration) Option {
 // that cannot be keyed (its KeyFunc or cost function returned an error, or
 // its Decider an error wrapping ErrNoKey). The default refuses such a
 // request with 400 Bad Request, so that leaving out a header is not a way
-// around the limit. A key longer than the maximum is refused with 431
+// around the limit. A key that is repeated, empty or malformed (ErrBadKey)
+// is refused with 400, and a key longer than the maximum with 431,
 // whatever this option says.
 func WithSkipUnkeyed() Option {
 	return optionFunc(func(o *options) { o.skipUnkeyed = true })
@@ -281,8 +284,8 @@ func WithMaxKeyLength(n int) Option {
 
 // WithCost sets the function giving each request's cost, the n of the
 // limiter's Allow (a request that uploads a file may cost its size in
-// kilobytes). An error or a negative cost makes the request one that cannot
-// be keyed (see WithSkipUnkeyed). A cost of 0 is a peek: the request is
+// kilobytes). An error or a negative cost refuses the request with 400
+// {"code":"KEY_INVALID"}, even under WithSkipUnkeyed. A cost of 0 is a peek: the request is
 // admitted and consumes nothing. The default is nil: every request costs 1.
 // A Decider decides the cost itself, so NewDecider refuses this option.
 func WithCost(f func(r *http.Request) (int64, error)) Option {

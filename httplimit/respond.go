@@ -189,12 +189,12 @@ func (m *Middleware) newAnswer(d *admit.Decision, status int) *answer {
 		b = appendJSONString(b, name)
 		b = append(b, `],"code":"RATE_LIMIT","limit_dim":`...)
 		b = appendJSONString(b, name)
-		b = append(b, `,"retry_after_ms":`...)
+		b = append(b, fieldRetry...)
 		me = len(b)
 	} else {
 		b = append(b, `{"code":"RATE_LIMIT","limit_dim":`...)
 		b = appendJSONString(b, name)
-		b = append(b, `,"retry_after_ms":`...)
+		b = append(b, fieldRetry...)
 		he = len(b)
 	}
 	s := string(b)
@@ -382,8 +382,12 @@ const maxPooledBody = 4 << 10
 // allocates nothing.
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Decision, status int) {
 	a := m.answerFor(d, status)
+	nev := never(d)
 	ra := retryAfter(d.RetryAfter)
 	raSecs := ceilDiv(ra, time.Second)
+	if nev {
+		raSecs = -1 // no Retry-After, no t: waiting does not help
+	}
 	var rem, reset int64 = -1, -1
 	if a.fields {
 		rem = clamp(d.Remaining)
@@ -407,18 +411,50 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Dec
 	h[keyCType] = a.ctype
 	w.WriteHeader(status)
 	bp := bodyPool.Get().(*[]byte)
-	b := append((*bp)[:0], a.head...)
-	if m.problem {
+	b := (*bp)[:0]
+	switch {
+	case nev && m.problem:
+		b = append(b, a.head[:len(a.head)-len(detailRetry)]...)
+		b = append(b, detailNever...)
+		b = append(b, a.mid[:len(a.mid)-len(fieldRetry)]...)
+		b = append(b, fieldNever...)
+	case nev:
+		b = append(b, a.head[:len(a.head)-len(fieldRetry)]...)
+		b = append(b, fieldNever...)
+	case m.problem:
+		b = append(b, a.head...)
 		b = appendDetailTail(b, raSecs)
 		b = append(b, a.mid...)
+		b = strconv.AppendInt(b, ceilDiv(ra, time.Millisecond), 10)
+	default:
+		b = append(b, a.head...)
+		b = strconv.AppendInt(b, ceilDiv(ra, time.Millisecond), 10)
 	}
-	b = strconv.AppendInt(b, ceilDiv(ra, time.Millisecond), 10)
 	b = append(b, a.tail...)
 	_, _ = w.Write(b)
 	if cap(b) <= maxPooledBody {
 		*bp = b
 		bodyPool.Put(bp)
 	}
+}
+
+// The texts a refusal body ends its head with, and what replaces them for
+// a request that can never be admitted.
+const (
+	fieldRetry  = `,"retry_after_ms":`
+	fieldNever  = `,"never":true`
+	detailRetry = "; retry after "
+	detailNever = `; the request costs more than the limit ever allows, and can never be admitted."`
+)
+
+// never reports whether d refuses a request that can never be admitted,
+// whatever it waits: one that costs more than the limit's burst, or is
+// limited to 0 (d.RetryAfter is admit.InfDuration). The middleware
+// answers it without Retry-After and without the RateLimit field's t,
+// and its body says "never":true instead of retry_after_ms, since
+// retrying cannot help; FieldValues likewise.
+func never(d *admit.Decision) bool {
+	return !d.Allowed && d.RetryAfter == admit.InfDuration
 }
 
 // appendDetailHead appends a problem's human-readable explanation, as a
@@ -449,7 +485,7 @@ func appendDetailHead(b []byte, d *admit.Decision, name string) []byte {
 			b = append(b, `\" exceeded`...)
 		}
 	}
-	return append(b, "; retry after "...)
+	return append(b, detailRetry...)
 }
 
 // appendDetailTail appends the end of a problem's explanation: the

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net/netip"
@@ -389,6 +391,7 @@ func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) erro
 			for j := range r.depth {
 				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
 			}
+			sc.buf = shortenKey(sc.buf, c.koff)
 			c.kend = len(sc.buf)
 		}
 		for _, l := range set.layers {
@@ -399,10 +402,14 @@ func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) erro
 				lc.koff = len(sc.buf)
 				sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
 				if !l.laneOnly {
+					boff := len(sc.buf)
 					for j := range r.depth {
 						if j != l.lane {
 							sc.buf = appendValue(sc.buf, d.Entries[j].Value)
 						}
+					}
+					if len(sc.buf)-lc.koff > maxStoredKey {
+						sc.buf = hashKey(sc.buf, boff)
 					}
 				}
 				lc.kend = len(sc.buf)
@@ -587,6 +594,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// maxStoredKey is the longest key the engine gives its limiters as it is
+// (keyed's and redisstore's default maximum); a longer one is stored by
+// its digest (see shortenKey).
+const maxStoredKey = 4096
+
+// shortenKey replaces the key b[off:] by its digest if it is longer than
+// maxStoredKey, so that any descriptor the APIs take (every value up to
+// their maximum length) has a key the limiters take.
+func shortenKey(b []byte, off int) []byte {
+	if len(b)-off <= maxStoredKey {
+		return b
+	}
+	return hashKey(b, off)
+}
+
+// hashKey replaces b[off:] by '#' and the hexadecimal SHA-256 of it. A
+// key of values starts with a digit (a length) and a digest with '#', so
+// the two never meet, and SHA-256 keeps digests apart.
+func hashKey(b []byte, off int) []byte {
+	sum := sha256.Sum256(b[off:])
+	b = append(b[:off], '#')
+	return hex.AppendEncode(b, sum[:])
 }
 
 // appendValue appends s to a key, length-prefixed ("5:hello"), so that

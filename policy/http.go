@@ -29,7 +29,11 @@ type HTTPEntry struct {
 	// middleware refuses it with 400, or serves it without any limit
 	// under httplimit.WithSkipUnkeyed. When false, the descriptor is left
 	// out of such a request, so the rules matching it do not apply (a
-	// per-user limit skips anonymous requests).
+	// per-user limit skips anonymous requests). A value that is present
+	// but repeated, empty or malformed (an error wrapping
+	// httplimit.ErrBadKey) never leaves the descriptor out, Required or
+	// not: the request is refused with 400, so that a client cannot escape
+	// its own limit by repeating the header it is keyed by.
 	Required bool
 }
 
@@ -140,7 +144,7 @@ func (h *HTTP) decide(r *http.Request, held *compose.Held, s *httpScratch) (admi
 		for _, en := range d {
 			v, err := en.Value(r)
 			if err != nil {
-				if !en.Required && errors.Is(err, httplimit.ErrNoKey) {
+				if !en.Required && errors.Is(err, httplimit.ErrNoKey) && !errors.Is(err, httplimit.ErrBadKey) {
 					found = false
 					break
 				}

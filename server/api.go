@@ -381,7 +381,7 @@ func (a *API) answer(w http.ResponseWriter, d *admit.Decision, body []byte) {
 	switch {
 	case a.o.fields:
 		apiSetFields(h, d, retry)
-	case retry:
+	case retry && d.RetryAfter != admit.InfDuration:
 		h[apiKeyRetryAfter] = []string{strconv.FormatInt(max(apiCeilSeconds(d.RetryAfter), 1), 10)}
 	}
 	w.WriteHeader(status)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/admit-go/admit"
@@ -176,11 +178,43 @@ func apiCheckContentType(r *http.Request) *apiError {
 		fmt.Sprintf("Content-Type %q is not JSON: send application/json", apiEcho(ct))}
 }
 
+// apiBodyBuf is a buffer a request body is read into, and a reader of it.
+type apiBodyBuf struct {
+	b bytes.Buffer
+	r bytes.Reader
+}
+
+// apiBodyPool holds the buffers request bodies are read into.
+var apiBodyPool = sync.Pool{New: func() any { return new(apiBodyBuf) }}
+
+// apiMaxPooledBody is the capacity beyond which a body buffer is not
+// pooled.
+const apiMaxPooledBody = 64 << 10
+
 // apiDecodeJSON decodes the body of r, at most max bytes, into v: one JSON
-// value, no unknown field, nothing after it.
+// value in valid UTF-8, no unknown field, nothing after it.
 func apiDecodeJSON(w http.ResponseWriter, r *http.Request, max int64, v any) *apiError {
-	body := http.MaxBytesReader(w, r.Body, max)
-	dec := json.NewDecoder(body)
+	bb := apiBodyPool.Get().(*apiBodyBuf)
+	buf := &bb.b
+	defer func() {
+		if buf.Cap() <= apiMaxPooledBody {
+			buf.Reset()
+			bb.r.Reset(nil)
+			apiBodyPool.Put(bb)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max)); err != nil {
+		return apiDecodeError(err)
+	}
+	// encoding/json would read invalid UTF-8 and lone surrogates as
+	// U+FFFD, so that different keys would become one, and a body that
+	// gRPC refuses would pass here.
+	if off, ok := apiValidText(buf.Bytes()); !ok {
+		return apiBadRequest(apiCodeInvalidJSON, "invalid JSON at byte %d: not valid UTF-8 (or an unpaired surrogate escape)", off)
+	}
+	bb.r.Reset(buf.Bytes())
+	dec := json.NewDecoder(&bb.r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return apiDecodeError(err)
@@ -321,8 +355,11 @@ func (a *API) request(b *apiBody, req *policy.Request, entries *[]policy.Entry, 
 	for i := range b.Descriptors {
 		bd := &b.Descriptors[i]
 		d := &req.Descriptors[i]
-		if len(bd.Entries) == 0 {
+		switch {
+		case len(bd.Entries) == 0:
 			return apiBadRequest(apiCodeMissingField, "descriptors[%d].entries: at least one entry is required", i)
+		case len(bd.Entries) > o.maxEntries:
+			return apiUnprocessable("descriptors[%d].entries: %d entries, the maximum is %d", i, len(bd.Entries), o.maxEntries)
 		}
 		for j := range bd.Entries {
 			en := &bd.Entries[j]
@@ -388,4 +425,67 @@ func apiInlineLimit(bl *apiLimit, i int) (admit.Limit, *apiError) {
 		return admit.Limit{}, apiUnprocessable("%s: %s", field, apiEcho(err.Error()))
 	}
 	return l, nil
+}
+
+// apiValidText reports whether a JSON text is valid UTF-8 whose \u
+// escapes name no unpaired surrogate; if not, it returns the offset of the
+// first fault. (A backslash outside a string is a syntax error the decoder
+// reports anyway.)
+func apiValidText(b []byte) (int, bool) {
+	if !utf8.Valid(b) {
+		off := 0
+		for off < len(b) {
+			r, n := utf8.DecodeRune(b[off:])
+			if r == utf8.RuneError && n <= 1 {
+				return off, false
+			}
+			off += n
+		}
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character: '\\' is one escape, not two
+		if i >= len(b) || b[i] != 'u' {
+			continue
+		}
+		u, ok := apiHex4(b[i+1:])
+		switch {
+		case !ok || u < 0xD800 || u > 0xDFFF:
+			continue
+		case u >= 0xDC00:
+			return i - 1, false // a low surrogate first
+		}
+		// A high surrogate: a low one must follow.
+		if j := i + 5; j+1 < len(b) && b[j] == '\\' && b[j+1] == 'u' {
+			if lo, ok := apiHex4(b[j+2:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i = j + 5
+				continue
+			}
+		}
+		return i - 1, false
+	}
+	return 0, true
+}
+
+// apiHex4 parses the four hexadecimal digits b starts with.
+func apiHex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/admit-go/admit/policy"
 )
 
-// apiMaxDuration caps the durations the API reports: a year, for
-// admit.InfDuration (a request that can never be admitted says so with
-// "never": true).
+// apiMaxDuration caps the durations the API reports: a year. (A request
+// that can never be admitted, RetryAfter admit.InfDuration, says so with
+// "never": true and no retry_after_ms or Retry-After.)
 const apiMaxDuration = 365 * 24 * time.Hour
 
 // apiCeilMillis returns d in milliseconds, rounded up, within [0, a year].
@@ -124,8 +124,9 @@ func apiAppendInt(b []byte, name string, v int64) []byte {
 func apiFinite(l admit.Limit) bool { return l != (admit.Limit{}) && !l.IsUnlimited() }
 
 // apiAppendLimit appends ,"kind":..,"limit":{..},"remaining":..,
-// "retry_after_ms":..,"reset_after_ms":.. and "never" for a finite
-// limit.
+// "retry_after_ms":..,"reset_after_ms":.. for a finite limit; for a
+// request that can never be admitted, "never":true instead of
+// retry_after_ms.
 func apiAppendLimit(b []byte, kind admit.Kind, l admit.Limit, remaining int64, retry, reset time.Duration) []byte {
 	b = append(b, `,"kind":"`...)
 	b = append(b, kind.String()...)
@@ -143,9 +144,12 @@ func apiAppendLimit(b []byte, kind admit.Kind, l admit.Limit, remaining int64, r
 	b = strconv.AppendInt(b, burst, 10)
 	b = append(b, '}')
 	b = apiAppendInt(b, "remaining", max(remaining, 0))
-	b = apiAppendInt(b, "retry_after_ms", apiCeilMillis(retry))
+	never := retry == admit.InfDuration
+	if !never {
+		b = apiAppendInt(b, "retry_after_ms", apiCeilMillis(retry))
+	}
 	b = apiAppendInt(b, "reset_after_ms", apiCeilMillis(reset))
-	return apiAppendBool(b, "never", retry == admit.InfDuration)
+	return apiAppendBool(b, "never", never)
 }
 
 // apiAppendDecision appends the decision object.
@@ -241,7 +245,7 @@ var apiJSONContentType = []string{"application/json"}
 func apiSetFields(h http.Header, d *admit.Decision, retry bool) {
 	pol, state, ra, ok := httplimit.FieldValues(d)
 	if !ok {
-		if retry && !d.Allowed {
+		if retry && !d.Allowed && d.RetryAfter != admit.InfDuration {
 			h[apiKeyRetryAfter] = []string{strconv.FormatInt(max(apiCeilSeconds(d.RetryAfter), 1), 10)}
 		}
 		return

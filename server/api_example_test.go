@@ -87,11 +87,11 @@ func ExampleAPI_check() {
 	body := `{"domain":"api","hits":3,"descriptors":[{"entries":[{"key":"user","value":"bob"}]}]}`
 	w := httptest.NewRecorder()
 	api.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/check", strings.NewReader(body)))
-	fmt.Println(w.Code, w.Header().Get("Retry-After"))
+	fmt.Printf("%d Retry-After: %q\n", w.Code, w.Header().Get("Retry-After"))
 	fmt.Print(w.Body)
 	// Output:
-	// 429 31536000
-	// {"allowed":false,"decision":{"allowed":false,"rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"retry_after_ms":31536000000,"reset_after_ms":0,"never":true},"statuses":[{"code":"OVER_LIMIT","rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"retry_after_ms":31536000000,"reset_after_ms":0,"never":true}]}
+	// 429 Retry-After: ""
+	// {"allowed":false,"decision":{"allowed":false,"rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"reset_after_ms":0,"never":true},"statuses":[{"code":"OVER_LIMIT","rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"reset_after_ms":0,"never":true}]}
 }
 
 // A concurrency slot held under a lease, then released.

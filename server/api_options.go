@@ -15,8 +15,9 @@ const (
 	// request (see WithMaxDescriptors).
 	DefaultMaxDescriptors = 1000
 	// DefaultMaxValueLength is the default cap on the length of a domain,
-	// an entry's key or value, in bytes (see WithMaxValueLength): the
-	// default maximum key length of the in-memory and Redis limiters.
+	// an entry's key or value, in bytes (see WithMaxValueLength). A
+	// descriptor's key is made of its values; the engine stores one
+	// longer than the limiters take by its SHA-256 (see policy.Engine).
 	DefaultMaxValueLength = 4096
 	// MaxHits is the largest cost a request or a descriptor may carry:
 	// 2^32-1, the largest hits_addend Envoy's API can send. A cost above
@@ -37,6 +38,7 @@ type apiOptions struct {
 	metrics        http.Handler
 	maxBody        int64
 	maxDescriptors int
+	maxEntries     int
 	maxValue       int
 	refusalStatus  int
 	fields         bool
@@ -50,6 +52,7 @@ func defaultAPIOptions() apiOptions {
 	return apiOptions{
 		maxBody:        DefaultMaxBodyBytes,
 		maxDescriptors: DefaultMaxDescriptors,
+		maxEntries:     DefaultGRPCMaxEntries,
 		maxValue:       DefaultMaxValueLength,
 		refusalStatus:  http.StatusOK,
 		fields:         true,

@@ -71,8 +71,8 @@ func TestAPICheckBodies(t *testing.T) {
 		},
 		{
 			name: "never", body: `{"domain":"api","hits":4294967295,"descriptors":[{"entries":[{"key":"user","value":"bob"}]},{"entries":[{"key":"job","value":"x"}]}]}`,
-			want:   `{"allowed":false,"decision":{"allowed":false,"rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"retry_after_ms":31536000000,"reset_after_ms":0,"never":true},"statuses":[{"code":"OVER_LIMIT","rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"retry_after_ms":31536000000,"reset_after_ms":0,"never":true},{"code":"OK","rule":"jobs","kind":"concurrency","limit":{"rate":2,"burst":2},"remaining":0,"retry_after_ms":0,"reset_after_ms":0,"skipped":true}]}`,
-			policy: `"per-user";q=2;w=1`, rate: `"per-user";r=2;t=31536000`,
+			want:   `{"allowed":false,"decision":{"allowed":false,"rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"reset_after_ms":0,"never":true},"statuses":[{"code":"OVER_LIMIT","rule":"per-user","kind":"rate","limit":{"rate":2,"period_ms":1000,"burst":2},"remaining":2,"reset_after_ms":0,"never":true},{"code":"OK","rule":"jobs","kind":"concurrency","limit":{"rate":2,"burst":2},"remaining":0,"retry_after_ms":0,"reset_after_ms":0,"skipped":true}]}`,
+			policy: `"per-user";q=2;w=1`, rate: `"per-user";r=2`,
 		},
 		{
 			name: "unknown domain", body: apiCheckBody("nope", "user=alice"),

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/admit-go/admit/httplimit"
@@ -49,19 +50,23 @@ const maxDescriptorSpec = 4096
 //	client_ip        the client's address, as clientIP finds it (the peer,
 //	                 or the address trusted proxies forwarded; IPv6
 //	                 clients grouped by /64)
-//	header:NAME      the value of header NAME (missing, empty or repeated:
-//	                 no value)
-//	query:NAME       the first value of query parameter NAME (missing or
-//	                 empty: no value)
+//	header:NAME      the value of header NAME
+//	query:NAME       the value of query parameter NAME
 //	path             the URL path ("/" for an empty one)
 //	method           the request method
 //	host             the Host the client asked for
 //	const:VALUE      VALUE for every request
 //
-// A request for which a source has no value does not carry the
-// descriptor, so the rules matching it do not apply to that request. A
-// SOURCE starting with '!' is required instead: a request without its
-// value is refused with 400 Bad Request ("tenant=!header:X-Tenant").
+// A request for which a source has no value (a header or query parameter
+// it does not send, no Host) does not carry the descriptor, so the rules
+// matching it do not apply to that request, as in Envoy. A SOURCE
+// starting with '!' is required instead: a request without its value is
+// refused with 400 Bad Request ("tenant=!header:X-Tenant"). A value that
+// is present but cannot be trusted is refused with 400 {"code":
+// "KEY_INVALID"}, required or not, so that a client never escapes its own
+// limit by sending it oddly: a header or query parameter that is repeated
+// or empty, a badly escaped query parameter, or a forwarding header from
+// trusted proxies that is too short or malformed (see httplimit.ErrBadKey).
 // Keys, names and values may not contain ',', '=' or white space, nor be
 // empty. The error wraps ErrInvalidDescriptor.
 func ParseDescriptor(spec string, clientIP *httplimit.ClientIP) (policy.HTTPDescriptor, error) {
@@ -193,15 +198,24 @@ func hostKey(r *http.Request) (string, error) {
 }
 
 func queryKey(name string) httplimit.KeyFunc {
-	missing := fmt.Errorf("%w: query parameter %s is missing or empty", httplimit.ErrNoKey, name)
+	missing := fmt.Errorf("%w: query parameter %s is missing", httplimit.ErrNoKey, name)
+	bad := fmt.Errorf("%w: query parameter %s is repeated, empty or badly escaped", httplimit.ErrBadKey, name)
 	return func(r *http.Request) (string, error) {
 		if r.URL == nil {
 			return "", missing
 		}
-		v := r.URL.Query().Get(name)
-		if v == "" {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		vs, ok := q[name]
+		switch {
+		case err != nil:
+			// A pair that does not unescape is left out of q: it may be
+			// this one.
+			return "", bad
+		case !ok:
 			return "", missing
+		case len(vs) != 1 || vs[0] == "":
+			return "", bad
 		}
-		return v, nil
+		return vs[0], nil
 	}
 }

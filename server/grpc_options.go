@@ -11,15 +11,17 @@ import (
 // The defaults of the gRPC APIs' options.
 const (
 	// DefaultGRPCMaxDescriptors is the default number of descriptors a
-	// request may carry (WithGRPCMaxDescriptors).
-	DefaultGRPCMaxDescriptors = 128
+	// request may carry (WithGRPCMaxDescriptors): the HTTP API's
+	// (DefaultMaxDescriptors), so that every surface takes the same
+	// requests.
+	DefaultGRPCMaxDescriptors = DefaultMaxDescriptors
 	// DefaultGRPCMaxEntries is the default number of entries a descriptor
-	// may have (WithGRPCMaxEntries).
+	// may have (WithGRPCMaxEntries), on the HTTP API too.
 	DefaultGRPCMaxEntries = 32
 	// DefaultGRPCMaxValueBytes is the default length, in bytes, of the
-	// longest descriptor key or value (WithGRPCMaxValueBytes): the
-	// in-memory limiters' longest key (keyed.DefaultMaxKeyLength).
-	DefaultGRPCMaxValueBytes = 4096
+	// longest domain, descriptor key or value (WithGRPCMaxValueBytes): the
+	// HTTP API's (DefaultMaxValueLength).
+	DefaultGRPCMaxValueBytes = DefaultMaxValueLength
 	// DefaultGRPCQuotaTTL is how long, by default, the quota an Envoy
 	// client is granted for a descriptor that nothing limits stays valid
 	// (WithGRPCQuotaTTL).
