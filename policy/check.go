@@ -133,7 +133,10 @@ type Status struct {
 	Skipped bool
 
 	// Err is the error of one of the descriptor's limits (a shadow rule's
-	// are reported only here).
+	// are reported only here); ErrStoreFailed when none failed outright
+	// but the store of one failed, so that its rule's failure policy (fail
+	// open, fail closed or the local fallback) decided in its place: the
+	// fields above are then that policy's decision, not the store's.
 	Err error
 }
 
@@ -510,6 +513,9 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 			c := &sc.calls[j]
 			if c.err != nil && st.Err == nil {
 				st.Err = c.err
+			}
+			if c.done && st.Err == nil && c.l.guarded && strings.HasPrefix(c.d.Rule, c.l.prefix) {
+				st.Err = ErrStoreFailed // the failure policy decided
 			}
 			if !c.done {
 				st.Skipped = true

@@ -19,7 +19,7 @@ type clayer struct {
 	kind   admit.Kind
 	class  uint8  // the order of evaluation: see classOf
 	label  string // Decision.Rule: the rule [/tier] [/kind]
-	prefix string // label + "/": the start of the Rule of its failure policy's decisions
+	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
 	lim    compose.Limiter
 	refund compose.Refunder
@@ -35,6 +35,10 @@ type clayer struct {
 	lanes    bool
 	lane     int
 	laneOnly bool
+	// guarded: the limit is kept in a store, behind its rule's failure
+	// policy, so that a decision whose Rule starts with prefix is the
+	// failure policy's (see Status.Err and ErrStoreFailed).
+	guarded bool
 }
 
 // The classes of layers, in the order a check asks them: cheap local

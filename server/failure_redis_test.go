@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/server/admitv1"
+)
+
+// failurePolicy keeps a rate per failure policy in Redis, and has a
+// descriptor nothing limits.
+const failurePolicy = `domain: api
+defaults: {store: redis}
+rules:
+  - {name: open, match: open, rate: 5/hour, failure: fail_open}
+  - {name: closed, match: closed, rate: 5/hour, failure: fail_closed}
+  - {name: fallback, match: fallback, rate: 5/hour, failure: {policy: fallback, local_share: 1}}
+  - {name: shadowed, match: shadowed, rate: 5/hour, shadow: true, failure: fail_open}
+  - {name: free, match: free, rate: unlimited, store: local}
+`
+
+// failureNames are the descriptors of failurePolicy, one per rule, and
+// failureLimited those a limit applies to.
+var (
+	failureNames   = []string{"open", "closed", "fallback", "shadowed", "free"}
+	failureLimited = map[string]bool{"open": true, "closed": true, "fallback": true, "shadowed": true}
+)
+
+// failureHarness is an instance of admit serve on a private Redis of
+// failurePolicy, with clients of its APIs.
+type failureHarness struct {
+	t     *testing.T
+	rs    *redistest.Server
+	base  string
+	ctx   context.Context
+	rls   rlsv3.RateLimitServiceClient
+	admit admitv1.AdmitClient
+}
+
+func newFailureHarness(t *testing.T) *failureHarness {
+	t.Helper()
+	rs := redistest.NewStandalone(t)
+	s := startRedisServer(t, rs, failurePolicy)
+	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return &failureHarness{t: t, rs: rs, base: "http://" + s.HTTPAddr().String(), ctx: ctx,
+		rls: rlsv3.NewRateLimitServiceClient(conn), admit: admitv1.NewAdmitClient(conn)}
+}
+
+// post posts body to the HTTP API's path.
+func (h *failureHarness) post(path, body string) (int, []byte) {
+	h.t.Helper()
+	resp, err := http.Post(h.base+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// TestFailurePolicyError: with Redis down, each status a failure policy
+// decided says so: "error": "store failure" in the HTTP API, error in
+// admit.v1; the others have no error.
+func TestFailurePolicyError(t *testing.T) {
+	h := newFailureHarness(t)
+	ctx, adm, post := h.ctx, h.admit, h.post
+	names, limited := failureNames, failureLimited
+	h.rs.Kill()
+	// The HTTP API and admit.v1 say which statuses a failure policy
+	// decided: all of them in a peek (which fail_closed admits); in a
+	// check, which fail_closed would refuse before the others are asked,
+	// those of the other rules.
+	for _, tc := range []struct {
+		hits  int64
+		names []string
+	}{
+		{0, names},
+		{1, []string{"open", "fallback", "shadowed", "free"}},
+	} {
+		var descs []string
+		var adescs []*admitv1.Descriptor
+		for _, n := range tc.names {
+			descs = append(descs, `{"entries":[{"key":"`+n+`","value":"k"}]}`)
+			adescs = append(adescs, admitDesc(n, "k"))
+		}
+		code, b := post("/v1/check", `{"domain":"api","hits":`+strconv.FormatInt(tc.hits, 10)+`,"descriptors":[`+strings.Join(descs, ",")+`]}`)
+		var out struct {
+			Allowed  bool
+			Statuses []struct {
+				Error string `json:"error"`
+			} `json:"statuses"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || code != 200 || !out.Allowed || len(out.Statuses) != len(tc.names) {
+			t.Fatalf("/v1/check: %d %s (%v)", code, b, err)
+		}
+		a, err := adm.Check(ctx, &admitv1.CheckRequest{Domain: "api", Hits: &tc.hits, Descriptors: adescs})
+		if err != nil || !a.Decision.Allowed {
+			t.Fatalf("admit.v1 Check: %v, %v", a, err)
+		}
+		for i, n := range tc.names {
+			want := ""
+			if limited[n] {
+				want = "store failure"
+			}
+			if got := out.Statuses[i].Error; got != want {
+				t.Errorf("hits %d: /v1/check: %s: error %q, want %q, in %s", tc.hits, n, got, want, b)
+			}
+			if got := a.Statuses[i].GetError(); got != want {
+				t.Errorf("hits %d: admit.v1 Check: %s: error %q, want %q: %v", tc.hits, n, got, want, a.Statuses[i])
+			}
+		}
+	}
+}
