@@ -13,6 +13,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/server/admitv1"
@@ -76,6 +77,82 @@ func (h *failureHarness) post(path, body string) (int, []byte) {
 		h.t.Fatal(err)
 	}
 	return resp.StatusCode, b
+}
+
+// TestFailurePolicyQuota: with Redis down, a descriptor a limit applies
+// to is never granted quota through Envoy's protocol (gRPC and /json),
+// whatever its failure policy decided, while one nothing limits still
+// is; nor is a refused request's set of descriptors.
+func TestFailurePolicyQuota(t *testing.T) {
+	h := newFailureHarness(t)
+	ctx, rls, post, rs := h.ctx, h.rls, h.post, h.rs
+	names, limited := failureNames, failureLimited
+	rlsRequest := func(hits uint64) *rlsv3.RateLimitRequest {
+		r := rlsReq("api", 1)
+		for _, n := range names {
+			r.Descriptors = append(r.Descriptors, withHits(rlsDesc(n, "k"), hits))
+		}
+		return r
+	}
+	checkRLS := func(what string, resp *rlsv3.RateLimitResponse) {
+		t.Helper()
+		if resp.Quota != nil {
+			t.Errorf("%s: quota %v for the whole set, which has limited descriptors", what, resp.Quota)
+		}
+		for i, st := range resp.Statuses {
+			if got := st.Quota != nil; got == limited[names[i]] {
+				t.Errorf("%s: %s: quota %v; want one only where nothing limits", what, names[i], st.Quota)
+			}
+		}
+	}
+	// Peeks (hits 0), which fail_closed admits, then checks.
+	for _, hits := range []uint64{0, 1} {
+		if resp, err := rls.ShouldRateLimit(ctx, rlsRequest(hits)); err != nil {
+			t.Fatal(err)
+		} else {
+			checkRLS("Redis up", resp)
+		}
+	}
+
+	rs.Kill()
+	for _, hits := range []uint64{0, 1} {
+		resp, err := rls.ShouldRateLimit(ctx, rlsRequest(hits))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRLS("Redis down, ShouldRateLimit", resp)
+		if hits == 1 && (resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT || resp.Statuses[1].Code != rlsv3.RateLimitResponse_OVER_LIMIT) {
+			t.Errorf("Redis down: fail_closed did not refuse: %v", resp)
+		}
+		body, err := protojson.Marshal(rlsRequest(hits))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, b := post("/json", string(body))
+		var out rlsv3.RateLimitResponse
+		if err := protojson.Unmarshal(b, &out); err != nil || (code != 200 && code != 429) {
+			t.Fatalf("/json: %d %s (%v)", code, b, err)
+		}
+		checkRLS("Redis down, /json", &out)
+	}
+	// Only open and free, so that the request is admitted: still no
+	// quota for open.
+	resp, err := rls.ShouldRateLimit(ctx, rlsReq("api", 1, rlsDesc("open", "k"), rlsDesc("free", "k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OverallCode != rlsv3.RateLimitResponse_OK || resp.Quota != nil || resp.Statuses[0].Quota != nil || resp.Statuses[1].Quota == nil {
+		t.Errorf("Redis down, fail_open admits: %v; want quota for free only", resp)
+	}
+	// fail_closed alone refuses: no quota for the set either.
+	resp, err = rls.ShouldRateLimit(ctx, rlsReq("api", 1, rlsDesc("closed", "k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT || resp.Quota != nil || resp.Statuses[0].Quota != nil {
+		t.Errorf("Redis down, fail_closed refuses: %v; want no quota", resp)
+	}
+
 }
 
 // TestFailurePolicyError: with Redis down, each status a failure policy
