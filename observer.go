@@ -76,7 +76,7 @@ type EvictionEvent struct {
 // StoreEvent describes one call to a remote store.
 type StoreEvent struct {
 	Limiter  string
-	Op       string        // what was called, such as "gcra" or "batch"
+	Op       string        // what was called, such as redisstore's "decide" or "quota"
 	Keys     int           // keys the call decided on
 	Duration time.Duration // how long the call took
 	Err      error         // nil if it succeeded

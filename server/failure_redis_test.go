@@ -42,6 +42,7 @@ var (
 // failurePolicy, with clients of its APIs.
 type failureHarness struct {
 	t     *testing.T
+	s     *Server
 	rs    *redistest.Server
 	base  string
 	ctx   context.Context
@@ -60,7 +61,7 @@ func newFailureHarness(t *testing.T) *failureHarness {
 	t.Cleanup(func() { _ = conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	return &failureHarness{t: t, rs: rs, base: "http://" + s.HTTPAddr().String(), ctx: ctx,
+	return &failureHarness{t: t, s: s, rs: rs, base: "http://" + s.HTTPAddr().String(), ctx: ctx,
 		rls: rlsv3.NewRateLimitServiceClient(conn), admit: admitv1.NewAdmitClient(conn)}
 }
 
@@ -206,5 +207,9 @@ func TestFailurePolicyError(t *testing.T) {
 				t.Errorf("hits %d: admit.v1 Check: %s: error %q, want %q: %v", tc.hits, n, got, want, a.Statuses[i])
 			}
 		}
+	}
+	// The failures are counted under the store's name.
+	if v, ok := metric(t, h.s.Registry(), "admit_store_errors_total", "limiter", "redis", "op", "decide"); !ok || v == 0 {
+		t.Errorf("admit_store_errors_total{limiter=\"redis\",op=\"decide\"} = %v, %v", v, ok)
 	}
 }
