@@ -133,10 +133,7 @@ type Status struct {
 	Skipped bool
 
 	// Err is the error of one of the descriptor's limits (a shadow rule's
-	// are reported only here); ErrStoreFailed when none failed outright
-	// but the store of one failed, so that its rule's failure policy (fail
-	// open, fail closed or the local fallback) decided in its place: the
-	// fields above are then that policy's decision, not the store's.
+	// are reported only here; ErrStoreFailed: a failure policy decided).
 	Err error
 }
 
@@ -511,11 +508,8 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 		have := false
 		for ; j < len(sc.calls) && sc.calls[j].desc == i; j++ {
 			c := &sc.calls[j]
-			if c.err != nil && st.Err == nil {
-				st.Err = c.err
-			}
-			if c.done && st.Err == nil && c.l.guarded && strings.HasPrefix(c.d.Rule, c.l.prefix) {
-				st.Err = ErrStoreFailed // the failure policy decided
+			if st.Err == nil {
+				st.Err = c.failure()
 			}
 			if !c.done {
 				st.Skipped = true

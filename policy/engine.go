@@ -565,7 +565,6 @@ func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, redis 
 	if e.o.storeClock != nil {
 		primary = &clocked{lim: rl, clock: e.o.storeClock}
 	}
-	c.guarded = true
 	var local compose.Limiter
 	if f.Policy == Fallback {
 		if local, err = compose.LocalShare(alg, l, share(f), e.keyedOptions(e.name(c.label+"/fallback", false))...); err != nil {
@@ -616,7 +615,6 @@ func (e *Engine) buildQuota(c *clayer, q *Quota, redis bool, f Failure) error {
 	if e.o.storeClock != nil {
 		primary = &clocked{lim: rq, clock: e.o.storeClock}
 	}
-	c.guarded = true
 	var local compose.Limiter
 	if f.Policy == Fallback {
 		n := (q.Limit + int64(share(f)) - 1) / int64(share(f))
@@ -666,7 +664,6 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, redis bool, f Fail
 		local = newLocalSlots(lim)
 	}
 	c.slots = newRedisSlots(rc, c.label, f, local)
-	c.guarded = true
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,10 +36,6 @@ type clayer struct {
 	lanes    bool
 	lane     int
 	laneOnly bool
-	// guarded: the limit is kept in a store, behind its rule's failure
-	// policy, so that a decision whose Rule starts with prefix is the
-	// failure policy's (see Status.Err and ErrStoreFailed).
-	guarded bool
 }
 
 // The classes of layers, in the order a check asks them: cheap local
@@ -66,6 +63,21 @@ func classOf(kind admit.Kind, redis bool) uint8 {
 		c++
 	}
 	return c
+}
+
+// failure returns the error of call c for its descriptor's status: its
+// limiter's, or ErrStoreFailed when its rule's failure policy decided. A
+// layer kept in Redis (classRemote, classRemoteSlots) is always behind one
+// (compose.Guard, redisSlots), whose decisions, and only they, have a Rule
+// under the layer's prefix ("fail-open", "fail-closed", "fallback").
+func (c *call) failure() error {
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.done && (c.l.class == classRemote || c.l.class == classRemoteSlots) && strings.HasPrefix(c.d.Rule, c.l.prefix):
+		return ErrStoreFailed
+	}
+	return nil
 }
 
 // atLimiter is a Redis limiter deciding at explicit instants.
