@@ -22,8 +22,11 @@ type Observer interface {
 	// Evicted is called when a limiter forgets the state of keys.
 	Evicted(EvictionEvent)
 	// Tracked reports how many keys a limiter holds state for. It is
-	// called from time to time (at least whenever keys are evicted), not
-	// on every decision.
+	// called from time to time, not on every decision: the module's
+	// keyed, quota and concurrency limiters call it when they are made
+	// (with 0), whenever keys are evicted, and as the number of keys
+	// moves (by an eighth of it at most between calls: see their
+	// WithObserver options).
 	Tracked(limiter string, keys int)
 	// StoreCalled is called after each call to a remote store (Redis).
 	StoreCalled(StoreEvent)
@@ -73,7 +76,7 @@ type EvictionEvent struct {
 // StoreEvent describes one call to a remote store.
 type StoreEvent struct {
 	Limiter  string
-	Op       string        // what was called, such as "gcra" or "batch"
+	Op       string        // what was called, such as redisstore's "decide" or "quota"
 	Keys     int           // keys the call decided on
 	Duration time.Duration // how long the call took
 	Err      error         // nil if it succeeded

@@ -138,6 +138,9 @@ func New(max int64, opts ...Option) (*Limiter, error) {
 	for i := range l.shards {
 		l.shards[i].init(l, false)
 	}
+	if l.observer != nil {
+		l.observer.Tracked(l.name, 0)
+	}
 	return l, nil
 }
 

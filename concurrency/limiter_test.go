@@ -305,6 +305,9 @@ func (r *recorder) Tracked(name string, keys int) {
 func TestObserver(t *testing.T) {
 	rec := &recorder{}
 	l := mustNew(t, 1, concurrency.WithObserver(rec), concurrency.WithName("db"))
+	if len(rec.tracked) != 1 || rec.tracked[0] != 0 {
+		t.Fatalf("Tracked %v after New, want [0]", rec.tracked)
+	}
 	p := mustAllow(t, l, "k", 1)
 	mustDeny(t, l, "k", 1)
 	l.TryAcquire(context.Background(), "k", 2)  // exceeds: observed

@@ -60,9 +60,11 @@ func WithName(name string) Option {
 
 // WithObserver sets the Observer told about each decision (Decided, after
 // every call that returns a Decision without an error, and for requests
-// that exceed the limit) and, from time to time, about the number of keys
-// held (Tracked). The Limiter calls it synchronously, outside its locks.
-// The default, or a nil obs, is none.
+// that exceed the limit) and about the number of keys held (Tracked): 0 by
+// New, then whenever it has moved by an eighth (and by 16 at least) since
+// the last report, or after 4096 keys added or forgotten. The Limiter
+// calls it synchronously, outside its locks. The default, or a nil obs, is
+// none.
 func WithObserver(obs admit.Observer) Option {
 	return optionFunc(func(o *options) { o.observer = obs })
 }

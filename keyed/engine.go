@@ -20,7 +20,12 @@ type engine interface {
 	len() int
 }
 
-type evictions struct{ idle, pressure int }
+// evictions are the keys a decision evicted, idle and under pressure, and
+// whether the number of keys held is worth reporting (see shard.grew).
+type evictions struct {
+	idle, pressure int
+	grew           bool
+}
 
 // handStep is the stride of the CLOCK hand: a prime, larger than any table
 // (offsets are 31 bits), so that it is coprime with the table's size and
@@ -96,6 +101,7 @@ func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.
 	i = sh.insert(h, key)
 	sh.slots[i].st = st
 	t.sweepSome(sh, now, 2, &ev)
+	ev.grew = sh.grew(&ev)
 	sh.mu.Unlock()
 	return r, ev, true
 }

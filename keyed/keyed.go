@@ -111,6 +111,9 @@ func New(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
 	if lim.own.Err != nil {
 		return nil, lim.own.Err
 	}
+	if lim.obs != nil {
+		lim.obs.Tracked(lim.name, 0)
+	}
 	return lim, nil
 }
 
@@ -280,7 +283,7 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions)
 	if ev.pressure > 0 {
 		lim.obs.Evicted(admit.EvictionEvent{Limiter: lim.name, Reason: admit.EvictPressure, Keys: ev.pressure})
 	}
-	if ev.idle+ev.pressure > 0 {
+	if ev.grew {
 		lim.obs.Tracked(lim.name, lim.eng.len())
 	}
 }

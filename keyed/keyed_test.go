@@ -40,7 +40,7 @@ func allow(t testing.TB, lim *keyed.Limiter, at time.Time, key string, n int64) 
 type counter struct {
 	admit.NopObserver
 	decided, allowed, idle, pressure atomic.Int64
-	tracked                          atomic.Int64
+	tracked, reports                 atomic.Int64
 }
 
 func (c *counter) Decided(e admit.DecisionEvent) {
@@ -58,7 +58,36 @@ func (c *counter) Evicted(e admit.EvictionEvent) {
 	}
 }
 
-func (c *counter) Tracked(_ string, n int) { c.tracked.Store(int64(n)) }
+func (c *counter) Tracked(_ string, n int) {
+	c.tracked.Store(int64(n))
+	c.reports.Add(1)
+}
+
+// TestTrackedGrows: the number of keys is reported from New (0) and as it
+// grows, long before any eviction, lagging by an eighth and a key per
+// shard at most, in a few reports rather than one per key.
+func TestTrackedGrows(t *testing.T) {
+	for _, shards := range []int{1, 8} {
+		c := &counter{}
+		lim := mustNew(t, admit.AlgGCRA, admit.PerHour(10), keyed.WithObserver(c), keyed.WithShards(shards))
+		if c.reports.Load() != 1 || c.tracked.Load() != 0 {
+			t.Fatalf("%d shards: after New, %d reports, tracked %d; want one, of 0", shards, c.reports.Load(), c.tracked.Load())
+		}
+		const keys = 5000
+		for i := 1; i <= keys; i++ {
+			allow(t, lim, admittest.T0, fmt.Sprint("k", i), 1)
+			if got := int(c.tracked.Load()); got > i || got < i-i/8-shards {
+				t.Fatalf("%d shards: %d keys, tracked %d", shards, i, got)
+			}
+		}
+		if n := c.reports.Load(); n > 100*int64(shards) {
+			t.Errorf("%d shards: %d reports for %d keys", shards, n, keys)
+		}
+		if c.idle.Load()+c.pressure.Load() != 0 || lim.Len() != keys {
+			t.Fatalf("%d shards: %d keys held, evictions idle %d pressure %d", shards, lim.Len(), c.idle.Load(), c.pressure.Load())
+		}
+	}
+}
 
 func TestKeysAreIndependent(t *testing.T) {
 	keys := []string{"", "a", "A", "{a}", "a\x00", "\x00", "\xff\xfe", strings.Repeat("k", 4096), "user:1", "user:1 "}

@@ -56,8 +56,10 @@ func WithName(name string) Option {
 	return optionFunc(func(o *options) { o.name = name })
 }
 
-// WithObserver sets an observer told of every decision and eviction. The
-// default is none.
+// WithObserver sets an observer told of every decision and eviction, and
+// of the number of keys held (Tracked): 0 by New, then whenever keys are
+// evicted and as their number grows, so that it lags by an eighth of it
+// (and a key per shard) at most. The default is none.
 func WithObserver(obs admit.Observer) Option {
 	return optionFunc(func(o *options) { o.obs = obs })
 }

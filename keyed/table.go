@@ -32,6 +32,9 @@ type shard[S any] struct {
 	// is made: the step functions take a pointer, which would make a local
 	// variable escape.
 	scratch S
+	// trackAt is the number of keys at which an insertion next reports
+	// the limiter's keys to its Observer (see grew).
+	trackAt int
 	count   atomic.Int64
 	_       [64]byte // keep shards on separate cache lines
 }
@@ -97,6 +100,20 @@ func (sh *shard[S]) insert(h uint32, key string) int {
 	sh.n++
 	sh.count.Store(int64(sh.n))
 	return i
+}
+
+// grew reports whether the number of keys is worth reporting to the
+// Observer after an insertion: the shard evicted keys (ev), or its keys
+// have grown by an eighth (and by one at least) since it last said so.
+// So the count last reported lags the limiter's by an eighth of it and a
+// key per shard at most, at the cost of a report per insertion while a
+// shard holds fewer than 8 keys and O(log n) reports per shard after.
+func (sh *shard[S]) grew(ev *evictions) bool {
+	if sh.n < sh.trackAt && ev.idle+ev.pressure == 0 {
+		return false
+	}
+	sh.trackAt = sh.n + max(sh.n/8, 1)
+	return true
 }
 
 // place puts a meta word in the first free slot of its probe sequence.

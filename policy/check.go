@@ -135,7 +135,7 @@ type Status struct {
 	Skipped bool
 
 	// Err is the error of one of the descriptor's limits (a shadow rule's
-	// are reported only here).
+	// are reported only here; ErrStoreFailed: a failure policy decided).
 	Err error
 }
 
@@ -515,8 +515,8 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 		have := false
 		for ; j < len(sc.calls) && sc.calls[j].desc == i; j++ {
 			c := &sc.calls[j]
-			if c.err != nil && st.Err == nil {
-				st.Err = c.err
+			if st.Err == nil {
+				st.Err = c.failure()
 			}
 			if !c.done {
 				st.Skipped = true

@@ -32,6 +32,13 @@ var (
 	// value.
 	ErrInvalidOption = errors.New("policy: invalid option")
 
+	// ErrStoreFailed is the Err of a Status one of whose limits is kept in
+	// a store (Redis) that failed or did not answer in time, so that the
+	// rule's failure policy decided instead (see Failure): the decision
+	// is not the store's. Fail open's admissions are unlimited only while
+	// the store fails, and must not be cached beyond the request.
+	ErrStoreFailed = errors.New("policy: the store failed; the rule's failure policy decided")
+
 	// ErrClosed reports a check on an Engine after Close.
 	ErrClosed = errors.New("policy: engine closed")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ type clayer struct {
 	kind   admit.Kind
 	class  uint8  // the order of evaluation: see classOf
 	label  string // Decision.Rule: the rule [/tier] [/kind]
-	prefix string // label + "/": the start of the Rule of its failure policy's decisions
+	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
 	lim    compose.Limiter
 	refund compose.Refunder
@@ -62,6 +63,21 @@ func classOf(kind admit.Kind, redis bool) uint8 {
 		c++
 	}
 	return c
+}
+
+// failure returns the error of call c for its descriptor's status: its
+// limiter's, or ErrStoreFailed when its rule's failure policy decided. A
+// layer kept in Redis (classRemote, classRemoteSlots) is always behind one
+// (compose.Guard, redisSlots), whose decisions, and only they, have a Rule
+// under the layer's prefix ("fail-open", "fail-closed", "fallback").
+func (c *call) failure() error {
+	switch {
+	case c.err != nil:
+		return c.err
+	case c.done && (c.l.class == classRemote || c.l.class == classRemoteSlots) && strings.HasPrefix(c.d.Rule, c.l.prefix):
+		return ErrStoreFailed
+	}
+	return nil
 }
 
 // atLimiter is a Redis limiter deciding at explicit instants.

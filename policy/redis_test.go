@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -206,19 +207,35 @@ rules:
 	ctx := context.Background()
 	var h compose.Held
 	defer h.Release()
+	// Each status says whether the failure policy decided it.
+	var failed []string
 	decide := func(key string) admit.Decision {
 		t.Helper()
 		var res Result
 		if err := e.Check(ctx, request("api", desc(key, "k")), &h, &res); err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
+		switch err := res.Statuses[0].Err; {
+		case errors.Is(err, ErrStoreFailed):
+			failed = append(failed, key)
+		case err != nil:
+			t.Fatalf("%s: status error %v", key, err)
+		}
 		return res.Decision
+	}
+	wantFailed := func(what string, keys ...string) {
+		t.Helper()
+		if fmt.Sprint(failed) != fmt.Sprint(keys) {
+			t.Errorf("%s: statuses decided by a failure policy (ErrStoreFailed): %q, want %q", what, failed, keys)
+		}
+		failed = nil
 	}
 	// Redis up: every rule decides in Redis.
 	for _, key := range []string{"open", "closed", "fallback", "breaker", "quota"} {
 		want(t, key+" with Redis", decide(key), true, key, 3)
 	}
 	want(t, "slots with Redis", decide("slots"), true, "slots", 3)
+	wantFailed("Redis up")
 
 	srv.Kill()
 	want(t, "open", decide("open"), true, "open/fail-open", admit.Unlimited.Rate)
@@ -243,6 +260,8 @@ rules:
 	want(t, "breaker 3", decide("breaker"), false, "breaker/fallback", 0)
 	// Rules in memory do not care.
 	want(t, "local", decide("local"), true, "local", 0)
+	wantFailed("Redis down", "open", "closed", "fallback", "fallback", "fallback", "quota", "slots", "slots", "slots",
+		"slots-closed", "breaker", "breaker", "breaker")
 
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
@@ -257,9 +276,13 @@ rules:
 		time.Sleep(20 * time.Millisecond) // the client reconnecting, not a refill
 	}
 	want(t, "open, Redis back", back, true, "open", 3)
+	failed = nil // the failures of the client reconnecting
 	want(t, "closed, Redis back", decide("closed"), true, "closed", 3)
 	clock.Advance(time.Second) // the breaker's probe interval
 	want(t, "breaker, Redis back", decide("breaker"), true, "breaker", 3)
+	decide("quota")
+	decide("slots")
+	wantFailed("Redis back")
 }
 
 // TestRedisNeedsStore: a policy of StoreDefault rules (Envoy's) is kept in

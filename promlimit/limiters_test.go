@@ -114,6 +114,47 @@ admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily
 `, "admit_decisions_total")
 }
 
+// TestKeysTrackedFromStart: admit_keys_tracked has a series for each
+// limiter from its creation, at 0, and follows the keys as they are added,
+// before any eviction, so that their growth can be watched before the cap.
+func TestKeysTrackedFromStart(t *testing.T) {
+	obs, reg := newObserver(t)
+	ctx := context.Background()
+	lim, err := keyed.New(admit.AlgGCRA, admit.PerHour(10), keyed.WithName("api"), keyed.WithObserver(obs), keyed.WithShards(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := quota.New(10, quota.Day, quota.WithName("daily"), quota.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"api", "daily", "jobs"} {
+		if got := value(t, reg, "admit_keys_tracked", "limiter", name); got != 0 {
+			t.Errorf("keys_tracked of %s before any decision = %v, want 0", name, got)
+		}
+	}
+	for i := 1; i <= 100; i++ {
+		key := fmt.Sprint("client-", i)
+		if _, err := lim.AllowAt(ctx, admittest.Epoch, key, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.AllowAt(ctx, admittest.Epoch, key, 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"api", "daily"} {
+			if got := value(t, reg, "admit_keys_tracked", "limiter", name); got > float64(i) || got < float64(i-i/8) {
+				t.Fatalf("keys_tracked of %s with %d keys = %v", name, i, got)
+			}
+		}
+	}
+	if n := testutil.CollectAndCount(obs, "admit_evictions_total"); n != 0 {
+		t.Errorf("%d admit_evictions_total series: the keys grew without evictions", n)
+	}
+}
+
 // flaky stands for a shared store that is up or down.
 type flaky struct{ down atomic.Bool }
 

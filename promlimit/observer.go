@@ -43,7 +43,10 @@ import (
 // by reason "idle" (back at full capacity: no decision changes) or
 // "pressure" (at its cap of keys: a limit was loosened; raise the cap if
 // this grows in normal operation). A series appears with the first event
-// that concerns it.
+// that concerns it: for admit_keys_tracked, the limiter's creation (the
+// module's keyed, quota and concurrency limiters report 0 then, and follow
+// their keys as they come), so that their growth can be watched before the
+// cap.
 //
 // Label values are the limiters' names, rules and operations as given,
 // except that invalid UTF-8 is replaced by U+FFFD. So that they cannot

@@ -83,7 +83,9 @@ func WithName(name string) Option {
 }
 
 // WithObserver sets an observer told of every decision, of keys evicted and
-// of the number of keys held. The default is none.
+// of the number of keys held (Tracked): 0 by New, then whenever keys are
+// evicted or a new key is refused at the cap, and as their number grows,
+// so that it lags by an eighth of it at most. The default is none.
 func WithObserver(obs admit.Observer) Option {
 	return optionFunc(func(o *options) { o.obs = obs })
 }

@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -82,6 +83,9 @@ type Quota struct {
 	// only moves forward.
 	cur Latest
 	t   *table
+	// trackAt is the number of keys from which an insertion reports them
+	// to the Observer again (see observe).
+	trackAt atomic.Int64
 }
 
 // New returns a Quota of n events per key per period, with no key held
@@ -110,7 +114,7 @@ func New(n int64, period Period, opts ...Option) (*Quota, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	return &Quota{
+	q := &Quota{
 		limit:     n,
 		period:    period,
 		loc:       o.loc,
@@ -121,7 +125,11 @@ func New(n int64, period Period, opts ...Option) (*Quota, error) {
 		maxKeyLen: o.maxKeyLen,
 		errFull:   fmt.Errorf("%w: %d keys are held, none of them from an ended period", ErrTooManyKeys, o.maxKeys),
 		t:         newTable(o.maxKeys),
-	}, nil
+	}
+	if q.obs != nil {
+		q.obs.Tracked(q.name, 0)
+	}
+	return q, nil
 }
 
 // Limit returns the quota's size: events per key per period.
@@ -260,17 +268,17 @@ func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, e
 				*st = next
 			}
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted), nil
+			return q.decision(key, n, limit, r, evicted, false), nil
 		}
 		next, r := step(state{}, w, now, n, limit)
 		if next.Used == 0 { // a peek or a denial: nothing to store
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted), nil
+			return q.decision(key, n, limit, r, evicted, false), nil
 		}
 		if t.add(sh, key, next) {
 			evicted += t.sweepSome(sh, w, 2)
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted), nil
+			return q.decision(key, n, limit, r, evicted, true), nil
 		}
 		sh.mu.Unlock()
 		if attempt > 0 {
@@ -299,8 +307,9 @@ func (q *Quota) bounds(now int64) window {
 // before) is never decided in its ended period.
 func (q *Quota) latest(w window) window { return q.cur.Newer(w) }
 
-// decision builds the Decision of a step's result and reports it.
-func (q *Quota) decision(key string, n, limit int64, r result, evicted int) admit.Decision {
+// decision builds the Decision of a step's result and reports it; added
+// says that it stored a new key.
+func (q *Quota) decision(key string, n, limit int64, r result, evicted int, added bool) admit.Decision {
 	d := admit.Decision{
 		Allowed:    r.Allowed,
 		Limit:      admit.Limit{Rate: limit, Period: time.Duration(r.End - r.Start), Burst: limit},
@@ -310,14 +319,16 @@ func (q *Quota) decision(key string, n, limit int64, r result, evicted int) admi
 		Rule:       q.name,
 		Kind:       admit.KindQuota,
 	}
-	q.observe(key, n, d, evicted, false)
+	q.observe(key, n, d, evicted, added, false)
 	return d
 }
 
 // observe reports a decision, and the keys evicted to make it, to the
-// observer; the number of keys held goes with evictions, and always if
-// tracked is set.
-func (q *Quota) observe(key string, n int64, d admit.Decision, evicted int, tracked bool) {
+// observer; the number of keys held goes with evictions, always if force
+// is set, and after an insertion (added) once it has grown by an eighth
+// (and by one at least) since the last report, so that the count
+// reported lags by an eighth at most, in O(log n) reports.
+func (q *Quota) observe(key string, n int64, d admit.Decision, evicted int, added, force bool) {
 	if q.obs == nil {
 		return
 	}
@@ -325,8 +336,10 @@ func (q *Quota) observe(key string, n int64, d admit.Decision, evicted int, trac
 	if evicted > 0 {
 		q.obs.Evicted(admit.EvictionEvent{Limiter: q.name, Reason: admit.EvictIdle, Keys: evicted})
 	}
-	if evicted > 0 || tracked {
-		q.obs.Tracked(q.name, q.Len())
+	if evicted > 0 || force || added && int64(q.Len()) >= q.trackAt.Load() {
+		k := q.Len()
+		q.trackAt.Store(int64(k + max(k/8, 1)))
+		q.obs.Tracked(q.name, k)
 	}
 }
 
@@ -338,7 +351,7 @@ func (q *Quota) full(now int64, key string, limit, n int64, w window, evicted in
 		Rule:       q.name,
 		Kind:       admit.KindQuota,
 	}
-	q.observe(key, n, d, evicted, true)
+	q.observe(key, n, d, evicted, false, true)
 	return d, q.errFull
 }
 

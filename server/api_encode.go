@@ -200,9 +200,14 @@ func apiAppendStatus(b []byte, st *policy.Status) []byte {
 }
 
 // apiErrorKind describes a limit's error without its text (which may name
-// addresses of the store).
+// addresses of the store): "store failure" for policy.ErrStoreFailed (the
+// store failed and the rule's failure policy decided), "key too long", or
+// for another error "store failure" if it is one (compose.IsFailure), else
+// "error".
 func apiErrorKind(err error) string {
 	switch {
+	case errors.Is(err, policy.ErrStoreFailed):
+		return "store failure"
 	case errors.Is(err, admit.ErrKeyTooLong):
 		return "key too long"
 	case compose.IsFailure(err):

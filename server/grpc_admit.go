@@ -31,7 +31,9 @@ import (
 //     rate), enforced as the domain's policy.Override says. It answers the
 //     decision (the deciding rule, kind, limit, remaining, retry and reset
 //     times), one status per descriptor (with everything policy.Status
-//     says: tier, shadow, exempt, unlimited, replaced, inline, skipped),
+//     says: tier, shadow, exempt, unlimited, replaced, inline, skipped,
+//     and error: "store failure" when a rule's failure policy decided
+//     because its store failed, as the HTTP API says it),
 //     the most restrictive refusal of the rules in shadow mode, and
 //     whether the policy lacks the domain (which then limits nothing).
 //     Concurrency caps are gates, as through RLS: admitted iff they have
@@ -336,6 +338,9 @@ func admitResult(res *policy.Result) (*admitv1.Decision, []*admitv1.Status, bool
 		as.Rule, as.Tier = st.Rule, st.Tier
 		as.Shadow, as.WouldRefuse = st.Shadow, st.WouldRefuse
 		as.Exempt, as.Unlimited, as.Replaced, as.Override, as.Skipped = st.Exempt, st.Unlimited, st.Replaced, st.Override, st.Skipped
+		if st.Err != nil {
+			as.Error = apiErrorKind(st.Err)
+		}
 		if rlsLimited(st) {
 			as.Kind = admitKind(st.Kind)
 			as.Limit = admitLimitOf(st.Limit)

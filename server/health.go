@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
-// DefaultProbeTimeout is the default bound on each readiness probe (see
-// WithProbeTimeout).
-const DefaultProbeTimeout = time.Second
+// DefaultProbeTimeout is the default bound on a readiness check (see
+// WithProbeTimeout): half of Kubernetes' default probe timeout (1 s), so
+// that /readyz answers in time for it even when a store does not answer.
+const DefaultProbeTimeout = 500 * time.Millisecond
 
 // HealthzHandler returns the handler of /healthz, the liveness check: 200
 // with {"status":"ok"} to GET and HEAD as long as the process serves HTTP
@@ -46,10 +48,10 @@ func healthGetOrHead(w http.ResponseWriter, r *http.Request) bool {
 
 // Readiness is the readiness check of the service, /readyz: the service
 // is ready when its EngineSource holds an engine (a policy is loaded) and
-// each probe (WithProbe: a Redis PING, say) succeeds within its timeout —
-// or, with WithDegradedReady, when the probes fail but the policy's
-// failure policies decide requests meanwhile (the service then answers,
-// only less precisely, and reports itself degraded).
+// each probe (WithProbe: a Redis PING, say) succeeds within the probe
+// timeout — or, with WithDegradedReady, when the probes fail but the
+// policy's failure policies decide requests meanwhile (the service then
+// answers, only less precisely, and reports itself degraded).
 //
 // As an http.Handler it answers GET and HEAD with 200 when ready and 503
 // when not, and a JSON body saying why:
@@ -59,17 +61,35 @@ func healthGetOrHead(w http.ResponseWriter, r *http.Request) bool {
 //	{"status":"not ready","policy":"none","probes":{}}
 //
 // Check gives the same verdict to other callers (a gRPC health service).
-// A Readiness is safe for concurrent use; it starts no goroutine.
+//
+// A check answers within the probe timeout whatever its probes do: they
+// run at once, each in a goroutine of its own, and one that has not
+// returned by the timeout has failed, even if it ignores its context (as a
+// go-redis client does by default, waiting for its ReadTimeout). A probe
+// runs at most once at a time: a check that finds it still running waits
+// for that run (within its own timeout) instead of starting another, so a
+// probe stuck on a store that does not answer holds one goroutine, not
+// one per check. A Readiness is safe for concurrent use.
 type Readiness struct {
 	src      EngineSource
-	probes   []readyProbe
+	probes   []*readyProbe
 	timeout  time.Duration
 	degraded bool
 }
 
+// readyProbe is a probe and its run in progress.
 type readyProbe struct {
 	name string
 	f    func(context.Context) error
+
+	mu  sync.Mutex
+	run *probeRun // the run in progress, or nil
+}
+
+// probeRun is one run of a probe: err is set before done is closed.
+type probeRun struct {
+	done chan struct{}
+	err  error
 }
 
 // ReadyOption configures a Readiness (see NewReadiness). The zero set of
@@ -79,7 +99,7 @@ type ReadyOption interface {
 }
 
 type readyOptions struct {
-	probes   []readyProbe
+	probes   []*readyProbe
 	timeout  time.Duration
 	degraded bool
 	err      error
@@ -90,10 +110,12 @@ type readyOptionFunc func(*readyOptions)
 func (f readyOptionFunc) apply(o *readyOptions) { f(o) }
 
 // WithProbe adds a dependency the service needs, checked by f on each
-// readiness check: a Redis PING (client.Ping(ctx).Err()), say. f must
-// return once its context is done (WithProbeTimeout); its error, or an
-// answer after the timeout, fails the check. name names it in the report
-// and must be unique. The default is no probe.
+// readiness check: a Redis PING (client.Ping(ctx).Err()), say. Its
+// error, a panic, or no answer within the timeout (WithProbeTimeout) fails
+// the check. f should return once its context is done; until one that
+// does not returns, later checks wait for it (up to their timeout) rather
+// than call it again. name names it in the report and must be unique. The
+// default is no probe.
 func WithProbe(name string, f func(ctx context.Context) error) ReadyOption {
 	return readyOptionFunc(func(o *readyOptions) {
 		if name == "" || f == nil {
@@ -106,12 +128,14 @@ func WithProbe(name string, f func(ctx context.Context) error) ReadyOption {
 				return
 			}
 		}
-		o.probes = append(o.probes, readyProbe{name, f})
+		o.probes = append(o.probes, &readyProbe{name: name, f: f})
 	})
 }
 
-// WithProbeTimeout bounds each probe: one that has not answered after d
-// has failed. The default is DefaultProbeTimeout; d must be positive.
+// WithProbeTimeout bounds each check, and so each of its probes: one that
+// has not answered after d has failed. The default is DefaultProbeTimeout;
+// d must be positive. Keep it below the timeout of whatever calls
+// /readyz (Kubernetes' timeoutSeconds, 1 s by default).
 func WithProbeTimeout(d time.Duration) ReadyOption {
 	return readyOptionFunc(func(o *readyOptions) {
 		if d <= 0 {
@@ -175,18 +199,73 @@ type ProbeResult struct {
 	Err  error
 }
 
-// Report runs the probes, one after the other, each bounded by the probe
-// timeout and ctx, and says whether the service is ready.
+// Report runs the probes, all at once, and says whether the service is
+// ready. It returns within the probe timeout, or when ctx ends if that is
+// sooner: a probe that has not answered by then has failed.
 func (r *Readiness) Report(ctx context.Context) ReadyReport {
 	rep := ReadyReport{Policy: r.src.Engine() != nil, Probes: make([]ProbeResult, len(r.probes))}
-	failed := false
+	runs := make([]*probeRun, len(r.probes))
 	for i, p := range r.probes {
-		rep.Probes[i] = ProbeResult{Name: p.name, Err: runReadyProbe(ctx, p.f, r.timeout)}
-		failed = failed || rep.Probes[i].Err != nil
+		runs[i] = p.start(ctx, r.timeout)
+	}
+	timer := time.NewTimer(r.timeout)
+	defer timer.Stop()
+	expired := false
+	failed := false
+	for i, run := range runs {
+		var err error
+		if !expired {
+			select {
+			case <-run.done:
+			case <-timer.C:
+				expired = true
+			case <-ctx.Done():
+				expired = true
+			}
+		}
+		select {
+		case <-run.done:
+			err = run.err
+		default:
+			err = r.noAnswer(ctx)
+		}
+		rep.Probes[i] = ProbeResult{Name: r.probes[i].name, Err: err}
+		failed = failed || err != nil
 	}
 	rep.Ready = rep.Policy && (!failed || r.degraded)
 	rep.Degraded = rep.Ready && failed
 	return rep
+}
+
+// noAnswer is the error of a probe that has not answered: the check's
+// timeout, or ctx's error when the caller gave up first.
+func (r *Readiness) noAnswer(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("no answer: %w", err)
+	}
+	return fmt.Errorf("no answer within %v: %w", r.timeout, context.DeadlineExceeded)
+}
+
+// start returns p's run in progress, or starts one: f runs in a goroutine
+// under a context that ends after timeout (and not when the caller's ctx
+// is canceled, since later checks may wait for the same run).
+func (p *readyProbe) start(ctx context.Context, timeout time.Duration) *probeRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.run != nil {
+		return p.run
+	}
+	run := &probeRun{done: make(chan struct{})}
+	p.run = run
+	go func() {
+		err := runReadyProbe(context.WithoutCancel(ctx), p.f, timeout)
+		p.mu.Lock()
+		p.run = nil
+		p.mu.Unlock()
+		run.err = err
+		close(run.done)
+	}()
+	return run
 }
 
 // runReadyProbe runs f with a context ending after timeout; a panic is its

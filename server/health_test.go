@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,65 @@ func TestReadyzProbes(t *testing.T) {
 	err = r.Check(context.Background())
 	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "slow: ") || !strings.Contains(err.Error(), "panics: ") {
 		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestReadyzStuckProbe: a probe that ignores its context (a go-redis
+// PING by default) fails at the timeout all the same, and runs once at a
+// time: checks while it is stuck wait for that run, and the next check
+// after it returns runs it again. Probes run at once, so two stuck probes
+// cost one timeout, not two.
+func TestReadyzStuckProbe(t *testing.T) {
+	src := new(Engines)
+	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
+	release := make(chan struct{})
+	var calls atomic.Int32
+	stuck := func(context.Context) error {
+		calls.Add(1)
+		<-release
+		return nil
+	}
+	const timeout = 50 * time.Millisecond
+	r, err := NewReadiness(src, WithProbe("a", stuck), WithProbe("b", stuck), WithProbeTimeout(timeout), WithDegradedReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		rep := r.Report(context.Background())
+		elapsed := time.Since(start)
+		if !rep.Degraded || len(rep.Probes) != 2 {
+			t.Fatalf("check %d: %+v", i, rep)
+		}
+		for _, p := range rep.Probes {
+			if !errors.Is(p.Err, context.DeadlineExceeded) || !strings.Contains(p.Err.Error(), "no answer within 50ms") {
+				t.Errorf("check %d, probe %s: %v", i, p.Name, p.Err)
+			}
+		}
+		// A deadline, not a sleep: far above 50 ms for a loaded machine,
+		// far below a probe waited for to the end (never here).
+		if elapsed > timeout+time.Second {
+			t.Errorf("check %d took %v; want about %v", i, elapsed, timeout)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d runs of the two stuck probes over three checks; want 2, one each", n)
+	}
+	// A caller that gives up is answered at once; the run goes on.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rep := r.Report(ctx); !errors.Is(rep.Probes[0].Err, context.Canceled) {
+		t.Errorf("canceled check: %+v", rep)
+	}
+	close(release)
+	// Once the stuck runs end, a check runs the probes again, which now
+	// answer.
+	eventually(t, 10*time.Second, "the probes ran again", func() bool {
+		rep := r.Report(context.Background())
+		return rep.Ready && !rep.Degraded
+	})
+	if n := calls.Load(); n < 4 {
+		t.Errorf("%d runs; want the two stuck ones and two more", n)
 	}
 }
 

@@ -103,7 +103,9 @@ import (
 // descriptor set when every descriptor has one. A limited descriptor gets
 // none: the events a limit has left are shared by every client, and a
 // grant cached by several clients would let each of them spend the same
-// events.
+// events. Nor does one whose store failed, whatever its rule's failure
+// policy decided (policy.ErrStoreFailed): fail open admits it without a
+// limit only until the store is back.
 //
 // # Concurrency caps
 //
@@ -233,7 +235,10 @@ func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 			ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 		}
 		if !rlsLimited(st) {
-			if s.o.quotaTTL > 0 && st.Code == policy.CodeOK {
+			switch {
+			case !rlsFree(st):
+				granted = false
+			case s.o.quotaTTL > 0:
 				if until == nil {
 					until = timestamppb.New(s.o.clock.Now().Add(s.o.quotaTTL))
 				}
@@ -306,6 +311,15 @@ func rlsEnvoyHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []*co
 // (and so whether its status reports one).
 func rlsLimited(st *policy.Status) bool {
 	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Limit != (admit.Limit{}) && !st.Limit.IsUnlimited()
+}
+
+// rlsFree reports whether a descriptor of status st that reports no limit
+// (!rlsLimited) may be granted quota: it was admitted, and no failure
+// policy decided it. Fail open admits with an unlimited decision while
+// the store fails, and fail closed admits a peek with no limit: neither
+// may be cached beyond the request (see policy.ErrStoreFailed).
+func rlsFree(st *policy.Status) bool {
+	return st.Code == policy.CodeOK && st.Err == nil
 }
 
 // rlsGrant is the quota granted to a descriptor nothing limits.

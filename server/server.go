@@ -169,7 +169,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
 	}
 	if o.redis != nil {
-		if s.store, err = redisstore.New(o.redis, redisstore.WithObserver(s.obs)); err != nil {
+		if s.store, err = redisstore.New(o.redis, redisstore.WithName("redis"), redisstore.WithObserver(s.obs)); err != nil {
 			return nil, err
 		}
 	}

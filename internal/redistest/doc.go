@@ -22,7 +22,8 @@
 //
 // NewStandalone and NewCluster start private servers that t.Cleanup stops:
 // use them for fault tests, which Kill and Restart a server or a cluster node
-// (Server.Kill, Server.Restart, Cluster.Node, Cluster.WaitHealthy).
+// (Server.Kill, Server.Restart, Cluster.Node, Cluster.WaitHealthy), or
+// freeze one as a hung Redis would be (Server.Pause, Server.Resume).
 //
 // NewSentinel starts a master and a Sentinel monitoring it, for tests of
 // go-redis's failover client (redis.NewFailoverClient).

@@ -1,9 +1,11 @@
 package redistest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -71,6 +73,8 @@ func TestStandalone(t *testing.T) {
 	mustPanic(t, "Kill", s.Kill)
 	mustPanic(t, "Stop", s.Stop)
 	mustPanic(t, "Restart", func() { _ = s.Restart() })
+	mustPanic(t, "Pause", func() { _ = s.Pause() })
+	mustPanic(t, "Resume", func() { _ = s.Resume() })
 }
 
 func mustPanic(t *testing.T, what string, f func()) {
@@ -127,6 +131,46 @@ func TestKillRestart(t *testing.T) {
 	}
 	if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
 		t.Fatalf("Dir after Stop: %v; want it removed", err)
+	}
+}
+
+// TestPauseResume: a paused server accepts connections but answers
+// nothing until Resume.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	s := NewStandalone(t)
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Resume() })
+	conn, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial a paused server: %v; want the kernel to accept", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := conn.Read(make([]byte, 16)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read from a paused server: %v; want no answer", err)
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("after Resume: %q, %v; want the PING answered", line, err)
+	}
+	if err := s.Resume(); err != nil { // not paused: nothing to do
+		t.Fatal(err)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop() // a paused server stops
+	if err := s.Pause(); err != nil {
+		t.Fatalf("Pause after Stop: %v", err)
 	}
 }
 

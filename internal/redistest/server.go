@@ -267,6 +267,36 @@ func (s *Server) Kill() {
 	s.kill()
 }
 
+// Pause freezes the server with SIGSTOP, as a hung Redis would be: it
+// keeps its port and its connections, and the kernel still accepts new
+// ones, but nothing is answered until Resume. Pause does nothing if the
+// server is not running; Kill, Restart and Stop work on a paused server.
+// It panics on a shared server (see Standalone), and fails on a system
+// without SIGSTOP.
+func (s *Server) Pause() error { return s.signal("Pause", pauseSignal) }
+
+// Resume continues a server that Pause froze (SIGCONT), which then answers
+// what it was sent meanwhile; on one that is not paused it does nothing.
+// It panics on a shared server (see Standalone).
+func (s *Server) Resume() error { return s.signal("Resume", resumeSignal) }
+
+// signal sends sig to the running server.
+func (s *Server) signal(method string, sig os.Signal) error {
+	s.mustBePrivate(method)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return nil
+	}
+	if sig == nil {
+		return fmt.Errorf("redistest: %s: no such signal on this system", method)
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		return fmt.Errorf("redistest: %s of %s: %w", method, s.Addr(), err)
+	}
+	return nil
+}
+
 // Restart starts the server again on the same address with the same
 // configuration and waits until it answers PING; it kills the server first
 // if it is running. The restarted server has no data (nothing is kept on

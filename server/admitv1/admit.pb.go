@@ -562,11 +562,17 @@ type Status struct {
 	// The descriptor has an exempt value; the rule is unlimited; the rule
 	// was replaced by another; the descriptor gave its limit inline; some
 	// of its limits were not asked because another refused first.
-	Exempt        bool `protobuf:"varint,11,opt,name=exempt,proto3" json:"exempt,omitempty"`
-	Unlimited     bool `protobuf:"varint,12,opt,name=unlimited,proto3" json:"unlimited,omitempty"`
-	Replaced      bool `protobuf:"varint,13,opt,name=replaced,proto3" json:"replaced,omitempty"`
-	Override      bool `protobuf:"varint,14,opt,name=override,proto3" json:"override,omitempty"`
-	Skipped       bool `protobuf:"varint,15,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	Exempt    bool `protobuf:"varint,11,opt,name=exempt,proto3" json:"exempt,omitempty"`
+	Unlimited bool `protobuf:"varint,12,opt,name=unlimited,proto3" json:"unlimited,omitempty"`
+	Replaced  bool `protobuf:"varint,13,opt,name=replaced,proto3" json:"replaced,omitempty"`
+	Override  bool `protobuf:"varint,14,opt,name=override,proto3" json:"override,omitempty"`
+	Skipped   bool `protobuf:"varint,15,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Set when one of the descriptor's limits failed: "store failure" (its
+	// store, Redis, failed or did not answer in time, and the rule's
+	// failure policy decided in its place: the fields above are that
+	// policy's decision, not the store's), "key too long", or "error". As
+	// the HTTP API's status member "error".
+	Error         string `protobuf:"bytes,16,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -704,6 +710,13 @@ func (x *Status) GetSkipped() bool {
 		return x.Skipped
 	}
 	return false
+}
+
+func (x *Status) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
 }
 
 // CheckResponse is the decision of a request and one status per
@@ -1175,7 +1188,7 @@ const file_admit_v1_admit_proto_rawDesc = "" +
 	"\vretry_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"retryAfter\x12:\n" +
 	"\vreset_after\x18\b \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"resetAfter\"\xf8\x03\n" +
+	"resetAfter\"\x8e\x04\n" +
 	"\x06Status\x12\"\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x0e.admit.v1.CodeR\x04code\x12\x12\n" +
 	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x12\n" +
@@ -1194,7 +1207,8 @@ const file_admit_v1_admit_proto_rawDesc = "" +
 	"\tunlimited\x18\f \x01(\bR\tunlimited\x12\x1a\n" +
 	"\breplaced\x18\r \x01(\bR\breplaced\x12\x1a\n" +
 	"\boverride\x18\x0e \x01(\bR\boverride\x12\x18\n" +
-	"\askipped\x18\x0f \x01(\bR\askipped\"\xe7\x01\n" +
+	"\askipped\x18\x0f \x01(\bR\askipped\x12\x14\n" +
+	"\x05error\x18\x10 \x01(\tR\x05error\"\xe7\x01\n" +
 	"\rCheckResponse\x12.\n" +
 	"\bdecision\x18\x01 \x01(\v2\x12.admit.v1.DecisionR\bdecision\x12,\n" +
 	"\bstatuses\x18\x02 \x03(\v2\x10.admit.v1.StatusR\bstatuses\x12%\n" +
