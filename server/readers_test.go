@@ -2,12 +2,17 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/admit-go/admit/internal/endless"
+	"github.com/admit-go/admit/internal/testpki"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -40,4 +45,83 @@ func TestPolicyFilesEndless(t *testing.T) {
 		written := endless.FIFO(t, path, bound)
 		tooLarge(t, s.Reload(), path, written)
 	})
+}
+
+// The certificate, key and CA files of TLS, for the listeners and for
+// Redis, at start and on a change, are read through maxTLSFileSize: one
+// that never ends stops there, and is an error naming it and the limit.
+func TestTLSFilesEndless(t *testing.T) {
+	const bound = 2 * maxTLSFileSize
+	p := testpki.New(t)
+	tooLarge := fmt.Sprintf("larger than the limit of %d bytes", maxTLSFileSize)
+	stopped := func(t *testing.T, written func() int64) {
+		t.Helper()
+		if w := written(); w >= bound {
+			t.Errorf("read all %d bytes the FIFO's writer wrote: no limit", w)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts func(fifo string) []Option
+	}{
+		{"certificate", func(fifo string) []Option { return []Option{WithTLS(fifo, p.KeyFile)} }},
+		{"key", func(fifo string) []Option { return []Option{WithTLS(p.CertFile, fifo)} }},
+		{"client CA", func(fifo string) []Option { return []Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(fifo)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "file.pem")
+			written := endless.FIFO(t, fifo, bound)
+			_, err := New(append([]Option{WithHTTPAddr("127.0.0.1:0"), WithLogger(quietLogger(t))}, tc.opts(fifo)...)...)
+			if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+				t.Errorf("New: %v", err)
+			}
+			stopped(t, written)
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		opt  func(fifo string) RedisOption
+	}{
+		{"Redis CA", func(fifo string) RedisOption { return WithRedisTLS(fifo, "", "", quietLogger(t)) }},
+		{"Redis certificate", func(fifo string) RedisOption { return WithRedisTLS("", fifo, p.KeyFile, quietLogger(t)) }},
+		{"Redis key", func(fifo string) RedisOption { return WithRedisTLS("", p.CertFile, fifo, quietLogger(t)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "file.pem")
+			written := endless.FIFO(t, fifo, bound)
+			_, _, err := NewRedisClient("rediss://127.0.0.1:1", tc.opt(fifo))
+			if !errors.Is(err, ErrInvalidRedisURL) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+				t.Errorf("NewRedisClient: %v", err)
+			}
+			stopped(t, written)
+		})
+	}
+	ok := t.Run("rotation", func(t *testing.T) {
+		dir := t.TempDir()
+		cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		p.Issue(t, "server", cert, key)
+		var logs lockedBuffer
+		f, err := newTLSFiles(cert, key, "", slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := f.current()
+		if err := os.Remove(cert); err != nil {
+			t.Fatal(err)
+		}
+		written := endless.FIFO(t, cert, bound)
+		f.now = func() time.Time { return time.Now().Add(time.Hour) }
+		if after, _ := f.current(); after != before || !strings.Contains(logs.String(), tooLarge) {
+			t.Errorf("an endless certificate replaced the one in force, or was not logged:\n%s", logs.String())
+		}
+		stopped(t, written)
+	})
+	// Without a limit, /dev/zero would take all the memory there is: try
+	// it only once the limit is known to hold.
+	if ok && runtime.GOOS == "linux" {
+		_, err := New(WithHTTPAddr("127.0.0.1:0"), WithTLS("/dev/zero", p.KeyFile), WithLogger(quietLogger(t)))
+		if err == nil || !strings.Contains(err.Error(), "/dev/zero: "+tooLarge) {
+			t.Errorf("WithTLS(/dev/zero): %v", err)
+		}
+	}
 }
