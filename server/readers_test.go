@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +18,9 @@ import (
 	"github.com/admit-go/admit/internal/endless"
 	"github.com/admit-go/admit/internal/testpki"
 	"github.com/admit-go/admit/policy"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // The policy files, at start and on a reload, are read through
@@ -123,5 +130,60 @@ func TestTLSFilesEndless(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "/dev/zero: "+tooLarge) {
 			t.Errorf("WithTLS(/dev/zero): %v", err)
 		}
+	}
+}
+
+// The bodies of the HTTP API are read through WithMaxBodyBytes: one that
+// never ends is refused with 413 once past it, and read no further.
+func TestAPIBodiesEndless(t *testing.T) {
+	const max, bound = 64 << 10, 4 << 20
+	h := newEnvoyHarness(t, apiPolicy, WithMaxBodyBytes(max), WithReset(true))
+	for _, path := range []string{"/v1/check", "/v1/acquire", "/v1/release", "/v1/extend", "/v1/reset", "/json"} {
+		t.Run(path, func(t *testing.T) {
+			body := &endless.Reader{Bound: bound, Fill: 'a'}
+			r := httptest.NewRequest(http.MethodPost, path, io.MultiReader(strings.NewReader(`{"domain":"`), body))
+			w := httptest.NewRecorder()
+			h.api.ServeHTTP(w, r)
+			if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), apiCodeBodyTooLarge) {
+				t.Errorf("%d %s", w.Code, w.Body)
+			}
+			if n := body.N(); n > 2*max {
+				t.Errorf("read %d bytes of an endless body, limit %d", n, max)
+			}
+		})
+	}
+}
+
+// A gRPC message larger than WithMaxRequestBytes is refused by its
+// declared length, before it is read.
+func TestServerGRPCMessageLimit(t *testing.T) {
+	const max = 64 << 10
+	s := startServer(t, WithMaxRequestBytes(max))
+	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body, out := make([]byte, 2*max), []byte(nil)
+	err = conn.Invoke(context.Background(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", &body, &out, grpc.ForceCodec(rawCodec{}))
+	wantCode(t, err, codes.ResourceExhausted)
+}
+
+// The gateway forwards a body as it comes, never holding it; with
+// WithUpstreamMaxBodyBytes, one that never ends is cut off at the cap
+// (413) and read no further.
+func TestGatewayBodyEndless(t *testing.T) {
+	const max, bound = 64 << 10, 4 << 20
+	g, _, _ := newTestGateway(t, &echoUpstream{}, testEngine(t, gwPolicy), WithUpstreamMaxBodyBytes(max))
+	body := &endless.Reader{Bound: bound, Fill: 'a'}
+	r := httptest.NewRequest(http.MethodPost, "/", body)
+	r.ContentLength = -1
+	w := httptest.NewRecorder()
+	g.ServeHTTP(w, r)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "BODY_TOO_LARGE") {
+		t.Errorf("%d %s", w.Code, w.Body)
+	}
+	if n := body.N(); n > 2*max {
+		t.Errorf("read %d bytes of an endless body, cap %d", n, max)
 	}
 }

@@ -13,24 +13,28 @@ import (
 // it had no limit below the bound.
 var ErrReadTooFar = errors.New("endless: read to the test's bound: the reader has no limit below it")
 
-// Reader reads as zero bytes without end, up to Bound bytes, after which
-// it fails with ErrReadTooFar. It is safe for concurrent use.
+// Reader reads as bytes Fill (zero by default) without end, up to Bound
+// bytes, after which it fails with ErrReadTooFar. It is safe for
+// concurrent use.
 type Reader struct {
 	Bound int64
+	Fill  byte
 	read  atomic.Int64
 }
 
 // NewReader returns a Reader of bound bytes.
 func NewReader(bound int64) *Reader { return &Reader{Bound: bound} }
 
-// Read fills p with zeros.
+// Read fills p with Fill.
 func (r *Reader) Read(p []byte) (int, error) {
 	left := r.Bound - r.read.Load()
 	if left <= 0 {
 		return 0, ErrReadTooFar
 	}
 	n := min(int64(len(p)), left)
-	clear(p[:n])
+	for i := range p[:n] {
+		p[i] = r.Fill
+	}
 	r.read.Add(n)
 	return int(n), nil
 }
