@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/admit-go/admit/internal/readlimit"
 	"go.yaml.in/yaml/v3"
@@ -86,7 +87,8 @@ func detectRoot(root *yaml.Node) (Format, error) {
 // Parse parses a policy file in either format, which it detects (see
 // DetectFormat): ParseYAML for this package's, ParseEnvoy for envoyproxy/
 // ratelimit's. name names the file in errors. The error is an Errors
-// listing every problem (matching ErrInvalidPolicy), or wraps
+// listing every problem (matching ErrInvalidPolicy), each at its file and
+// line; for a file of neither format, its one entry also wraps
 // ErrUnknownFormat.
 func Parse(name string, data []byte) (*Policy, error) {
 	var errs errList
@@ -95,11 +97,12 @@ func Parse(name string, data []byte) (*Policy, error) {
 		return nil, err
 	}
 	if root == nil {
-		return nil, Errors{{File: name, Msg: "empty file: want a policy"}}
+		return nil, Errors{{File: name, Line: 1, Msg: "empty file: want a policy"}}
 	}
 	f, err := detectRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		msg := strings.TrimPrefix(err.Error(), "policy: ")
+		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: msg, Err: ErrUnknownFormat}}
 	}
 	if f == FormatEnvoy {
 		return ParseEnvoy(name, data)
@@ -127,7 +130,7 @@ func ReadFile(path string) ([]byte, error) {
 	data, err := readlimit.ReadFile(path, MaxFileSize)
 	var tl *readlimit.TooLargeError
 	if errors.As(err, &tl) {
-		return nil, Errors{{File: path, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
+		return nil, Errors{{File: path, Line: 1, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
 	}
 	return data, err
 }

@@ -187,3 +187,21 @@ func TestGatewayBodyEndless(t *testing.T) {
 		t.Errorf("read %d bytes of an endless body, cap %d", n, max)
 	}
 }
+
+// serve names the file and line of malformed YAML on the first line, at
+// start and on a reload.
+func TestPolicyFilesPositions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "a: b: c\n")
+	want := path + ":1: malformed YAML: mapping values are not allowed in this context"
+	if _, err := New(WithPolicyFiles(path), WithLogger(quietLogger(t))); err == nil || err.Error() != want {
+		t.Errorf("New: %v\nwant %s", err, want)
+	}
+	writeFile(t, path, reloadPolicy)
+	s := startServer(t, WithPolicyFiles(path), WithReloadInterval(0))
+	writeFile(t, path, "domain: api\x00\n")
+	want = path + ":1:12: malformed YAML: character U+0000 is not allowed"
+	if err := s.Reload(); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Reload: %v\nwant %s...", err, want)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -35,5 +36,28 @@ func TestCheckConfigEndless(t *testing.T) {
 	_, errOut, code := runCmd(t, nil, "check-config", "/dev/zero")
 	if code != 1 || !strings.HasPrefix(errOut, "/dev/zero:") || !strings.Contains(errOut, tooLarge) {
 		t.Errorf("check-config /dev/zero: %d %q", code, errOut)
+	}
+}
+
+// Every problem check-config reports names its file and line, those of
+// malformed YAML on the first line and of bytes that are not text
+// included.
+func TestCheckConfigPositions(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"a: b: c\n", ":1: malformed YAML: mapping values are not allowed in this context"},
+		{"domain: x\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: \xff\n", ":5:10: malformed YAML: invalid UTF-8"},
+		{"\x89PNG\r\n\x1a\n\x00\x00", ":1:1: malformed YAML: invalid UTF-8"},
+		{"rules:\n\t- {name: a, match: k, rate: 1/s}\n", ":2: malformed YAML: found character that cannot start any token"},
+	} {
+		path := writeTemp(t, "p.yaml", tc.src)
+		_, errOut, code := runCmd(t, nil, "check-config", path)
+		if code != 1 || !strings.HasPrefix(errOut, path+tc.want) {
+			t.Errorf("%q: %d %q, want %s%s", tc.src, code, errOut, path, tc.want)
+		}
+		out, _, _ := runCmd(t, nil, "check-config", "--format", "json", path)
+		var rep checkReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Problems) == 0 || rep.Problems[0].File != path || rep.Problems[0].Line < 1 {
+			t.Errorf("%q: JSON %s, %v", tc.src, out, err)
+		}
 	}
 }
