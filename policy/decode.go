@@ -54,7 +54,7 @@ func ParseYAML(name string, data []byte) (*Policy, error) {
 	root, w := parseYAML(name, data, &errs)
 	if root == nil {
 		if len(errs.errs) == 0 {
-			errs.add(Pos{File: name}, "", "empty file: want a policy (rules, or domains)")
+			errs.add(Pos{File: name, Line: 1}, "", "empty file: want a policy (rules, or domains)")
 		}
 		return nil, errs.err()
 	}

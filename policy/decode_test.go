@@ -182,7 +182,7 @@ var badCases = []struct {
 	{"tabs", "rules:\n\t- name: a\n",
 		[]string{`p.yaml:2: malformed YAML: found character that cannot start any token`}},
 	{"empty", "",
-		[]string{`p.yaml: empty file: want a policy (rules, or domains)`}},
+		[]string{`p.yaml:1: empty file: want a policy (rules, or domains)`}},
 	{"not a mapping", "- a\n- b\n",
 		[]string{`p.yaml:1:1: want a mapping, got a list`}},
 	{"two documents", "rules:\n  - {name: a, match: k, rate: 1/s}\n---\nrules: []\n",
@@ -466,7 +466,7 @@ func TestDetectFormat(t *testing.T) {
 			t.Errorf("DetectFormat(%q) = %v, %v", src, f, err)
 		}
 	}
-	if _, err := Parse("x.yaml", []byte("x: 1\n")); !errors.Is(err, ErrUnknownFormat) || !strings.HasPrefix(err.Error(), "x.yaml: ") {
+	if _, err := Parse("x.yaml", []byte("x: 1\n")); !errors.Is(err, ErrUnknownFormat) || !errors.Is(err, ErrInvalidPolicy) || !strings.HasPrefix(err.Error(), "x.yaml:1:1: unknown file format: ") {
 		t.Errorf("Parse of neither format: %v", err)
 	}
 	if _, err := Parse("x.yaml", []byte("a: [\n")); !errors.Is(err, ErrInvalidPolicy) || !strings.HasPrefix(err.Error(), "x.yaml:1: malformed YAML") {
@@ -479,8 +479,9 @@ func TestDetectFormat(t *testing.T) {
 	}
 }
 
-// FuzzParseYAML checks that the loader never panics, and that what it
-// loads is valid and builds an engine.
+// FuzzParseYAML checks that the loader never panics, that every error it
+// (and Parse) reports names the file and a line, and that what it loads
+// is valid and builds an engine.
 func FuzzParseYAML(f *testing.F) {
 	data, err := os.ReadFile("testdata/example.yaml")
 	if err != nil {
@@ -500,18 +501,16 @@ func FuzzParseYAML(f *testing.F) {
 	}
 	f.Add([]byte("rules:\n  - {name: a, match: [k, p], lanes: {concurrency: 7, shares: {x: 33.33%, y: 66.67%}, lane_key: p, borrow: any, reserve: 0.25, default_lane: x}}\n  - {name: b, match: k, adaptive_rate: {min: 2/m, max: 9/m, step: 1/m, factor: 0.9}, adaptive_concurrency: {min: 1, max: 3, queue_size: 0, window_time: 0s}}\n"))
 	f.Add([]byte("rules:\n  - {name: a, match: [k, {key: j, prefix: x}], rate: 1/s, exempt: {k: [10.0.0.0/8]}, replaces: b}\n  - {name: b, match: k, quota: 5/day}\n"))
+	for _, tc := range positionCases {
+		f.Add([]byte(tc.src))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := Parse("f.yaml", data); err != nil {
+			checkPositions(t, err)
+		}
 		p, err := ParseYAML("f.yaml", data)
 		if err != nil {
-			var es Errors
-			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("error %v is not an Errors", err)
-			}
-			for _, e := range es {
-				if e.File != "f.yaml" || e.Msg == "" {
-					t.Fatalf("error without file or message: %+v", e)
-				}
-			}
+			checkPositions(t, err)
 			return
 		}
 		if err := p.Validate(); err != nil {

@@ -35,7 +35,9 @@
 //     Move rules to this package's format when you need what it lacks.
 //
 // Parse and ParseFile detect the format (DetectFormat); LoadFiles merges
-// several files, of either format, one domain or more each.
+// several files, of either format, one domain or more each. ParseFile and
+// LoadFiles read a file with ReadFile, which reads at most MaxFileSize
+// bytes: a larger file, or one that never ends, is an error at once.
 //
 // # The YAML format
 //

@@ -61,7 +61,7 @@ func ParseEnvoy(name string, data []byte) (*Policy, error) {
 	root, w := parseYAML(name, data, &errs)
 	if root == nil {
 		if len(errs.errs) == 0 {
-			errs.add(Pos{File: name}, "", "empty file: want domain and descriptors")
+			errs.add(Pos{File: name, Line: 1}, "", "empty file: want domain and descriptors")
 		}
 		return nil, errs.err()
 	}

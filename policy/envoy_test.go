@@ -313,7 +313,7 @@ func TestParseEnvoyBad(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseEnvoy("e.yaml", nil); err == nil || err.Error() != "e.yaml: empty file: want domain and descriptors" {
+	if _, err := ParseEnvoy("e.yaml", nil); err == nil || err.Error() != "e.yaml:1: empty file: want domain and descriptors" {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -408,20 +408,21 @@ func TestLoadFiles(t *testing.T) {
 	}
 }
 
-// FuzzParseEnvoy checks that the Envoy loader never panics and that what
-// it loads is valid and builds an engine.
+// FuzzParseEnvoy checks that the Envoy loader never panics, that every
+// error it reports names the file and a line, and that what it loads is
+// valid and builds an engine.
 func FuzzParseEnvoy(f *testing.F) {
 	f.Add([]byte(envoySMS))
 	for _, tc := range envoyBad {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range positionCases {
+		f.Add([]byte(tc.src))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseEnvoy("f.yaml", data)
 		if err != nil {
-			var es Errors
-			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("error %v is not an Errors", err)
-			}
+			checkPositions(t, err)
 			return
 		}
 		if err := p.Validate(); err != nil {

@@ -85,6 +85,14 @@ func (p Pos) String() string {
 // of the offending YAML node, when the policy was loaded from a file), the
 // path of the field ("rules[2].rate", "tier_tables.plans.default"), and
 // what is wrong. Errors collects them.
+//
+// An Error of a loader always has File and Line. Column is 0 where it is
+// not known: for YAML that does not parse, whose parser gives only a line
+// (that of the construct at fault, such as a quoted string not closed, or
+// else of the offending token), except for a byte that is not UTF-8 text
+// or a character YAML does not allow, found at its column; and for a
+// problem of the whole file (empty, or larger than MaxFileSize), put on
+// line 1.
 type Error struct {
 	File   string
 	Line   int
@@ -166,7 +174,7 @@ func (l *errList) addErr(p Pos, field, msg string, err error) {
 		return
 	}
 	if len(l.errs) == MaxErrors {
-		l.errs = append(l.errs, &Error{File: p.File, Field: "", Msg: "too many errors; stopping here"})
+		l.errs = append(l.errs, &Error{File: p.File, Line: p.Line, Column: p.Column, Msg: "too many errors; stopping here"})
 		l.full = true
 		return
 	}

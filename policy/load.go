@@ -1,11 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
+	"strings"
 
+	"github.com/admit-go/admit/internal/readlimit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -86,7 +87,8 @@ func detectRoot(root *yaml.Node) (Format, error) {
 // Parse parses a policy file in either format, which it detects (see
 // DetectFormat): ParseYAML for this package's, ParseEnvoy for envoyproxy/
 // ratelimit's. name names the file in errors. The error is an Errors
-// listing every problem (matching ErrInvalidPolicy), or wraps
+// listing every problem (matching ErrInvalidPolicy), each at its file and
+// line; for a file of neither format, its one entry also wraps
 // ErrUnknownFormat.
 func Parse(name string, data []byte) (*Policy, error) {
 	var errs errList
@@ -95,11 +97,12 @@ func Parse(name string, data []byte) (*Policy, error) {
 		return nil, err
 	}
 	if root == nil {
-		return nil, Errors{{File: name, Msg: "empty file: want a policy"}}
+		return nil, Errors{{File: name, Line: 1, Msg: "empty file: want a policy"}}
 	}
 	f, err := detectRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		msg := strings.TrimPrefix(err.Error(), "policy: ")
+		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: msg, Err: ErrUnknownFormat}}
 	}
 	if f == FormatEnvoy {
 		return ParseEnvoy(name, data)
@@ -107,29 +110,29 @@ func Parse(name string, data []byte) (*Policy, error) {
 	return ParseYAML(name, data)
 }
 
-// ParseFile reads and parses the policy file at path (see Parse).
+// ParseFile reads the policy file at path with ReadFile and parses it
+// (see Parse).
 func ParseFile(path string) (*Policy, error) {
-	data, err := readFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, data)
 }
 
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// ReadFile reads the policy file at path, at most MaxFileSize bytes: it
+// reads no further, so that a larger file, or one that never ends (such
+// as /dev/zero, or a FIFO written forever), costs no more and is an
+// Errors naming the file and the limit. Any file may be read, a pipe such
+// as /dev/stdin included; opening a FIFO waits for its writer. A file that
+// cannot be read is the file system's error (an *os.PathError).
+func ReadFile(path string) ([]byte, error) {
+	data, err := readlimit.ReadFile(path, MaxFileSize)
+	var tl *readlimit.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, Errors{{File: path, Line: 1, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, Errors{{File: path, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
-	}
-	return data, nil
+	return data, err
 }
 
 // LoadFiles reads and parses policy files, each in either format, and

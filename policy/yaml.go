@@ -2,11 +2,9 @@ package policy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,30 +43,32 @@ type walker struct {
 	exhausted bool
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 // parseYAML parses data as one YAML document and returns its root node
 // (nil for an empty document), or reports why it cannot.
 func parseYAML(file string, data []byte, errs *errList) (*yaml.Node, *walker) {
 	w := &walker{file: file, errs: errs, expanding: map[*yaml.Node]bool{}}
 	if len(data) > MaxFileSize {
-		errs.add(Pos{File: file}, "", fmt.Sprintf("file of %d bytes is larger than the maximum of %d", len(data), MaxFileSize))
+		errs.add(Pos{File: file, Line: 1}, "", fmt.Sprintf("file of %d bytes is larger than the maximum of %d", len(data), MaxFileSize))
 		return nil, w
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	text, ok := w.text(data)
+	if !ok {
+		return nil, w
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var doc yaml.Node
 	if err := decodeNode(dec, &doc); err != nil {
 		if err == io.EOF {
 			return nil, w
 		}
-		w.yamlError(err)
+		w.yamlError(text, 1, err)
 		return nil, w
 	}
 	var next yaml.Node
 	switch err := decodeNode(dec, &next); {
 	case err == io.EOF:
 	case err != nil:
-		w.yamlError(err)
+		w.yamlError(text, 2, err)
 		return nil, w
 	default:
 		errs.add(w.pos(&next), "", "a second YAML document: a policy file holds one")
@@ -91,27 +91,6 @@ func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
-}
-
-// yamlError reports an error of the YAML parser, with its line when it
-// gives one.
-func (w *walker) yamlError(err error) {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		for _, e := range te.Errors {
-			w.yamlError(errors.New(e))
-		}
-		return
-	}
-	msg := err.Error()
-	p := Pos{File: w.file}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		p.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	w.errs.add(p, "", "malformed YAML: "+msg)
 }
 
 // countNodes counts the nodes of a document, not following aliases.

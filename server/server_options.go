@@ -168,20 +168,23 @@ func WithAdminAddr(addr string) Option {
 // WithTLS serves the HTTP listeners (the API, the gateway, the admin
 // listener) and the gRPC listener over TLS 1.2 or later (a Server option),
 // with the certificate chain and private key of the PEM files certFile and
-// keyFile. The files are read at New, which fails on files that do not
-// load, and again when they change (their size or modification time,
-// looked at on a handshake at most once a second), so that a rotated
-// certificate serves the next connections without a restart; a change
-// that does not load keeps the files in force and is logged. The debug
-// listener (WithDebugAddr) stays plain. The default is no TLS.
+// keyFile, each of at most 1 MiB (a larger file, or one that never ends,
+// is read no further and is an error). The files are read at New, which
+// fails on files that do not load, and again when they change (their size
+// or modification time, looked at on a handshake at most once a second),
+// so that a rotated certificate serves the next connections without a
+// restart; a change that does not load keeps the files in force and is
+// logged. The debug listener (WithDebugAddr) stays plain. The default is
+// no TLS.
 func WithTLS(certFile, keyFile string) Option {
 	return optionFunc(func(o *options) { o.tlsCert, o.tlsKey = certFile, keyFile })
 }
 
 // WithClientCA makes the TLS listeners of WithTLS require a client
 // certificate signed by one of the certificate authorities of the PEM file
-// caFile (mutual TLS; a Server option), reloaded as WithTLS's files are.
-// It needs WithTLS. The default is none: clients need no certificate.
+// caFile (mutual TLS; a Server option), of at most 1 MiB, reloaded as
+// WithTLS's files are. It needs WithTLS. The default is none: clients need
+// no certificate.
 func WithClientCA(caFile string) Option {
 	return optionFunc(func(o *options) { o.clientCA = caFile })
 }

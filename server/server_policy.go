@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,7 +162,7 @@ func readSnapshot(paths []string) *snapshot {
 	}
 	s.files = files
 	for _, f := range files {
-		data, err := readPolicyFile(f)
+		data, err := policy.ReadFile(f)
 		if err != nil {
 			s.err = err
 			fmt.Fprintf(h, "error\x00%v", err)
@@ -175,23 +174,6 @@ func readSnapshot(paths []string) *snapshot {
 	}
 	h.Sum(s.hash[:0])
 	return s
-}
-
-// readPolicyFile reads a file of at most policy.MaxFileSize bytes.
-func readPolicyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, policy.MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > policy.MaxFileSize {
-		return nil, policy.Errors{{File: path, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", policy.MaxFileSize)}}
-	}
-	return data, nil
 }
 
 // parse parses the snapshot's files into one policy (as policy.LoadFiles

@@ -107,11 +107,12 @@ func (f redisOptionFunc) applyRedis(o *redisOptions) { f(o) }
 // certificate is verified against the certificate authorities of the PEM
 // file caFile instead of the system's, and the client presents the
 // certificate and key of the PEM files certFile and keyFile, for a Redis
-// that requires one (tls-auth-clients). Either part may be left empty. The
-// client certificate is re-read when its files change, at the next
-// connection; the CAs are read once. log, or slog.Default if nil, records
-// a change that does not load. With a URL that is not TLS, NewRedisClient
-// fails.
+// that requires one (tls-auth-clients). Either part may be left empty.
+// Each file may hold at most 1 MiB (a larger one, or one that never ends,
+// is read no further and is an error). The client certificate is re-read
+// when its files change, at the next connection; the CAs are read once.
+// log, or slog.Default if nil, records a change that does not load. With a
+// URL that is not TLS, NewRedisClient fails.
 func WithRedisTLS(caFile, certFile, keyFile string, log *slog.Logger) RedisOption {
 	return redisOptionFunc(func(o *redisOptions) { o.ca, o.cert, o.key, o.log = caFile, certFile, keyFile, log })
 }

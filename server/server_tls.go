@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/admit-go/admit/internal/readlimit"
 )
 
 // tlsFiles serves the certificate, key and client CAs of WithTLS and
@@ -65,9 +67,25 @@ func (f *tlsFiles) stampAll() [3]fileStamp {
 	return [3]fileStamp{stampOf(f.cert), stampOf(f.key), stampOf(f.ca)}
 }
 
+// maxTLSFileSize is the largest certificate, key or certificate authority
+// file read (WithTLS, WithClientCA, WithRedisTLS, whose docs say it), in
+// bytes: a PEM certificate chain takes a few KiB, a bundle of a few
+// hundred CAs a few hundred. A file is read no further, so that a larger
+// one, or one that never ends (such as /dev/zero), costs no more, and is
+// an error naming the file and the limit.
+const maxTLSFileSize = 1 << 20
+
 // load reads the key pair and the client CAs.
 func (f *tlsFiles) load() (*tls.Certificate, *x509.CertPool, error) {
-	pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+	cert, err := readlimit.ReadFile(f.cert, maxTLSFileSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certificate: %v", err)
+	}
+	key, err := readlimit.ReadFile(f.key, maxTLSFileSize)
+	if err != nil {
+		return nil, nil, fmt.Errorf("key: %v", err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("certificate %s and key %s: %v", f.cert, f.key, err)
 	}
@@ -83,7 +101,7 @@ func (f *tlsFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 
 // loadCAs reads the certificate authorities of the PEM file path.
 func loadCAs(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	pem, err := readlimit.ReadFile(path, maxTLSFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %v", err)
 	}

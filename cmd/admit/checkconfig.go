@@ -115,7 +115,7 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 	var ps []*policy.Policy
 	for _, path := range files {
 		cf := checkFile{Path: path}
-		data, err := os.ReadFile(path)
+		data, err := policy.ReadFile(path)
 		if err != nil {
 			rep.add(err)
 			rep.Files = append(rep.Files, cf)
