@@ -249,7 +249,11 @@ func (b *TokenBucket) Reserve() Reservation { return b.ReserveN(b.clock.Now(), 1
 // the burst. Cancelling it before its time to act (at that instant
 // included) gives the tokens back, less those the limit refills between
 // its time to act and that of the latest reservation: the tokens later
-// reservations were scheduled on.
+// reservations were scheduled on. That is x/time/rate's estimate: after
+// cancels out of order it can, as x/time/rate's does, give back tokens a
+// reservation still held was scheduled on, so that a new reservation acts
+// with it beyond the burst (bench/parity's TestCancelOutOfOrderEstimate
+// shows both limiters doing so).
 func (b *TokenBucket) ReserveN(now time.Time, n int) Reservation {
 	return b.reserve(nanos(now), int64(n), algo.MaxSpan)
 }
