@@ -95,6 +95,16 @@ func BenchmarkGCRAReserveCancel(b *testing.B) {
 	}
 }
 
+func BenchmarkTokenBucketReserveCancel(b *testing.B) {
+	tb, _ := NewTokenBucket(PerSecond(1e9))
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		r := tb.ReserveN(now, 1)
+		r.CancelAt(now)
+	}
+}
+
 // BenchmarkPacerTake measures Take at a rate high enough that no caller
 // waits: the cost of pacing itself, clock read included.
 func BenchmarkPacerTake(b *testing.B) {

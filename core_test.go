@@ -123,6 +123,14 @@ func TestZeroAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { r := g.ReserveN(at(0), 1); r.CancelAt(at(0)) }); n != 0 {
 		t.Errorf("GCRA ReserveN+Cancel: %v allocs", n)
 	}
+	tb, _ := NewTokenBucket(PerSecond(1000))
+	if n := testing.AllocsPerRun(1000, func() {
+		r := tb.ReserveN(at(0), 1)
+		r.CancelAt(at(0))
+		tb.AllowN(at(0), 0)
+	}); n != 0 {
+		t.Errorf("TokenBucket ReserveN+Cancel+AllowN(0): %v allocs", n)
+	}
 }
 
 func TestDegenerateLimits(t *testing.T) {

@@ -16,7 +16,9 @@
 //     state, lock-free when the interval between events is a whole number
 //     of nanoseconds. It has Allow, Reserve and Wait.
 //   - TokenBucket (NewTokenBucket) when you want golang.org/x/time/rate's
-//     surface and vocabulary (tokens, SetBurst). It decides as GCRA does.
+//     surface and vocabulary (tokens, SetBurst): it answers as a
+//     *rate.Limiter does, reservations included, but for a few deliberate
+//     differences its documentation lists. Its AllowN decides as GCRA's.
 //   - LeakyBucket (NewLeakyBucket) when you think in a bucket's level. It
 //     decides as GCRA does.
 //   - Pacer (NewPacer) to space events evenly, queueing callers in FIFO
@@ -67,8 +69,9 @@
 //   - n > B: denied, whatever the wait; the Decision's RetryAfter is
 //     InfDuration, and WaitN returns an error wrapping ErrExceedsBurst.
 //     A request is never partly admitted.
-//   - n = 0: a peek. Always allowed, consumes nothing, and reports
-//     Remaining and ResetAfter.
+//   - n = 0: a peek. Allowed, consumes nothing, and reports Remaining
+//     and ResetAfter. (TokenBucket, as x/time/rate, refuses it while
+//     reservations hold the bucket below zero.)
 //   - n < 0: denied (RetryAfter InfDuration; ErrInvalidCost from WaitN).
 //   - The zero Limit (Rate 0): denies every request with n > 0.
 //   - Unlimited (Rate Inf): admits every request.

@@ -300,9 +300,12 @@ func (g *GCRA) reserve(t, n, maxWait int64) Reservation {
 	})
 }
 
-// cancel gives back what r reserved, as far as later reservations did not
-// rely on it.
-func (g *GCRA) cancel(owner any, after [2]int64, n, t int64) {
+// cancel gives back what a reservation reserved, as far as later
+// reservations did not rely on it, if its time to act is after t.
+func (g *GCRA) cancel(owner any, act, n int64, after [2]int64, t int64) bool {
+	if act <= t {
+		return false
+	}
 	gcraUpdate(g, func(c *gcraCore, s algo.GCRA) (algo.GCRA, struct{}, bool) {
 		if c != owner {
 			return s, struct{}{}, false
@@ -310,6 +313,7 @@ func (g *GCRA) cancel(owner any, after [2]int64, n, t int64) {
 		prev := algo.GCRA{At: after[0], Frac: after[1]}
 		return algo.GCRARefund(s, &c.p, t, prev, n), struct{}{}, true
 	})
+	return true
 }
 
 func (g *GCRA) now() time.Time { return g.clock.Now() }

@@ -10,18 +10,25 @@ import (
 // (see GCRA.ReserveN and TokenBucket.ReserveN). The zero Reservation is not
 // OK. A Reservation is not safe for concurrent use.
 type Reservation struct {
-	ok        bool
-	lim       canceller // nil if there is nothing to cancel
-	owner     any       // the limiter state the reservation was made on
-	n         int64
-	act       int64    // ns: the instant the events may be used
-	after     [2]int64 // the limiter's state right after reserving
+	ok    bool
+	lim   canceller // nil if there is nothing to cancel
+	owner any       // GCRA: the limiter state the reservation was made on
+	n     int64
+	act   int64 // ns: the instant the events may be used
+	// after is what the limiter needs to cancel: GCRA's state right after
+	// reserving; TokenBucket's emission interval (Tn, Td) when reserving,
+	// zero if the reservation took nothing.
+	after     [2]int64
 	limit     Limit
 	cancelled bool
 }
 
 type canceller interface {
-	cancel(owner any, after [2]int64, n, now int64)
+	// cancel gives back what a reservation of n events, to act at act,
+	// reserved (owner and after as in Reservation), at instant now, and
+	// reports whether it was in time to (the limiter's rule). It takes the
+	// fields rather than the Reservation, which would then escape.
+	cancel(owner any, act, n int64, after [2]int64, now int64) bool
 	now() time.Time
 }
 
@@ -63,16 +70,16 @@ func (r *Reservation) Cancel() {
 }
 
 // CancelAt tells the limiter, at instant now, that the reservation will not
-// be used. If its time to act has not come, the limiter takes its events
-// back, less what reservations made after it have relied on. Cancelling
-// twice, or after the limit changed, does nothing.
+// be used. If it is in time, the limiter takes its events back, less what
+// reservations made after it have relied on: a GCRA before the time to act,
+// a TokenBucket up to the time to act included, as golang.org/x/time/rate
+// does (see TokenBucket.ReserveN). Cancelling twice does nothing, and a
+// GCRA's reservation cannot be cancelled after its limit changed.
 func (r *Reservation) CancelAt(now time.Time) {
-	t := nanos(now)
-	if !r.ok || r.cancelled || r.lim == nil || r.n == 0 || r.act <= t {
+	if !r.ok || r.cancelled || r.lim == nil || r.n == 0 {
 		return
 	}
-	r.cancelled = true
-	r.lim.cancel(r.owner, r.after, r.n, t)
+	r.cancelled = r.lim.cancel(r.owner, r.act, r.n, r.after, nanos(now))
 }
 
 // waitN is the blocking loop shared by the limiters with reservations.

@@ -90,15 +90,6 @@ func BucketReserve(b Bucket, p *Params, now, n, maxWait int64) (Bucket, int64, b
 	return b, wait, ok
 }
 
-// BucketRefund is GCRARefund for a bucket.
-func BucketRefund(b Bucket, p *Params, now int64, after Bucket, n int64) Bucket {
-	if p.Mode != Normal {
-		return b
-	}
-	now = b.clamp(now)
-	return bucketAt(GCRARefund(b.tat(p), p, now, after.tat(p), n), p, now)
-}
-
 // BucketUndo gives back n events admitted at now: GCRAUndo on the bucket's
 // level, at now or, if the bucket has seen a later instant, at that one (as
 // BucketStep admits). The level never goes below empty, and a bucket with
