@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
 )
 
 // errDown is the error of a primary whose store is down.
@@ -108,4 +110,24 @@ func (s *syncBuffer) Lines() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strings.Split(strings.TrimSuffix(s.b.String(), "\n"), "\n")
+}
+
+var ctx = context.Background()
+
+func mustGuard(t testing.TB, primary compose.Limiter, p compose.Policy, opts ...compose.Option) *compose.Guard {
+	t.Helper()
+	g, err := compose.NewGuard(primary, p, opts...)
+	if err != nil {
+		t.Fatalf("NewGuard: %v", err)
+	}
+	return g
+}
+
+func allow(t testing.TB, g compose.Limiter, key string, n int64) admit.Decision {
+	t.Helper()
+	d, err := g.Allow(ctx, key, n)
+	if err != nil {
+		t.Fatalf("Allow(%q, %d): %v", key, n, err)
+	}
+	return d
 }
