@@ -7,8 +7,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
+	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
 )
 
 // errDown is the error of a primary whose store is down.
@@ -108,4 +111,129 @@ func (s *syncBuffer) Lines() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strings.Split(strings.TrimSuffix(s.b.String(), "\n"), "\n")
+}
+
+var ctx = context.Background()
+
+func mustGuard(t testing.TB, primary compose.Limiter, p compose.Policy, opts ...compose.Option) *compose.Guard {
+	t.Helper()
+	g, err := compose.NewGuard(primary, p, opts...)
+	if err != nil {
+		t.Fatalf("NewGuard: %v", err)
+	}
+	return g
+}
+
+func allow(t testing.TB, g compose.Limiter, key string, n int64) admit.Decision {
+	t.Helper()
+	d, err := g.Allow(ctx, key, n)
+	if err != nil {
+		t.Fatalf("Allow(%q, %d): %v", key, n, err)
+	}
+	return d
+}
+
+// probe is a layer that decides as told and records what it was asked:
+// the admissions and refunds it saw, per key.
+type probe struct {
+	name   string
+	decide func(ctx context.Context, key string, n int64) (admit.Decision, error)
+
+	mu       sync.Mutex
+	allows   int
+	admitted map[string]int64 // admitted minus refunded events
+	refunds  int
+	refundOK bool // every refund came with a live context
+}
+
+func newProbe(name string, decide func(ctx context.Context, key string, n int64) (admit.Decision, error)) *probe {
+	return &probe{name: name, decide: decide, admitted: map[string]int64{}, refundOK: true}
+}
+
+func admits(remaining int64) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{Allowed: true, Remaining: remaining, Rule: "own"}, nil
+	}
+}
+
+func refuses(retry time.Duration) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{RetryAfter: retry, Rule: "own"}, nil
+	}
+}
+
+func fails(err error) func(context.Context, string, int64) (admit.Decision, error) {
+	return func(context.Context, string, int64) (admit.Decision, error) {
+		return admit.Decision{RetryAfter: admit.InfDuration}, err
+	}
+}
+
+func (p *probe) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+	d, err := p.decide(ctx, key, n)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allows++
+	if err == nil && d.Allowed {
+		p.admitted[key] += n
+	}
+	return d, err
+}
+
+func (p *probe) Refund(ctx context.Context, key string, n int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refunds++
+	p.admitted[key] -= n
+	if ctx.Err() != nil {
+		p.refundOK = false
+	}
+	return nil
+}
+
+func (p *probe) counts() (allows, refunds int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allows, p.refunds
+}
+
+func (p *probe) held(key string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.admitted[key]
+}
+
+// slotsProbe is a Slots layer counting what it holds.
+type slotsProbe struct {
+	max      int64
+	inflight atomic.Int64
+	grants   atomic.Int64
+}
+
+type grant struct {
+	s    *slotsProbe
+	n    int64
+	once sync.Once
+}
+
+func (g *grant) Release() { g.once.Do(func() { g.s.inflight.Add(-g.n) }) }
+
+func (s *slotsProbe) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+	if n == 0 {
+		return nil, admit.Decision{Allowed: true, Remaining: s.max - s.inflight.Load(), Kind: admit.KindConcurrency}, nil
+	}
+	if s.inflight.Add(n) > s.max {
+		s.inflight.Add(-n)
+		return nil, admit.Decision{Kind: admit.KindConcurrency}, nil
+	}
+	s.grants.Add(1)
+	return &grant{s: s, n: n}, admit.Decision{Allowed: true, Remaining: s.max - s.inflight.Load(), Kind: admit.KindConcurrency}, nil
+}
+
+func mustAll(t testing.TB, layers ...compose.Layer) *compose.Chain {
+	t.Helper()
+	c, err := compose.All(layers...)
+	if err != nil {
+		t.Fatalf("All: %v", err)
+	}
+	return c
 }

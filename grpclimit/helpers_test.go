@@ -11,12 +11,14 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 )
@@ -217,4 +219,21 @@ func (s *slots) inUse() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used
+}
+
+func newKeyed(t testing.TB, l admit.Limit, clk admit.Clock, name string) *keyed.Limiter {
+	t.Helper()
+	lim, err := keyed.New(admit.AlgGCRA, l, keyed.WithClock(clk), keyed.WithName(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+func withKey(key string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "x-api-key", key)
+}
+
+func withIncoming(key string) context.Context {
+	return metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", key))
 }

@@ -138,3 +138,18 @@ func (e *events) outcomes() string {
 	}
 	return strings.Join(s, " ")
 }
+
+const okBody = "ok"
+
+var okType = map[string]string{"Content-Type": "text/plain"}
+
+func with(base map[string]string, kv ...string) map[string]string {
+	m := map[string]string{}
+	for k, v := range base {
+		m[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}

@@ -126,97 +126,133 @@ func (m *Middleware) newAnswer(d *admit.Decision, status int) *answer {
 	name := policyName(d.Rule)
 	var (
 		stack [512]byte
-		// The spans in b of the RateLimit head, RateLimit-Policy value,
-		// X-RateLimit-Limit value, body head and body mid.
-		rs, re, ps, pe, ls, le, hs, he, ms, me int
+		sp    answerSpans
 	)
 	b := stack[:0]
 	if m.fields != 0 && hasLimit(d) {
 		a.fields = true
 		a.conc = d.Kind == admit.KindConcurrency
-		q := d.Limit.Burst
-		if q <= 0 {
-			q = d.Limit.Rate
-		}
-		q = clamp(q)
-		if m.fields&IETFFields != 0 {
-			rs = len(b)
-			b = appendSFString(b, name)
-			ne := len(b)
-			b = append(b, ";r="...)
-			re = len(b)
-			ps = len(b)
-			b = append(b, b[rs:ne]...)
-			b = append(b, ";q="...)
-			ls = len(b)
-			b = strconv.AppendInt(b, q, 10)
-			le = len(b)
-			if a.conc {
-				b = append(b, `;qu="concurrent-requests"`...)
-			} else if w, ok := window(d.Limit, q); ok {
-				b = append(b, ";w="...)
-				b = strconv.AppendInt(b, w, 10)
-			}
-			pe = len(b)
-		}
-		if m.fields&LegacyFields != 0 && le == 0 {
-			ls = len(b)
-			b = strconv.AppendInt(b, q, 10)
-			le = len(b)
-		}
+		b = m.appendFieldTexts(b, &sp, d, name, a.conc)
 	}
-	hs = len(b)
+	sp.hs = len(b)
 	if m.problem {
 		a.ctype = ctypeProblemValue
-		typ, title := m.problemType, m.problemText
-		if typ == "" {
-			typ, title = QuotaExceeded, "Quota Exceeded"
-			if status == http.StatusServiceUnavailable {
-				typ, title = TemporaryReducedCapacity, "Temporary Reduced Capacity"
-			}
-		}
-		b = append(b, `{"type":`...)
-		b = appendJSONString(b, typ)
-		b = append(b, `,"title":`...)
-		b = appendJSONString(b, title)
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `,"detail":`...)
-		b = appendDetailHead(b, d, name)
-		he = len(b)
-		ms = len(b)
-		b = append(b, `,"violated-policies":[`...)
-		b = appendJSONString(b, name)
-		b = append(b, `],"code":"RATE_LIMIT","limit_dim":`...)
-		b = appendJSONString(b, name)
-		b = append(b, fieldRetry...)
-		me = len(b)
+		b = m.appendProblemTexts(b, &sp, d, name, status)
 	} else {
 		b = append(b, `{"code":"RATE_LIMIT","limit_dim":`...)
 		b = appendJSONString(b, name)
 		b = append(b, fieldRetry...)
-		he = len(b)
+		sp.he = len(b)
 	}
-	s := string(b)
-	if pe > 0 {
-		a.consts[0] = s[ps:pe]
+	a.setTexts(string(b), &sp, m.fields&LegacyFields != 0)
+	a.tail = bodyTail(d.Kind)
+	return a
+}
+
+// answerSpans are the spans, in the buffer newAnswer fills, of the texts an
+// answer keeps: [rs:re] the RateLimit head, [ps:pe] the RateLimit-Policy
+// value, [ls:le] the X-RateLimit-Limit value, [hs:he] the body's head and
+// [ms:me] the problem details' mid. An empty span is a text not written.
+type answerSpans struct {
+	rs, re, ps, pe, ls, le, hs, he, ms, me int
+}
+
+// appendFieldTexts appends to b the constant texts of d's rate-limit fields,
+// named name, that m sends, and records their spans in sp: the RateLimit
+// head and RateLimit-Policy value with IETFFields, the X-RateLimit-Limit
+// value (the quota within the policy's when both are sent) with
+// LegacyFields. conc is whether d is a concurrency limit.
+func (m *Middleware) appendFieldTexts(b []byte, sp *answerSpans, d *admit.Decision, name string, conc bool) []byte {
+	q := d.Limit.Burst
+	if q <= 0 {
+		q = d.Limit.Rate
+	}
+	q = clamp(q)
+	if m.fields&IETFFields != 0 {
+		sp.rs = len(b)
+		b = appendSFString(b, name)
+		ne := len(b)
+		b = append(b, ";r="...)
+		sp.re = len(b)
+		sp.ps = len(b)
+		b = append(b, b[sp.rs:ne]...)
+		b = append(b, ";q="...)
+		sp.ls = len(b)
+		b = strconv.AppendInt(b, q, 10)
+		sp.le = len(b)
+		if conc {
+			b = append(b, `;qu="concurrent-requests"`...)
+		} else if w, ok := window(d.Limit, q); ok {
+			b = append(b, ";w="...)
+			b = strconv.AppendInt(b, w, 10)
+		}
+		sp.pe = len(b)
+	}
+	if m.fields&LegacyFields != 0 && sp.le == 0 {
+		sp.ls = len(b)
+		b = strconv.AppendInt(b, q, 10)
+		sp.le = len(b)
+	}
+	return b
+}
+
+// appendProblemTexts appends to b the problem details body (RFC 9457) of d
+// refused with status, named name, around its numbers, and records in sp
+// the spans of its head (up to the detail's seconds) and mid (after them,
+// up to retry_after_ms's digits).
+func (m *Middleware) appendProblemTexts(b []byte, sp *answerSpans, d *admit.Decision, name string, status int) []byte {
+	typ, title := m.problemType, m.problemText
+	if typ == "" {
+		typ, title = QuotaExceeded, "Quota Exceeded"
+		if status == http.StatusServiceUnavailable {
+			typ, title = TemporaryReducedCapacity, "Temporary Reduced Capacity"
+		}
+	}
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, typ)
+	b = append(b, `,"title":`...)
+	b = appendJSONString(b, title)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, `,"detail":`...)
+	b = appendDetailHead(b, d, name)
+	sp.he = len(b)
+	sp.ms = len(b)
+	b = append(b, `,"violated-policies":[`...)
+	b = appendJSONString(b, name)
+	b = append(b, `],"code":"RATE_LIMIT","limit_dim":`...)
+	b = appendJSONString(b, name)
+	b = append(b, fieldRetry...)
+	sp.me = len(b)
+	return b
+}
+
+// setTexts slices a's texts from s, the string of the buffer sp indexes;
+// legacy is whether X-RateLimit-Limit is sent.
+func (a *answer) setTexts(s string, sp *answerSpans, legacy bool) {
+	if sp.pe > 0 {
+		a.consts[0] = s[sp.ps:sp.pe]
 		a.policy = a.consts[0:1:1]
-		a.rlHead = s[rs:re]
+		a.rlHead = s[sp.rs:sp.re]
 	}
-	if m.fields&LegacyFields != 0 && a.fields {
-		a.consts[1] = s[ls:le]
+	if legacy && a.fields {
+		a.consts[1] = s[sp.ls:sp.le]
 		a.limitV = a.consts[1:2:2]
 	}
-	a.head, a.mid = s[hs:he], s[ms:me]
-	switch d.Kind {
+	a.head, a.mid = s[sp.hs:sp.he], s[sp.ms:sp.me]
+}
+
+// bodyTail is the end of a refusal body for a decision of kind: after
+// retry_after_ms's digits, naming a concurrency limit or a quota.
+func bodyTail(kind admit.Kind) string {
+	switch kind {
 	case admit.KindConcurrency:
-		a.tail = `,"kind":"CONCURRENCY_LIMIT"}` + "\n"
+		return `,"kind":"CONCURRENCY_LIMIT"}` + "\n"
 	case admit.KindQuota:
-		a.tail = `,"kind":"QUOTA_EXCEEDED"}` + "\n"
+		return `,"kind":"QUOTA_EXCEEDED"}` + "\n"
 	default:
-		a.tail = "}\n"
+		return "}\n"
 	}
-	return a
 }
 
 // bodyPool holds the buffers refusal bodies are written from.

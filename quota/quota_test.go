@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -445,111 +444,6 @@ func TestAllowBadInput(t *testing.T) {
 	}
 }
 
-// recorder is an Observer that keeps what it is told.
-type recorder struct {
-	admit.NopObserver
-	mu        sync.Mutex
-	decisions []admit.DecisionEvent
-	evicted   int
-	tracked   []int
-}
-
-func (r *recorder) Decided(e admit.DecisionEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.decisions = append(r.decisions, e)
-}
-
-func (r *recorder) Evicted(e admit.EvictionEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e.Reason != admit.EvictIdle {
-		panic("a quota evicted a key under pressure")
-	}
-	r.evicted += e.Keys
-}
-
-func (r *recorder) Tracked(_ string, keys int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.tracked = append(r.tracked, keys)
-}
-
-func TestTooManyKeys(t *testing.T) {
-	obs := &recorder{}
-	q := newQuota(t, 10, quota.Day, quota.WithMaxKeys(3), quota.WithObserver(obs), quota.WithName("daily"))
-	d0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	for _, k := range []string{"a", "b", "c"} {
-		if _, err := q.AllowAt(context.Background(), d0, k, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := q.AllowAt(context.Background(), d0, "d", 1)
-	if !errors.Is(err, quota.ErrTooManyKeys) {
-		t.Fatalf("a fourth key: %+v, %v; want ErrTooManyKeys", d, err)
-	}
-	if d.Allowed || d.RetryAfter != 12*time.Hour || d.Remaining != 0 || d.Limit.Period != day || d.Rule != "daily" {
-		t.Errorf("refusal at the cap: %+v", d)
-	}
-	last := obs.decisions[len(obs.decisions)-1]
-	if last.Key != "d" || last.Limiter != "daily" || last.N != 1 || last.Decision != d {
-		t.Errorf("observer saw %+v", last)
-	}
-	if fmt.Sprint(obs.tracked) != "[0 1 2 3 3]" { // New's 0, each key while few, the refusal's
-		t.Errorf("observer tracked %v, want [0 1 2 3 3]", obs.tracked)
-	}
-	// The keys held still work, a peek of a new key needs no room, and
-	// nothing was evicted.
-	if d, err := q.AllowAt(context.Background(), d0, "a", 9); err != nil || !d.Allowed {
-		t.Errorf("a held key at the cap: %+v, %v", d, err)
-	}
-	if d, err := q.AllowAt(context.Background(), d0, "d", 0); err != nil || d.Remaining != 10 {
-		t.Errorf("a peek at the cap: %+v, %v", d, err)
-	}
-	if obs.evicted != 0 || q.Len() != 3 {
-		t.Errorf("evicted %d, holding %d", obs.evicted, q.Len())
-	}
-	// Once the day is over, the keys of the day before make room.
-	if d, err := q.AllowAt(context.Background(), d0.Add(day), "d", 1); err != nil || !d.Allowed {
-		t.Errorf("next day: %+v, %v", d, err)
-	}
-	if obs.evicted != 3 || q.Len() != 1 {
-		t.Errorf("next day: evicted %d, holding %d; want 3, 1", obs.evicted, q.Len())
-	}
-}
-
-func TestExpiredKeysAreSwept(t *testing.T) {
-	obs := &recorder{}
-	q := newQuota(t, 1, quota.Day, quota.WithObserver(obs))
-	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 1000 {
-		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint("old", i), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if q.Len() != 1000 {
-		t.Fatalf("holding %d keys, want 1000", q.Len())
-	}
-	// Each new key looks at two keys of its shard, so about one new key
-	// per two old ones clears them.
-	d1 := d0.Add(day)
-	for i := range 3000 {
-		if _, err := q.AllowAt(context.Background(), d1, fmt.Sprint("new", i), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if q.Len() != 3000 || obs.evicted != 1000 {
-		t.Errorf("holding %d keys (want 3000), evicted %d (want 1000)", q.Len(), obs.evicted)
-	}
-	if n := len(obs.tracked); n == 0 || obs.tracked[n-1] > 3000 {
-		t.Errorf("tracked %v", obs.tracked)
-	}
-	// An old key comes back as new.
-	if d, _ := q.AllowAt(context.Background(), d1, "old1", 1); !d.Allowed {
-		t.Errorf("old key on a new day: %+v", d)
-	}
-}
-
 func TestConcurrentOneKey(t *testing.T) {
 	const limit, goroutines, tries = 1000, 32, 100
 	q := newQuota(t, limit, quota.Day)
@@ -624,26 +518,6 @@ func TestConcurrentManyKeys(t *testing.T) {
 	}
 	if q.Len() > 64 {
 		t.Errorf("holding %d keys, over the cap", q.Len())
-	}
-}
-
-func TestObserverSeesEveryDecision(t *testing.T) {
-	obs := &recorder{}
-	q := newQuota(t, 2, quota.Day, quota.WithObserver(obs), quota.WithName("n"))
-	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 2)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 1)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 0)
-	_, _ = q.AllowAt(context.Background(), d0, "a", -1)
-	_, _ = q.AllowAt(context.Background(), d0, strings.Repeat("x", quota.DefaultMaxKeyLength+1), 1)
-	if len(obs.decisions) != 5 {
-		t.Fatalf("observed %d decisions, want 5", len(obs.decisions))
-	}
-	for i, allowed := range []bool{true, false, true, false, false} {
-		e := obs.decisions[i]
-		if e.Decision.Allowed != allowed || e.Limiter != "n" || e.Decision.Rule != "n" || e.Decision.Kind != admit.KindQuota {
-			t.Errorf("event %d: %+v", i, e)
-		}
 	}
 }
 
