@@ -88,6 +88,8 @@ func (cd *cdomain) insert(r *Rule, cr *crule) {
 	n.rule = cr
 }
 
+// rule compiles rule r of domain d: its key, exemptions and layers (its
+// own, or its tier table's).
 func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 	cr := &crule{
 		name:     r.Name,
@@ -100,22 +102,59 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 		// envoyproxy/ratelimit replaces only limits with a name.
 		cr.alias = ""
 	}
-	cr.constKey = r.Shared
+	cr.constKey, cr.key = constKey(r)
+	cr.exempt = exemptions(r)
+	store := b.e.resolve(r.Store)
+	if r.Tiers == nil && r.Limits.adaptive() {
+		store = StoreLocal // all of the rule, as Validate requires
+	}
+	if store == StoreRedis && b.e.o.store == nil {
+		return nil, fmt.Errorf("%w: the rule is kept in Redis; give the engine a Redis store (WithRedis)", ErrNoStore)
+	}
+	if r.Tiers != nil {
+		t, err := b.table(r, cr, store)
+		if err != nil {
+			return nil, err
+		}
+		cr.table = t
+		return cr, nil
+	}
+	set, err := b.set(r, cr, "", &r.Limits, store)
+	if err != nil {
+		return nil, err
+	}
+	cr.own = set
+	return cr, nil
+}
+
+// constKey reports whether every descriptor rule r matches has the same
+// key (r is shared, or matches exact values only), and that key (empty for
+// a shared rule).
+func constKey(r *Rule) (same bool, key string) {
+	same = r.Shared
 	if !r.Shared {
-		cr.constKey = true
+		same = true
 		for _, m := range r.Match {
 			if m.Kind != MatchExact {
-				cr.constKey = false
+				same = false
 			}
 		}
-		if cr.constKey {
+		if same {
 			var buf []byte
 			for _, m := range r.Match {
 				buf = appendValue(buf, m.Value)
 			}
-			cr.key = string(buf)
+			key = string(buf)
 		}
 	}
+	return same, key
+}
+
+// exemptions compiles the exemptions of rule r: the index of the match
+// entry of each one's key (-1 if none), its values, and those that are
+// address prefixes.
+func exemptions(r *Rule) []cexempt {
+	var exempt []cexempt
 	for _, x := range r.Exempt {
 		ce := cexempt{idx: -1, values: map[string]struct{}{}}
 		for i, m := range r.Match {
@@ -130,49 +169,40 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 				ce.prefixes = append(ce.prefixes, p.Masked())
 			}
 		}
-		cr.exempt = append(cr.exempt, ce)
+		exempt = append(exempt, ce)
 	}
-	store := b.e.resolve(r.Store)
-	if r.Tiers == nil && r.Limits.adaptive() {
-		store = StoreLocal // all of the rule, as Validate requires
+	return exempt
+}
+
+// table compiles the tier table of rule r, compiled as cr: it sets the
+// index of the entry whose value picks the tier, and builds the layers of
+// every tier.
+func (b *builder) table(r *Rule, cr *crule, store Store) (*ctable, error) {
+	tk := r.TierKey
+	if tk == "" {
+		tk = r.Match[len(r.Match)-1].Key
 	}
-	if store == StoreRedis && b.e.o.store == nil {
-		return nil, fmt.Errorf("%w: the rule is kept in Redis; give the engine a Redis store (WithRedis)", ErrNoStore)
-	}
-	if r.Tiers != nil {
-		tk := r.TierKey
-		if tk == "" {
-			tk = r.Match[len(r.Match)-1].Key
+	for i, m := range r.Match {
+		if m.Key == tk {
+			cr.tierIdx = i
+			break
 		}
-		for i, m := range r.Match {
-			if m.Key == tk {
-				cr.tierIdx = i
-				break
-			}
-		}
-		t := &ctable{assign: map[string]*cset{}}
-		sets := map[string]*cset{}
-		for _, name := range sortedKeys(r.Tiers.Tiers) {
-			tier := r.Tiers.Tiers[name]
-			set, err := b.set(r, cr, tier.Name, &tier.Limits, store)
-			if err != nil {
-				return nil, err
-			}
-			sets[name] = set
-		}
-		t.def = sets[r.Tiers.Default]
-		for v, name := range r.Tiers.Assign {
-			t.assign[v] = sets[name]
-		}
-		cr.table = t
-		return cr, nil
 	}
-	set, err := b.set(r, cr, "", &r.Limits, store)
-	if err != nil {
-		return nil, err
+	t := &ctable{assign: map[string]*cset{}}
+	sets := map[string]*cset{}
+	for _, name := range sortedKeys(r.Tiers.Tiers) {
+		tier := r.Tiers.Tiers[name]
+		set, err := b.set(r, cr, tier.Name, &tier.Limits, store)
+		if err != nil {
+			return nil, err
+		}
+		sets[name] = set
 	}
-	cr.own = set
-	return cr, nil
+	t.def = sets[r.Tiers.Default]
+	for v, name := range r.Tiers.Assign {
+		t.assign[v] = sets[name]
+	}
+	return t, nil
 }
 
 // set builds the layers of limits l of rule r, compiled as cr (of tier, if
