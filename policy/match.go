@@ -1,13 +1,17 @@
 package policy
 
-// Matching a descriptor to its rule, and the key it is limited under.
+// Matching a request's descriptors to their rules, and laying out the calls of their limits with their keys (plan).
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
+	"unsafe"
+
+	"github.com/admit-go/admit"
 )
 
 // maxStoredKey is the longest key the engine gives its limiters as it is
@@ -106,4 +110,133 @@ func (t *ctable) pick(v string) *cset {
 		return s
 	}
 	return t.def
+}
+
+// plan matches the descriptors of req in dom and lays out the calls of
+// the limits that apply, with their keys, in sc.calls (none: out decided,
+// all allowed). Its error is that of an inline limit it could not build.
+func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) error {
+	nd := len(req.Descriptors)
+	if cap(sc.rules) < nd {
+		sc.rules = make([]*crule, nd)
+	} else {
+		sc.rules = sc.rules[:nd]
+	}
+	// Match the descriptors; inline limits need no match.
+	for i := range req.Descriptors {
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if d.Limit != nil {
+			l, err := dom.ov.get(*d.Limit)
+			if err != nil {
+				out.Decision = refusal
+				return err
+			}
+			st.Override, st.Rule, st.Shadow = true, l.label, dom.shadow
+			koff := len(sc.buf)
+			for _, en := range d.Entries {
+				sc.buf = appendValue(appendValue(sc.buf, en.Key), en.Value)
+			}
+			sc.calls = append(sc.calls, call{l: l, n: hitsOf(req, d), desc: i, shadow: dom.shadow, koff: koff, kend: len(sc.buf)})
+			continue
+		}
+		r := dom.lookup(d.Entries)
+		sc.rules[i] = r
+		if r != nil {
+			st.Rule, st.Shadow = r.name, r.shadow || dom.shadow
+		}
+	}
+	if dom.replaces {
+		for _, r := range sc.rules {
+			if r != nil {
+				sc.names = append(sc.names, r.replaces...)
+			}
+		}
+		for i, r := range sc.rules {
+			if r != nil && contains(sc.names, r.alias) {
+				sc.rules[i] = nil
+				out.Statuses[i].Replaced = true
+			}
+		}
+	}
+	// The calls of the matched rules.
+	for i, r := range sc.rules {
+		if r == nil {
+			continue
+		}
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if r.exempted(d.Entries) {
+			st.Exempt = true
+			continue
+		}
+		set := r.own
+		if r.table != nil {
+			set = r.table.pick(d.Entries[r.tierIdx].Value)
+			st.Tier = set.tier
+		}
+		if set.unlimited {
+			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+			continue
+		}
+		if len(set.layers) == 0 {
+			continue
+		}
+		c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
+		if !r.constKey {
+			c.koff = len(sc.buf)
+			for j := range r.depth {
+				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+			}
+			sc.buf = shortenKey(sc.buf, c.koff)
+			c.kend = len(sc.buf)
+		}
+		for _, l := range set.layers {
+			c.l = l
+			if l.lanes {
+				// The lane, then the budget's key (see splitLane).
+				lc := c
+				lc.koff = len(sc.buf)
+				sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
+				if !l.laneOnly {
+					boff := len(sc.buf)
+					for j := range r.depth {
+						if j != l.lane {
+							sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+						}
+					}
+					if len(sc.buf)-lc.koff > maxStoredKey {
+						sc.buf = hashKey(sc.buf, boff)
+					}
+				}
+				lc.kend = len(sc.buf)
+				sc.calls = append(sc.calls, lc)
+				continue
+			}
+			sc.calls = append(sc.calls, c)
+		}
+	}
+	if len(sc.calls) == 0 {
+		out.Decision = allowAll
+		return nil
+	}
+	// Keys, now that the buffer no longer moves.
+	for j := range sc.calls {
+		c := &sc.calls[j]
+		if c.koff < 0 {
+			continue
+		}
+		switch {
+		case c.kend == c.koff:
+			c.key = ""
+		case !c.l.shortKey && (c.l.slots != nil || e.o.obs != nil):
+			// Stored by the limiter, or seen by the observer.
+			c.key = string(sc.buf[c.koff:c.kend])
+		default:
+			// The in-memory limiters copy the keys they keep; the
+			// buffer outlives the check.
+			c.key = unsafe.String(&sc.buf[c.koff], c.kend-c.koff)
+		}
+	}
+	return nil
 }
