@@ -116,13 +116,36 @@ func (t *ctable) pick(v string) *cset {
 // the limits that apply, with their keys, in sc.calls (none: out decided,
 // all allowed). Its error is that of an inline limit it could not build.
 func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) error {
+	if err := sc.matchDescriptors(dom, req, out); err != nil {
+		return err
+	}
+	if dom.replaces {
+		sc.dropReplaced(out)
+	}
+	// The calls of the matched rules.
+	for i, r := range sc.rules {
+		if r != nil {
+			sc.ruleCalls(dom, req, i, r, &out.Statuses[i])
+		}
+	}
+	if len(sc.calls) == 0 {
+		out.Decision = allowAll
+		return nil
+	}
+	e.setKeys(sc)
+	return nil
+}
+
+// matchDescriptors matches each descriptor of req to its rule in dom (in
+// sc.rules), and lays out the calls of inline limits, which need no
+// match. Its error is that of an inline limit it could not build.
+func (sc *scratch) matchDescriptors(dom *cdomain, req *Request, out *Result) error {
 	nd := len(req.Descriptors)
 	if cap(sc.rules) < nd {
 		sc.rules = make([]*crule, nd)
 	} else {
 		sc.rules = sc.rules[:nd]
 	}
-	// Match the descriptors; inline limits need no match.
 	for i := range req.Descriptors {
 		d := &req.Descriptors[i]
 		st := &out.Statuses[i]
@@ -146,81 +169,90 @@ func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) erro
 			st.Rule, st.Shadow = r.name, r.shadow || dom.shadow
 		}
 	}
-	if dom.replaces {
-		for _, r := range sc.rules {
-			if r != nil {
-				sc.names = append(sc.names, r.replaces...)
-			}
-		}
-		for i, r := range sc.rules {
-			if r != nil && contains(sc.names, r.alias) {
-				sc.rules[i] = nil
-				out.Statuses[i].Replaced = true
-			}
+	return nil
+}
+
+// dropReplaced drops the matched rules that another matched rule replaces
+// (see Rule.Replaces), marking their descriptors' statuses.
+func (sc *scratch) dropReplaced(out *Result) {
+	for _, r := range sc.rules {
+		if r != nil {
+			sc.names = append(sc.names, r.replaces...)
 		}
 	}
-	// The calls of the matched rules.
 	for i, r := range sc.rules {
-		if r == nil {
+		if r != nil && contains(sc.names, r.alias) {
+			sc.rules[i] = nil
+			out.Statuses[i].Replaced = true
+		}
+	}
+}
+
+// ruleCalls lays out the calls of rule r, matched by descriptor i of req
+// (whose status is st): one per layer of its limits (its own or its
+// tier's), under the rule's key, or none for an exempt descriptor or an
+// unlimited rule.
+func (sc *scratch) ruleCalls(dom *cdomain, req *Request, i int, r *crule, st *Status) {
+	d := &req.Descriptors[i]
+	if r.exempted(d.Entries) {
+		st.Exempt = true
+		return
+	}
+	set := r.own
+	if r.table != nil {
+		set = r.table.pick(d.Entries[r.tierIdx].Value)
+		st.Tier = set.tier
+	}
+	if set.unlimited {
+		st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+		return
+	}
+	if len(set.layers) == 0 {
+		return
+	}
+	c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
+	if !r.constKey {
+		c.koff = len(sc.buf)
+		for j := range r.depth {
+			sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+		}
+		sc.buf = shortenKey(sc.buf, c.koff)
+		c.kend = len(sc.buf)
+	}
+	for _, l := range set.layers {
+		c.l = l
+		if l.lanes {
+			sc.laneCall(c, r, d)
 			continue
 		}
-		d := &req.Descriptors[i]
-		st := &out.Statuses[i]
-		if r.exempted(d.Entries) {
-			st.Exempt = true
-			continue
-		}
-		set := r.own
-		if r.table != nil {
-			set = r.table.pick(d.Entries[r.tierIdx].Value)
-			st.Tier = set.tier
-		}
-		if set.unlimited {
-			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
-			continue
-		}
-		if len(set.layers) == 0 {
-			continue
-		}
-		c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
-		if !r.constKey {
-			c.koff = len(sc.buf)
-			for j := range r.depth {
+		sc.calls = append(sc.calls, c)
+	}
+}
+
+// laneCall lays out call c of a layer of lanes (c.l) for descriptor d of
+// rule r: its key is the lane, then the budget's key (see splitLane).
+func (sc *scratch) laneCall(c call, r *crule, d *Descriptor) {
+	l := c.l
+	c.koff = len(sc.buf)
+	sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
+	if !l.laneOnly {
+		boff := len(sc.buf)
+		for j := range r.depth {
+			if j != l.lane {
 				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
 			}
-			sc.buf = shortenKey(sc.buf, c.koff)
-			c.kend = len(sc.buf)
 		}
-		for _, l := range set.layers {
-			c.l = l
-			if l.lanes {
-				// The lane, then the budget's key (see splitLane).
-				lc := c
-				lc.koff = len(sc.buf)
-				sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
-				if !l.laneOnly {
-					boff := len(sc.buf)
-					for j := range r.depth {
-						if j != l.lane {
-							sc.buf = appendValue(sc.buf, d.Entries[j].Value)
-						}
-					}
-					if len(sc.buf)-lc.koff > maxStoredKey {
-						sc.buf = hashKey(sc.buf, boff)
-					}
-				}
-				lc.kend = len(sc.buf)
-				sc.calls = append(sc.calls, lc)
-				continue
-			}
-			sc.calls = append(sc.calls, c)
+		if len(sc.buf)-c.koff > maxStoredKey {
+			sc.buf = hashKey(sc.buf, boff)
 		}
 	}
-	if len(sc.calls) == 0 {
-		out.Decision = allowAll
-		return nil
-	}
-	// Keys, now that the buffer no longer moves.
+	c.kend = len(sc.buf)
+	sc.calls = append(sc.calls, c)
+}
+
+// setKeys sets the keys of the calls laid out in sc from their offsets in
+// its buffer, now that the buffer no longer moves.
+func (e *Engine) setKeys(sc *scratch) {
 	for j := range sc.calls {
 		c := &sc.calls[j]
 		if c.koff < 0 {
@@ -238,5 +270,4 @@ func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) erro
 			c.key = unsafe.String(&sc.buf[c.koff], c.kend-c.koff)
 		}
 	}
-	return nil
 }
