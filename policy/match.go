@@ -116,36 +116,13 @@ func (t *ctable) pick(v string) *cset {
 // the limits that apply, with their keys, in sc.calls (none: out decided,
 // all allowed). Its error is that of an inline limit it could not build.
 func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) error {
-	if err := sc.matchDescriptors(dom, req, out); err != nil {
-		return err
-	}
-	if dom.replaces {
-		sc.dropReplaced(out)
-	}
-	// The calls of the matched rules.
-	for i, r := range sc.rules {
-		if r != nil {
-			sc.ruleCalls(dom, req, i, r, &out.Statuses[i])
-		}
-	}
-	if len(sc.calls) == 0 {
-		out.Decision = allowAll
-		return nil
-	}
-	e.setKeys(sc)
-	return nil
-}
-
-// matchDescriptors matches each descriptor of req to its rule in dom (in
-// sc.rules), and lays out the calls of inline limits, which need no
-// match. Its error is that of an inline limit it could not build.
-func (sc *scratch) matchDescriptors(dom *cdomain, req *Request, out *Result) error {
 	nd := len(req.Descriptors)
 	if cap(sc.rules) < nd {
 		sc.rules = make([]*crule, nd)
 	} else {
 		sc.rules = sc.rules[:nd]
 	}
+	// Match the descriptors; inline limits need no match.
 	for i := range req.Descriptors {
 		d := &req.Descriptors[i]
 		st := &out.Statuses[i]
@@ -169,6 +146,15 @@ func (sc *scratch) matchDescriptors(dom *cdomain, req *Request, out *Result) err
 			st.Rule, st.Shadow = r.name, r.shadow || dom.shadow
 		}
 	}
+	if dom.replaces {
+		sc.dropReplaced(out)
+	}
+	sc.ruleCalls(dom, req, out)
+	if len(sc.calls) == 0 {
+		out.Decision = allowAll
+		return nil
+	}
+	e.setKeys(sc)
 	return nil
 }
 
@@ -188,44 +174,50 @@ func (sc *scratch) dropReplaced(out *Result) {
 	}
 }
 
-// ruleCalls lays out the calls of rule r, matched by descriptor i of req
-// (whose status is st): one per layer of its limits (its own or its
-// tier's), under the rule's key, or none for an exempt descriptor or an
+// ruleCalls lays out the calls of the matched rules (sc.rules) for their
+// descriptors of req: one per layer of a rule's limits (its own or its
+// tier's), under the rule's key; none for an exempt descriptor or an
 // unlimited rule.
-func (sc *scratch) ruleCalls(dom *cdomain, req *Request, i int, r *crule, st *Status) {
-	d := &req.Descriptors[i]
-	if r.exempted(d.Entries) {
-		st.Exempt = true
-		return
-	}
-	set := r.own
-	if r.table != nil {
-		set = r.table.pick(d.Entries[r.tierIdx].Value)
-		st.Tier = set.tier
-	}
-	if set.unlimited {
-		st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
-		return
-	}
-	if len(set.layers) == 0 {
-		return
-	}
-	c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
-	if !r.constKey {
-		c.koff = len(sc.buf)
-		for j := range r.depth {
-			sc.buf = appendValue(sc.buf, d.Entries[j].Value)
-		}
-		sc.buf = shortenKey(sc.buf, c.koff)
-		c.kend = len(sc.buf)
-	}
-	for _, l := range set.layers {
-		c.l = l
-		if l.lanes {
-			sc.laneCall(c, r, d)
+func (sc *scratch) ruleCalls(dom *cdomain, req *Request, out *Result) {
+	for i, r := range sc.rules {
+		if r == nil {
 			continue
 		}
-		sc.calls = append(sc.calls, c)
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if r.exempted(d.Entries) {
+			st.Exempt = true
+			continue
+		}
+		set := r.own
+		if r.table != nil {
+			set = r.table.pick(d.Entries[r.tierIdx].Value)
+			st.Tier = set.tier
+		}
+		if set.unlimited {
+			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+			continue
+		}
+		if len(set.layers) == 0 {
+			continue
+		}
+		c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
+		if !r.constKey {
+			c.koff = len(sc.buf)
+			for j := range r.depth {
+				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+			}
+			sc.buf = shortenKey(sc.buf, c.koff)
+			c.kend = len(sc.buf)
+		}
+		for _, l := range set.layers {
+			c.l = l
+			if l.lanes {
+				sc.laneCall(c, r, d)
+				continue
+			}
+			sc.calls = append(sc.calls, c)
+		}
 	}
 }
 
