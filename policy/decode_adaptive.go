@@ -99,60 +99,14 @@ func (d *decoder) adaptiveRate(n *yaml.Node, path string, src *source) (*Adaptiv
 		return nil, false
 	}
 	a := &AdaptiveRate{}
-	type given struct {
-		field string
-		node  *yaml.Node
-		limit admit.Limit
-		text  string
-	}
-	var rates []given
+	var rates []givenRate
 	good := true
 	hasMin, hasMax := false, false
 	if !w.fields(n, path, adaptiveRateFields, func(key string, vn *yaml.Node, fpath string) {
 		src.set("adaptive_rate."+key, fpath, w.pos(vn))
-		var ok bool
-		switch key {
-		case "min", "max", "initial":
-			var l admit.Limit
-			if l, ok = d.adaptiveRateValue(vn, fpath); ok {
-				rates = append(rates, given{key, vn, l, w.resolve(vn, fpath).Value})
-				switch key {
-				case "min":
-					a.Min = l.Rate
-				case "max":
-					a.Max = l.Rate
-				default:
-					a.Initial = l.Rate
-				}
-			}
-			hasMin = hasMin || key == "min"
-			hasMax = hasMax || key == "max"
-		case "step":
-			if sn := w.resolve(vn, fpath); sn != nil && sn.Kind == yaml.ScalarNode && sn.ShortTag() == tagInt {
-				a.Step, ok = w.integer(vn, fpath, 1, math.MaxInt64)
-			} else {
-				var l admit.Limit
-				if l, ok = d.adaptiveRateValue(vn, fpath); ok {
-					rates = append(rates, given{key, vn, l, w.resolve(vn, fpath).Value})
-					a.Step = l.Rate
-				}
-			}
-		case "factor":
-			var f float64
-			if f, ok = w.number(vn, fpath); ok && !(f > 0 && f < 1) {
-				w.fail(vn, fpath, "factor %v is outside (0, 1): a failure must cut the rate", f)
-				ok = false
-			}
-			a.Factor = f
-		case "burst":
-			a.Burst, ok = w.integer(vn, fpath, 1, math.MaxInt64)
-		case "latency_threshold":
-			a.LatencyThreshold, ok = w.duration(vn, fpath, 0)
-		case "increase_interval":
-			a.IncreaseInterval, ok = w.duration(vn, fpath, 0)
-		case "decrease_interval":
-			a.DecreaseInterval, ok = w.duration(vn, fpath, 0)
-		}
+		ok := d.adaptiveRateField(a, &rates, key, vn, fpath)
+		hasMin = hasMin || key == "min"
+		hasMax = hasMax || key == "max"
 		good = good && ok
 	}) {
 		return nil, false
@@ -161,19 +115,81 @@ func (d *decoder) adaptiveRate(n *yaml.Node, path string, src *source) (*Adaptiv
 		w.fail(r, path, "adaptive_rate needs min and max, the bounds of the rate (10/s, 1000/s)")
 		good = false
 	}
-	if !good {
+	if !good || !d.onePeriod(a, rates, path) {
 		return nil, false
 	}
-	// One period for all: the first rate's.
+	return a, true
+}
+
+// givenRate is a rate of adaptive_rate as written: its field, node, limit
+// and text.
+type givenRate struct {
+	field string
+	node  *yaml.Node
+	limit admit.Limit
+	text  string
+}
+
+// adaptiveRateField decodes one field of adaptive_rate into a, appending
+// the rates given to rates; it reports whether the field is valid.
+func (d *decoder) adaptiveRateField(a *AdaptiveRate, rates *[]givenRate, key string, vn *yaml.Node, fpath string) bool {
+	w := d.w
+	var ok bool
+	switch key {
+	case "min", "max", "initial":
+		var l admit.Limit
+		if l, ok = d.adaptiveRateValue(vn, fpath); ok {
+			*rates = append(*rates, givenRate{key, vn, l, w.resolve(vn, fpath).Value})
+			switch key {
+			case "min":
+				a.Min = l.Rate
+			case "max":
+				a.Max = l.Rate
+			default:
+				a.Initial = l.Rate
+			}
+		}
+	case "step":
+		if sn := w.resolve(vn, fpath); sn != nil && sn.Kind == yaml.ScalarNode && sn.ShortTag() == tagInt {
+			a.Step, ok = w.integer(vn, fpath, 1, math.MaxInt64)
+		} else {
+			var l admit.Limit
+			if l, ok = d.adaptiveRateValue(vn, fpath); ok {
+				*rates = append(*rates, givenRate{key, vn, l, w.resolve(vn, fpath).Value})
+				a.Step = l.Rate
+			}
+		}
+	case "factor":
+		var f float64
+		if f, ok = w.number(vn, fpath); ok && !(f > 0 && f < 1) {
+			w.fail(vn, fpath, "factor %v is outside (0, 1): a failure must cut the rate", f)
+			ok = false
+		}
+		a.Factor = f
+	case "burst":
+		a.Burst, ok = w.integer(vn, fpath, 1, math.MaxInt64)
+	case "latency_threshold":
+		a.LatencyThreshold, ok = w.duration(vn, fpath, 0)
+	case "increase_interval":
+		a.IncreaseInterval, ok = w.duration(vn, fpath, 0)
+	case "decrease_interval":
+		a.DecreaseInterval, ok = w.duration(vn, fpath, 0)
+	}
+	return ok
+}
+
+// onePeriod gives a the period of the first of the rates given, and
+// reports whether the others share it (reporting the first that does not).
+func (d *decoder) onePeriod(a *AdaptiveRate, rates []givenRate, path string) bool {
 	a.Period = rates[0].limit.Period
 	for _, g := range rates[1:] {
 		if g.limit.Period != a.Period {
-			w.fail(g.node, keyPath(path, g.field), "%s %s is a rate per %v and %s %s one per %v: give the rates of adaptive_rate per the same period",
+			d.w.fail(g.node, keyPath(path, g.field), "%s %s is a rate per %v and %s %s one per %v: give the rates of adaptive_rate per the same period",
 				g.field, truncate(g.text), g.limit.Period, rates[0].field, truncate(rates[0].text), a.Period)
-			return nil, false
+			return false
 		}
 	}
-	return a, true
+	return true
 }
 
 // adaptiveRateValue decodes one rate of adaptive_rate: a whole number of

@@ -1,72 +1,20 @@
 package policy
 
+// Tests of Engine.Check: matching, tiers, shadow mode, replacements, costs, bad requests, inline limits, exemptions, keys and observers.
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 )
-
-// t0 is a Monday noon, UTC, on a whole second.
-var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
-
-// engine loads src (this package's format, every rule in memory) into an
-// engine on a manual clock at t0.
-func engine(t testing.TB, src string, opts ...Option) (*Engine, *admittest.ManualClock) {
-	t.Helper()
-	p, err := Parse("test.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := admittest.NewManualClock(t0)
-	e, err := NewEngine(localOnly(p), append([]Option{WithClock(clock)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e, clock
-}
-
-// desc returns a descriptor of key/value pairs.
-func desc(kv ...string) Descriptor {
-	var d Descriptor
-	for i := 0; i+1 < len(kv); i += 2 {
-		d.Entries = append(d.Entries, Entry{kv[i], kv[i+1]})
-	}
-	return d
-}
-
-func request(domain string, descs ...Descriptor) *Request {
-	return &Request{Domain: domain, Hits: 1, Descriptors: descs}
-}
-
-// check runs e.Check and fails the test on an error.
-func check(t testing.TB, e *Engine, req *Request, h *compose.Held) *Result {
-	t.Helper()
-	var res Result
-	if err := e.Check(context.Background(), req, h, &res); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	return &res
-}
-
-// want checks a decision: allowed, the rule that decided, remaining.
-func want(t testing.TB, what string, d admit.Decision, allowed bool, rule string, remaining int64) {
-	t.Helper()
-	if d.Allowed != allowed || d.Rule != rule || d.Remaining != remaining {
-		t.Errorf("%s: allowed %v, rule %q, remaining %d; want %v, %q, %d (%+v)", what, d.Allowed, d.Rule, d.Remaining, allowed, rule, remaining, d)
-	}
-}
 
 func TestEngineExample(t *testing.T) {
 	e, clock := engine(t, fileText(t, "testdata/example.yaml"))
@@ -119,15 +67,6 @@ func TestEngineExample(t *testing.T) {
 	if !res.Decision.Allowed || !res.Statuses[0].Exempt || res.Decision.Limit != admit.Unlimited {
 		t.Errorf("exempt: %+v", res)
 	}
-}
-
-func fileText(t testing.TB, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 func TestEngineTiers(t *testing.T) {
@@ -547,148 +486,6 @@ rules:
 		if res.Statuses[0].Exempt != tc.exempt || res.Decision.Allowed != tc.exempt {
 			t.Errorf("%s %s: exempt %v, allowed %v; want %v", tc.tenant, tc.ip, res.Statuses[0].Exempt, res.Decision.Allowed, tc.exempt)
 		}
-	}
-}
-
-func TestWithPrevious(t *testing.T) {
-	const v1 = `
-domain: api
-rules:
-  - {name: users, match: user, rate: 3/min}
-  - {name: tenants, match: tenant, rate: 3/min}
-  - {name: slots, match: job, concurrency: 2}
-`
-	// v2 changes tenants' limit and adds a rule.
-	const v2 = `
-domain: api
-rules:
-  - {name: users, match: user, rate: 3/min}
-  - {name: tenants, match: tenant, rate: 4/min}
-  - {name: slots, match: job, concurrency: 2}
-  - {name: routes, match: route, rate: 1/min}
-`
-	clock := admittest.NewManualClock(t0)
-	load := func(src string, opts ...Option) *Engine {
-		p, err := ParseYAML("v.yaml", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := NewEngine(p, append([]Option{WithClock(clock)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	old := load(v1)
-	var h compose.Held
-	req := request("api", desc("user", "u"), desc("tenant", "t"), desc("job", "j"))
-	check(t, old, req, &h)
-	check(t, old, req, &h)
-	l := admit.PerMinute(9)
-	ov := desc("x", "y")
-	ov.Limit = &l
-	check(t, old, request("api", ov), nil)
-
-	next := load(v2, WithPrevious(old))
-	res := check(t, next, request("api", desc("user", "u")), nil)
-	want(t, "users kept its state", res.Decision, true, "users", 0)
-	res = check(t, next, request("api", desc("tenant", "t")), nil)
-	want(t, "tenants changed: fresh", res.Decision, true, "tenants", 3)
-	res = check(t, next, request("api", desc("job", "j")), &h)
-	want(t, "slots kept its two in flight", res.Decision, false, "slots", 0)
-	res = check(t, next, request("api", ov), nil)
-	want(t, "the inline limit kept its state", res.Decision, true, "api/override/9/min", 7)
-	// The old engine still works, sharing the reused limiters.
-	res = check(t, old, request("api", desc("user", "u")), nil)
-	want(t, "old engine", res.Decision, false, "users", 0)
-	h.Release()
-	res = check(t, next, request("api", desc("job", "j")), &h)
-	want(t, "slots released", res.Decision, true, "slots", 1)
-	h.Release()
-	old.Close()
-	res = check(t, next, request("api", ov), nil)
-	want(t, "after the old engine's Close", res.Decision, true, "api/override/9/min", 6)
-
-	// Different options: nothing is reused.
-	other := load(v2, WithPrevious(next), WithKeyPrefix("x"))
-	res = check(t, other, request("api", desc("user", "u")), nil)
-	want(t, "another prefix: fresh", res.Decision, true, "users", 2)
-	// A nil previous is no previous.
-	if _, err := NewEngine(&Policy{}, WithPrevious(nil)); err != nil {
-		t.Error(err)
-	}
-}
-
-func TestNewEngineErrors(t *testing.T) {
-	p, err := ParseFile("testdata/example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewEngine(p)
-	if !errors.Is(err, ErrNoStore) || !errors.Is(err, ErrInvalidPolicy) ||
-		!strings.HasPrefix(err.Error(), "testdata/example.yaml:65:12: rules[2].store: policy: rule needs a Redis store") {
-		t.Errorf("redis rules without a store: %v", err)
-	}
-	for _, opt := range []Option{WithMaxKeys(0), WithMaxOverrides(-1), WithKeyPrefix(strings.Repeat("x", 300))} {
-		if _, err := NewEngine(&Policy{}, opt); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("bad option: %v", err)
-		}
-	}
-	bad := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{{Name: "r", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &admit.Limit{Rate: -1}}}}}}}
-	if _, err := NewEngine(bad); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
-		t.Errorf("invalid policy: %v", err)
-	}
-	if e, err := NewEngine(nil); err != nil || e.HasDomain("") {
-		t.Errorf("nil policy: %v", err)
-	}
-}
-
-// TestEngineGoroutines: an engine starts no goroutine, so closing it
-// leaves none behind.
-func TestEngineGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	for range 10 {
-		e, _ := engine(t, fileText(t, "testdata/example.yaml"))
-		var h compose.Held
-		check(t, e, request("api", desc("generic_key", "global")), &h)
-		h.Release()
-		e.Close()
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("%d goroutines before, %d after", before, after)
-	}
-}
-
-// TestPolicyBuiltInGo: a Policy built in Go is checked like a loaded one,
-// with paths for positions.
-func TestPolicyBuiltInGo(t *testing.T) {
-	rate := admit.PerSecond(5)
-	table := &TierTable{Name: "plans", Default: "gold", Tiers: map[string]*Tier{"free": {Name: "free", Limits: Limits{Rate: &rate}}}, Assign: map[string]string{"a": "free"}}
-	p := &Policy{Domains: []*Domain{
-		{Name: "d", Keys: []string{"k", "k", ""}, Rules: []*Rule{
-			{Name: "r1", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &rate}},
-			{Name: "r1", Match: []Matcher{{Key: "k", Kind: MatchExact, Value: "v"}}, Limits: Limits{Rate: &rate}, Store: StoreLocal, Failure: Failure{Policy: FailClosed}},
-			{Name: "r3", Match: []Matcher{{Key: "k"}}, Tiers: table},
-			nil,
-		}},
-		nil,
-		{Name: "d", Override: Override{Algorithm: 99}},
-	}}
-	err := p.Validate()
-	wantErrs := []string{
-		`domains[0].keys[1]: duplicate key "k"`,
-		`domains[0].keys[2]: empty key`,
-		`domains[0].rules[1].name: duplicate rule name "r1" (first at )`,
-		`domains[0].rules[1].failure: a failure policy applies to rules kept in Redis (store: redis), and this one is local`,
-		`tier_tables.plans.default: default tier "gold" is not defined (tiers: free)`,
-		`domains[0].rules[3]: nil rule`,
-		`domains[0].rules[2].match: can never match: rule "r1" (at ) has the same match`,
-		`domains[1]: nil domain`,
-		`domains[2].domain: duplicate domain "d" (first at )`,
-		`domains[2].overrides.algorithm: unknown algorithm Algorithm(99)`,
-	}
-	if err == nil || err.Error() != strings.Join(wantErrs, "\n") {
-		t.Errorf("got:\n%v\nwant:\n%s", err, strings.Join(wantErrs, "\n"))
 	}
 }
 

@@ -122,64 +122,13 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 	w := e.w
 	seen := map[string]int{} // composite key -> line
 	w.list(n, path, false, func(i int, item *yaml.Node, ipath string) {
-		var (
-			key, value            string
-			hasKey, hasValue      bool
-			rl, nested            *yaml.Node
-			shadow, quotaMode     bool
-			detailed, shareThresh bool
-			keyN, valueN          *yaml.Node
-		)
-		fpos := map[string]fieldSource{}
-		ok := w.fields(item, ipath, envoyDescFields, func(k string, vn *yaml.Node, fpath string) {
-			fpos[k] = fieldSource{fpath, w.pos(vn)}
-			switch k {
-			case "key":
-				hasKey, keyN = true, vn
-				key, _ = w.str(vn, fpath)
-			case "value":
-				hasValue, valueN = true, vn
-				value, _ = w.str(vn, fpath)
-			case "rate_limit":
-				rl = vn
-			case "descriptors":
-				nested = vn
-			case "shadow_mode":
-				shadow, _ = w.boolean(vn, fpath)
-			case "detailed_metric":
-				detailed, _ = w.boolean(vn, fpath)
-			case "quota_mode":
-				quotaMode, _ = w.boolean(vn, fpath)
-			case "value_to_metric":
-				w.boolean(vn, fpath)
-			case "share_threshold":
-				shareThresh, _ = w.boolean(vn, fpath)
-			}
-		})
+		ed, ok := e.descriptorFields(item, ipath)
 		if !ok {
 			return
 		}
-		if !hasKey || key == "" {
-			at := keyN
-			if at == nil {
-				at = w.resolve(item, ipath)
-			}
-			w.fail(at, keyPath(ipath, "key"), "descriptor has empty key")
+		m, final, ok := e.descriptorMatcher(&ed, item, ipath)
+		if !ok {
 			return
-		}
-		m := Matcher{Key: key}
-		final := key
-		if hasValue && value != "" {
-			final += "_" + value
-			switch j := strings.IndexByte(value, '*'); {
-			case j < 0:
-				m.Kind, m.Value = MatchExact, value
-			case j == len(value)-1:
-				m.Kind, m.Value = MatchPrefix, value[:j]
-			default:
-				w.fail(valueN, keyPath(ipath, "value"), "wildcard %q: only a trailing * (a prefix) is supported", truncate(value))
-				return
-			}
 		}
 		full := parentKey + final
 		if line, dup := seen[final]; dup {
@@ -194,11 +143,11 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 		}
 		src := &source{path: ipath, pos: w.pos(item)}
 		src.set("match", ipath, w.pos(item))
-		r := &Rule{Name: full, Match: match, Shadow: shadow || quotaMode, Shared: shareThresh, DetailedMetric: detailed, src: src}
-		hasNested := nested != nil && !w.null(nested, keyPath(ipath, "descriptors"))
+		r := &Rule{Name: full, Match: match, Shadow: ed.shadow || ed.quotaMode, Shared: ed.shareThresh, DetailedMetric: ed.detailed, src: src}
+		hasNested := ed.nested != nil && !w.null(ed.nested, keyPath(ipath, "descriptors"))
 		switch {
-		case rl != nil:
-			if !e.rateLimit(r, rl, keyPath(ipath, "rate_limit")) {
+		case ed.rl != nil:
+			if !e.rateLimit(r, ed.rl, keyPath(ipath, "rate_limit")) {
 				return
 			}
 			dom.Rules = append(dom.Rules, r)
@@ -206,9 +155,85 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 			dom.Rules = append(dom.Rules, r) // a whitelisted descriptor
 		}
 		if hasNested {
-			e.descriptors(dom, nested, keyPath(ipath, "descriptors"), match, full+".")
+			e.descriptors(dom, ed.nested, keyPath(ipath, "descriptors"), match, full+".")
 		}
 	})
+}
+
+// envoyDescriptor is a descriptor as written: its fields, and the nodes
+// that its checks name.
+type envoyDescriptor struct {
+	key, value            string
+	hasKey, hasValue      bool
+	rl, nested            *yaml.Node
+	shadow, quotaMode     bool
+	detailed, shareThresh bool
+	keyN, valueN          *yaml.Node
+}
+
+// descriptorFields decodes the fields of the descriptor at item; it
+// reports false if item is not a mapping of descriptor fields.
+func (e *envoyDecoder) descriptorFields(item *yaml.Node, ipath string) (envoyDescriptor, bool) {
+	w := e.w
+	var ed envoyDescriptor
+	fpos := map[string]fieldSource{}
+	ok := w.fields(item, ipath, envoyDescFields, func(k string, vn *yaml.Node, fpath string) {
+		fpos[k] = fieldSource{fpath, w.pos(vn)}
+		switch k {
+		case "key":
+			ed.hasKey, ed.keyN = true, vn
+			ed.key, _ = w.str(vn, fpath)
+		case "value":
+			ed.hasValue, ed.valueN = true, vn
+			ed.value, _ = w.str(vn, fpath)
+		case "rate_limit":
+			ed.rl = vn
+		case "descriptors":
+			ed.nested = vn
+		case "shadow_mode":
+			ed.shadow, _ = w.boolean(vn, fpath)
+		case "detailed_metric":
+			ed.detailed, _ = w.boolean(vn, fpath)
+		case "quota_mode":
+			ed.quotaMode, _ = w.boolean(vn, fpath)
+		case "value_to_metric":
+			w.boolean(vn, fpath)
+		case "share_threshold":
+			ed.shareThresh, _ = w.boolean(vn, fpath)
+		}
+	})
+	return ed, ok
+}
+
+// descriptorMatcher returns the matcher of descriptor ed (at item) and its
+// part of the full key, reporting an empty key and a wildcard anywhere but
+// at the end of the value; it reports false for those.
+func (e *envoyDecoder) descriptorMatcher(ed *envoyDescriptor, item *yaml.Node, ipath string) (Matcher, string, bool) {
+	w := e.w
+	if !ed.hasKey || ed.key == "" {
+		at := ed.keyN
+		if at == nil {
+			at = w.resolve(item, ipath)
+		}
+		w.fail(at, keyPath(ipath, "key"), "descriptor has empty key")
+		return Matcher{}, "", false
+	}
+	key, value := ed.key, ed.value
+	m := Matcher{Key: key}
+	final := key
+	if ed.hasValue && value != "" {
+		final += "_" + value
+		switch j := strings.IndexByte(value, '*'); {
+		case j < 0:
+			m.Kind, m.Value = MatchExact, value
+		case j == len(value)-1:
+			m.Kind, m.Value = MatchPrefix, value[:j]
+		default:
+			w.fail(ed.valueN, keyPath(ipath, "value"), "wildcard %q: only a trailing * (a prefix) is supported", truncate(value))
+			return Matcher{}, "", false
+		}
+	}
+	return m, final, true
 }
 
 // rateLimit decodes a rate_limit block into r; it reports whether it is

@@ -1,13 +1,17 @@
 package policy
 
-// Matching a descriptor to its rule, and the key it is limited under.
+// Matching a request's descriptors to their rules, and laying out the calls of their limits with their keys (plan).
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
+	"unsafe"
+
+	"github.com/admit-go/admit"
 )
 
 // maxStoredKey is the longest key the engine gives its limiters as it is
@@ -106,4 +110,156 @@ func (t *ctable) pick(v string) *cset {
 		return s
 	}
 	return t.def
+}
+
+// plan matches the descriptors of req in dom and lays out the calls of
+// the limits that apply, with their keys, in sc.calls (none: out decided,
+// all allowed). Its error is that of an inline limit it could not build.
+func (e *Engine) plan(dom *cdomain, req *Request, out *Result, sc *scratch) error {
+	nd := len(req.Descriptors)
+	if cap(sc.rules) < nd {
+		sc.rules = make([]*crule, nd)
+	} else {
+		sc.rules = sc.rules[:nd]
+	}
+	// Match the descriptors; inline limits need no match.
+	for i := range req.Descriptors {
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if d.Limit != nil {
+			l, err := dom.ov.get(*d.Limit)
+			if err != nil {
+				out.Decision = refusal
+				return err
+			}
+			st.Override, st.Rule, st.Shadow = true, l.label, dom.shadow
+			koff := len(sc.buf)
+			for _, en := range d.Entries {
+				sc.buf = appendValue(appendValue(sc.buf, en.Key), en.Value)
+			}
+			sc.calls = append(sc.calls, call{l: l, n: hitsOf(req, d), desc: i, shadow: dom.shadow, koff: koff, kend: len(sc.buf)})
+			continue
+		}
+		r := dom.lookup(d.Entries)
+		sc.rules[i] = r
+		if r != nil {
+			st.Rule, st.Shadow = r.name, r.shadow || dom.shadow
+		}
+	}
+	if dom.replaces {
+		sc.dropReplaced(out)
+	}
+	sc.ruleCalls(dom, req, out)
+	if len(sc.calls) == 0 {
+		out.Decision = allowAll
+		return nil
+	}
+	e.setKeys(sc)
+	return nil
+}
+
+// dropReplaced drops the matched rules that another matched rule replaces
+// (see Rule.Replaces), marking their descriptors' statuses.
+func (sc *scratch) dropReplaced(out *Result) {
+	for _, r := range sc.rules {
+		if r != nil {
+			sc.names = append(sc.names, r.replaces...)
+		}
+	}
+	for i, r := range sc.rules {
+		if r != nil && contains(sc.names, r.alias) {
+			sc.rules[i] = nil
+			out.Statuses[i].Replaced = true
+		}
+	}
+}
+
+// ruleCalls lays out the calls of the matched rules (sc.rules) for their
+// descriptors of req: one per layer of a rule's limits (its own or its
+// tier's), under the rule's key; none for an exempt descriptor or an
+// unlimited rule.
+func (sc *scratch) ruleCalls(dom *cdomain, req *Request, out *Result) {
+	for i, r := range sc.rules {
+		if r == nil {
+			continue
+		}
+		d := &req.Descriptors[i]
+		st := &out.Statuses[i]
+		if r.exempted(d.Entries) {
+			st.Exempt = true
+			continue
+		}
+		set := r.own
+		if r.table != nil {
+			set = r.table.pick(d.Entries[r.tierIdx].Value)
+			st.Tier = set.tier
+		}
+		if set.unlimited {
+			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+			continue
+		}
+		if len(set.layers) == 0 {
+			continue
+		}
+		c := call{n: hitsOf(req, d), desc: i, shadow: r.shadow || dom.shadow, koff: -1, key: r.key}
+		if !r.constKey {
+			c.koff = len(sc.buf)
+			for j := range r.depth {
+				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+			}
+			sc.buf = shortenKey(sc.buf, c.koff)
+			c.kend = len(sc.buf)
+		}
+		for _, l := range set.layers {
+			c.l = l
+			if l.lanes {
+				sc.laneCall(c, r, d)
+				continue
+			}
+			sc.calls = append(sc.calls, c)
+		}
+	}
+}
+
+// laneCall lays out call c of a layer of lanes (c.l) for descriptor d of
+// rule r: its key is the lane, then the budget's key (see splitLane).
+func (sc *scratch) laneCall(c call, r *crule, d *Descriptor) {
+	l := c.l
+	c.koff = len(sc.buf)
+	sc.buf = appendValue(sc.buf, d.Entries[l.lane].Value)
+	if !l.laneOnly {
+		boff := len(sc.buf)
+		for j := range r.depth {
+			if j != l.lane {
+				sc.buf = appendValue(sc.buf, d.Entries[j].Value)
+			}
+		}
+		if len(sc.buf)-c.koff > maxStoredKey {
+			sc.buf = hashKey(sc.buf, boff)
+		}
+	}
+	c.kend = len(sc.buf)
+	sc.calls = append(sc.calls, c)
+}
+
+// setKeys sets the keys of the calls laid out in sc from their offsets in
+// its buffer, now that the buffer no longer moves.
+func (e *Engine) setKeys(sc *scratch) {
+	for j := range sc.calls {
+		c := &sc.calls[j]
+		if c.koff < 0 {
+			continue
+		}
+		switch {
+		case c.kend == c.koff:
+			c.key = ""
+		case !c.l.shortKey && (c.l.slots != nil || e.o.obs != nil):
+			// Stored by the limiter, or seen by the observer.
+			c.key = string(sc.buf[c.koff:c.kend])
+		default:
+			// The in-memory limiters copy the keys they keep; the
+			// buffer outlives the check.
+			c.key = unsafe.String(&sc.buf[c.koff], c.kend-c.koff)
+		}
+	}
 }

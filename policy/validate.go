@@ -168,7 +168,26 @@ func (v *validator) storeFailure(src *source, prefix string, s Store, f Failure)
 	}
 }
 
+// rule checks rule r of domain d, whose fields src locates; keys are
+// the domain's keys, if it names some.
 func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) {
+	v.ruleName(r, src)
+	matchKeys := v.ruleMatch(r, src, keys)
+	v.ruleLimits(d, r, src, matchKeys)
+	if r.Tiers != nil && !v.tables[r.Tiers] {
+		v.tables[r.Tiers] = true
+		v.table(r.Tiers)
+	}
+	if !src.isBroken("store") {
+		v.storeFailure(src, "", r.Store, r.Failure)
+	}
+	v.ruleExempt(r, src, matchKeys)
+	v.ruleReplaces(r, src)
+}
+
+// ruleName checks a rule's name: given, unique in the policy, and a valid
+// name.
+func (v *validator) ruleName(r *Rule, src *source) {
 	switch first, dup := v.names[r.Name]; {
 	case src.isBroken("name"):
 		// The loader said why.
@@ -181,6 +200,11 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 		v.name(src, "name", r.Name)
 		v.names[r.Name] = r
 	}
+}
+
+// ruleMatch checks a rule's matchers against the domain's keys, if it
+// names some, and returns the index of the first matcher of each key.
+func (v *validator) ruleMatch(r *Rule, src *source, keys map[string]bool) map[string]int {
 	matchKeys := map[string]int{}
 	switch {
 	case src.isBroken("match"):
@@ -204,6 +228,12 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 			matchKeys[m.Key] = i
 		}
 	}
+	return matchKeys
+}
+
+// ruleLimits checks a rule's limits: its tier key with a tier table, else
+// its own limits.
+func (v *validator) ruleLimits(d *Domain, r *Rule, src *source, matchKeys map[string]int) {
 	switch {
 	case src.isBroken("limits"):
 	case r.Tiers != nil:
@@ -230,13 +260,11 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 			v.memoryOnly(r, src, matchKeys)
 		}
 	}
-	if r.Tiers != nil && !v.tables[r.Tiers] {
-		v.tables[r.Tiers] = true
-		v.table(r.Tiers)
-	}
-	if !src.isBroken("store") {
-		v.storeFailure(src, "", r.Store, r.Failure)
-	}
+}
+
+// ruleExempt checks a rule's exemptions: each of a key the rule matches,
+// with values, and not exempting all that the rule matches.
+func (v *validator) ruleExempt(r *Rule, src *source, matchKeys map[string]int) {
 	for _, e := range r.Exempt {
 		if src.isBroken("exempt") || src.isBroken("match") {
 			break
@@ -262,6 +290,11 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 			}
 		}
 	}
+}
+
+// ruleReplaces checks the names a rule replaces: not empty, and not its
+// own.
+func (v *validator) ruleReplaces(r *Rule, src *source) {
 	for i, name := range r.Replaces {
 		f := fmt.Sprintf("replaces[%d]", i)
 		switch {
