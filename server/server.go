@@ -101,38 +101,15 @@ const (
 // building the engine (policy.ErrNoStore: a rule with store: redis and no
 // WithRedis) or of the gateway (a domain the policy lacks).
 func New(opts ...Option) (*Server, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
-	}
-	switch {
-	case o.pol != nil && len(o.files) > 0:
-		return nil, fmt.Errorf("%w: WithPolicy and WithPolicyFiles are exclusive", ErrInvalidOption)
-	case o.httpAddr == "" && o.grpcAddr == "":
-		return nil, fmt.Errorf("%w: no HTTP and no gRPC address: nothing to serve", ErrInvalidOption)
-	case o.upstream != nil && o.httpAddr == "":
-		return nil, fmt.Errorf("%w: WithUpstream needs the HTTP listener, and its address is empty", ErrInvalidOption)
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") || (o.clientCA != "" && o.tlsCert == "") {
-		return nil, fmt.Errorf("%w: WithTLS(%q, %q), WithClientCA(%q): %v", ErrInvalidOption, o.tlsCert, o.tlsKey, o.clientCA, errTLSIncomplete)
-	}
-	if o.upstream != nil && !o.adminSet {
-		o.adminAddr = DefaultGatewayAdminAddr
-	}
-	if o.upstream != nil && o.adminAddr == o.httpAddr && !strings.HasSuffix(o.httpAddr, ":0") {
-		return nil, fmt.Errorf("%w: the gateway and the admin listener need different addresses (both %q)", ErrInvalidOption, o.httpAddr)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	log := o.log
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{o: o, log: log, errc: make(chan error, 4), quit: make(chan struct{})}
-	var err error
 	ok := false
 	defer func() {
 		if !ok {
@@ -143,66 +120,155 @@ func New(opts ...Option) (*Server, error) {
 		}
 	}()
 
-	if o.tlsCert != "" {
-		if s.tls, err = newTLSFiles(o.tlsCert, o.tlsKey, o.clientCA, log); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
-		}
+	if err := s.loadTLS(); err != nil {
+		return nil, err
 	}
-	s.reg = o.reg
-	if s.reg == nil {
-		s.reg = prometheus.NewRegistry()
-		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := s.buildMetrics(); err != nil {
+		return nil, err
 	}
-	if s.obs, err = promlimit.New(s.reg); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
+	if err := s.openStore(); err != nil {
+		return nil, err
 	}
-	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
-	}
-	if o.redis != nil {
-		if s.store, err = redisstore.New(o.redis, redisstore.WithName("redis"), redisstore.WithObserver(s.obs)); err != nil {
-			return nil, err
-		}
-	}
-
-	p, files, err := s.initialPolicy()
+	p, files, e, err := s.loadPolicy()
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.newEngine(p, nil)
-	if err != nil {
+	if err := s.buildGateway(p, e); err != nil {
 		return nil, err
-	}
-	s.engines.Set(e)
-	s.pol.Store(p)
-	s.cfg.loaded(time.Now(), false)
-
-	if o.upstream != nil {
-		domain := o.domain
-		if domain == "" {
-			if len(p.Domains) != 1 {
-				return nil, fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (WithGatewayDomain)", ErrInvalidOption, len(p.Domains))
-			}
-			domain = p.Domains[0].Name
-		}
-		if s.gw, err = newGateway(o.upstream, e, domain, &s.o); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.buildListeners(); err != nil {
 		return nil, err
 	}
+	s.logLoaded(p, files)
+	ok = true
+	return s, nil
+}
+
+// buildOptions applies opts over the defaults and checks them together:
+// the error wraps ErrInvalidOption for an invalid option or options that
+// contradict one another. In gateway mode it moves the admin listener to
+// DefaultGatewayAdminAddr unless WithAdminAddr set it.
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.err != nil {
+		return o, o.err
+	}
+	switch {
+	case o.pol != nil && len(o.files) > 0:
+		return o, fmt.Errorf("%w: WithPolicy and WithPolicyFiles are exclusive", ErrInvalidOption)
+	case o.httpAddr == "" && o.grpcAddr == "":
+		return o, fmt.Errorf("%w: no HTTP and no gRPC address: nothing to serve", ErrInvalidOption)
+	case o.upstream != nil && o.httpAddr == "":
+		return o, fmt.Errorf("%w: WithUpstream needs the HTTP listener, and its address is empty", ErrInvalidOption)
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") || (o.clientCA != "" && o.tlsCert == "") {
+		return o, fmt.Errorf("%w: WithTLS(%q, %q), WithClientCA(%q): %v", ErrInvalidOption, o.tlsCert, o.tlsKey, o.clientCA, errTLSIncomplete)
+	}
+	if o.upstream != nil && !o.adminSet {
+		o.adminAddr = DefaultGatewayAdminAddr
+	}
+	if o.upstream != nil && o.adminAddr == o.httpAddr && !strings.HasSuffix(o.httpAddr, ":0") {
+		return o, fmt.Errorf("%w: the gateway and the admin listener need different addresses (both %q)", ErrInvalidOption, o.httpAddr)
+	}
+	return o, nil
+}
+
+// loadTLS loads the certificate, key and client CAs of WithTLS and
+// WithClientCA, if given.
+func (s *Server) loadTLS() error {
+	if s.o.tlsCert == "" {
+		return nil
+	}
+	var err error
+	if s.tls, err = newTLSFiles(s.o.tlsCert, s.o.tlsKey, s.o.clientCA, s.log); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	return nil
+}
+
+// buildMetrics sets up the Server's registry (WithRegistry's, or a new
+// one with the Go runtime and process collectors) and registers the
+// decisions' and the reloads' metrics on it.
+func (s *Server) buildMetrics() error {
+	s.reg = s.o.reg
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	var err error
+	if s.obs, err = promlimit.New(s.reg); err != nil {
+		return fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
+	}
+	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
+		return fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
+	}
+	return nil
+}
+
+// openStore opens the Redis store over the client of WithRedis, if given.
+func (s *Server) openStore() error {
+	if s.o.redis == nil {
+		return nil
+	}
+	var err error
+	s.store, err = redisstore.New(s.o.redis, redisstore.WithName("redis"), redisstore.WithObserver(s.obs))
+	return err
+}
+
+// loadPolicy loads the policy the Server starts with and builds its
+// engine, and puts both in force. It returns the policy, its files (none
+// for a policy given in Go or the built-in one) and the engine.
+func (s *Server) loadPolicy() (*policy.Policy, []string, *policy.Engine, error) {
+	p, files, err := s.initialPolicy()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e, err := s.newEngine(p, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.engines.Set(e)
+	s.pol.Store(p)
+	s.cfg.loaded(time.Now(), false)
+	return p, files, e, nil
+}
+
+// buildGateway builds the gateway of WithUpstream, if given, over the
+// engine e: it checks requests against the domain of WithGatewayDomain,
+// or else against p's only domain.
+func (s *Server) buildGateway(p *policy.Policy, e *policy.Engine) error {
+	if s.o.upstream == nil {
+		return nil
+	}
+	domain := s.o.domain
+	if domain == "" {
+		if len(p.Domains) != 1 {
+			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (WithGatewayDomain)", ErrInvalidOption, len(p.Domains))
+		}
+		domain = p.Domains[0].Name
+	}
+	var err error
+	s.gw, err = newGateway(s.o.upstream, e, domain, &s.o)
+	return err
+}
+
+// logLoaded logs where the policy p the Server starts with came from
+// (its files, Go or built-in) and what it holds.
+func (s *Server) logLoaded(p *policy.Policy, files []string) {
 	domains, rules := policySummary(p)
 	source := "built-in"
 	switch {
 	case len(files) > 0:
 		source = "files"
-	case o.pol != nil:
+	case s.o.pol != nil:
 		source = "Go"
 	}
-	log.Info("policy loaded", "source", source, "files", files, "domains", domains, "rules", rules, "redis", s.store != nil)
-	ok = true
-	return s, nil
+	s.log.Info("policy loaded", "source", source, "files", files, "domains", domains, "rules", rules, "redis", s.store != nil)
 }
 
 // initialPolicy loads the policy the Server starts with.

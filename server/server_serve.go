@@ -167,6 +167,39 @@ func (s *Server) Start() error {
 	case stateClosed:
 		return ErrClosed
 	}
+	if err := s.bind(); err != nil {
+		return err
+	}
+	s.state = stateStarted
+	if s.httpSrv != nil {
+		s.wg.Add(1)
+		go s.serveHTTP(s.httpSrv, s.httpLn, "HTTP")
+	}
+	if s.adminSrv != nil {
+		s.wg.Add(1)
+		go s.serveHTTP(s.adminSrv, s.adminLn, "admin")
+	}
+	if s.debugSrv != nil {
+		s.wg.Add(1)
+		go s.serveHTTP(s.debugSrv, s.debugLn, "debug")
+	}
+	if s.grpcSrv != nil {
+		s.wg.Add(1)
+		go s.serveGRPC()
+	}
+	if len(s.o.files) > 0 && s.o.reload > 0 {
+		s.wg.Add(1)
+		go s.poll(s.o.reload)
+	}
+	s.log.Info("serving", "http", addrString(s.HTTPAddr()), "grpc", addrString(s.GRPCAddr()), "admin", addrString(s.AdminAddr()),
+		"debug", addrString(s.DebugAddr()), "gateway", s.gw != nil)
+	return nil
+}
+
+// bind binds the listeners of the servers built (HTTP, admin, gRPC, debug,
+// in that order); if one fails, it closes those already bound and returns
+// the error naming the listener.
+func (s *Server) bind() error {
 	var lns []net.Listener
 	listen := func(addr string) (net.Listener, error) {
 		l, err := listenAddr(addr)
@@ -200,45 +233,32 @@ func (s *Server) Start() error {
 			return fmt.Errorf("server: debug listener: %w", err)
 		}
 	}
-	s.state = stateStarted
-	serveHTTP := func(srv *http.Server, l net.Listener, name string) {
-		defer s.wg.Done()
-		serve := srv.Serve
-		if srv.TLSConfig != nil {
-			serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
-		}
-		if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.fail(fmt.Errorf("server: %s listener: %w", name, err))
-		}
-	}
-	if s.httpSrv != nil {
-		s.wg.Add(1)
-		go serveHTTP(s.httpSrv, s.httpLn, "HTTP")
-	}
-	if s.adminSrv != nil {
-		s.wg.Add(1)
-		go serveHTTP(s.adminSrv, s.adminLn, "admin")
-	}
-	if s.debugSrv != nil {
-		s.wg.Add(1)
-		go serveHTTP(s.debugSrv, s.debugLn, "debug")
-	}
-	if s.grpcSrv != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := s.grpcSrv.Serve(s.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-				s.fail(fmt.Errorf("server: gRPC listener: %w", err))
-			}
-		}()
-	}
-	if len(s.o.files) > 0 && s.o.reload > 0 {
-		s.wg.Add(1)
-		go s.poll(s.o.reload)
-	}
-	s.log.Info("serving", "http", addrString(s.HTTPAddr()), "grpc", addrString(s.GRPCAddr()), "admin", addrString(s.AdminAddr()),
-		"debug", addrString(s.DebugAddr()), "gateway", s.gw != nil)
 	return nil
+}
+
+// serveHTTP serves srv on l (over TLS if srv has a TLS configuration)
+// until it is shut down, recording the error that stops it otherwise
+// under the listener's name. It is the goroutine of one listener: it calls
+// s.wg.Done when it returns.
+func (s *Server) serveHTTP(srv *http.Server, l net.Listener, name string) {
+	defer s.wg.Done()
+	serve := srv.Serve
+	if srv.TLSConfig != nil {
+		serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
+	}
+	if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.fail(fmt.Errorf("server: %s listener: %w", name, err))
+	}
+}
+
+// serveGRPC serves the gRPC server on its listener until it is stopped,
+// recording the error that stops it otherwise. It is the goroutine of the
+// gRPC listener: it calls s.wg.Done when it returns.
+func (s *Server) serveGRPC() {
+	defer s.wg.Done()
+	if err := s.grpcSrv.Serve(s.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		s.fail(fmt.Errorf("server: gRPC listener: %w", err))
+	}
 }
 
 func addrString(a net.Addr) string {
