@@ -330,6 +330,41 @@ func (a *API) request(b *apiBody, req *policy.Request, entries *[]policy.Entry, 
 		return err
 	}
 	req.Domain, req.Hits = b.Domain, hits
+	sizeRequest(b, req, entries, limits)
+	for i := range b.Descriptors {
+		bd := &b.Descriptors[i]
+		d := &req.Descriptors[i]
+		if err := a.checkEntries(bd, i); err != nil {
+			return err
+		}
+		start := len(*entries)
+		for _, en := range bd.Entries {
+			*entries = append(*entries, policy.Entry{Key: en.Key, Value: en.Value})
+		}
+		d.Entries = (*entries)[start:len(*entries):len(*entries)]
+		if bd.Hits.set {
+			n, err := apiHits(bd.Hits, 0, "descriptors["+strconv.Itoa(i)+"].hits")
+			if err != nil {
+				return err
+			}
+			d.Hits, d.OwnHits = n, true
+		}
+		if bd.Limit != nil {
+			l, err := apiInlineLimit(bd.Limit, i)
+			if err != nil {
+				return err
+			}
+			*limits = append(*limits, l)
+			d.Limit = &(*limits)[len(*limits)-1]
+		}
+	}
+	return nil
+}
+
+// sizeRequest makes room in req for b's descriptors, cleared, and in
+// entries and limits for all their entries and inline limits, reusing the
+// capacity each has; entries and limits are left empty.
+func sizeRequest(b *apiBody, req *policy.Request, entries *[]policy.Entry, limits *[]admit.Limit) {
 	nd := len(b.Descriptors)
 	if cap(req.Descriptors) < nd {
 		req.Descriptors = make([]policy.Descriptor, nd)
@@ -352,45 +387,28 @@ func (a *API) request(b *apiBody, req *policy.Request, entries *[]policy.Entry, 
 		*entries = make([]policy.Entry, 0, ne)
 	}
 	*limits, *entries = (*limits)[:0], (*entries)[:0]
-	for i := range b.Descriptors {
-		bd := &b.Descriptors[i]
-		d := &req.Descriptors[i]
+}
+
+// checkEntries checks the entries of bd, descriptor i of a body: at least
+// one and at most the maximum, each with a key, its key and value within
+// the longest value allowed.
+func (a *API) checkEntries(bd *apiDescriptor, i int) *apiError {
+	o := &a.o
+	switch {
+	case len(bd.Entries) == 0:
+		return apiBadRequest(apiCodeMissingField, "descriptors[%d].entries: at least one entry is required", i)
+	case len(bd.Entries) > o.maxEntries:
+		return apiUnprocessable("descriptors[%d].entries: %d entries, the maximum is %d", i, len(bd.Entries), o.maxEntries)
+	}
+	for j := range bd.Entries {
+		en := &bd.Entries[j]
 		switch {
-		case len(bd.Entries) == 0:
-			return apiBadRequest(apiCodeMissingField, "descriptors[%d].entries: at least one entry is required", i)
-		case len(bd.Entries) > o.maxEntries:
-			return apiUnprocessable("descriptors[%d].entries: %d entries, the maximum is %d", i, len(bd.Entries), o.maxEntries)
-		}
-		for j := range bd.Entries {
-			en := &bd.Entries[j]
-			switch {
-			case en.Key == "":
-				return apiBadRequest(apiCodeMissingField, "descriptors[%d].entries[%d].key is required", i, j)
-			case len(en.Key) > o.maxValue:
-				return apiUnprocessable("descriptors[%d].entries[%d].key: %d bytes, the maximum is %d", i, j, len(en.Key), o.maxValue)
-			case len(en.Value) > o.maxValue:
-				return apiUnprocessable("descriptors[%d].entries[%d].value: %d bytes, the maximum is %d", i, j, len(en.Value), o.maxValue)
-			}
-		}
-		start := len(*entries)
-		for _, en := range bd.Entries {
-			*entries = append(*entries, policy.Entry{Key: en.Key, Value: en.Value})
-		}
-		d.Entries = (*entries)[start:len(*entries):len(*entries)]
-		if bd.Hits.set {
-			n, err := apiHits(bd.Hits, 0, "descriptors["+strconv.Itoa(i)+"].hits")
-			if err != nil {
-				return err
-			}
-			d.Hits, d.OwnHits = n, true
-		}
-		if bd.Limit != nil {
-			l, err := apiInlineLimit(bd.Limit, i)
-			if err != nil {
-				return err
-			}
-			*limits = append(*limits, l)
-			d.Limit = &(*limits)[len(*limits)-1]
+		case en.Key == "":
+			return apiBadRequest(apiCodeMissingField, "descriptors[%d].entries[%d].key is required", i, j)
+		case len(en.Key) > o.maxValue:
+			return apiUnprocessable("descriptors[%d].entries[%d].key: %d bytes, the maximum is %d", i, j, len(en.Key), o.maxValue)
+		case len(en.Value) > o.maxValue:
+			return apiUnprocessable("descriptors[%d].entries[%d].value: %d bytes, the maximum is %d", i, j, len(en.Value), o.maxValue)
 		}
 	}
 	return nil

@@ -3,9 +3,6 @@ package server
 import (
 	"container/heap"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -326,29 +323,6 @@ func (l *Leases) reserve(ctx context.Context) error {
 	return nil
 }
 
-// releasingLocked returns the done channels of the batches of expired
-// leases being given back.
-func (l *Leases) releasingLocked() []chan struct{} {
-	var batches []chan struct{}
-	for x := range l.releasing {
-		batches = append(batches, x.done)
-	}
-	return batches
-}
-
-// waitReleased waits until every channel of batches is closed, or ctx is
-// done.
-func waitReleased(ctx context.Context, batches []chan struct{}) error {
-	for _, done := range batches {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
 func (l *Leases) unreserve() {
 	l.mu.Lock()
 	l.reserved--
@@ -403,27 +377,6 @@ func (l *Leases) Finish(ctx context.Context, id string, failed bool) error {
 		return l.releaseStored(ctx, id, err)
 	}
 	ls.release(true, failed)
-	return nil
-}
-
-// releaseStored releases lease id from Redis (see WithLeaseStore) after
-// the table did not hold it (err, ErrLeaseNotFound or ErrLeasesClosed).
-func (l *Leases) releaseStored(ctx context.Context, id string, err error) error {
-	if l.store == nil || !errors.Is(err, ErrLeaseNotFound) || !isLeaseID(id) {
-		return err
-	}
-	leases, ok, serr := l.store.TakeLeases(ctx, id)
-	if serr != nil {
-		return fmt.Errorf("%w: %v", ErrLeaseStore, serr)
-	}
-	if !ok {
-		return ErrLeaseNotFound
-	}
-	for _, p := range leases {
-		// Within the store's timeout even if ctx ends: the record is gone,
-		// so nobody else will release them.
-		_, _ = p.Release(context.WithoutCancel(ctx))
-	}
 	return nil
 }
 
@@ -495,68 +448,6 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 	return out, nil
 }
 
-// extendStored extends lease id in Redis (see WithLeaseStore): its record
-// first, then its slots, so that a failure between the two leaves a record
-// outliving its slots (harmless: the next release or extension finds them
-// gone) rather than slots outliving the record that names them.
-func (l *Leases) extendStored(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
-	if l.store == nil || !isLeaseID(id) {
-		return Lease{}, ErrLeaseNotFound
-	}
-	leases, ok, err := l.store.LoadLeases(ctx, id)
-	if err == nil && ok {
-		ok, err = l.store.RenewLeases(ctx, id, ttl) // false: released meanwhile
-	}
-	if err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
-	}
-	if !ok {
-		return Lease{}, ErrLeaseNotFound
-	}
-	for _, p := range leases {
-		held, err := p.ExtendFor(ctx, ttl)
-		if err != nil {
-			return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
-		}
-		if !held {
-			// Its slots expired in Redis: the lease ends.
-			_ = l.releaseStored(ctx, id, ErrLeaseNotFound)
-			return Lease{}, ErrLeaseNotFound
-		}
-	}
-	return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
-}
-
-// redisLeases returns the redisstore Leases of h's grants, and false if a
-// grant is anything else or one learns from outcomes.
-func redisLeases(h *compose.Held) ([]redisstore.Lease, bool) {
-	if h.WantsOutcome() {
-		return nil, false
-	}
-	out := make([]redisstore.Lease, 0, h.Len())
-	for g := range h.Grants() {
-		r, ok := g.(interface{ Lease() redisstore.Lease })
-		if !ok {
-			return nil, false
-		}
-		out = append(out, r.Lease())
-	}
-	return out, len(out) > 0
-}
-
-// isLeaseID reports whether id has the form of the ids newLeaseID makes.
-func isLeaseID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // Len returns the number of leases held, after giving back the expired
 // ones (waiting for those the table's goroutine is giving back).
 func (l *Leases) Len() int {
@@ -589,124 +480,4 @@ func (l *Leases) Close() error {
 		releaseLeases(all)
 	})
 	return nil
-}
-
-// expiry is a batch of expired leases taken off the table together;
-// done is closed once their slots are given back.
-type expiry struct {
-	leases []*lease
-	done   chan struct{}
-}
-
-// expireLocked removes the leases expired at now from the table and
-// returns them as a batch registered in l.releasing, to be given back
-// (giveBack) once the lock is released; nil when none expired.
-func (l *Leases) expireLocked(now time.Time) *expiry {
-	var x *expiry
-	for len(l.queue) > 0 && !l.queue[0].expires.After(now) {
-		ls := heap.Pop(&l.queue).(*lease)
-		delete(l.byID, ls.id)
-		if x == nil {
-			x = &expiry{done: make(chan struct{})}
-			l.releasing[x] = struct{}{}
-		}
-		x.leases = append(x.leases, ls)
-	}
-	return x
-}
-
-// giveBack releases the leases of x, a batch from expireLocked (nil for
-// none), and tells the acquires waiting for it.
-func (l *Leases) giveBack(x *expiry) int {
-	if x == nil {
-		return 0
-	}
-	releaseLeases(x.leases)
-	l.mu.Lock()
-	delete(l.releasing, x)
-	l.mu.Unlock()
-	close(x.done)
-	return len(x.leases)
-}
-
-func releaseLeases(ls []*lease) {
-	for _, x := range ls {
-		x.release(false, false)
-	}
-}
-
-// run gives back expired leases: it sleeps until the earliest expiry, or
-// until an earlier one is added.
-func (l *Leases) run() {
-	defer close(l.stopped)
-	for {
-		l.mu.Lock()
-		var next time.Time
-		pending := len(l.queue) > 0
-		if pending {
-			next = l.queue[0].expires
-		}
-		l.mu.Unlock()
-		var t admit.Timer
-		var fire <-chan time.Time
-		if pending {
-			t = l.clock.NewTimer(next.Sub(l.clock.Now()))
-			fire = t.C()
-		}
-		select {
-		case <-l.done:
-			if t != nil {
-				t.Stop()
-			}
-			return
-		case <-l.wake:
-			if t != nil {
-				t.Stop()
-			}
-			continue
-		case <-fire:
-		}
-		l.mu.Lock()
-		expired := l.expireLocked(l.clock.Now())
-		l.mu.Unlock()
-		if expired != nil && l.reaping != nil {
-			l.reaping()
-		}
-		n := l.giveBack(expired)
-		if l.reaped != nil {
-			l.reaped(n)
-		}
-	}
-}
-
-// newLeaseID returns 128 random bits in hex.
-func newLeaseID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	return hex.EncodeToString(b[:])
-}
-
-// leaseQueue is a heap of leases by expiry.
-type leaseQueue []*lease
-
-func (q leaseQueue) Len() int           { return len(q) }
-func (q leaseQueue) Less(i, j int) bool { return q[i].expires.Before(q[j].expires) }
-func (q leaseQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].idx, q[j].idx = i, j
-}
-
-func (q *leaseQueue) Push(x any) {
-	ls := x.(*lease)
-	ls.idx = len(*q)
-	*q = append(*q, ls)
-}
-
-func (q *leaseQueue) Pop() any {
-	old := *q
-	n := len(old)
-	ls := old[n-1]
-	old[n-1] = nil
-	*q = old[:n-1]
-	return ls
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/server/admitv1"
 )
 
@@ -211,5 +215,100 @@ func TestFailurePolicyError(t *testing.T) {
 	// The failures are counted under the store's name.
 	if v, ok := metric(t, h.s.Registry(), "admit_store_errors_total", "limiter", "redis", "op", "decide"); !ok || v == 0 {
 		t.Errorf("admit_store_errors_total{limiter=\"redis\",op=\"decide\"} = %v, %v", v, ok)
+	}
+}
+
+// TestServerRedisFailurePolicies kills Redis under load: each rule
+// follows its failure policy, and decisions come from Redis again once
+// it is back. Each phase uses keys of its own: keys Redis refused are
+// still refused while it is down (the store's deny cache is exact).
+func TestServerRedisFailurePolicies(t *testing.T) {
+	const src = `domain: api
+defaults:
+  store: redis
+rules:
+  - name: open
+    match: [{key: rule, value: open}, id]
+    rate: 5/hour
+    failure: {policy: fail_open, timeout: 5s}
+  - name: closed
+    match: [{key: rule, value: closed}, id]
+    rate: 5/hour
+    failure: {policy: fail_closed, timeout: 5s}
+  - name: fallback
+    match: [{key: rule, value: fallback}, id]
+    rate: 5/hour
+    failure: {policy: fallback, local_share: 1, timeout: 5s}
+`
+	rs := redistest.NewStandalone(t)
+	client, _, err := NewRedisClient("redis://" + rs.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	p, err := policy.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &echoUpstream{}
+	upSrv := httptest.NewServer(up)
+	defer upSrv.Close()
+	u, _ := url.Parse(upSrv.URL)
+	s := startServer(t, WithPolicy(p), WithRedis(client), WithUpstream(u), WithAdminAddr("127.0.0.1:0"),
+		WithDescriptorSpecs("rule=!header:X-Rule,id=!header:X-Id"))
+	front := "http://" + s.HTTPAddr().String()
+	admitted := func(rule, id string, n int) int {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok := 0
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest(http.MethodGet, front+"/", nil)
+				req.Header.Set("X-Rule", rule)
+				req.Header.Set("X-Id", id)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return ok
+	}
+	for _, rule := range []string{"open", "closed", "fallback"} {
+		if got := admitted(rule, "up", 8); got != 5 {
+			t.Fatalf("%s with Redis up: %d of 8 admitted, want 5", rule, got)
+		}
+	}
+	rs.Kill()
+	if got := admitted("open", "down", 20); got != 20 {
+		t.Errorf("fail_open with Redis down: %d of 20 admitted, want all", got)
+	}
+	if got := admitted("closed", "down", 20); got != 0 {
+		t.Errorf("fail_closed with Redis down: %d of 20 admitted, want none", got)
+	}
+	if got := admitted("fallback", "down", 20); got != 5 {
+		t.Errorf("fallback with Redis down: %d of 20 admitted, want the local limit's 5", got)
+	}
+	if v, ok := metric(t, s.Registry(), "admit_store_errors_total"); !ok || v == 0 {
+		t.Errorf("admit_store_errors_total = %v, %v: the failures were not counted", v, ok)
+	}
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The restarted Redis decides again: 5 of a new key.
+	eventually(t, 20*time.Second, "decisions from Redis again", func() bool { return admitted("closed", "back", 1) == 1 })
+	if got := admitted("closed", "back", 8); got != 4 {
+		t.Errorf("fail_closed with Redis back: %d of 8 admitted, want 4 more", got)
 	}
 }

@@ -194,32 +194,8 @@ type rlsOne struct {
 // response builds the answer to a request decided as res says.
 func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 	n := len(res.Statuses)
-	limited := 0
-	for i := range res.Statuses {
-		if rlsLimited(&res.Statuses[i]) {
-			limited++
-		}
-	}
-	var (
-		out   *rlsv3.RateLimitResponse
-		sts   []rlsv3.RateLimitResponse_DescriptorStatus
-		lims  []rlsv3.RateLimitResponse_RateLimit
-		durs  []durationpb.Duration
-		until *timestamppb.Timestamp
-	)
-	if n == 1 {
-		one := new(rlsOne)
-		out, sts, lims, durs = &one.out, one.st[:], one.lim[:limited], one.dur[:limited]
-		out.Statuses = one.stp[:]
-	} else {
-		out = new(rlsv3.RateLimitResponse)
-		sts = make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
-		out.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
-		if limited > 0 {
-			lims = make([]rlsv3.RateLimitResponse_RateLimit, limited)
-			durs = make([]durationpb.Duration, limited)
-		}
-	}
+	out, sts, lims, durs := rlsAllocate(res)
+	var until *timestamppb.Timestamp
 	out.OverallCode = rlsv3.RateLimitResponse_OK
 	if !res.Decision.Allowed {
 		out.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
@@ -272,6 +248,36 @@ func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 		out.ResponseHeadersToAdd = rlsEnvoyHeaders(out.Statuses)
 	}
 	return out
+}
+
+// rlsAllocate allocates the messages of the answer to a request decided
+// as res says: the response with room for a status per descriptor (sts,
+// which out.Statuses points to), and a limit and a duration (lims, durs)
+// per descriptor limited. The answer to one descriptor takes a single
+// allocation (rlsOne).
+func rlsAllocate(res *policy.Result) (out *rlsv3.RateLimitResponse, sts []rlsv3.RateLimitResponse_DescriptorStatus,
+	lims []rlsv3.RateLimitResponse_RateLimit, durs []durationpb.Duration) {
+	n := len(res.Statuses)
+	limited := 0
+	for i := range res.Statuses {
+		if rlsLimited(&res.Statuses[i]) {
+			limited++
+		}
+	}
+	if n == 1 {
+		one := new(rlsOne)
+		out, sts, lims, durs = &one.out, one.st[:], one.lim[:limited], one.dur[:limited]
+		out.Statuses = one.stp[:]
+		return out, sts, lims, durs
+	}
+	out = new(rlsv3.RateLimitResponse)
+	sts = make([]rlsv3.RateLimitResponse_DescriptorStatus, n)
+	out.Statuses = make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)
+	if limited > 0 {
+		lims = make([]rlsv3.RateLimitResponse_RateLimit, limited)
+		durs = make([]durationpb.Duration, limited)
+	}
+	return out, sts, lims, durs
 }
 
 // rlsEnvoyHeaders returns envoyproxy/ratelimit's fields (RLSHeadersEnvoy)

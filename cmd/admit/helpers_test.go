@@ -403,3 +403,39 @@ func runServe(t *testing.T, env map[string]string, reload <-chan os.Signal, args
 		}
 	}
 }
+
+// runCmd runs a command in-process and returns its outputs and exit
+// status.
+func runCmd(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb)
+	code = exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+const ourPolicy = `domain: shop
+rules:
+  - name: checkout
+    match:
+      - key: route
+        value: /checkout
+    rate: 3/hour
+`
+
+const envoyPolicy = `domain: legacy
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: hour
+      requests_per_unit: 2
+`
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

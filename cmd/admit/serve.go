@@ -163,9 +163,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // Redis client; it is never nil.
 func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Option, cleanup func(), err error) {
 	cleanup = func() {}
-	bad := func(flagName string, err error) error {
-		return usageErrorf("--%s (%s): %v", flagName, envName(flagName), err)
-	}
 	opts = []server.Option{
 		server.WithLogger(log),
 		server.WithHTTPAddr(c.httpAddr),
@@ -173,49 +170,97 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		server.WithAdminAddr(c.adminAddr),
 		server.WithDebugAddr(c.debugAddr),
 		server.WithAllowReset(c.allowReset),
-		server.WithTLS(c.tlsCert, c.tlsKey),
-		server.WithClientCA(c.tlsClientCA),
 	}
+	// One group of flags after another, in this order: each checks its
+	// flags, then gives their options.
+	for _, group := range []func() ([]server.Option, error){
+		c.tlsOptions, c.grpcOptions, c.policyOptions, c.limitOptions, c.engineOptions,
+	} {
+		more, err := group()
+		if err != nil {
+			return nil, cleanup, err
+		}
+		opts = append(opts, more...)
+	}
+	more, cleanup, err := c.redisOptions(log)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	opts = append(opts, more...)
+	if more, err = c.gatewayOptions(cmd); err != nil {
+		return nil, cleanup, err
+	}
+	return append(opts, more...), cleanup, nil
+}
+
+// flagError is the usage error of a flag whose value is wrong, naming the
+// flag and its environment variable.
+func flagError(flagName string, err error) error {
+	return usageErrorf("--%s (%s): %v", flagName, envName(flagName), err)
+}
+
+// tlsOptions checks --tls-cert, --tls-key and --tls-client-ca, and gives
+// their options.
+func (c *serveConfig) tlsOptions() ([]server.Option, error) {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, cleanup, usageErrorf("--tls-cert (%s) and --tls-key (%s) go together", envName("tls-cert"), envName("tls-key"))
+		return nil, usageErrorf("--tls-cert (%s) and --tls-key (%s) go together", envName("tls-cert"), envName("tls-key"))
 	}
 	if c.tlsClientCA != "" && c.tlsCert == "" {
-		return nil, cleanup, bad("tls-client-ca", errors.New("needs --tls-cert and --tls-key"))
+		return nil, flagError("tls-client-ca", errors.New("needs --tls-cert and --tls-key"))
 	}
+	return []server.Option{server.WithTLS(c.tlsCert, c.tlsKey), server.WithClientCA(c.tlsClientCA)}, nil
+}
+
+// grpcOptions checks the flags of the gRPC listener
+// (--grpc-max-connection-age, --grpc-max-connection-age-grace and
+// --rls-headers), and gives their options.
+func (c *serveConfig) grpcOptions() ([]server.Option, error) {
 	if c.connAge < 0 || c.connAgeGrace < 0 {
-		return nil, cleanup, usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
+		return nil, usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
 	}
-	opts = append(opts, server.WithGRPCMaxConnectionAge(c.connAge, c.connAgeGrace))
 	rlsHeaders, err := server.ParseRLSHeaders(c.rlsHeaders.value)
 	if err != nil {
-		return nil, cleanup, bad("rls-headers", err)
+		return nil, flagError("rls-headers", err)
 	}
-	opts = append(opts, server.WithRLSHeaders(rlsHeaders))
-	if len(c.config.items) > 0 {
-		opts = append(opts, server.WithPolicyFiles(c.config.items...), server.WithMergeDomains(c.mergeDomains))
+	return []server.Option{server.WithGRPCMaxConnectionAge(c.connAge, c.connAgeGrace), server.WithRLSHeaders(rlsHeaders)}, nil
+}
+
+// policyOptions gives the options of --config and --merge-domains: none
+// without --config, which leaves the built-in policy.
+func (c *serveConfig) policyOptions() ([]server.Option, error) {
+	if len(c.config.items) == 0 {
+		return nil, nil
 	}
+	return []server.Option{server.WithPolicyFiles(c.config.items...), server.WithMergeDomains(c.mergeDomains)}, nil
+}
+
+// limitOptions checks the timeouts (none negative; the shutdown's and the
+// upstream's positive) and the caps on the sizes of bodies and headers,
+// and gives the server's options of them. --upstream-dial-timeout and
+// --upstream-timeout are checked here, and given with the gateway's.
+func (c *serveConfig) limitOptions() ([]server.Option, error) {
 	for name, d := range map[string]time.Duration{
 		"shutdown-timeout": c.shutdown, "reload-interval": c.reload, "read-header-timeout": c.readHeader,
 		"read-timeout": c.read, "write-timeout": c.write, "idle-timeout": c.idle,
 		"upstream-dial-timeout": c.dialTimeout, "upstream-timeout": c.upstreamTimeout,
 	} {
 		if d < 0 {
-			return nil, cleanup, bad(name, fmt.Errorf("negative duration %v", d))
+			return nil, flagError(name, fmt.Errorf("negative duration %v", d))
 		}
 	}
 	if c.shutdown == 0 {
-		return nil, cleanup, bad("shutdown-timeout", errors.New("want a positive duration"))
+		return nil, flagError("shutdown-timeout", errors.New("want a positive duration"))
 	}
 	if c.dialTimeout == 0 || c.upstreamTimeout == 0 {
-		return nil, cleanup, usageErrorf("--upstream-dial-timeout and --upstream-timeout must be positive")
+		return nil, usageErrorf("--upstream-dial-timeout and --upstream-timeout must be positive")
 	}
 	if c.maxBody.n <= 0 || c.maxBody.n > 1<<31-1 {
-		return nil, cleanup, bad("max-body-bytes", fmt.Errorf("%d: want 1 byte to 2GiB-1", c.maxBody.n))
+		return nil, flagError("max-body-bytes", fmt.Errorf("%d: want 1 byte to 2GiB-1", c.maxBody.n))
 	}
 	if c.maxHeader.n <= 0 || c.maxHeader.n > 1<<30 {
-		return nil, cleanup, bad("max-header-bytes", fmt.Errorf("%d: want 1 byte to 1GiB", c.maxHeader.n))
+		return nil, flagError("max-header-bytes", fmt.Errorf("%d: want 1 byte to 1GiB", c.maxHeader.n))
 	}
-	opts = append(opts,
+	return []server.Option{
 		server.WithShutdownTimeout(c.shutdown),
 		server.WithReloadInterval(c.reload),
 		server.WithReadHeaderTimeout(c.readHeader),
@@ -224,39 +269,60 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		server.WithIdleTimeout(c.idle),
 		server.WithMaxRequestBytes(c.maxBody.n),
 		server.WithMaxHeaderBytes(int(c.maxHeader.n)),
-	)
+	}, nil
+}
+
+// engineOptions checks --shadow and --key-prefix, and gives the engine's
+// options of them: none when neither is set.
+func (c *serveConfig) engineOptions() ([]server.Option, error) {
 	var engineOpts []policy.Option
 	if c.shadow {
 		engineOpts = append(engineOpts, policy.WithShadow(true))
 	}
 	if c.keyPrefix != "" {
 		if len(c.keyPrefix) > policy.MaxNameLength {
-			return nil, cleanup, bad("key-prefix", fmt.Errorf("%d bytes, the maximum is %d", len(c.keyPrefix), policy.MaxNameLength))
+			return nil, flagError("key-prefix", fmt.Errorf("%d bytes, the maximum is %d", len(c.keyPrefix), policy.MaxNameLength))
 		}
 		engineOpts = append(engineOpts, policy.WithKeyPrefix(c.keyPrefix))
 	}
-	if len(engineOpts) > 0 {
-		opts = append(opts, server.WithEngineOptions(engineOpts...))
+	if len(engineOpts) == 0 {
+		return nil, nil
 	}
+	return []server.Option{server.WithEngineOptions(engineOpts...)}, nil
+}
+
+// redisOptions checks --redis and its TLS flags and, with --redis,
+// connects a client to it and makes go-redis log through log: it gives
+// the client's option, and cleanup, which closes the client (a no-op
+// without one; never nil).
+func (c *serveConfig) redisOptions(log *slog.Logger) (opts []server.Option, cleanup func(), err error) {
+	cleanup = func() {}
 	redisTLS := c.redisCA != "" || c.redisCert != "" || c.redisKey != ""
 	if redisTLS && c.redis == "" {
 		return nil, cleanup, usageErrorf("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis (%s)", envName("redis"))
 	}
-	if c.redis != "" {
-		var ropts []server.RedisOption
-		if redisTLS {
-			ropts = append(ropts, server.WithRedisTLS(c.redisCA, c.redisCert, c.redisKey, log))
-		}
-		client, _, err := server.NewRedisClient(c.redis, ropts...)
-		if err != nil {
-			return nil, cleanup, bad("redis", err)
-		}
-		cleanup = func() { _ = client.Close() }
-		opts = append(opts, server.WithRedis(client))
-		// go-redis logs (Sentinel switches, dial errors) through a global
-		// logger: make its lines records of the service's log.
-		redis.SetLogger(redisLogger{log})
+	if c.redis == "" {
+		return nil, cleanup, nil
 	}
+	var ropts []server.RedisOption
+	if redisTLS {
+		ropts = append(ropts, server.WithRedisTLS(c.redisCA, c.redisCert, c.redisKey, log))
+	}
+	client, _, err := server.NewRedisClient(c.redis, ropts...)
+	if err != nil {
+		return nil, cleanup, flagError("redis", err)
+	}
+	cleanup = func() { _ = client.Close() }
+	// go-redis logs (Sentinel switches, dial errors) through a global
+	// logger: make its lines records of the service's log.
+	redis.SetLogger(redisLogger{log})
+	return []server.Option{server.WithRedis(client)}, cleanup, nil
+}
+
+// gatewayOptions checks the gateway's flags and, with --upstream, gives
+// the gateway's options; a gateway flag without --upstream is an error.
+func (c *serveConfig) gatewayOptions(cmd *command) ([]server.Option, error) {
+	var opts []server.Option
 	gatewayOnly := map[string]bool{}
 	if c.upstream != "" {
 		u, err := url.Parse(c.upstream)
@@ -264,7 +330,7 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 			err = checkUpstreamURL(u)
 		}
 		if err != nil {
-			return nil, cleanup, bad("upstream", err)
+			return nil, flagError("upstream", err)
 		}
 		opts = append(opts,
 			server.WithUpstream(u),
@@ -292,9 +358,9 @@ func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Opt
 		}
 	})
 	if len(set) > 0 {
-		return nil, cleanup, usageErrorf("%s: only with --upstream (gateway mode)", strings.Join(set, ", "))
+		return nil, usageErrorf("%s: only with --upstream (gateway mode)", strings.Join(set, ", "))
 	}
-	return opts, cleanup, nil
+	return opts, nil
 }
 
 func checkUpstreamURL(u *url.URL) error {
