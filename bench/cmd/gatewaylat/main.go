@@ -8,8 +8,10 @@
 // Every server is a child process on 127.0.0.1, killed at the end (and if
 // the driver dies). The load is constant-rate: requests are scheduled at
 // -rate per second for -duration and sent over -conns kept-alive
-// connections, each request's latency counted from its scheduled instant
-// to the end of its answer's body. Targets are measured one after the
+// connections, each request's latency counted from its release (at its
+// scheduled instant, or as soon after as the driver's timer wakes up; the
+// lag is reported apart) to the end of its answer's body, waiting for a
+// free connection included. Targets are measured one after the
 // other, in turn, -rounds times, so that a change in the machine's load
 // falls on all of them. For each run it prints p50, p90, p99, p99.9 and
 // the maximum, the p99 added over the direct run of the same round, and
@@ -134,8 +136,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "machine: %s, %d CPUs, %s\n", cpuModel(), runtime.NumCPU(), runtime.Version())
 	fmt.Fprintf(out, "load: %d req/s open loop over %d connections, %v per run, %d rounds; upstream: Go net/http, 200 with %d bytes\n",
 		l.rate, l.conns, l.dur, rounds, len(upstreamBody))
-	fmt.Fprintf(out, "%-5s %-12s %7s %7s %7s %7s %7s %7s %9s %6s %9s  %s\n",
-		"round", "target", "reqs", "p50", "p90", "p99", "p99.9", "max", "+p99", "fail", "cpu/req", "loadavg before → after")
+	fmt.Fprintf(out, "latencies in µs; +p99: p99 less the direct p99 of the same round; cpu/req: the target's CPU time (user+system) per request;\n")
+	fmt.Fprintf(out, "lag p99: how late the driver released the requests, its p99\n")
+	fmt.Fprintf(out, "%-5s %-12s %7s %7s %7s %7s %7s %7s %9s %6s %9s %8s  %s\n",
+		"round", "target", "reqs", "p50", "p90", "p99", "p99.9", "max", "+p99", "fail", "cpu/req", "lag p99", "loadavg before → after")
 	type row struct{ p50, p99, added, cpu []time.Duration }
 	rows := map[string]*row{}
 	for round := 1; round <= rounds; round++ {
@@ -166,9 +170,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				added = us(p99 - direct)
 				rw.added = append(rw.added, p99-direct)
 			}
-			fmt.Fprintf(out, "%-5d %-12s %7d %7s %7s %7s %7s %7s %9s %6d %9s  %s → %s\n",
+			fmt.Fprintf(out, "%-5d %-12s %7d %7s %7s %7s %7s %7s %9s %6d %9s %8s  %s → %s\n",
 				round, n, len(r.lat), us(pct(r.lat, 0.5)), us(pct(r.lat, 0.9)), us(p99), us(pct(r.lat, 0.999)),
-				us(pct(r.lat, 1)), added, r.failed, us(cpu), before, loadAvg())
+				us(pct(r.lat, 1)), added, r.failed, us(cpu), us(pct(r.lag, 0.99)), before, loadAvg())
 		}
 	}
 	fmt.Fprintf(out, "\nsummary over the rounds (min-max; µs):\n")
