@@ -175,11 +175,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				us(pct(r.lat, 1)), added, r.failed, us(cpu), us(pct(r.lag, 0.99)), before, loadAvg())
 		}
 	}
-	fmt.Fprintf(out, "\nsummary over the rounds (min-max; µs):\n")
-	fmt.Fprintf(out, "%-12s %15s %15s %15s %15s\n", "target", "p50", "p99", "+p99", "cpu/req")
+	fmt.Fprintf(out, "\nsummary over the rounds, median (min-max), µs:\n")
+	fmt.Fprintf(out, "%-12s %22s %22s %22s %22s\n", "target", "p50", "p99", "+p99", "cpu/req")
 	for _, n := range names {
 		rw := rows[n]
-		fmt.Fprintf(out, "%-12s %15s %15s %15s %15s\n", n, span(rw.p50), span(rw.p99), span(rw.added), span(rw.cpu))
+		fmt.Fprintf(out, "%-12s %22s %22s %22s %22s\n", n, span(rw.p50), span(rw.p99), span(rw.added), span(rw.cpu))
 	}
 	return nil
 }
@@ -187,12 +187,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // us formats d in microseconds.
 func us(d time.Duration) string { return fmt.Sprintf("%d", d.Microseconds()) }
 
-// span formats the smallest and largest of ds in microseconds.
+// span formats the median, smallest and largest of ds in microseconds.
 func span(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "-"
 	}
-	return us(slices.Min(ds)) + "-" + us(slices.Max(ds))
+	s := slices.Sorted(slices.Values(ds))
+	return us(s[(len(s)-1)/2]) + " (" + us(s[0]) + "-" + us(s[len(s)-1]) + ")"
 }
 
 // loadAvg returns the 1-minute load average, or "?".
