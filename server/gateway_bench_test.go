@@ -47,6 +47,27 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 	}
 }
 
+// loopbackGateway starts an httptest upstream answering "ok" and a
+// gateway in front of it with gwBenchPolicy, and returns their URLs.
+func loopbackGateway(b *testing.B) (upstream, front string) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	b.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	g, err := NewGateway(u, testEngine(b, gwBenchPolicy), "api",
+		WithDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs := httptest.NewServer(g)
+	b.Cleanup(func() {
+		fs.Close()
+		_ = g.Close()
+	})
+	return up.URL, fs.URL
+}
+
 // BenchmarkGatewayLoopback is one proxied request end to end over real
 // loopback connections: a client on a kept-alive connection, the gateway
 // behind an httptest server (the built-in policy's shape: a rate per
@@ -57,20 +78,8 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 // process (client, gateway and upstream, user and system) per request,
 // which a busy machine disturbs less than the time per request.
 func BenchmarkGatewayLoopback(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
-	g, err := NewGateway(u, testEngine(b, gwBenchPolicy), "api",
-		WithDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
-	front := httptest.NewServer(g)
-	defer front.Close()
-	for _, c := range []struct{ name, url string }{{"direct", up.URL + "/"}, {"gateway", front.URL + "/"}} {
+	upstream, front := loopbackGateway(b)
+	for _, c := range []struct{ name, url string }{{"direct", upstream + "/"}, {"gateway", front + "/"}} {
 		b.Run(c.name, func(b *testing.B) {
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
 			defer client.CloseIdleConnections()
@@ -102,19 +111,7 @@ func BenchmarkGatewayLoopback(b *testing.B) {
 // p99 of each and the p99 added (p99 through the gateway less p99
 // direct), in µs.
 func BenchmarkGatewayLatency(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ok")
-	}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
-	g, err := NewGateway(u, testEngine(b, gwBenchPolicy), "api",
-		WithDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
-	front := httptest.NewServer(g)
-	defer front.Close()
+	upstream, front := loopbackGateway(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	measure := func(target string) []time.Duration {
 		lat := make([]time.Duration, 0, b.N)
@@ -141,8 +138,8 @@ func BenchmarkGatewayLatency(b *testing.B) {
 		return float64(lat[int(float64(len(lat)-1)*p)].Microseconds())
 	}
 	b.ResetTimer()
-	direct := measure(up.URL + "/")
-	via := measure(front.URL + "/")
+	direct := measure(upstream + "/")
+	via := measure(front + "/")
 	b.StopTimer()
 	b.ReportMetric(pct(direct, 0.5), "direct-p50-µs")
 	b.ReportMetric(pct(direct, 0.99), "direct-p99-µs")

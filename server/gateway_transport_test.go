@@ -176,64 +176,50 @@ func getOK(t *testing.T, c *http.Client, target string) {
 	}
 }
 
-func TestGatewayUpstreamClosesIdleConnection(t *testing.T) {
-	// The upstream answers one request per connection, keeping it open
-	// as far as HTTP says, then closes it: the gateway must not send the
-	// next request into the closed connection and answer 502.
-	up, conns := rawUpstream(t, func(_ int64, c net.Conn) {
-		readRequests(c, func(int, *http.Request) bool {
+func TestGatewayUpstreamMisbehaves(t *testing.T) {
+	// Upstreams that leave a kept connection in a state the next request
+	// must not inherit: three GETs in a row each get their answer, each
+	// on a new connection.
+	for _, tc := range []struct {
+		name   string
+		answer func(c net.Conn, i int) bool // answers the i-th request on c; false: close c
+	}{
+		// One answer per connection, kept open as far as HTTP says, then
+		// closed: the next request must not go into the closed one.
+		{"closes idle connection", func(c net.Conn, _ int) bool {
 			_, _ = io.WriteString(c, okAnswer)
 			return false
-		})
-	})
-	front := gatewayTo(t, up)
-	for range 3 {
-		getOK(t, http.DefaultClient, front+"/")
-	}
-	if n := conns.Load(); n != 3 {
-		t.Errorf("%d connections, want 3", n)
-	}
-}
-
-func TestGatewayUpstreamDropsRequestOnReusedConnection(t *testing.T) {
-	// The upstream answers the first request of each connection and
-	// closes it without a word on the second, as a server closing an
-	// idle connection just as the request arrives does: a GET sent on a
-	// reused connection that fails before any answer is sent again on a
-	// new one.
-	up, conns := rawUpstream(t, func(_ int64, c net.Conn) {
-		readRequests(c, func(i int, _ *http.Request) bool {
+		}},
+		// The second request on a connection is dropped without a word,
+		// as by a server closing an idle connection just as the request
+		// arrives: a GET that a reused connection fails before any answer
+		// is sent again on a new one.
+		{"drops request on reused connection", func(c net.Conn, i int) bool {
 			if i > 0 {
 				return false
 			}
 			_, _ = io.WriteString(c, okAnswer)
 			return true
-		})
-	})
-	front := gatewayTo(t, up)
-	for range 3 {
-		getOK(t, http.DefaultClient, front+"/")
-	}
-	if n := conns.Load(); n != 3 {
-		t.Errorf("%d connections, want 3", n)
-	}
-}
-
-func TestGatewayUpstreamWritesUnasked(t *testing.T) {
-	// An answer followed by bytes nobody asked for: the connection must
-	// not be reused, or the next request would get them as its answer.
-	up, conns := rawUpstream(t, func(_ int64, c net.Conn) {
-		readRequests(c, func(int, *http.Request) bool {
+		}},
+		// An answer followed by bytes nobody asked for: the next request
+		// would get them as its answer.
+		{"writes unasked", func(c net.Conn, _ int) bool {
 			_, _ = io.WriteString(c, okAnswer+"HTTP/1.1 418 I'm a teapot\r\nContent-Length: 0\r\n\r\n")
 			return true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, conns := rawUpstream(t, func(_ int64, c net.Conn) {
+				readRequests(c, func(i int, _ *http.Request) bool { return tc.answer(c, i) })
+			})
+			front := gatewayTo(t, up)
+			for range 3 {
+				getOK(t, http.DefaultClient, front+"/")
+			}
+			if n := conns.Load(); n != 3 {
+				t.Errorf("%d connections, want 3", n)
+			}
 		})
-	})
-	front := gatewayTo(t, up)
-	for range 3 {
-		getOK(t, http.DefaultClient, front+"/")
-	}
-	if n := conns.Load(); n != 3 {
-		t.Errorf("%d connections, want 3", n)
 	}
 }
 
