@@ -45,8 +45,8 @@ const (
 // reads it and then waits on the socket for the next one; the pool does
 // the same work in the request's own goroutine. On a 2-core machine at
 // 1,000 requests/s that is about a tenth less CPU per request and
-// 100 µs less at p99 (bench/RESULTS.md, "Gateway latency against
-// nginx"), and 23 fewer allocations (BenchmarkGatewayLoopback).
+// 100-200 µs less at p99 (bench/RESULTS.md, "Gateway latency against
+// nginx"), and 22 fewer allocations (BenchmarkGatewayLoopback).
 type upstreamTransport struct {
 	std  *http.Transport
 	lean *h1Pool // nil: everything goes through std
