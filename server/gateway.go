@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
@@ -45,6 +44,19 @@ import (
 // WithUpstreamTimeout, 504 ("UPSTREAM_TIMEOUT"); a body over
 // WithUpstreamMaxBodyBytes, 413 ("BODY_TOO_LARGE").
 //
+// Unless WithTransport replaces it, the gateway keeps its connections to
+// the upstream open between requests: up to 256 idle ones, each closed
+// after 90 s unused, so that under a steady load it dials about as many
+// connections as it has requests in flight, and no more. It connects
+// within WithUpstreamDialTimeout, directly (whatever HTTP_PROXY says),
+// and sends the client's Accept-Encoding as it came (it adds no
+// compression of its own to undo). It speaks HTTP/1.1 to an http://
+// upstream and HTTP/2 to an https:// one that offers it. A request
+// without a body whose method may be repeated (GET, HEAD, OPTIONS, TRACE)
+// that fails on a reused connection before any byte of an answer (the
+// upstream closed it while it was idle) is sent once more on a new one,
+// as http.Transport does.
+//
 // SetEngine replaces the engine while requests are being decided (a
 // policy reload). A Gateway is safe for concurrent use. It starts no
 // goroutine; Close closes its idle connections to the upstream. Create
@@ -55,7 +67,7 @@ type Gateway struct {
 	decider  *policy.HTTP
 	limited  http.Handler
 	proxy    *httputil.ReverseProxy
-	own      *http.Transport // the transport NewGateway built, if any
+	own      *upstreamTransport // the transport NewGateway built, if any
 	trusted  []netip.Prefix
 	maxBody  int64
 	log      *slog.Logger
@@ -124,7 +136,7 @@ func newGateway(upstream *url.URL, e *policy.Engine, domain string, o *options) 
 	}
 	rt := o.transport
 	if rt == nil {
-		g.own = newUpstreamTransport(o.dialTimeout, o.respTimeout)
+		g.own = newUpstreamTransport(&u, o.dialTimeout, o.respTimeout)
 		rt = g.own
 	}
 	g.proxy = &httputil.ReverseProxy{
@@ -136,22 +148,6 @@ func newGateway(upstream *url.URL, e *policy.Engine, domain string, o *options) 
 	}
 	g.limited = mw.Handler(g.proxy)
 	return g, nil
-}
-
-// newUpstreamTransport returns the gateway's own transport.
-func newUpstreamTransport(dial, respHeader time.Duration) *http.Transport {
-	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                 nil, // the upstream is reached directly, whatever HTTP_PROXY says
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   dial,
-		ResponseHeaderTimeout: respHeader,
-		ExpectContinueTimeout: time.Second,
-	}
 }
 
 // Domain returns the policy domain the gateway checks requests against.

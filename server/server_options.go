@@ -552,10 +552,10 @@ func WithUpstreamMaxBodyBytes(n int64) Option {
 }
 
 // WithTransport sets the RoundTripper the gateway sends requests upstream
-// with (a gateway option), instead of its own http.Transport (which has
-// WithUpstreamDialTimeout and WithUpstreamTimeout, keeps up to 256 idle
-// connections to the upstream, and ignores HTTP_PROXY). The default is
-// that Transport.
+// with (a gateway option), instead of its own transport (see Gateway:
+// WithUpstreamDialTimeout and WithUpstreamTimeout, up to 256 idle
+// connections to the upstream, kept 90 s, HTTP_PROXY ignored). The
+// default is that transport.
 func WithTransport(rt http.RoundTripper) Option {
 	return optionFunc(func(o *options) {
 		if rt == nil {
