@@ -80,6 +80,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve"}, map[string]string{"ADMIT_SHADOW": "maybe"}, "ADMIT_SHADOW"},
 		{[]string{"serve", "--shutdown-timeout", "0"}, nil, "--shutdown-timeout (ADMIT_SHUTDOWN_TIMEOUT)"},
 		{[]string{"serve", "--reload-interval", "-1s"}, nil, "--reload-interval (ADMIT_RELOAD_INTERVAL)"},
+		// Of two negative durations, always the first in the order of
+		// the flags (the check once ranged over a map).
+		{[]string{"serve", "--upstream-timeout", "-1s", "--idle-timeout", "-1s", "--read-timeout", "-2s"}, nil, "--read-timeout (ADMIT_READ_TIMEOUT)"},
 		{[]string{"serve", "--max-body-bytes", "0"}, nil, "--max-body-bytes (ADMIT_MAX_BODY_BYTES)"},
 		{[]string{"serve", "--max-header-bytes", "2GiB"}, nil, "--max-header-bytes"},
 		{[]string{"serve", "--upstream-timeout", "0"}, nil, "--upstream-timeout"},

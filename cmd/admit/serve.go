@@ -239,13 +239,18 @@ func (c *serveConfig) policyOptions() ([]server.Option, error) {
 // and gives the server's options of them. --upstream-dial-timeout and
 // --upstream-timeout are checked here, and given with the gateway's.
 func (c *serveConfig) limitOptions() ([]server.Option, error) {
-	for name, d := range map[string]time.Duration{
-		"shutdown-timeout": c.shutdown, "reload-interval": c.reload, "read-header-timeout": c.readHeader,
-		"read-timeout": c.read, "write-timeout": c.write, "idle-timeout": c.idle,
-		"upstream-dial-timeout": c.dialTimeout, "upstream-timeout": c.upstreamTimeout,
+	// In a fixed order, so that of two negative durations the error
+	// always names the same one.
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"shutdown-timeout", c.shutdown}, {"reload-interval", c.reload}, {"read-header-timeout", c.readHeader},
+		{"read-timeout", c.read}, {"write-timeout", c.write}, {"idle-timeout", c.idle},
+		{"upstream-dial-timeout", c.dialTimeout}, {"upstream-timeout", c.upstreamTimeout},
 	} {
-		if d < 0 {
-			return nil, flagError(name, fmt.Errorf("negative duration %v", d))
+		if f.d < 0 {
+			return nil, flagError(f.name, fmt.Errorf("negative duration %v", f.d))
 		}
 	}
 	if c.shutdown == 0 {
