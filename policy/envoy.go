@@ -176,9 +176,7 @@ type envoyDescriptor struct {
 func (e *envoyDecoder) descriptorFields(item *yaml.Node, ipath string) (envoyDescriptor, bool) {
 	w := e.w
 	var ed envoyDescriptor
-	fpos := map[string]fieldSource{}
 	ok := w.fields(item, ipath, envoyDescFields, func(k string, vn *yaml.Node, fpath string) {
-		fpos[k] = fieldSource{fpath, w.pos(vn)}
 		switch k {
 		case "key":
 			ed.hasKey, ed.keyN = true, vn
