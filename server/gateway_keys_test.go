@@ -14,13 +14,6 @@ import (
 // (Before, each of these left the descriptor out, so the rule did not
 // apply: 15 of 15 were admitted.)
 func TestGatewayOddKeysNeverEscape(t *testing.T) {
-	const pol = `
-domain: api
-rules:
-  - name: per-k
-    match: k
-    rate: 5/hour
-`
 	cases := []struct {
 		name    string
 		spec    string
@@ -42,7 +35,7 @@ rules:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			served, calls := sendFifteen(t, pol, c.spec, c.trusted, c.path, "KEY_INVALID", c.header...)
+			served, calls := sendFifteen(t, c.spec, c.trusted, c.path, "KEY_INVALID", c.header...)
 			if served != 0 || calls != 0 {
 				t.Errorf("%d of 15 served (upstream called %d times), want none: the limit is 5 for one key", served, calls)
 			}
@@ -50,18 +43,27 @@ rules:
 	}
 }
 
+// perKeyPolicy limits the descriptor k to 5 an hour per value.
+const perKeyPolicy = `
+domain: api
+rules:
+  - name: per-k
+    match: k
+    rate: 5/hour
+`
+
 // sendFifteen sends 15 requests for path with header through a gateway
-// of policy pol deriving one descriptor, spec (trusting the loopback's
+// of perKeyPolicy deriving one descriptor, spec (trusting the loopback's
 // proxies if trusted); it returns how many were served and how often the
 // upstream was called. A refusal other than 429 must carry code.
-func sendFifteen(t *testing.T, pol, spec string, trusted bool, path, code string, header ...string) (int, int64) {
+func sendFifteen(t *testing.T, spec string, trusted bool, path, code string, header ...string) (int, int64) {
 	t.Helper()
 	up := &echoUpstream{}
 	opts := []Option{WithDescriptorSpecs(spec)}
 	if trusted {
 		opts = append(opts, WithTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))
 	}
-	_, front, _ := newTestGateway(t, up, testEngine(t, pol), opts...)
+	_, front, _ := newTestGateway(t, up, testEngine(t, perKeyPolicy), opts...)
 	served := 0
 	for range 15 {
 		resp, body := get(t, front+path, header...)
@@ -80,13 +82,6 @@ func sendFifteen(t *testing.T, pol, spec string, trusted bool, path, code string
 // key's 5; a missing optional one leaves its rule out (Envoy's
 // semantics), a missing required one is 400 KEY_MISSING.
 func TestGatewayKeySources(t *testing.T) {
-	const pol = `
-domain: api
-rules:
-  - name: per-k
-    match: k
-    rate: 5/hour
-`
 	cases := []struct {
 		name    string
 		spec    string
@@ -107,7 +102,7 @@ rules:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if served, _ := sendFifteen(t, pol, c.spec, c.trusted, c.path, c.code, c.header...); served != c.want {
+			if served, _ := sendFifteen(t, c.spec, c.trusted, c.path, c.code, c.header...); served != c.want {
 				t.Errorf("%d of 15 served, want %d", served, c.want)
 			}
 		})
