@@ -1,0 +1,99 @@
+package admit
+
+import (
+	"context"
+	"time"
+)
+
+// This file holds the contract every backend meets: the in-memory packages
+// (keyed, quota, concurrency), redisstore, and any later store. Everything
+// above the backends (compose, policy, server, the middleware) knows them
+// only through these interfaces.
+
+// Request is one question to a keyed limiter: may N events happen for Key?
+// The zero values of its other fields ask the limiter's own defaults, so
+// Request{Key: k, N: 1} is the common case.
+type Request struct {
+	// Key names what is limited (a client, a tenant, a route). Any bytes
+	// are allowed, the empty string included; each backend documents how
+	// long a key may be.
+	Key string
+
+	// N is the number of events (the cost). 0 is a peek: always allowed,
+	// it consumes nothing and reports the key's state. A negative N is
+	// refused, as is an N above the limit's burst (RetryAfter is then
+	// InfDuration).
+	N int64
+
+	// Limit, unless it is the zero Limit, replaces the limiter's own limit
+	// for this request, so that one limiter serves any number of limit
+	// shapes (tiers). For a rate limiter it is the whole Limit (Burst 0
+	// defaults to Rate); for a quota only Rate counts, the events allowed
+	// per period; for concurrency slots only Rate counts, the slots. The
+	// zero Limit (every field zero) asks for the limiter's own limit, so a
+	// limit that denies everything must say so with a Period: Rate 0 per
+	// second, as ParseLimit("0/s") gives (for a quota or slots, any
+	// positive Period).
+	Limit Limit
+
+	// At, when not zero, is the instant of the request; the zero Time means
+	// now by the limiter's clock (the store's clock for a shared store).
+	// Explicit instants make tests exact.
+	At time.Time
+}
+
+// KeyedLimiter decides requests for many keys, each limited on its own: a
+// rate limiter (keyed.Limiter, redisstore.Limiter) or a quota (quota.Quota,
+// redisstore.Quota). A denial is a Decision with Allowed false; an error
+// means the limiter or the context failed (and then the Decision says
+// nothing). Implementations must be safe for concurrent use.
+type KeyedLimiter interface {
+	Allow(ctx context.Context, r Request) (Decision, error)
+}
+
+// Refunder is implemented by keyed limiters that can give back events they
+// admitted: Refund undoes an admission of r.N events for r.Key as far as
+// the limit allows (a GCRA's theoretical arrival time moves back, a bucket
+// regains tokens up to its burst, a window's count goes down; nothing goes
+// past a full state). r.Limit and r.At must be those of the admission.
+type Refunder interface {
+	Refund(ctx context.Context, r Request) error
+}
+
+// Resetter is implemented by limiters that can forget a key, so that it
+// starts full again (an operator unblocking a client). Resetting a key the
+// limiter does not hold is not an error.
+type Resetter interface {
+	Reset(ctx context.Context, key string) error
+}
+
+// HealthReporter is implemented by limiters that depend on something that
+// can fail, such as a store over the network. Healthy reports whether the
+// last calls succeeded; it must be cheap, since it is asked on hot paths
+// (compose.Guard skips an unhealthy primary under a breaker).
+type HealthReporter interface {
+	Healthy() bool
+}
+
+// Cacher is implemented by limiters that can answer some requests without
+// their store: Cached returns the decision for r and true when it is known
+// locally (a key denied until a later instant stays denied until then), or
+// false when only the store can tell. It must not block.
+type Cacher interface {
+	Cached(r Request) (Decision, bool)
+}
+
+// Slots is a concurrency limit seen as a layer: TryAcquire holds r.N slots
+// for r.Key if they are free, without waiting, and the Releaser gives them
+// back. A denied or failed TryAcquire holds nothing and may return a nil
+// Releaser, as may a request of N = 0. concurrency.Limiter and
+// redisstore.ConcurrencyLimiter give one with their Slots method.
+type Slots interface {
+	TryAcquire(ctx context.Context, r Request) (Releaser, Decision, error)
+}
+
+// Releaser gives back what a Slots layer granted. Release must be safe to
+// call more than once; only the first call gives anything back.
+type Releaser interface {
+	Release()
+}
