@@ -79,8 +79,8 @@ func BenchmarkGuard(b *testing.B) {
 // each, as per IP, per user and per tenant): "admit" when every layer
 // admits, "refused-last" when the last refuses and the two before are
 // refunded, "allow" through Chain.Allow (one key for all), and "slots"
-// with a concurrency cap added (LocalSlots, whose Releaser is the one
-// allocation) and a Held released per request. Compare with
+// with a concurrency cap added (concurrency.Limiter.Slots, whose Releaser
+// is the one allocation) and a Held released per request. Compare with
 // BenchmarkGuard/keyed, one layer alone.
 func BenchmarkAll(b *testing.B) {
 	layer := func(b *testing.B, name string, l admit.Limit) compose.Layer {

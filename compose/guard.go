@@ -185,12 +185,14 @@ func isNil(l any) bool {
 // Policy returns the Guard's policy.
 func (g *Guard) Policy() Policy { return g.policy }
 
-// Allow decides whether n events may happen for key now: the primary
+// Allow decides whether r.N events may happen for r.Key: the primary
 // decides, or the policy if the primary fails or, under an open Breaker,
-// is not asked (see Guard). The error is non-nil only when the request
-// itself was refused by the primary (see IsFailure), when the caller's
-// context ended (its error), or when the local limiter of a Fallback
-// failed; the Decision then denies.
+// is not asked (see Guard). r goes as it is to the primary, and to
+// Fallback's local limiter (a per-call r.Limit applies to both; a
+// keyed.Shared ignores it and decides under its share). The error is
+// non-nil only when the request itself was refused by the primary (see
+// IsFailure), when the caller's context ended (its error), or when the
+// local limiter of a Fallback failed; the Decision then denies.
 func (g *Guard) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		g.stats.canceled.Add(1)
@@ -406,8 +408,8 @@ func (g *Guard) decide(ctx context.Context, r admit.Request) (admit.Decision, er
 	return d, nil
 }
 
-// Refund gives back n events of key that the Guard admitted, to the limiter
-// that decides its requests now: the primary, unless a Breaker is open (the
+// Refund gives back r.N events of r.Key that the Guard admitted, to the
+// limiter that decides its requests now: the primary, unless a Breaker is open (the
 // policy decides then) or the primary fails to take the refund (a failure,
 // as IsFailure or a timeout says, which suggests that the policy decided
 // the request too). Under Fallback the policy's refund goes to the local

@@ -153,7 +153,7 @@ type modelPermit struct {
 	released bool
 }
 
-// FuzzOps runs random sequences of TryAcquire, TryAcquireLimit, Release,
+// FuzzOps runs random sequences of TryAcquire, TryAcquire(Limit), Release,
 // Held and clock advances against a model, and checks after each step that
 // each key's in-flight count is the model's (so never above the limit), that
 // a key's state vanishes when it is idle, and the internal invariants.
@@ -203,7 +203,7 @@ func fuzzBody(t *testing.T, data []byte) {
 		for i := 1; i+1 < len(data); i += 2 {
 			op, arg := data[i], data[i+1]
 			switch op % 8 {
-			case 0, 1, 2, 3: // TryAcquire or TryAcquireLimit
+			case 0, 1, 2, 3: // TryAcquire or TryAcquire(Limit)
 				key := keys[arg%5]
 				n := int64(arg/5) % (limit + 2) // 0..max+1
 				lim := int64(limit)

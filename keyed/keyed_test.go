@@ -324,7 +324,7 @@ func TestZeroAllocs(t *testing.T) {
 			t.Errorf("%v: AllowAt on an existing key allocates %v times", alg, avg)
 		}
 		if avg := testing.AllocsPerRun(1000, func() { lim.Allow(ctx, admit.Request{Key: "existing", N: 1, Limit: admit.PerSecond(1e6), At: now}) }); avg != 0 {
-			t.Errorf("%v: AllowLimitAt allocates %v times", alg, avg)
+			t.Errorf("%v: Allow(Limit, At) allocates %v times", alg, avg)
 		}
 		if alg == admit.AlgSlidingLog {
 			continue // a new key's log is allocated to decide on it

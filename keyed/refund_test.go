@@ -49,13 +49,13 @@ func TestRefund(t *testing.T) {
 			// Under a per-call limit.
 			pro := admit.PerSecond(50)
 			if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: admittest.T0}); err != nil || d.Remaining != 10 {
-				t.Fatalf("AllowLimitAt: %+v, %v", d, err)
+				t.Fatalf("Allow(Limit, At): %+v, %v", d, err)
 			}
 			if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: admittest.T0}); err != nil {
 				t.Fatal(err)
 			}
 			if d, _ := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: admittest.T0}); d.Remaining != 40 {
-				t.Fatalf("after RefundLimitAt: %+v", d)
+				t.Fatalf("after Refund(Limit, At): %+v", d)
 			}
 		})
 	}
@@ -208,7 +208,7 @@ func TestRefundBadInput(t *testing.T) {
 	}
 }
 
-// TestRefundClock: Refund and RefundLimit read the limiter's clock.
+// TestRefundClock: Refund and Refund(Limit) read the limiter's clock.
 func TestRefundClock(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0)
 	lim := mustNew(t, admit.AlgFixedWindow, admit.PerMinute(3), keyed.WithClock(clk))
@@ -225,7 +225,7 @@ func TestRefundClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.T0}); d.Remaining != 2 {
-		t.Fatalf("after RefundLimit in the window: %+v", d)
+		t.Fatalf("after Refund(Limit) in the window: %+v", d)
 	}
 }
 

@@ -117,10 +117,10 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 						n := rng.Int64N(limit + 2)
 						got, err := q.Allow(context.Background(), admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: at})
 						if err != nil {
-							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d): %v", i, at, key, limit, n, err)
+							t.Fatalf("op %d: Allow(At %v, Key %q, Limit.Rate %d, N %d): %v", i, at, key, limit, n, err)
 						}
 						if want := m.allow(timeline.Wall(at), key, limit, n); got != want {
-							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
+							t.Fatalf("op %d: Allow(At %v, Key %q, Limit.Rate %d, N %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
 						}
 					}
 				}

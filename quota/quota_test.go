@@ -32,8 +32,8 @@ func newQuota(t testing.TB, n int64, p quota.Period, opts ...quota.Option) *quot
 	return q
 }
 
-// step is one call of a timeline: AllowAt(at, key, n) (or AllowLimitAt
-// when limit > 0) and the decision expected.
+// step is one call of a timeline: Allow of n for key at instant at (under
+// Limit.Rate = limit when limit > 0) and the decision expected.
 type step struct {
 	at      time.Time
 	key     string
@@ -370,7 +370,7 @@ func TestUsesClock(t *testing.T) {
 		t.Fatalf("Allow = %+v, %v", d, err)
 	}
 	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 1}}); d.Allowed || d.RetryAfter != time.Hour {
-		t.Fatalf("AllowLimit = %+v", d)
+		t.Fatalf("Allow(Limit) = %+v", d)
 	}
 	if err := q.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)

@@ -73,20 +73,20 @@ func TestRefund(t *testing.T) {
 				// Per-call limits.
 				pro := admit.PerSecond(50)
 				if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: t0}); err != nil || d.Remaining != 10 {
-					t.Fatalf("%v: AllowLimitAt: %+v, %v", alg, d, err)
+					t.Fatalf("%v: Allow(Limit, At): %+v, %v", alg, d, err)
 				}
 				if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: t0}); err != nil {
 					t.Fatal(err)
 				}
 				if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: t0}); err != nil || d.Remaining != 40 {
-					t.Fatalf("%v: after RefundLimitAt: %+v, %v", alg, d, err)
+					t.Fatalf("%v: after Refund(Limit, At): %+v, %v", alg, d, err)
 				}
 			}
 		})
 	}
 }
 
-// TestRefundRedisClock: Refund and RefundLimit give back at Redis's TIME.
+// TestRefundRedisClock: Refund and Refund(Limit) give back at Redis's TIME.
 func TestRefundRedisClock(t *testing.T) {
 	s := newStore(t, standalone(t))
 	ctx := t.Context()
@@ -106,13 +106,13 @@ func TestRefundRedisClock(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 4, Limit: admit.PerHour(10)}); err != nil || !d.Allowed {
-			t.Fatalf("%v: AllowLimit: %+v, %v", alg, d, err)
+			t.Fatalf("%v: Allow(Limit): %+v, %v", alg, d, err)
 		}
 		if err := lim.Refund(ctx, admit.Request{Key: "k", N: 4, Limit: admit.PerHour(10)}); err != nil {
 			t.Fatal(err)
 		}
 		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 0, Limit: admit.PerHour(10)}); err != nil || d.Remaining != before.Remaining {
-			t.Fatalf("%v: after RefundLimit: %+v, %v; before AllowLimit: %+v", alg, d, err, before)
+			t.Fatalf("%v: after Refund(Limit): %+v, %v; before Allow(Limit): %+v", alg, d, err, before)
 		}
 	}
 }
