@@ -152,18 +152,33 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	return lim.allow(lim.at(r.At), &r)
+	var now int64
+	if r.At.IsZero() {
+		now = lim.now()
+	} else {
+		now = timeline.Nanos(r.At)
+	}
+	if r.Limit == (admit.Limit{}) {
+		return lim.decide(now, r.Key, lim.own, r.N)
+	}
+	return lim.allowLimit(now, r.Key, r.Limit, r.N)
 }
 
-// allow is Allow at now on the time line.
-func (lim *Limiter) allow(now int64, r *admit.Request) (admit.Decision, error) {
-	c := lim.own
-	if r.Limit != (admit.Limit{}) {
-		if c = lim.limits.Get(lim.alg, r.Limit); c.Err != nil {
-			return c.Refusal(lim.name), c.Err
-		}
+// allowLimit is Allow at now under limit l.
+func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Refusal(lim.name), c.Err
 	}
-	return lim.decide(now, r.Key, c, r.N)
+	return lim.decide(now, key, c, n)
+}
+
+// now reads the limiter's clock on the time line.
+func (lim *Limiter) now() int64 {
+	if lim.sysClock {
+		return timeline.Now()
+	}
+	return timeline.Nanos(lim.clock.Now())
 }
 
 // at returns instant t on the time line, or the clock's now if t is zero.
@@ -171,10 +186,7 @@ func (lim *Limiter) at(t time.Time) int64 {
 	if !t.IsZero() {
 		return timeline.Nanos(t)
 	}
-	if lim.sysClock {
-		return timeline.Now()
-	}
-	return timeline.Nanos(lim.clock.Now())
+	return lim.now()
 }
 
 // Refund gives back r.N events admitted for r.Key at instant r.At (the
@@ -284,7 +296,13 @@ func (lim *Limiter) AllowBatch(ctx context.Context, reqs []admit.Request, dst []
 			now = lim.at(time.Time{})
 			t = now
 		}
-		d, err := lim.allow(t, r)
+		var d admit.Decision
+		var err error
+		if r.Limit == (admit.Limit{}) {
+			d, err = lim.decide(t, r.Key, lim.own, r.N)
+		} else {
+			d, err = lim.allowLimit(t, r.Key, r.Limit, r.N)
+		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("keyed: request %d: %w", i, err)
 		}
