@@ -44,7 +44,11 @@ import (
 )
 
 func main() {
-	if child, err := serveChild(); child {
+	child, err := serveChild()
+	if !child {
+		child, err = serveFloor()
+	}
+	if child {
 		fmt.Fprintln(os.Stderr, "gatewaylat child:", err)
 		os.Exit(1)
 	}
@@ -64,6 +68,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		targets   string
 		admitBin  string
 		beforeBin string
+		admits    string
 		nginxBin  string
 		reqTimout time.Duration
 	)
@@ -72,9 +77,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&l.dur, "duration", 15*time.Second, "length of each run")
 	fs.IntVar(&l.warm, "warm", 20, "requests each connection sends before a run, not counted")
 	fs.IntVar(&rounds, "rounds", 3, "rounds of all the targets")
-	fs.StringVar(&targets, "targets", "direct,nginx,admit", "targets, in the order of each round: direct, nginx, admit, admit-before, reverseproxy")
+	fs.StringVar(&targets, "targets", "direct,nginx,admit", "targets, in the order of each round: direct, nginx, admit, admit-before, reverseproxy, floor-http, floor-raw, and the labels of -admits; a Go target's name followed by /1 runs it with GOMAXPROCS=1")
 	fs.StringVar(&admitBin, "admit", "", "the admit binary (default: built from this checkout)")
 	fs.StringVar(&beforeBin, "admit-before", "", "another admit binary, run as the target admit-before (to compare two versions in one run)")
+	fs.StringVar(&admits, "admits", "", "more admit binaries, as `label=path,...`, each run as the target label (a path may be a script that sets the environment and execs admit)")
 	fs.StringVar(&nginxBin, "nginx", "nginx", "the nginx binary")
 	fs.DurationVar(&reqTimout, "timeout", 5*time.Second, "give up on a request after this long (it counts as failed)")
 	if err := fs.Parse(args); err != nil {
@@ -83,9 +89,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if l.rate <= 0 || l.conns <= 0 || l.dur <= 0 || l.dur > 10*time.Minute || rounds <= 0 || rounds > 20 {
 		return errors.New("want 0 < -rate, 0 < -conns, 0 < -duration <= 10m, 0 < -rounds <= 20")
 	}
+	known := []string{"direct", "nginx", "admit", "admit-before", "reverseproxy", "floor-http", "floor-raw"}
+	extra := map[string]string{}
+	if admits != "" {
+		for _, kv := range strings.Split(admits, ",") {
+			label, path, ok := strings.Cut(kv, "=")
+			if !ok || label == "" || path == "" || slices.Contains(known, label) {
+				return fmt.Errorf("-admits: want label=path, a label not among %v: %q", known, kv)
+			}
+			extra[label] = path
+		}
+	}
 	names := strings.Split(targets, ",")
 	for _, n := range names {
-		if !slices.Contains([]string{"direct", "nginx", "admit", "admit-before", "reverseproxy"}, n) {
+		b, one := strings.CutSuffix(n, "/1")
+		if (!slices.Contains(known, b) && extra[b] == "") || (one && (b == "direct" || b == "nginx")) {
 			return fmt.Errorf("unknown target %q", n)
 		}
 	}
@@ -114,17 +132,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ts := map[string]*target{"direct": up}
 	for _, n := range names {
 		var t *target
-		switch n {
+		b, one := strings.CutSuffix(n, "/1")
+		var env []string
+		if one {
+			env = []string{"GOMAXPROCS=1"}
+		}
+		switch b {
+		case "direct":
+			continue
 		case "nginx":
 			t, err = startNginx(nginxBin, dir, up.url)
 		case "admit":
-			t, err = startAdmit(admitBin, dir, up.url)
+			t, err = startAdmit(admitBin, dir, up.url, env...)
 		case "admit-before":
-			t, err = startAdmit(beforeBin, dir, up.url)
-		case "reverseproxy":
-			t, err = startReverseProxy(up.url)
+			t, err = startAdmit(beforeBin, dir, up.url, env...)
+		case "reverseproxy", "floor-http", "floor-raw":
+			t, err = startSelfProxy(b, up.url, env...)
 		default:
-			continue
+			t, err = startAdmit(extra[b], dir, up.url, env...)
 		}
 		if err != nil {
 			return err
