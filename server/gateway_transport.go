@@ -351,7 +351,7 @@ func (pc *h1Conn) roundTrip(req *http.Request) (*http.Response, error) {
 // answers to the request's httptrace.ClientTrace (the ReverseProxy
 // forwards 103 Early Hints that way).
 func (pc *h1Conn) exchange(req *http.Request) (*http.Response, error) {
-	if err := writeBodiless(pc.bw, req); err != nil {
+	if err := req.Write(pc.bw); err != nil {
 		return nil, err
 	}
 	if err := pc.bw.Flush(); err != nil {
