@@ -270,3 +270,23 @@ func cpuTime(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
+
+// switches returns the context switches, voluntary and not, of process
+// pid's threads alive now (/proc/PID/task/*/status), or 0.
+func switches(pid int) int64 {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/status")
+	var n int64
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "voluntary_ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
