@@ -41,8 +41,8 @@ func TestRLSRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := admittest.NewManualClock(grpcT0)
-	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), WithGRPCClock(clk))
-	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), WithGRPCClock(clk))
+	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), withGRPCClock(clk))
+	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), withGRPCClock(clk))
 
 	// Three per minute for one address, shared by both servers.
 	for i, h := range []*grpcHarness{a, b, a, b} {
