@@ -18,6 +18,7 @@ var bridgePackages = map[string]bool{
 	"server":             true,
 	"cmd/admit":          true,
 	"internal/redistest": true,
+	"internal/stores":    true,
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
@@ -48,6 +49,40 @@ func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
 	for _, path := range strings.Fields(string(out)) {
 		if path != module && !strings.HasPrefix(path, module+"/") {
 			t.Errorf("a core package depends on %s, which is not in the standard library", path)
+		}
+	}
+}
+
+// TestPolicyKnowsNoBackend holds the arrow policy -> backend out (DESIGN.md,
+// principle 8): the engine is given its stores through policy.Backend, so
+// policy depends on no store, neither directly nor through another
+// package. (keyed and concurrency still reach it through compose until
+// compose is backend-neutral; they are checked among its direct imports.)
+func TestPolicyKnowsNoBackend(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list dependencies: %v", err)
+	}
+	const module = "github.com/admit-go/admit"
+	deps, err := exec.Command(gobin, "list", "-deps", "./policy").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./policy: %v", err)
+	}
+	for _, path := range strings.Fields(string(deps)) {
+		for _, bad := range []string{"github.com/redis/", module + "/redisstore", module + "/quota", module + "/internal/stores", module + "/policy/backends"} {
+			if path == bad || strings.HasPrefix(path, bad+"/") || strings.HasPrefix(path, bad) && strings.HasSuffix(bad, "/") {
+				t.Errorf("policy depends on %s", path)
+			}
+		}
+	}
+	imports, err := exec.Command(gobin, "list", "-f", `{{join .Imports "\n"}}`, "./policy").Output()
+	if err != nil {
+		t.Fatalf("go list ./policy: %v", err)
+	}
+	for _, path := range strings.Fields(string(imports)) {
+		switch path {
+		case module + "/keyed", module + "/concurrency", module + "/quota", module + "/redisstore":
+			t.Errorf("policy imports %s", path)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type Limiter interface {
 type Policy struct {
 	kind    policyKind
 	local   Limiter
+	slots   Slots // FallbackSlots's
 	breaker bool
 }
 
@@ -63,6 +64,14 @@ var (
 // NewGuard fail with ErrNilLimiter.
 func Fallback(local Limiter) Policy {
 	return Policy{kind: fallback, local: local}
+}
+
+// FallbackSlots is Fallback for concurrency layers (GuardSlots): local,
+// usually this instance's share of the shared slots in memory, grants the
+// slots of each request the primary cannot decide. A nil local makes
+// GuardSlots fail with ErrNilLimiter.
+func FallbackSlots(local Slots) Policy {
+	return Policy{kind: fallback, slots: local}
 }
 
 // Breaker returns p as a circuit breaker: once the primary has failed

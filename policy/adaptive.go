@@ -120,6 +120,9 @@ func (b *boxes[T]) get() *T {
 	return new(T)
 }
 
+// maxFree bounds the free list of a boxes.
+const maxFree = 1024
+
 func (b *boxes[T]) put(x *T) {
 	b.mu.Lock()
 	if len(b.free) < maxFree {

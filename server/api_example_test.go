@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/server"
 )
 
@@ -30,7 +31,7 @@ rules:
 	if err != nil {
 		panic(err)
 	}
-	e, err := policy.NewEngine(p, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/server"
 )
 
@@ -37,7 +38,7 @@ rules:
 	// A clock that stands still, so that the output does not depend on
 	// how fast the requests go; a service uses the system clock.
 	clock := admittest.NewManualClock(admittest.Epoch)
-	engine, err := policy.NewEngine(p, policy.WithClock(clock))
+	engine, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}

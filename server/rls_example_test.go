@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/server"
 )
 
@@ -29,7 +30,7 @@ descriptors:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 3, 2, 12, 0, 10, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,7 +11,6 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/admit-go/admit/server/admitv1"
 )
@@ -41,8 +40,8 @@ func TestRLSRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := admittest.NewManualClock(grpcT0)
-	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), WithGRPCClock(clk))
-	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), WithGRPCClock(clk))
+	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), WithGRPCClock(clk))
+	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), WithGRPCClock(clk))
 
 	// Three per minute for one address, shared by both servers.
 	for i, h := range []*grpcHarness{a, b, a, b} {
