@@ -12,7 +12,7 @@ import (
 // (redisstore.ConcurrencyLimiter.Slots), with policy applied to each call
 // that fails, as a Guard applies it to a rate limiter: FailOpen grants
 // nothing and admits (Limit admit.Unlimited), FailClosed refuses (a
-// request of n = 0 is allowed, as always; RetryAfter and ResetAfter are
+// request of N = 0 is allowed, as always; RetryAfter and ResetAfter are
 // the retry delay of WithRetryAfter), FallbackSlots(local) asks local for
 // the slots, whose Releaser then gives them back to local.
 //
@@ -33,7 +33,7 @@ import (
 // ErrInvalidPolicy (the zero Policy, or Fallback, which is for rate
 // limiters) or ErrInvalidOption. The layer is safe for concurrent use if
 // primary and local are.
-func GuardSlots(primary Slots, policy Policy, opts ...Option) (Slots, error) {
+func GuardSlots(primary admit.Slots, policy Policy, opts ...Option) (admit.Slots, error) {
 	if isNil(primary) {
 		return nil, fmt.Errorf("%w: GuardSlots needs a primary", ErrNilLimiter)
 	}
@@ -71,16 +71,16 @@ func GuardSlots(primary Slots, policy Policy, opts ...Option) (Slots, error) {
 
 // slotGuard is what GuardSlots returns.
 type slotGuard struct {
-	primary   Slots
-	local     Slots
+	primary   admit.Slots
+	local     admit.Slots
 	kind      policyKind
 	isFailure func(error) bool
 	openD     admit.Decision
 	closedD   admit.Decision
 }
 
-func (s *slotGuard) TryAcquire(ctx context.Context, key string, n int64) (Releaser, admit.Decision, error) {
-	rel, d, err := s.primary.TryAcquire(ctx, key, n)
+func (s *slotGuard) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	rel, d, err := s.primary.TryAcquire(ctx, r)
 	if err == nil || ctx.Err() != nil || !s.isFailure(err) {
 		return rel, d, err
 	}
@@ -88,12 +88,12 @@ func (s *slotGuard) TryAcquire(ctx context.Context, key string, n int64) (Releas
 	case failOpen:
 		return nil, s.openD, nil
 	case failClosed:
-		if n == 0 {
+		if r.N == 0 {
 			return nil, admit.Decision{Allowed: true, Rule: s.closedD.Rule, Kind: admit.KindConcurrency}, nil
 		}
 		return nil, s.closedD, nil
 	}
-	rel, d, err = s.local.TryAcquire(ctx, key, n)
+	rel, d, err = s.local.TryAcquire(ctx, r)
 	d.Rule = s.closedD.Rule
 	return rel, d, err
 }

@@ -13,7 +13,7 @@ import (
 // brokenSlots fails every call with err.
 type brokenSlots struct{ err error }
 
-func (b brokenSlots) TryAcquire(context.Context, string, int64) (Releaser, admit.Decision, error) {
+func (b brokenSlots) TryAcquire(context.Context, admit.Request) (admit.Releaser, admit.Decision, error) {
 	return nil, admit.Decision{}, b.err
 }
 
@@ -27,9 +27,9 @@ type countRelease struct {
 
 func (r *countRelease) Release() { *r.held -= r.n; r.n = 0 }
 
-func (c countSlots) TryAcquire(_ context.Context, _ string, n int64) (Releaser, admit.Decision, error) {
-	*c.held += n
-	return &countRelease{c.held, n}, admit.Decision{Allowed: true, Rule: "local"}, nil
+func (c countSlots) TryAcquire(_ context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	*c.held += r.N
+	return &countRelease{c.held, r.N}, admit.Decision{Allowed: true, Rule: "local"}, nil
 }
 
 func TestGuardSlots(t *testing.T) {
@@ -39,17 +39,17 @@ func TestGuardSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rel, d, err := open.TryAcquire(ctx, "k", 1); err != nil || rel != nil || !d.Allowed || d.Rule != "r/fail-open" || d.Kind != admit.KindConcurrency {
+	if rel, d, err := open.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || rel != nil || !d.Allowed || d.Rule != "r/fail-open" || d.Kind != admit.KindConcurrency {
 		t.Errorf("fail open: %v %+v %v", rel, d, err)
 	}
 	closed, err := GuardSlots(down, Breaker(FailClosed), WithName("r"), WithRetryAfter(3*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, d, err := closed.TryAcquire(ctx, "k", 1); err != nil || d.Allowed || d.Rule != "r/fail-closed" || d.RetryAfter != 3*time.Second {
+	if _, d, err := closed.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || d.Allowed || d.Rule != "r/fail-closed" || d.RetryAfter != 3*time.Second {
 		t.Errorf("fail closed: %+v %v", d, err)
 	}
-	if _, d, err := closed.TryAcquire(ctx, "k", 0); err != nil || !d.Allowed {
+	if _, d, err := closed.TryAcquire(ctx, admit.Request{Key: "k", N: 0}); err != nil || !d.Allowed {
 		t.Errorf("fail closed, a peek: %+v %v", d, err)
 	}
 	var held int64
@@ -57,7 +57,7 @@ func TestGuardSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, d, err := fb.TryAcquire(ctx, "k", 2)
+	rel, d, err := fb.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	if err != nil || !d.Allowed || d.Rule != "r/fallback" || held != 2 {
 		t.Errorf("fallback: %+v %v, %d held", d, err, held)
 	}
@@ -68,18 +68,18 @@ func TestGuardSlots(t *testing.T) {
 	// Not a failure of the store: returned as it is.
 	bad := fmt.Errorf("key: %w", admit.ErrKeyTooLong)
 	g, _ := GuardSlots(brokenSlots{bad}, FailOpen)
-	if _, _, err := g.TryAcquire(ctx, "k", 1); !errors.Is(err, bad) {
+	if _, _, err := g.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, bad) {
 		t.Errorf("a request's error: %v", err)
 	}
 	// A canceled caller is not a failure either.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := open.TryAcquire(cctx, "k", 1); !errors.Is(err, ErrTimeout) {
+	if _, _, err := open.TryAcquire(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, ErrTimeout) {
 		t.Errorf("canceled: %v", err)
 	}
 	// A healthy primary decides.
 	ok, _ := GuardSlots(countSlots{&held}, FailClosed)
-	if _, d, err := ok.TryAcquire(ctx, "k", 1); err != nil || !d.Allowed || d.Rule != "local" {
+	if _, d, err := ok.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed || d.Rule != "local" {
 		t.Errorf("healthy: %+v %v", d, err)
 	}
 	for _, c := range []struct {
@@ -99,10 +99,10 @@ func TestGuardSlots(t *testing.T) {
 }
 
 // asLimiter is any rate limiter, for Fallback.
-func (c countSlots) asLimiter() Limiter { return allowAll{} }
+func (c countSlots) asLimiter() admit.KeyedLimiter { return allowAll{} }
 
 type allowAll struct{}
 
-func (allowAll) Allow(context.Context, string, int64) (admit.Decision, error) {
+func (allowAll) Allow(context.Context, admit.Request) (admit.Decision, error) {
 	return admit.Decision{Allowed: true}, nil
 }

@@ -101,7 +101,7 @@ func (p *perKey[T]) lookup(key string) (T, bool) {
 }
 
 // boxes is a free list of boxes of type T, so that a grant allocates
-// nothing once the list holds as many as are in flight (see localSlots).
+// nothing once the list holds as many as are in flight (as internal/stores does for slots).
 type boxes[T any] struct {
 	mu   sync.Mutex
 	free []*T
@@ -140,7 +140,7 @@ func (e *Engine) maxKeysOf() int {
 }
 
 // gradientSlots is an adaptive_concurrency limit: an adaptive.Gradient per
-// key, as a compose.Slots whose grants are Finishers.
+// key, as an admit.Slots whose grants are Finishers.
 type gradientSlots struct {
 	keys  *perKey[*adaptive.Gradient]
 	clock admit.Clock
@@ -165,12 +165,12 @@ func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) e
 	return nil
 }
 
-func (s *gradientSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	g, err := s.keys.get(key)
+func (s *gradientSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	g, err := s.keys.get(r.Key)
 	if err != nil {
 		return nil, admit.Decision{RetryAfter: admit.InfDuration, Kind: admit.KindConcurrency}, err
 	}
-	tok, d, err := g.TryAcquireN(s.clock.Now(), n)
+	tok, d, err := g.TryAcquireN(s.clock.Now(), r.N)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			// More slots than max: never admitted, a refusal.
@@ -217,7 +217,7 @@ func (b *tokenBox) Finish(failed bool) {
 }
 
 // aimdLimiter is an adaptive_rate limit: an adaptive.AIMD per key, as a
-// compose.Limiter, Refunder and Learner.
+// admit.KeyedLimiter, admit.Refunder and compose.Learner.
 type aimdLimiter struct {
 	keys  *perKey[*adaptive.AIMD]
 	clock admit.Clock
@@ -243,20 +243,20 @@ func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
 	return nil
 }
 
-func (s *aimdLimiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	a, err := s.keys.get(key)
+func (s *aimdLimiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	a, err := s.keys.get(r.Key)
 	if err != nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, err
 	}
-	return a.Layer().Allow(ctx, key, n)
+	return a.Layer().Allow(ctx, r)
 }
 
-func (s *aimdLimiter) Refund(ctx context.Context, key string, n int64) error {
-	a, ok := s.keys.lookup(key)
+func (s *aimdLimiter) Refund(ctx context.Context, r admit.Request) error {
+	a, ok := s.keys.lookup(r.Key)
 	if !ok {
 		return nil
 	}
-	return a.Layer().Refund(ctx, key, n)
+	return a.Layer().Refund(ctx, r)
 }
 
 // Track returns a Finisher reporting the outcome of a request the AIMD of
@@ -324,7 +324,7 @@ func splitLane(key string) (lane, budget string) {
 }
 
 // rateLanes is a lanes limit with a budget: a fair.RateLanes per key of
-// the budget, as a compose.Limiter and Refunder.
+// the budget, as an admit.KeyedLimiter and admit.Refunder.
 type rateLanes struct {
 	keys *perKey[*fair.RateLanes]
 }
@@ -357,26 +357,28 @@ func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
 	return nil
 }
 
-func (s *rateLanes) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	lane, budget := splitLane(key)
+func (s *rateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	lane, budget := splitLane(req.Key)
 	r, err := s.keys.get(budget)
 	if err != nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, err
 	}
-	return r.Allow(ctx, lane, n)
+	req.Key = lane
+	return r.Allow(ctx, req)
 }
 
-func (s *rateLanes) Refund(ctx context.Context, key string, n int64) error {
-	lane, budget := splitLane(key)
+func (s *rateLanes) Refund(ctx context.Context, req admit.Request) error {
+	lane, budget := splitLane(req.Key)
 	r, ok := s.keys.lookup(budget)
 	if !ok {
 		return nil
 	}
-	return r.Refund(ctx, lane, n)
+	req.Key = lane
+	return r.Refund(ctx, req)
 }
 
 // slotLanes is a lanes limit with concurrency: a fair.SlotLanes per key
-// of the budget, as a compose.Slots.
+// of the budget, as an admit.Slots.
 type slotLanes struct {
 	keys  *perKey[*fair.SlotLanes]
 	boxes boxes[lanePermitBox]
@@ -404,13 +406,13 @@ func (e *Engine) buildSlotLanes(c *clayer, l *Lanes, single bool) error {
 	return nil
 }
 
-func (s *slotLanes) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	lane, budget := splitLane(key)
+func (s *slotLanes) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	lane, budget := splitLane(r.Key)
 	x, err := s.keys.get(budget)
 	if err != nil {
 		return nil, admit.Decision{RetryAfter: admit.InfDuration, Kind: admit.KindConcurrency}, err
 	}
-	p, d, err := x.TryAcquire(ctx, lane, n)
+	p, d, err := x.TryAcquire(ctx, lane, r.N)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			return nil, d, nil // never admitted: a refusal

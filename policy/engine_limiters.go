@@ -28,7 +28,7 @@ func (e *Engine) local() (Backend, error) {
 
 // policyOf returns the compose.Policy of f, with local as Fallback's
 // limiter.
-func policyOf(f Failure, local compose.Limiter) compose.Policy {
+func policyOf(f Failure, local admit.KeyedLimiter) compose.Policy {
 	var p compose.Policy
 	switch f.Policy {
 	case FailClosed:
@@ -44,7 +44,7 @@ func policyOf(f Failure, local compose.Limiter) compose.Policy {
 	return p
 }
 
-func (e *Engine) guard(primary compose.Limiter, label string, f Failure, local compose.Limiter) (compose.Limiter, compose.Refunder, error) {
+func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, admit.Refunder, error) {
 	opts := []compose.Option{compose.WithName(label), compose.WithClock(e.o.clock), compose.WithObserver(e.o.obs), compose.WithLogger(e.o.log)}
 	if f.Timeout > 0 {
 		opts = append(opts, compose.WithTimeout(f.Timeout))
@@ -62,9 +62,7 @@ func (e *Engine) guard(primary compose.Limiter, label string, f Failure, local c
 	if err != nil {
 		return nil, nil, err
 	}
-	var lim compose.Limiter = g
-	r, _ := lim.(compose.Refunder)
-	return g, r, nil
+	return g, g, nil
 }
 
 func share(f Failure) int {
@@ -84,10 +82,11 @@ func ceilShare(n int64, f Failure) int64 {
 // local store.
 func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Failure, fallback func(Backend) (admit.KeyedLimiter, error)) error {
 	if !st.shared {
-		c.lim, c.refund = layerOf(lim)
+		c.lim = lim
+		c.refund, _ = lim.(admit.Refunder)
 		return nil
 	}
-	var local compose.Limiter
+	var local admit.KeyedLimiter
 	if f.Policy == Fallback {
 		b, err := e.local()
 		if err != nil {
@@ -97,11 +96,10 @@ func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Fai
 		if err != nil {
 			return err
 		}
-		local, _ = layerOf(ll)
+		local = ll
 	}
-	primary, _ := layerOf(lim)
 	var err error
-	c.lim, c.refund, err = e.guard(primary, c.label, f, local)
+	c.lim, c.refund, err = e.guard(lim, c.label, f, local)
 	return err
 }
 
@@ -115,7 +113,7 @@ func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, st sto
 	return e.keyedLimiter(c, lim, st, f, func(b Backend) (admit.KeyedLimiter, error) {
 		ls := e.spec(c.label + "/fallback")
 		ls.Algorithm = alg
-		if ls.Limit, err = compose.Share(l, share(f)); err != nil {
+		if ls.Limit, err = l.Share(share(f)); err != nil {
 			return nil, err
 		}
 		return b.Rate(ls)
@@ -157,7 +155,7 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 		return err
 	}
 	if !st.shared {
-		c.slots = slotsLayer{slots}
+		c.slots = slots
 		return nil
 	}
 	p := compose.FailOpen
@@ -173,12 +171,12 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 		if err != nil {
 			return err
 		}
-		p = compose.FallbackSlots(slotsLayer{local})
+		p = compose.FallbackSlots(local)
 	}
 	opts := []compose.Option{compose.WithName(c.label)}
 	if f.RetryAfter > 0 {
 		opts = append(opts, compose.WithRetryAfter(f.RetryAfter))
 	}
-	c.slots, err = compose.GuardSlots(slotsLayer{slots}, p, opts...)
+	c.slots, err = compose.GuardSlots(slots, p, opts...)
 	return err
 }

@@ -15,9 +15,9 @@ type clayer struct {
 	label  string // Decision.Rule: the rule [/tier] [/kind]
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
-	lim    compose.Limiter
-	refund compose.Refunder
-	slots  compose.Slots
+	lim    admit.KeyedLimiter
+	refund admit.Refunder
+	slots  admit.Slots
 	learn  compose.Learner // an adaptive rate, learning from outcomes
 	print  string          // the definition, for WithPrevious
 	// shortKey: the limiter keeps no reference to the keys it is given

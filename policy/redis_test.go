@@ -28,7 +28,7 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 // redisStore returns a Store on client with a key prefix of its own,
 // closed by t.Cleanup. Keys live an hour at least, since the tests decide
-// at instants of a manual clock (WithStoreClock).
+// at instants of a manual clock (withRedis with the clock).
 func redisStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
 	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour)}, opts...)...)
@@ -118,7 +118,7 @@ func TestRedisExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := l.AllowAt(ctx, clock.Now(), "5:newco", 0); err != nil || d.Remaining != 980 {
+	if d, err := l.Allow(ctx, admit.Request{Key: "5:newco", N: 0, At: clock.Now()}); err != nil || d.Remaining != 980 {
 		t.Errorf("newco's quota in Redis: %+v, %v", d, err)
 	}
 	h.Release()

@@ -29,7 +29,7 @@ rules:
 
 // TestRLSRedis: two servers on one Redis (two instances of admit serve)
 // enforce one limit together through Envoy's protocol, at explicit
-// instants (the engines decide on a manual clock, WithStoreClock), and a
+// instants (the engines decide on a manual clock, backends.Redis with the clock), and a
 // lease held through one is seen by the other; with Redis gone, the rules
 // fail closed: OVER_LIMIT.
 func TestRLSRedis(t *testing.T) {

@@ -1,6 +1,7 @@
 package stores
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -38,9 +39,7 @@ func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := AdaptRate(lim)
-	a.Clock = r.Clock
-	return a, nil
+	return r.clocked(lim), nil
 }
 
 func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
@@ -49,9 +48,7 @@ func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := AdaptQuota(q)
-	a.Clock = r.Clock
-	return a, nil
+	return r.clocked(q), nil
 }
 
 func (r *Redis) Slots(s Spec) (admit.Slots, error) {
@@ -63,5 +60,58 @@ func (r *Redis) Slots(s Spec) (admit.Slots, error) {
 	if err != nil {
 		return nil, err
 	}
-	return AdaptSlots(c.Slots()), nil
+	return c.Slots(), nil
+}
+
+// limiter is what redisstore's Limiter and Quota implement of the contract.
+type limiter interface {
+	admit.KeyedLimiter
+	admit.Refunder
+	admit.Resetter
+}
+
+// clocked returns l, deciding the requests without an At at r.Clock.Now()
+// if r.Clock is not nil.
+func (r *Redis) clocked(l limiter) admit.KeyedLimiter {
+	if r.Clock == nil {
+		return l
+	}
+	return &clocked{l, r.Clock}
+}
+
+// clocked makes a limiter decide at its clock's instants.
+type clocked struct {
+	limiter
+	clock admit.Clock
+}
+
+func (c *clocked) at(r admit.Request) admit.Request {
+	if r.At.IsZero() {
+		r.At = c.clock.Now()
+	}
+	return r
+}
+
+func (c *clocked) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	return c.limiter.Allow(ctx, c.at(r))
+}
+
+func (c *clocked) Refund(ctx context.Context, r admit.Request) error {
+	return c.limiter.Refund(ctx, c.at(r))
+}
+
+// Cached answers from the limiter's deny cache, if it has one.
+func (c *clocked) Cached(r admit.Request) (admit.Decision, bool) {
+	if x, ok := c.limiter.(admit.Cacher); ok {
+		return x.Cached(c.at(r))
+	}
+	return admit.Decision{}, false
+}
+
+// Healthy forwards the limiter's health, if it reports one.
+func (c *clocked) Healthy() bool {
+	if h, ok := c.limiter.(admit.HealthReporter); ok {
+		return h.Healthy()
+	}
+	return true
 }

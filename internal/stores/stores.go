@@ -50,7 +50,7 @@ func Rate(s Spec) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return AdaptRate(lim), nil
+	return lim, nil
 }
 
 // Quota returns a quota.Quota of s: s.Limit.Rate events per s.Period.
@@ -68,11 +68,12 @@ func Quota(s Spec) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return AdaptQuota(q), nil
+	return q, nil
 }
 
 // Slots returns a concurrency.Limiter of s (s.Limit.Rate slots) as
-// admit.Slots. Its Releasers are recycled (a free list, not a sync.Pool,
+// admit.Slots (as concurrency.Limiter.Slots, but for its Releasers, which
+// are recycled (a free list, not a sync.Pool,
 // so that the count of allocations is deterministic), so a grant
 // allocates nothing once the list holds as many as are in flight.
 func Slots(s Spec) (admit.Slots, error) {
@@ -125,14 +126,7 @@ func (s *localSlots) put(b *permitBox) {
 // not zero, is the cap). More slots than the cap is a refusal, not an
 // error: they could never be granted.
 func (s *localSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
-	var p concurrency.Permit
-	var d admit.Decision
-	var err error
-	if r.Limit == (admit.Limit{}) {
-		p, d, err = s.c.TryAcquire(ctx, r.Key, r.N)
-	} else {
-		p, d, err = s.c.TryAcquireLimit(ctx, r.Key, r.Limit.Rate, r.N)
-	}
+	p, d, err := s.c.TryAcquire(ctx, r)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			return nil, d, nil
