@@ -190,7 +190,7 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 	}
 	// The options of admit serve's gRPC server (server.Server).
 	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
-	g, err := server.RegisterGRPC(srv, &src)
+	g, err := server.RegisterGRPC(srv, &src, server.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

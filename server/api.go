@@ -60,10 +60,10 @@ import (
 type API struct {
 	src       EngineSource
 	o         apiOptions
-	leases    *Leases
+	leases    *leaseTable
 	ownLeases bool
-	ready     *Readiness
-	rls       *RLS
+	ready     *readiness
+	rls       *rlsService
 	pool      sync.Pool // *apiCall
 }
 
@@ -88,9 +88,23 @@ const (
 	apiMaxPooledDescriptors = 64
 )
 
-// NewAPI returns the HTTP API deciding with the engines of src. The error
-// wraps ErrInvalidAPIOption for an invalid option (or nil src).
-func NewAPI(src EngineSource, opts ...APIOption) (*API, error) {
+// NewAPI returns the HTTP API deciding with the engines of src, for a
+// server of your own, configured by cfg's MaxRequestBytes, AllowReset,
+// RLSHeaders and Logger (it ignores the other fields; see Config). It
+// keeps the leases of /v1/acquire in a table of its own, which Close
+// gives back. The error is cfg.Validate's, or wraps ErrInvalidConfig (a
+// nil src).
+func NewAPI(src EngineSource, cfg Config) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.resolved()
+	return newAPI(src, withMaxBodyBytes(c.MaxRequestBytes), withReset(c.AllowReset), withAPILogger(c.Logger))
+}
+
+// newAPI returns the HTTP API deciding with the engines of src. The error
+// wraps ErrInvalidConfig for an invalid option (or nil src).
+func newAPI(src EngineSource, opts ...apiOption) (*API, error) {
 	o := defaultAPIOptions()
 	for _, opt := range opts {
 		if opt != nil {
@@ -106,21 +120,21 @@ func NewAPI(src EngineSource, opts ...APIOption) (*API, error) {
 	a := &API{src: src, o: o, leases: o.leases, ready: o.ready, rls: o.rls}
 	a.pool.New = func() any { return new(apiCall) }
 	if a.ready == nil {
-		r, err := NewReadiness(src)
+		r, err := newReadiness(src)
 		if err != nil {
 			return nil, err
 		}
 		a.ready = r
 	}
 	if a.rls == nil {
-		r, err := NewRLS(src, WithGRPCMaxDescriptors(o.maxDescriptors), WithGRPCMaxValueBytes(o.maxValue), WithGRPCHeaders(o.fields))
+		r, err := newRLS(src, withGRPCMaxDescriptors(o.maxDescriptors), withGRPCMaxValueBytes(o.maxValue), withGRPCHeaders(o.fields))
 		if err != nil {
 			return nil, err
 		}
 		a.rls = r
 	}
 	if a.leases == nil {
-		l, err := NewLeases()
+		l, err := newLeases()
 		if err != nil {
 			return nil, err
 		}
@@ -129,12 +143,12 @@ func NewAPI(src EngineSource, opts ...APIOption) (*API, error) {
 	return a, nil
 }
 
-// Leases returns the API's lease table.
-func (a *API) Leases() *Leases { return a.leases }
+// table returns the API's lease table.
+func (a *API) table() *leaseTable { return a.leases }
 
-// Paths returns the paths the API serves, for a server that routes only
+// paths returns the paths the API serves, for a server that routes only
 // them to it (a gateway proxying every other path, say).
-func (a *API) Paths() []string {
+func (a *API) paths() []string {
 	p := []string{"/v1/check", "/v1/acquire", "/v1/release", "/v1/extend", "/json", "/healthz", "/readyz"}
 	if a.o.metrics != nil {
 		p = append(p, "/metrics")
@@ -167,7 +181,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/json":
 		a.post(w, r, false, a.apiEnvoyJSON)
 	case "/healthz":
-		HealthzHandler().ServeHTTP(w, r)
+		healthz().ServeHTTP(w, r)
 	case "/readyz":
 		a.ready.ServeHTTP(w, r)
 	case "/metrics":
@@ -281,11 +295,11 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, keyed.ErrStoreFull),
 		errors.Is(err, concurrency.ErrTooManyKeys), errors.Is(err, quota.ErrTooManyKeys):
 		return &apiError{http.StatusServiceUnavailable, apiCodeResourceExhausted, err.Error()}
-	case errors.Is(err, ErrInvalidTTL):
+	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
-	case errors.Is(err, ErrTooManyLeases):
+	case errors.Is(err, errTooManyLeases):
 		return &apiError{http.StatusServiceUnavailable, apiCodeTooManyLeases, err.Error()}
-	case errors.Is(err, ErrLeasesClosed):
+	case errors.Is(err, errLeasesClosed):
 		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the service is shutting down"}
 	case r.Context().Err() != nil:
 		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the request was cancelled"}
@@ -424,7 +438,7 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 }
 
 // apiAppendLease appends the members describing a lease, if there is one.
-func apiAppendLease(b []byte, ls *Lease) []byte {
+func apiAppendLease(b []byte, ls *grant) []byte {
 	if ls.ID == "" {
 		return b
 	}
@@ -457,11 +471,11 @@ func (a *API) leaseRequest(w http.ResponseWriter, r *http.Request, release bool)
 // apiLeaseError turns an error of the lease table into an answer.
 func apiLeaseError(err error) *apiError {
 	switch {
-	case errors.Is(err, ErrLeaseNotFound):
+	case errors.Is(err, errLeaseNotFound):
 		return &apiError{http.StatusNotFound, apiCodeLeaseNotFound, "no such lease: never issued, released already, or expired"}
-	case errors.Is(err, ErrInvalidTTL):
+	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
-	case errors.Is(err, ErrLeaseStore):
+	case errors.Is(err, errLeaseStore):
 		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the store keeping the lease's slots did not answer: the lease is as it was; retry"}
 	}
 	return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the service is shutting down"}

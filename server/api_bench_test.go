@@ -61,7 +61,7 @@ func apiBenchAPI(b *testing.B, yaml string) *API {
 	}
 	src := new(Engines)
 	src.Set(e)
-	a, err := NewAPI(src)
+	a, err := newAPI(src)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -296,8 +296,8 @@ func apiHits(n apiInt, def int64, field string) (int64, *apiError) {
 	switch {
 	case !n.set:
 		return def, nil
-	case n.big || n.v < 0 || n.v > MaxHits:
-		return 0, apiUnprocessable("%s: %s is outside [0, %d]", field, apiIntText(n), int64(MaxHits))
+	case n.big || n.v < 0 || n.v > maxHits:
+		return 0, apiUnprocessable("%s: %s is outside [0, %d]", field, apiIntText(n), int64(maxHits))
 	}
 	return n.v, nil
 }
@@ -431,8 +431,8 @@ func apiInlineLimit(bl *apiLimit, i int) (admit.Limit, *apiError) {
 		return admit.Limit{}, apiUnprocessable("%s: want rate, or requests_per_unit and unit", field)
 	}
 	rpu := bl.RequestsPerUnit
-	if rpu.big || rpu.v < 0 || rpu.v > MaxHits {
-		return admit.Limit{}, apiUnprocessable("%s.requests_per_unit: %s is outside [0, %d]", field, apiIntText(rpu), int64(MaxHits))
+	if rpu.big || rpu.v < 0 || rpu.v > maxHits {
+		return admit.Limit{}, apiUnprocessable("%s.requests_per_unit: %s is outside [0, %d]", field, apiIntText(rpu), int64(maxHits))
 	}
 	u, err := policy.ParseUnit(*bl.Unit)
 	if err != nil {

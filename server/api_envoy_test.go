@@ -28,14 +28,14 @@ descriptors:
 
 // newEnvoyHarness is an API whose RLS dates its quota grants on the
 // harness's clock.
-func newEnvoyHarness(t *testing.T, yaml string, opts ...APIOption) *apiHarness {
+func newEnvoyHarness(t *testing.T, yaml string, opts ...apiOption) *apiHarness {
 	t.Helper()
 	h := newAPIHarness(t, yaml)
-	rls, err := NewRLS(h.src, WithGRPCClock(h.clock))
+	rls, err := newRLS(h.src, withGRPCClock(h.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAPI(h.src, append([]APIOption{WithLeases(h.leases), WithRLS(rls)}, opts...)...)
+	a, err := newAPI(h.src, append([]apiOption{withLeases(h.leases), withRLS(rls)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestAPIEnvoyJSONForms(t *testing.T) {
 }
 
 func TestAPIEnvoyJSONErrors(t *testing.T) {
-	h := newEnvoyHarness(t, apiEnvoyPolicy, WithMaxBodyBytes(1024))
+	h := newEnvoyHarness(t, apiEnvoyPolicy, withMaxBodyBytes(1024))
 	entry := `{"entries":[{"key":"remote_address","value":"a"}]}`
 	cases := []struct {
 		name, method, body string

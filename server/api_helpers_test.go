@@ -93,22 +93,22 @@ type apiHarness struct {
 	api    *API
 	src    *Engines
 	clock  *admittest.ManualClock
-	leases *Leases
+	leases *leaseTable
 }
 
-func newAPIHarness(t testing.TB, yaml string, opts ...APIOption) *apiHarness {
+func newAPIHarness(t testing.TB, yaml string, opts ...apiOption) *apiHarness {
 	t.Helper()
 	clock := admittest.NewManualClock(apiT0)
 	src := new(Engines)
 	if yaml != "" {
 		src.Set(apiEngine(t, yaml, clock))
 	}
-	leases, err := NewLeases(WithLeaseClock(clock))
+	leases, err := newLeases(withLeaseClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = leases.Close() })
-	a, err := NewAPI(src, append([]APIOption{WithLeases(leases)}, opts...)...)
+	a, err := newAPI(src, append([]apiOption{withLeases(leases)}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewAPI: %v", err)
 	}

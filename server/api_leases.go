@@ -15,23 +15,23 @@ import (
 
 // Defaults of the lease table's options.
 const (
-	// DefaultMaxLeases is the default cap on the leases a table holds.
-	DefaultMaxLeases = 65536
-	// DefaultLeaseTTL is the default lifetime of a lease (see
+	// defaultMaxLeases is the default cap on the leases a table holds.
+	defaultMaxLeases = 65536
+	// defaultLeaseTTL is the default lifetime of a lease (see
 	// WithLeaseTTL): that of the leases redisstore grants by default, so
 	// that both expire together.
-	DefaultLeaseTTL = 30 * time.Second
-	// DefaultMaxLeaseTTL is the default longest lifetime a caller may ask
+	defaultLeaseTTL = 30 * time.Second
+	// defaultMaxLeaseTTL is the default longest lifetime a caller may ask
 	// for.
-	DefaultMaxLeaseTTL = time.Hour
+	defaultMaxLeaseTTL = time.Hour
 
 	// maxLeaseTTL bounds WithLeaseTTL's max: redisstore's longest lease.
 	maxLeaseTTL = 365 * 24 * time.Hour
 )
 
-// Lease is a grant of the lease table: the slots of the concurrency caps
+// grant is a grant of the lease table: the slots of the concurrency caps
 // a request holds, until it is released or expires.
-type Lease struct {
+type grant struct {
 	// ID names the lease: 128 random bits (crypto/rand) in hex, so that
 	// a client cannot guess another's.
 	ID string
@@ -41,7 +41,7 @@ type Lease struct {
 	TTL     time.Duration
 }
 
-// Leases is a lease table: it holds the compose.Held of admitted requests
+// leaseTable is a lease table: it holds the compose.Held of admitted requests
 // (the slots their concurrency caps granted) under unguessable ids until
 // the client releases them (Release, Finish) or their lease expires,
 // whichever comes first, so that a client that crashes cannot keep its
@@ -67,10 +67,10 @@ type Lease struct {
 // holding only such slots is kept in Redis rather than in the table, so
 // that every table on that Redis can release or extend it.
 //
-// Leases is safe for concurrent use. Create one with NewLeases and Close
+// leaseTable is safe for concurrent use. Create one with NewLeases and Close
 // it when done: Close stops its goroutine and gives back every lease it
 // holds.
-type Leases struct {
+type leaseTable struct {
 	store  *redisstore.Store // WithLeaseStore, or nil
 	clock  admit.Clock
 	max    int
@@ -122,9 +122,9 @@ func (ls *lease) release(finish, failed bool) {
 	}
 }
 
-// LeaseOption configures a lease table (see NewLeases). The zero set of
+// leaseOption configures a lease table (see NewLeases). The zero set of
 // options gives the defaults documented on each option.
-type LeaseOption interface {
+type leaseOption interface {
 	apply(*leaseOptions)
 }
 
@@ -143,9 +143,9 @@ type leaseOptionFunc func(*leaseOptions)
 
 func (f leaseOptionFunc) apply(o *leaseOptions) { f(o) }
 
-// WithLeaseClock sets the clock leases expire on. The default is
+// withLeaseClock sets the clock leases expire on. The default is
 // admit.SystemClock; nil leaves the default.
-func WithLeaseClock(c admit.Clock) LeaseOption {
+func withLeaseClock(c admit.Clock) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if c != nil {
 			o.clock = c
@@ -153,19 +153,19 @@ func WithLeaseClock(c admit.Clock) LeaseOption {
 	})
 }
 
-// WithMaxLeases caps the leases the table holds. The default is
+// withMaxLeases caps the leases the table holds. The default is
 // DefaultMaxLeases; n must be positive.
-func WithMaxLeases(n int) LeaseOption {
+func withMaxLeases(n int) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if n <= 0 {
-			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", ErrInvalidAPIOption, n)
+			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", ErrInvalidConfig, n)
 			return
 		}
 		o.max = n
 	})
 }
 
-// WithLeaseStore keeps in Redis, through store, the leases whose every
+// withLeaseStore keeps in Redis, through store, the leases whose every
 // grant is a slot of a concurrency cap kept in store (a rule with
 // store: redis), so that any table on the same Redis can release or extend
 // them: behind a load balancer, a client may send /v1/release and
@@ -177,28 +177,28 @@ func WithMaxLeases(n int) LeaseOption {
 // that learns from outcomes) stays in the table that granted it, as does
 // one whose record could not be written. A nil store keeps every lease in
 // the table (the default).
-func WithLeaseStore(store *redisstore.Store) LeaseOption {
+func withLeaseStore(store *redisstore.Store) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) { o.store = store })
 }
 
-// WithLeaseTTL sets the lifetime of a lease whose caller asks for none
+// withLeaseTTL sets the lifetime of a lease whose caller asks for none
 // (def) and the longest one a caller may ask for (max). The defaults are
 // DefaultLeaseTTL and DefaultMaxLeaseTTL; both must be positive, def at
 // most max, max at most a year (the longest lease Redis keeps slots for).
-func WithLeaseTTL(def, max time.Duration) LeaseOption {
+func withLeaseTTL(def, max time.Duration) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if def <= 0 || max < def || max > maxLeaseTTL {
-			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", ErrInvalidAPIOption, def, max)
+			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", ErrInvalidConfig, def, max)
 			return
 		}
 		o.defTTL, o.maxTTL = def, max
 	})
 }
 
-// NewLeases returns an empty lease table and starts its goroutine. The
-// error wraps ErrInvalidAPIOption for an invalid option.
-func NewLeases(opts ...LeaseOption) (*Leases, error) {
-	o := leaseOptions{clock: admit.SystemClock, max: DefaultMaxLeases, defTTL: DefaultLeaseTTL, maxTTL: DefaultMaxLeaseTTL}
+// newLeases returns an empty lease table and starts its goroutine. The
+// error wraps ErrInvalidConfig for an invalid option.
+func newLeases(opts ...leaseOption) (*leaseTable, error) {
+	o := leaseOptions{clock: admit.SystemClock, max: defaultMaxLeases, defTTL: defaultLeaseTTL, maxTTL: defaultMaxLeaseTTL}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -207,7 +207,7 @@ func NewLeases(opts ...LeaseOption) (*Leases, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	l := &Leases{
+	l := &leaseTable{
 		store: o.store,
 		clock: o.clock, max: o.max, defTTL: o.defTTL, maxTTL: o.maxTTL,
 		reaped:    o.reaped,
@@ -225,20 +225,20 @@ func NewLeases(opts ...LeaseOption) (*Leases, error) {
 // TTL returns the lifetime a lease gets for a requested ttl: the default
 // for 0. The error wraps ErrInvalidTTL for a negative ttl or one above the
 // maximum.
-func (l *Leases) TTL(ttl time.Duration) (time.Duration, error) {
+func (l *leaseTable) TTL(ttl time.Duration) (time.Duration, error) {
 	switch {
 	case ttl == 0:
 		return l.defTTL, nil
 	case ttl < 0:
-		return 0, fmt.Errorf("%w: %v is negative", ErrInvalidTTL, ttl)
+		return 0, fmt.Errorf("%w: %v is negative", errInvalidTTL, ttl)
 	case ttl > l.maxTTL:
-		return 0, fmt.Errorf("%w: %v, the maximum is %v", ErrInvalidTTL, ttl, l.maxTTL)
+		return 0, fmt.Errorf("%w: %v, the maximum is %v", errInvalidTTL, ttl, l.maxTTL)
 	}
 	return ttl, nil
 }
 
 // MaxTTL returns the longest lifetime a caller may ask for.
-func (l *Leases) MaxTTL() time.Duration { return l.maxTTL }
+func (l *leaseTable) MaxTTL() time.Duration { return l.maxTTL }
 
 // Acquire checks req with e, as Engine.Check does, and keeps the slots the
 // check granted under a new lease of ttl (0 for the default). out receives
@@ -250,27 +250,27 @@ func (l *Leases) MaxTTL() time.Duration { return l.maxTTL }
 // The error is ErrInvalidTTL, ErrTooManyLeases or ErrLeasesClosed, checked
 // before the request is, or the error of Engine.Check (the request is then
 // refused and holds nothing).
-func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Request, ttl time.Duration, out *policy.Result) (Lease, error) {
+func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.Request, ttl time.Duration, out *policy.Result) (grant, error) {
 	ttl, err := l.TTL(ttl)
 	if err != nil {
-		return Lease{}, err
+		return grant{}, err
 	}
 	if err := l.reserve(ctx); err != nil {
-		return Lease{}, err
+		return grant{}, err
 	}
 	h := new(compose.Held)
 	err = e.Check(compose.WithLeaseTTL(ctx, ttl), req, h, out)
 	if err != nil || !out.Decision.Allowed || h.Len() == 0 {
 		l.unreserve()
 		h.Release() // empty, unless a check's error left grants behind
-		return Lease{}, err
+		return grant{}, err
 	}
 	id := newLeaseID()
 	if l.store != nil {
 		if leases, ok := redisLeases(h); ok && l.store.SaveLeases(ctx, id, ttl, leases...) == nil {
 			// The record holds the slots now; h is dropped unreleased.
 			l.unreserve()
-			return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
+			return grant{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
 		}
 	}
 	ls := &lease{id: id, held: h, ttl: ttl}
@@ -279,7 +279,7 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 	if l.closed {
 		l.mu.Unlock()
 		h.Release()
-		return Lease{}, ErrLeasesClosed
+		return grant{}, errLeasesClosed
 	}
 	ls.expires = l.clock.Now().Add(ttl)
 	l.byID[ls.id] = ls
@@ -292,18 +292,18 @@ func (l *Leases) Acquire(ctx context.Context, e *policy.Engine, req *policy.Requ
 		default:
 		}
 	}
-	return Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}, nil
+	return grant{ID: ls.id, Expires: ls.expires, TTL: ttl}, nil
 }
 
 // reserve counts an acquire in progress against the cap, then waits
 // (within ctx) until the leases that expired by now have given their
 // slots back, whoever took them off the table, so that the acquire's check
 // sees those slots free.
-func (l *Leases) reserve(ctx context.Context) error {
+func (l *leaseTable) reserve(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrLeasesClosed
+		return errLeasesClosed
 	}
 	others := l.releasingLocked() // before own joins them
 	own := l.expireLocked(l.clock.Now())
@@ -311,7 +311,7 @@ func (l *Leases) reserve(ctx context.Context) error {
 		n := len(l.byID)
 		l.mu.Unlock()
 		l.giveBack(own)
-		return fmt.Errorf("%w: %d leases held, the maximum is %d", ErrTooManyLeases, n, l.max)
+		return fmt.Errorf("%w: %d leases held, the maximum is %d", errTooManyLeases, n, l.max)
 	}
 	l.reserved++
 	l.mu.Unlock()
@@ -323,7 +323,7 @@ func (l *Leases) reserve(ctx context.Context) error {
 	return nil
 }
 
-func (l *Leases) unreserve() {
+func (l *leaseTable) unreserve() {
 	l.mu.Lock()
 	l.reserved--
 	l.mu.Unlock()
@@ -331,11 +331,11 @@ func (l *Leases) unreserve() {
 
 // take removes lease id from the table, after giving back the expired
 // ones.
-func (l *Leases) take(id string) (*lease, error) {
+func (l *leaseTable) take(id string) (*lease, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, ErrLeasesClosed
+		return nil, errLeasesClosed
 	}
 	expired := l.expireLocked(l.clock.Now())
 	ls := l.byID[id]
@@ -346,7 +346,7 @@ func (l *Leases) take(id string) (*lease, error) {
 	l.mu.Unlock()
 	l.giveBack(expired)
 	if ls == nil {
-		return nil, ErrLeaseNotFound
+		return nil, errLeaseNotFound
 	}
 	return ls, nil
 }
@@ -357,7 +357,7 @@ func (l *Leases) take(id string) (*lease, error) {
 // ErrLeaseNotFound for a lease that was never issued, was released
 // already, or expired; ErrLeaseStore when Redis did not answer (the lease
 // is as it was); ErrLeasesClosed after Close.
-func (l *Leases) Release(ctx context.Context, id string) error {
+func (l *leaseTable) Release(ctx context.Context, id string) error {
 	ls, err := l.take(id)
 	if err != nil {
 		return l.releaseStored(ctx, id, err)
@@ -370,7 +370,7 @@ func (l *Leases) Release(ctx context.Context, id string) error {
 // outcome to the limits that learn from one (adaptive limits: see
 // compose.Held.Finish): failed reports that it failed in a way that says
 // what it protects is overloaded. The errors are Release's.
-func (l *Leases) Finish(ctx context.Context, id string, failed bool) error {
+func (l *leaseTable) Finish(ctx context.Context, id string, failed bool) error {
 	ls, err := l.take(id)
 	if err != nil {
 		// A lease kept in Redis has no grant that learns from outcomes.
@@ -388,15 +388,15 @@ func (l *Leases) Finish(ctx context.Context, id string, failed bool) error {
 // and the error wraps ErrLeaseNotFound. A lease holding nothing in Redis
 // needs no call to it. The other errors wrap ErrInvalidTTL,
 // ErrLeaseNotFound or ErrLeasesClosed.
-func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
+func (l *leaseTable) Extend(ctx context.Context, id string, ttl time.Duration) (grant, error) {
 	ttl, err := l.TTL(ttl)
 	if err != nil {
-		return Lease{}, err
+		return grant{}, err
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return Lease{}, ErrLeasesClosed
+		return grant{}, errLeasesClosed
 	}
 	expired := l.expireLocked(l.clock.Now())
 	ls := l.byID[id]
@@ -414,14 +414,14 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 	ls.mu.Unlock()
 	switch {
 	case err != nil:
-		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+		return grant{}, fmt.Errorf("%w: %v", errLeaseStore, err)
 	case !held:
 		// Released meanwhile, or its slots expired in Redis: the lease
 		// holds less than it was granted, so it ends.
 		if ls, err := l.take(id); err == nil {
 			ls.release(false, false)
 		}
-		return Lease{}, ErrLeaseNotFound
+		return grant{}, errLeaseNotFound
 	}
 
 	l.mu.Lock()
@@ -430,14 +430,14 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 		closed := l.closed
 		l.mu.Unlock()
 		if closed {
-			return Lease{}, ErrLeasesClosed
+			return grant{}, errLeasesClosed
 		}
-		return Lease{}, ErrLeaseNotFound
+		return grant{}, errLeaseNotFound
 	}
 	ls.expires, ls.ttl = l.clock.Now().Add(ttl), ttl
 	heap.Fix(&l.queue, ls.idx)
 	first := ls.idx == 0
-	out := Lease{ID: ls.id, Expires: ls.expires, TTL: ttl}
+	out := grant{ID: ls.id, Expires: ls.expires, TTL: ttl}
 	l.mu.Unlock()
 	if first {
 		select {
@@ -450,7 +450,7 @@ func (l *Leases) Extend(ctx context.Context, id string, ttl time.Duration) (Leas
 
 // Len returns the number of leases held, after giving back the expired
 // ones (waiting for those the table's goroutine is giving back).
-func (l *Leases) Len() int {
+func (l *leaseTable) Len() int {
 	l.mu.Lock()
 	others := l.releasingLocked() // before expired joins them
 	expired := l.expireLocked(l.clock.Now())
@@ -464,7 +464,7 @@ func (l *Leases) Len() int {
 // Close stops the table's goroutine and gives back the slots of every
 // lease it holds; later calls fail with ErrLeasesClosed. Close is
 // idempotent and returns nil.
-func (l *Leases) Close() error {
+func (l *leaseTable) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true

@@ -12,7 +12,7 @@ import (
 
 // releasingLocked returns the done channels of the batches of expired
 // leases being given back.
-func (l *Leases) releasingLocked() []chan struct{} {
+func (l *leaseTable) releasingLocked() []chan struct{} {
 	var batches []chan struct{}
 	for x := range l.releasing {
 		batches = append(batches, x.done)
@@ -43,7 +43,7 @@ type expiry struct {
 // expireLocked removes the leases expired at now from the table and
 // returns them as a batch registered in l.releasing, to be given back
 // (giveBack) once the lock is released; nil when none expired.
-func (l *Leases) expireLocked(now time.Time) *expiry {
+func (l *leaseTable) expireLocked(now time.Time) *expiry {
 	var x *expiry
 	for len(l.queue) > 0 && !l.queue[0].expires.After(now) {
 		ls := heap.Pop(&l.queue).(*lease)
@@ -59,7 +59,7 @@ func (l *Leases) expireLocked(now time.Time) *expiry {
 
 // giveBack releases the leases of x, a batch from expireLocked (nil for
 // none), and tells the acquires waiting for it.
-func (l *Leases) giveBack(x *expiry) int {
+func (l *leaseTable) giveBack(x *expiry) int {
 	if x == nil {
 		return 0
 	}
@@ -79,7 +79,7 @@ func releaseLeases(ls []*lease) {
 
 // run gives back expired leases: it sleeps until the earliest expiry, or
 // until an earlier one is added.
-func (l *Leases) run() {
+func (l *leaseTable) run() {
 	defer close(l.stopped)
 	for {
 		l.mu.Lock()

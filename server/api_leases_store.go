@@ -16,16 +16,16 @@ import (
 
 // releaseStored releases lease id from Redis (see WithLeaseStore) after
 // the table did not hold it (err, ErrLeaseNotFound or ErrLeasesClosed).
-func (l *Leases) releaseStored(ctx context.Context, id string, err error) error {
-	if l.store == nil || !errors.Is(err, ErrLeaseNotFound) || !isLeaseID(id) {
+func (l *leaseTable) releaseStored(ctx context.Context, id string, err error) error {
+	if l.store == nil || !errors.Is(err, errLeaseNotFound) || !isLeaseID(id) {
 		return err
 	}
 	leases, ok, serr := l.store.TakeLeases(ctx, id)
 	if serr != nil {
-		return fmt.Errorf("%w: %v", ErrLeaseStore, serr)
+		return fmt.Errorf("%w: %v", errLeaseStore, serr)
 	}
 	if !ok {
-		return ErrLeaseNotFound
+		return errLeaseNotFound
 	}
 	for _, p := range leases {
 		// Within the store's timeout even if ctx ends: the record is gone,
@@ -39,32 +39,32 @@ func (l *Leases) releaseStored(ctx context.Context, id string, err error) error 
 // first, then its slots, so that a failure between the two leaves a record
 // outliving its slots (harmless: the next release or extension finds them
 // gone) rather than slots outliving the record that names them.
-func (l *Leases) extendStored(ctx context.Context, id string, ttl time.Duration) (Lease, error) {
+func (l *leaseTable) extendStored(ctx context.Context, id string, ttl time.Duration) (grant, error) {
 	if l.store == nil || !isLeaseID(id) {
-		return Lease{}, ErrLeaseNotFound
+		return grant{}, errLeaseNotFound
 	}
 	leases, ok, err := l.store.LoadLeases(ctx, id)
 	if err == nil && ok {
 		ok, err = l.store.RenewLeases(ctx, id, ttl) // false: released meanwhile
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+		return grant{}, fmt.Errorf("%w: %v", errLeaseStore, err)
 	}
 	if !ok {
-		return Lease{}, ErrLeaseNotFound
+		return grant{}, errLeaseNotFound
 	}
 	for _, p := range leases {
 		held, err := p.ExtendFor(ctx, ttl)
 		if err != nil {
-			return Lease{}, fmt.Errorf("%w: %v", ErrLeaseStore, err)
+			return grant{}, fmt.Errorf("%w: %v", errLeaseStore, err)
 		}
 		if !held {
 			// Its slots expired in Redis: the lease ends.
-			_ = l.releaseStored(ctx, id, ErrLeaseNotFound)
-			return Lease{}, ErrLeaseNotFound
+			_ = l.releaseStored(ctx, id, errLeaseNotFound)
+			return grant{}, errLeaseNotFound
 		}
 	}
-	return Lease{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
+	return grant{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
 }
 
 // redisLeases returns the redisstore Leases of h's grants, and false if a

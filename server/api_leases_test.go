@@ -113,12 +113,12 @@ func TestAPILeaseTableFull(t *testing.T) {
 	clock := admittest.NewManualClock(apiT0)
 	src := new(Engines)
 	src.Set(apiEngine(t, apiPolicy, clock))
-	leases, err := NewLeases(WithLeaseClock(clock), WithMaxLeases(1))
+	leases, err := newLeases(withLeaseClock(clock), withMaxLeases(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leases.Close()
-	a, err := NewAPI(src, WithLeases(leases))
+	a, err := newAPI(src, withLeases(leases))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestAPILeaseTableFull(t *testing.T) {
 	if r := apiDecode(t, h.post("/v1/check", apiCheckBody("api", "user=alice"))); !r.Allowed || *r.Statuses[0].Remaining != 0 {
 		t.Fatalf("per-user after the refused acquire: %+v", r.Statuses[0])
 	}
-	if _, err := leases.Acquire(context.Background(), src.Engine(), &policy.Request{Domain: "api", Hits: 1, Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "job", Value: "b"}}}}}, 0, new(policy.Result)); !errors.Is(err, ErrTooManyLeases) {
+	if _, err := leases.Acquire(context.Background(), src.Engine(), &policy.Request{Domain: "api", Hits: 1, Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "job", Value: "b"}}}}}, 0, new(policy.Result)); !errors.Is(err, errTooManyLeases) {
 		t.Errorf("Acquire on a full table: %v", err)
 	}
 	apiWantStatus(t, h.post("/v1/release", `{"lease_id":"`+first.LeaseID+`"}`), http.StatusOK)
@@ -152,7 +152,7 @@ func TestLeasesReaper(t *testing.T) {
 	apiNoLeak(t)
 	clock := admittest.NewManualClock(apiT0)
 	reaped := make(chan int, 16)
-	l, err := NewLeases(WithLeaseClock(clock), leaseOptionFunc(func(o *leaseOptions) { o.reaped = func(n int) { reaped <- n } }))
+	l, err := newLeases(withLeaseClock(clock), leaseOptionFunc(func(o *leaseOptions) { o.reaped = func(n int) { reaped <- n } }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestLeasesReaper(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reaper did not run")
 	}
-	if err := l.Release(context.Background(), long.ID); !errors.Is(err, ErrLeaseNotFound) {
+	if err := l.Release(context.Background(), long.ID); !errors.Is(err, errLeaseNotFound) {
 		t.Errorf("Release of an expired lease: %v", err)
 	}
 }
@@ -221,7 +221,7 @@ func TestLeasesAcquireWaitsForReaper(t *testing.T) {
 	apiNoLeak(t)
 	clock := admittest.NewManualClock(apiT0)
 	inReaper, letGo := make(chan struct{}), make(chan struct{})
-	l, err := NewLeases(WithLeaseClock(clock), leaseOptionFunc(func(o *leaseOptions) {
+	l, err := newLeases(withLeaseClock(clock), leaseOptionFunc(func(o *leaseOptions) {
 		o.reaping = func() {
 			inReaper <- struct{}{}
 			<-letGo
@@ -289,7 +289,7 @@ type apiHeld struct {
 func TestLeasesClose(t *testing.T) {
 	apiNoLeak(t)
 	clock := admittest.NewManualClock(apiT0)
-	l, err := NewLeases(WithLeaseClock(clock))
+	l, err := newLeases(withLeaseClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,14 +317,14 @@ func TestLeasesClose(t *testing.T) {
 		"Extend":  func() error { _, err := l.Extend(context.Background(), ls.ID, 0); return err }(),
 		"Acquire": func() error { _, err := l.Acquire(context.Background(), e, req, 0, &res); return err }(),
 	} {
-		if !errors.Is(err, ErrLeasesClosed) {
+		if !errors.Is(err, errLeasesClosed) {
 			t.Errorf("%s after Close: %v", name, err)
 		}
 	}
 	// The API answers 503.
 	src := new(Engines)
 	src.Set(e)
-	a, err := NewAPI(src, WithLeases(l))
+	a, err := newAPI(src, withLeases(l))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestAPICloseOwnLeases(t *testing.T) {
 	apiNoLeak(t)
 	src := new(Engines)
 	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
-	a, err := NewAPI(src)
+	a, err := newAPI(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestAPICloseOwnLeases(t *testing.T) {
 }
 
 func TestLeasesTTL(t *testing.T) {
-	l, err := NewLeases(WithLeaseTTL(time.Second, time.Minute))
+	l, err := newLeases(withLeaseTTL(time.Second, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,15 +365,15 @@ func TestLeasesTTL(t *testing.T) {
 		}
 	}
 	for _, in := range []time.Duration{-1, time.Minute + 1} {
-		if _, err := l.TTL(in); !errors.Is(err, ErrInvalidTTL) {
+		if _, err := l.TTL(in); !errors.Is(err, errInvalidTTL) {
 			t.Errorf("TTL(%v): %v", in, err)
 		}
 	}
-	if _, err := l.Extend(context.Background(), "x", -1); !errors.Is(err, ErrInvalidTTL) {
+	if _, err := l.Extend(context.Background(), "x", -1); !errors.Is(err, errInvalidTTL) {
 		t.Errorf("Extend(-1): %v", err)
 	}
-	for i, o := range []LeaseOption{WithMaxLeases(0), WithLeaseTTL(0, time.Second), WithLeaseTTL(time.Minute, time.Second)} {
-		if _, err := NewLeases(o); !errors.Is(err, ErrInvalidAPIOption) {
+	for i, o := range []leaseOption{withMaxLeases(0), withLeaseTTL(0, time.Second), withLeaseTTL(time.Minute, time.Second)} {
+		if _, err := newLeases(o); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("option %d: %v", i, err)
 		}
 	}
@@ -391,7 +391,7 @@ func TestLeasesConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLeases(WithLeaseTTL(time.Millisecond, time.Second))
+	l, err := newLeases(withLeaseTTL(time.Millisecond, time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestLeasesConcurrent(t *testing.T) {
 				}
 				switch err := l.Release(context.Background(), ls.ID); {
 				case err == nil:
-				case errors.Is(err, ErrLeaseNotFound) && ttl == time.Millisecond:
+				case errors.Is(err, errLeaseNotFound) && ttl == time.Millisecond:
 				default:
 					t.Errorf("goroutine %d: Release: %v", g, err)
 				}
@@ -475,7 +475,7 @@ func TestLeasesExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLeases()
+	l, err := newLeases()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestLeasesExtendRelease(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if _, err := l.Extend(context.Background(), ls.ID, time.Minute); err != nil && !errors.Is(err, ErrLeaseNotFound) {
+			if _, err := l.Extend(context.Background(), ls.ID, time.Minute); err != nil && !errors.Is(err, errLeaseNotFound) {
 				t.Errorf("extend: %v", err)
 			}
 		})

@@ -68,20 +68,20 @@ func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.
 		t.Cleanup(func() { _ = e.Close() })
 		src := new(Engines)
 		src.Set(e)
-		leaseOpts := []LeaseOption{WithLeaseClock(clock)}
+		leaseOpts := []leaseOption{withLeaseClock(clock)}
 		if shared {
-			leaseOpts = append(leaseOpts, WithLeaseStore(store))
+			leaseOpts = append(leaseOpts, withLeaseStore(store))
 		}
-		leases, err := NewLeases(leaseOpts...)
+		leases, err := newLeases(leaseOpts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = leases.Close() })
-		ready, err := NewReadiness(src, WithProbe("redis", func(ctx context.Context) error { return probe.Ping(ctx).Err() }))
+		ready, err := newReadiness(src, withProbe("redis", func(ctx context.Context) error { return probe.Ping(ctx).Err() }))
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NewAPI(src, WithLeases(leases), WithReadiness(ready))
+		a, err := newAPI(src, withLeases(leases), withReadiness(ready))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +396,7 @@ func TestAPIRedisSharedLeases(t *testing.T) {
 func TestAPIRedisReset(t *testing.T) {
 	in, srv := apiRedisInstances(t, 2)
 	a, b := in[0], in[1]
-	reset, err := NewAPI(a.src, WithReset(true))
+	reset, err := newAPI(a.src, withReset(true))
 	if err != nil {
 		t.Fatal(err)
 	}

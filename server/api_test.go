@@ -101,7 +101,7 @@ func TestAPICheckBodies(t *testing.T) {
 }
 
 func TestAPIRefusalStatus(t *testing.T) {
-	h := newAPIHarness(t, apiPolicy, WithRefusalStatus(http.StatusTooManyRequests))
+	h := newAPIHarness(t, apiPolicy, withRefusalStatus(http.StatusTooManyRequests))
 	body := apiCheckBody("api", "user=alice")
 	for range 2 {
 		apiWantStatus(t, h.post("/v1/check", body), http.StatusOK)
@@ -116,7 +116,7 @@ func TestAPIRefusalStatus(t *testing.T) {
 		t.Errorf("Retry-After %q, want 1", ra)
 	}
 	// Without the fields, Retry-After stays.
-	h = newAPIHarness(t, apiPolicy, WithRefusalStatus(http.StatusTooManyRequests), WithRateLimitFields(false))
+	h = newAPIHarness(t, apiPolicy, withRefusalStatus(http.StatusTooManyRequests), withRateLimitFields(false))
 	h.clock.Advance(0)
 	for range 2 {
 		w = h.post("/v1/check", body)
@@ -164,7 +164,7 @@ func TestAPIHits(t *testing.T) {
 // TestAPIErrors sends bad requests: each gets its status and code, and
 // the error body shape.
 func TestAPIErrors(t *testing.T) {
-	h := newAPIHarness(t, apiPolicy, WithMaxBodyBytes(4<<20))
+	h := newAPIHarness(t, apiPolicy, withMaxBodyBytes(4<<20))
 	many := func(n int) string {
 		kvs := make([]string, n)
 		for i := range kvs {
@@ -173,7 +173,7 @@ func TestAPIErrors(t *testing.T) {
 		return apiCheckBody("api", kvs...)
 	}
 	desc := `{"entries":[{"key":"user","value":"alice"}]}`
-	long := strings.Repeat("x", DefaultMaxValueLength+1)
+	long := strings.Repeat("x", defaultMaxValueLength+1)
 	cases := []struct {
 		name, path, method, body, ctype string
 		status                          int
@@ -216,7 +216,7 @@ func TestAPIErrors(t *testing.T) {
 		{"limit bad rate", "/v1/check", "", `{"domain":"api","descriptors":[{"entries":[{"key":"a"}],"limit":{"rate":"fast"}}]}`, "", 422, apiCodeInvalidArgument},
 		{"limit rate type", "/v1/check", "", `{"domain":"api","descriptors":[{"entries":[{"key":"a"}],"limit":{"rate":100}}]}`, "", 400, apiCodeInvalidJSON},
 		{"inline key too long", "/v1/check", "", `{"domain":"api","descriptors":[{"entries":[{"key":"a","value":"` + strings.Repeat("v", 4000) + `"},{"key":"b","value":"` + strings.Repeat("w", 4000) + `"}],"limit":{"rate":"1/s"}}]}`, "", 422, apiCodeInvalidArgument},
-		{"too many descriptors", "/v1/check", "", many(DefaultMaxDescriptors + 1), "", 413, apiCodeTooManyDescriptors},
+		{"too many descriptors", "/v1/check", "", many(defaultMaxDescriptors + 1), "", 413, apiCodeTooManyDescriptors},
 		{"10,000 descriptors", "/v1/check", "", many(10000), "", 413, apiCodeTooManyDescriptors},
 		{"body too large", "/v1/check", "", `{"domain":"` + strings.Repeat("d", 4<<20) + `"}`, "", 413, apiCodeBodyTooLarge},
 		{"text/plain", "/v1/check", "", apiCheckBody("api", "user=a"), "text/plain", 415, apiCodeUnsupportedMedia},
@@ -311,7 +311,7 @@ func TestAPIMessages(t *testing.T) {
 }
 
 func TestAPIStrictDomains(t *testing.T) {
-	h := newAPIHarness(t, apiPolicy, WithStrictDomains(true))
+	h := newAPIHarness(t, apiPolicy, withStrictDomains(true))
 	apiWantError(t, h.post("/v1/check", apiCheckBody("nope", "user=a")), 422, apiCodeUnknownDomain)
 	apiWantError(t, h.post("/v1/acquire", apiCheckBody("nope", "user=a")), 422, apiCodeUnknownDomain)
 	apiWantError(t, h.post("/json", apiCheckBody("nope", "user=a")), 400, apiCodeUnknownDomain)
@@ -388,7 +388,7 @@ func TestAPIClosedEngine(t *testing.T) {
 	old, cur := apiEngine(t, apiPolicy, clock), apiEngine(t, apiPolicy, clock)
 	_ = old.Close()
 	src := &apiSwapSource{stale: old, cur: cur}
-	a, err := NewAPI(src)
+	a, err := newAPI(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestAPIConcurrent(t *testing.T) {
 	}
 	src := new(Engines)
 	src.Set(e)
-	a, err := NewAPI(src)
+	a, err := newAPI(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,42 +451,42 @@ func TestAPIConcurrent(t *testing.T) {
 
 func TestAPIPathsAndMetrics(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("# metrics\n")) })
-	h := newAPIHarness(t, apiPolicy, WithMetrics(metrics))
+	h := newAPIHarness(t, apiPolicy, withMetrics(metrics))
 	w := h.do(http.MethodGet, "/metrics", "")
 	if w.Code != 200 || w.Body.String() != "# metrics\n" {
 		t.Errorf("/metrics: %d %q", w.Code, w.Body)
 	}
 	want := "[/v1/check /v1/acquire /v1/release /v1/extend /json /healthz /readyz /metrics]"
-	if got := fmt.Sprint(h.api.Paths()); got != want {
+	if got := fmt.Sprint(h.api.paths()); got != want {
 		t.Errorf("Paths %s, want %s", got, want)
 	}
-	for _, p := range h.api.Paths() {
+	for _, p := range h.api.paths() {
 		if w := h.do(http.MethodGet, p, ""); w.Code == http.StatusNotFound {
 			t.Errorf("GET %s: 404", p)
 		}
 	}
-	if h.api.Leases() != h.leases {
+	if h.api.table() != h.leases {
 		t.Error("Leases is not the table given")
 	}
 }
 
 func TestNewAPIOptions(t *testing.T) {
 	src := new(Engines)
-	bad := []APIOption{
-		WithLeases(nil), WithReadiness(nil), WithMetrics(nil), WithRLS(nil),
-		WithMaxBodyBytes(0), WithMaxDescriptors(-1), WithMaxValueLength(0),
-		WithRefusalStatus(302), WithRefusalStatus(0), WithRefusalStatus(600),
+	bad := []apiOption{
+		withLeases(nil), withReadiness(nil), withMetrics(nil), withRLS(nil),
+		withMaxBodyBytes(0), withMaxDescriptors(-1), withMaxValueLength(0),
+		withRefusalStatus(302), withRefusalStatus(0), withRefusalStatus(600),
 	}
 	for i, o := range bad {
-		if _, err := NewAPI(src, o); !errors.Is(err, ErrInvalidAPIOption) {
-			t.Errorf("option %d: %v, want ErrInvalidAPIOption", i, err)
+		if _, err := newAPI(src, o); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("option %d: %v, want ErrInvalidConfig", i, err)
 		}
 	}
-	if _, err := NewAPI(nil); !errors.Is(err, ErrInvalidAPIOption) {
+	if _, err := newAPI(nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil source: %v", err)
 	}
 	for _, code := range []int{200, 429, 503, 400} {
-		a, err := NewAPI(src, WithRefusalStatus(code), nil)
+		a, err := newAPI(src, withRefusalStatus(code), nil)
 		if err != nil {
 			t.Errorf("WithRefusalStatus(%d): %v", code, err)
 			continue
@@ -518,7 +518,7 @@ func TestAPIReset(t *testing.T) {
 	off := newAPIHarness(t, apiPolicy)
 	apiWantError(t, off.post("/v1/reset", apiCheckBody("api", "user=alice")), http.StatusForbidden, apiCodeForbidden)
 
-	h := newAPIHarness(t, apiPolicy, WithReset(true))
+	h := newAPIHarness(t, apiPolicy, withReset(true))
 	alice := apiCheckBody("api", "user=alice")
 	for range 2 {
 		if r := apiDecode(t, h.post("/v1/check", alice)); !r.Allowed {

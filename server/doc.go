@@ -8,13 +8,14 @@
 //
 // # The service
 //
-// Server is `admit serve` as a library: it owns the policy (loaded from
-// files, reloaded on Reload and when they change, keeping the state of the
-// limits that did not change), the store (memory, or Redis with
-// NewRedisClient's URLs), a Prometheus registry of its own, and the
-// listeners: the HTTP API (NewAPI), the gRPC APIs (RegisterGRPC), health,
-// readiness and metrics, and in gateway mode a Gateway. Shutdown drains
-// the requests in flight within a deadline.
+// Server is `admit serve` as a library, configured by one Config (every
+// zero field is its default; `admit serve`'s flags and ADMIT_* variables
+// set the same fields): it owns the policy (loaded from files, reloaded
+// on Reload and when they change, keeping the state of the limits that
+// did not change), the store (memory, or Redis at Config.Redis), a
+// Prometheus registry of its own, and the listeners: the HTTP API, the
+// gRPC APIs, health, readiness and metrics, and in gateway mode a
+// Gateway. Shutdown drains the requests in flight within a deadline.
 //
 // Which one should I use?
 //
@@ -63,7 +64,7 @@
 //     admitted iff it has room now, holding nothing afterwards.
 //
 // Every API checks its requests before deciding (domain, descriptors,
-// entries, lengths, costs: see the GRPCOption values) and answers a bad
+// entries, lengths, costs) and answers a bad
 // one INVALID_ARGUMENT saying what is wrong. docs/API.md describes the
 // messages, with grpcurl examples.
 package server

@@ -213,7 +213,7 @@ func TestFailurePolicyError(t *testing.T) {
 		}
 	}
 	// The failures are counted under the store's name.
-	if v, ok := metric(t, h.s.Registry(), "admit_store_errors_total", "limiter", "redis", "op", "decide"); !ok || v == 0 {
+	if v, ok := metric(t, h.s.registry(), "admit_store_errors_total", "limiter", "redis", "op", "decide"); !ok || v == 0 {
 		t.Errorf("admit_store_errors_total{limiter=\"redis\",op=\"decide\"} = %v, %v", v, ok)
 	}
 }
@@ -241,7 +241,7 @@ rules:
     failure: {policy: fallback, local_share: 1, timeout: 5s}
 `
 	rs := redistest.NewStandalone(t)
-	client, _, err := NewRedisClient("redis://" + rs.Addr())
+	client, _, err := testRedisClient("redis://" + rs.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +254,8 @@ rules:
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	u, _ := url.Parse(upSrv.URL)
-	s := startServer(t, WithPolicy(p), WithRedis(client), WithUpstream(u), WithAdminAddr("127.0.0.1:0"),
-		WithDescriptorSpecs("rule=!header:X-Rule,id=!header:X-Id"))
+	s := startServer(t, withPolicy(p), withRedis(client), withUpstream(u), withAdminAddr("127.0.0.1:0"),
+		withDescriptorSpecs("rule=!header:X-Rule,id=!header:X-Id"))
 	front := "http://" + s.HTTPAddr().String()
 	admitted := func(rule, id string, n int) int {
 		var wg sync.WaitGroup
@@ -300,7 +300,7 @@ rules:
 	if got := admitted("fallback", "down", 20); got != 5 {
 		t.Errorf("fallback with Redis down: %d of 20 admitted, want the local limit's 5", got)
 	}
-	if v, ok := metric(t, s.Registry(), "admit_store_errors_total"); !ok || v == 0 {
+	if v, ok := metric(t, s.registry(), "admit_store_errors_total"); !ok || v == 0 {
 		t.Errorf("admit_store_errors_total = %v, %v: the failures were not counted", v, ok)
 	}
 	if err := rs.Restart(); err != nil {

@@ -22,7 +22,7 @@ import (
 
 // Gateway is a reverse proxy that applies a policy to every request: it
 // derives the request's descriptors (client address, headers, path...;
-// see WithDescriptorSpecs), decides them against one domain of the
+// see Config.Descriptors), decides them against one domain of the
 // policy, one event per request, and forwards the admitted requests to
 // its upstream. A refused request is answered by package httplimit: 429
 // with Retry-After, the IETF RateLimit and RateLimit-Policy fields and
@@ -36,19 +36,19 @@ import (
 // to the upstream's, and sets X-Forwarded-For, X-Forwarded-Proto and
 // X-Forwarded-Host. X-Forwarded-For is the client's own header with the
 // peer's address appended if the peer is a trusted proxy
-// (WithTrustedProxies), and the peer's address alone otherwise: a client
+// (Config.TrustedProxies), and the peer's address alone otherwise: a client
 // cannot put addresses of its choice in front of the upstream, nor, by the
 // same rule, a forged X-Forwarded-Proto, X-Forwarded-Host or X-Real-IP.
 // An upstream that cannot be reached or fails is answered 502 with a JSON
 // body {"code":"BAD_GATEWAY",...}; one that does not answer within
-// WithUpstreamTimeout, 504 ("UPSTREAM_TIMEOUT"); a body over
-// WithUpstreamMaxBodyBytes, 413 ("BODY_TOO_LARGE").
+// Config.UpstreamTimeout, 504 ("UPSTREAM_TIMEOUT"); a body over
+// Config.UpstreamMaxBodyBytes, 413 ("BODY_TOO_LARGE").
 //
-// Unless WithTransport replaces it, the gateway keeps its connections to
+// Unless Config.Transport replaces it, the gateway keeps its connections to
 // the upstream open between requests: up to 256 idle ones, each closed
 // after 90 s unused, so that under a steady load it dials about as many
 // connections as it has requests in flight, and no more. It connects
-// within WithUpstreamDialTimeout, directly (whatever HTTP_PROXY says),
+// within Config.UpstreamDialTimeout, directly (whatever HTTP_PROXY says),
 // and sends the client's Accept-Encoding as it came (it adds no
 // compression of its own to undo). It speaks HTTP/1.1 to an http://
 // upstream and HTTP/2 to an https:// one that offers it. A request
@@ -74,69 +74,66 @@ type Gateway struct {
 	closed   atomic.Bool
 }
 
-// NewGateway returns a Gateway forwarding to upstream the requests that
-// domain of e's policy admits. It applies the gateway options among opts
-// (WithTrustedProxies, WithDescriptorSpecs, WithDescriptors,
-// WithUpstreamDialTimeout, WithUpstreamTimeout, WithUpstreamMaxBodyBytes,
-// WithTransport, WithLimitOptions, WithLogger) and ignores the others. The
-// error wraps ErrInvalidOption (a bad upstream or option),
-// ErrInvalidDescriptor, or policy.ErrInvalidOption (a nil engine, a domain
-// the policy does not have).
-func NewGateway(upstream *url.URL, e *policy.Engine, domain string, opts ...Option) (*Gateway, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
+// NewGateway returns a Gateway forwarding to cfg.Upstream the requests
+// that the domain cfg.GatewayDomain of e's policy admits, configured by
+// the gateway's fields of cfg (Descriptors or HTTPDescriptors,
+// TrustedProxies, UpstreamDialTimeout, UpstreamTimeout,
+// UpstreamMaxBodyBytes, Transport, LimitOptions, Logger); it ignores the
+// others. Upstream and GatewayDomain are required. The error is
+// cfg.Validate's (a *ConfigError), or wraps ErrInvalidConfig or
+// policy.ErrInvalidOption (a nil engine, a domain the policy does not
+// have).
+func NewGateway(e *policy.Engine, cfg Config) (*Gateway, error) {
+	if cfg.Upstream == "" {
+		return nil, fieldErr("Upstream", "NewGateway needs an upstream URL")
 	}
-	if o.err != nil {
-		return nil, o.err
+	if cfg.GatewayDomain == "" {
+		return nil, fieldErr("GatewayDomain", "NewGateway needs the domain to check requests against")
 	}
-	if err := checkUpstream(upstream); err != nil {
-		return nil, fmt.Errorf("%w: upstream: %v", ErrInvalidOption, err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	return newGateway(upstream, e, domain, &o)
+	c := cfg.resolved()
+	return newGateway(e, c.GatewayDomain, &c)
 }
 
-func newGateway(upstream *url.URL, e *policy.Engine, domain string, o *options) (*Gateway, error) {
-	clientIP, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(o.trusted...))
+// newGateway builds the gateway of the resolved Config c.
+func newGateway(e *policy.Engine, domain string, c *Config) (*Gateway, error) {
+	upstream, err := parseUpstream(c.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		return nil, &ConfigError{Field: "Upstream", Err: err}
 	}
-	descs := o.descs
-	if descs == nil {
-		specs := o.specs
-		if specs == nil {
-			specs = DefaultDescriptorSpecs
-		}
-		if descs, err = ParseDescriptors(specs, clientIP); err != nil {
-			return nil, err
+	clientIP, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(c.TrustedProxies...))
+	if err != nil {
+		return nil, &ConfigError{Field: "TrustedProxies", Err: err}
+	}
+	descs := c.HTTPDescriptors
+	if len(descs) == 0 {
+		if descs, err = parseDescriptors(c.Descriptors, clientIP); err != nil {
+			return nil, &ConfigError{Field: "Descriptors", Err: err}
 		}
 	}
 	decider, err := policy.NewHTTP(e, domain, descs...)
 	if err != nil {
 		return nil, err
 	}
-	mw, err := httplimit.NewDecider(decider, o.limitOpts...)
+	mw, err := httplimit.NewDecider(decider, c.LimitOptions...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		return nil, &ConfigError{Field: "LimitOptions", Err: err}
 	}
-	log := o.log
-	if log == nil {
-		log = slog.Default()
-	}
+	log := c.Logger
 	u := *upstream
 	g := &Gateway{
 		upstream: &u,
 		domain:   domain,
 		decider:  decider,
-		trusted:  append([]netip.Prefix(nil), o.trusted...),
-		maxBody:  o.gwMaxBody,
+		trusted:  masked(c.TrustedProxies),
+		maxBody:  c.UpstreamMaxBodyBytes,
 		log:      log,
 	}
-	rt := o.transport
+	rt := c.Transport
 	if rt == nil {
-		g.own = newUpstreamTransport(&u, o.dialTimeout, o.respTimeout)
+		g.own = newUpstreamTransport(&u, c.UpstreamDialTimeout, c.UpstreamTimeout)
 		rt = g.own
 	}
 	g.proxy = &httputil.ReverseProxy{
@@ -150,11 +147,14 @@ func newGateway(upstream *url.URL, e *policy.Engine, domain string, o *options) 
 	return g, nil
 }
 
-// Domain returns the policy domain the gateway checks requests against.
-func (g *Gateway) Domain() string { return g.domain }
-
-// Engine returns the engine deciding the requests.
-func (g *Gateway) Engine() *policy.Engine { return g.decider.Engine() }
+// masked returns the prefixes with their host bits cleared.
+func masked(ps []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, len(ps))
+	for i, p := range ps {
+		out[i] = p.Masked()
+	}
+	return out
+}
 
 // SetEngine makes e decide the requests from now on; requests being
 // decided finish with the engine they started with. e's policy must have

@@ -29,8 +29,8 @@ func BenchmarkGatewayServeHTTP(b *testing.B) {
 			Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2, Request: r}, nil
 	})
 	u, _ := url.Parse("http://upstream.invalid")
-	g, err := NewGateway(u, testEngine(b, gwBenchPolicy), "api", WithTransport(rt),
-		WithDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
+	g, err := newGatewayWith(u, testEngine(b, gwBenchPolicy), "api", withTransport(rt),
+		withDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func loopbackGateway(b *testing.B) (upstream, front string) {
 	}))
 	b.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	g, err := NewGateway(u, testEngine(b, gwBenchPolicy), "api",
-		WithDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
+	g, err := newGatewayWith(u, testEngine(b, gwBenchPolicy), "api",
+		withDescriptorSpecs("remote_address=client_ip", "generic_key=const:global"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit/policy"
 )
 
-// DefaultDescriptorSpecs are the descriptors a Gateway derives from each
+// defaultDescriptorSpecs are the descriptors a Gateway derives from each
 // request when it is given none (see ParseDescriptor for the syntax): the
 // keys of the built-in policy (DefaultPolicy), which is the multi-tenant
 // API of the reference design.
@@ -26,7 +26,7 @@ import (
 // it. The gateway takes the headers as they come: put it behind the proxy
 // that authenticates users and sets them, or derive the descriptors from
 // something a client cannot forge.
-var DefaultDescriptorSpecs = []string{
+var defaultDescriptorSpecs = []string{
 	"remote_address=client_ip",
 	"user=header:X-User",
 	"tenant=header:X-Tenant",
@@ -37,7 +37,7 @@ var DefaultDescriptorSpecs = []string{
 // maxDescriptorSpec bounds the length of one descriptor specification.
 const maxDescriptorSpec = 4096
 
-// ParseDescriptor reads the specification of a descriptor a Gateway
+// parseDescriptor reads the specification of a descriptor a Gateway
 // derives from each request: its entries, separated by commas, each
 // KEY=SOURCE, outermost first:
 //
@@ -69,12 +69,12 @@ const maxDescriptorSpec = 4096
 // trusted proxies that is too short or malformed (see httplimit.ErrBadKey).
 // Keys, names and values may not contain ',', '=' or white space, nor be
 // empty. The error wraps ErrInvalidDescriptor.
-func ParseDescriptor(spec string, clientIP *httplimit.ClientIP) (policy.HTTPDescriptor, error) {
+func parseDescriptor(spec string, clientIP *httplimit.ClientIP) (policy.HTTPDescriptor, error) {
 	if len(spec) > maxDescriptorSpec {
-		return nil, fmt.Errorf("%w: %d bytes, the maximum is %d", ErrInvalidDescriptor, len(spec), maxDescriptorSpec)
+		return nil, fmt.Errorf("%w: %d bytes, the maximum is %d", errInvalidDescriptor, len(spec), maxDescriptorSpec)
 	}
 	if strings.TrimSpace(spec) == "" {
-		return nil, fmt.Errorf("%w: empty (want KEY=SOURCE[,KEY=SOURCE...])", ErrInvalidDescriptor)
+		return nil, fmt.Errorf("%w: empty (want KEY=SOURCE[,KEY=SOURCE...])", errInvalidDescriptor)
 	}
 	if clientIP == nil {
 		clientIP = &httplimit.ClientIP{}
@@ -85,7 +85,7 @@ func ParseDescriptor(spec string, clientIP *httplimit.ClientIP) (policy.HTTPDesc
 		part = strings.TrimSpace(part)
 		key, src, ok := strings.Cut(part, "=")
 		if !ok {
-			return nil, fmt.Errorf("%w: %q: want KEY=SOURCE", ErrInvalidDescriptor, truncateString(part, 64))
+			return nil, fmt.Errorf("%w: %q: want KEY=SOURCE", errInvalidDescriptor, truncateString(part, 64))
 		}
 		if err := checkToken(key, "key"); err != nil {
 			return nil, err
@@ -101,11 +101,11 @@ func ParseDescriptor(spec string, clientIP *httplimit.ClientIP) (policy.HTTPDesc
 	return d, nil
 }
 
-// ParseDescriptors reads several specifications (see ParseDescriptor).
-func ParseDescriptors(specs []string, clientIP *httplimit.ClientIP) ([]policy.HTTPDescriptor, error) {
+// parseDescriptors reads several specifications (see ParseDescriptor).
+func parseDescriptors(specs []string, clientIP *httplimit.ClientIP) ([]policy.HTTPDescriptor, error) {
 	out := make([]policy.HTTPDescriptor, 0, len(specs))
 	for _, s := range specs {
-		d, err := ParseDescriptor(s, clientIP)
+		d, err := parseDescriptor(s, clientIP)
 		if err != nil {
 			return nil, err
 		}
@@ -117,12 +117,12 @@ func ParseDescriptors(specs []string, clientIP *httplimit.ClientIP) ([]policy.HT
 // checkToken checks a key, a name or a value of a specification.
 func checkToken(s, what string) error {
 	if s == "" {
-		return fmt.Errorf("%w: empty %s", ErrInvalidDescriptor, what)
+		return fmt.Errorf("%w: empty %s", errInvalidDescriptor, what)
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool {
 		return r == ',' || r == '=' || r <= ' ' || r == 0x7f
 	}); i >= 0 {
-		return fmt.Errorf("%w: %s %q has a comma, '=', white space or a control character", ErrInvalidDescriptor, what, truncateString(s, 64))
+		return fmt.Errorf("%w: %s %q has a comma, '=', white space or a control character", errInvalidDescriptor, what, truncateString(s, 64))
 	}
 	return nil
 }
@@ -133,7 +133,7 @@ func descriptorSource(src string, clientIP *httplimit.ClientIP) (httplimit.KeyFu
 	switch kind {
 	case "client_ip", "path", "method", "host":
 		if hasArg {
-			return nil, fmt.Errorf("%w: source %s takes no argument", ErrInvalidDescriptor, kind)
+			return nil, fmt.Errorf("%w: source %s takes no argument", errInvalidDescriptor, kind)
 		}
 	case "header", "query":
 		if err := checkToken(arg, kind+" name"); err != nil {
@@ -144,10 +144,10 @@ func descriptorSource(src string, clientIP *httplimit.ClientIP) (httplimit.KeyFu
 			return nil, err
 		}
 	case "":
-		return nil, fmt.Errorf("%w: empty source", ErrInvalidDescriptor)
+		return nil, fmt.Errorf("%w: empty source", errInvalidDescriptor)
 	default:
 		return nil, fmt.Errorf("%w: unknown source %q (want client_ip, header:NAME, query:NAME, path, method, host or const:VALUE)",
-			ErrInvalidDescriptor, truncateString(kind, 32))
+			errInvalidDescriptor, truncateString(kind, 32))
 	}
 	switch kind {
 	case "client_ip":
@@ -161,7 +161,7 @@ func descriptorSource(src string, clientIP *httplimit.ClientIP) (httplimit.KeyFu
 	case "header":
 		for i := 0; i < len(arg); i++ {
 			if !isTokenChar(arg[i]) {
-				return nil, fmt.Errorf("%w: %q is not a header name", ErrInvalidDescriptor, truncateString(arg, 64))
+				return nil, fmt.Errorf("%w: %q is not a header name", errInvalidDescriptor, truncateString(arg, 64))
 			}
 		}
 		return httplimit.Header(arg), nil

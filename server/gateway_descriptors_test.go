@@ -39,7 +39,7 @@ func TestParseDescriptor(t *testing.T) {
 		{"k=const:a:b", nil, []string{"k"}, []string{"a:b"}, []bool{false}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			d, err := ParseDescriptor(tc.spec, tc.ip)
+			d, err := parseDescriptor(tc.spec, tc.ip)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestParseDescriptor(t *testing.T) {
 }
 
 func TestParseDescriptorPathAndHost(t *testing.T) {
-	d, err := ParseDescriptor("p=path,h=host", nil)
+	d, err := parseDescriptor("p=path,h=host", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,18 +86,18 @@ func TestParseDescriptorErrors(t *testing.T) {
 		"a=client_ip:1", "a=const:", "a=const:x y", "a=query:", "a=path,", "a=path,,b=host",
 		"a=const:x=y", "a\x00=path", "a=header:\x7f", strings.Repeat("k", 5000) + "=path",
 	} {
-		d, err := ParseDescriptor(spec, nil)
-		if !errors.Is(err, ErrInvalidDescriptor) || d != nil {
+		d, err := parseDescriptor(spec, nil)
+		if !errors.Is(err, errInvalidDescriptor) || d != nil {
 			t.Errorf("ParseDescriptor(%q) = %v, %v; want ErrInvalidDescriptor", spec, d, err)
 		}
 	}
-	if _, err := ParseDescriptors([]string{"a=path", "b"}, nil); !errors.Is(err, ErrInvalidDescriptor) {
+	if _, err := parseDescriptors([]string{"a=path", "b"}, nil); !errors.Is(err, errInvalidDescriptor) {
 		t.Errorf("ParseDescriptors with a bad one: %v", err)
 	}
 }
 
 func TestDefaultDescriptorSpecs(t *testing.T) {
-	ds, err := ParseDescriptors(DefaultDescriptorSpecs, nil)
+	ds, err := parseDescriptors(defaultDescriptorSpecs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,16 +122,16 @@ func TestDefaultDescriptorSpecs(t *testing.T) {
 // ErrInvalidDescriptor, never panics, and a parsed descriptor has keys
 // and values and answers any request.
 func FuzzParseDescriptor(f *testing.F) {
-	for _, s := range append(DefaultDescriptorSpecs, "tenant=!header:X-Tenant,route=path", "a=query:q", "m=method,h=host",
+	for _, s := range append(defaultDescriptorSpecs, "tenant=!header:X-Tenant,route=path", "a=query:q", "m=method,h=host",
 		"k=const:a:b", "=", ",,", "a=header:X\x00", "a=!!path") {
 		f.Add(s)
 	}
 	r := httptest.NewRequest(http.MethodGet, "http://h/p?q=1", nil)
 	r.Header.Set("X-Tenant", "t")
 	f.Fuzz(func(t *testing.T, spec string) {
-		d, err := ParseDescriptor(spec, nil)
+		d, err := parseDescriptor(spec, nil)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidDescriptor) {
+			if !errors.Is(err, errInvalidDescriptor) {
 				t.Fatalf("error %v does not wrap ErrInvalidDescriptor", err)
 			}
 			return

@@ -59,9 +59,9 @@ rules:
 func sendFifteen(t *testing.T, spec string, trusted bool, path, code string, header ...string) (int, int64) {
 	t.Helper()
 	up := &echoUpstream{}
-	opts := []Option{WithDescriptorSpecs(spec)}
+	opts := []option{withDescriptorSpecs(spec)}
 	if trusted {
-		opts = append(opts, WithTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))
+		opts = append(opts, withTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))
 	}
 	_, front, _ := newTestGateway(t, up, testEngine(t, perKeyPolicy), opts...)
 	served := 0

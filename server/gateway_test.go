@@ -104,13 +104,13 @@ func (u *echoUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // newTestGateway starts an upstream and a gateway in front of it, both
 // on httptest servers; it returns the gateway's URL.
-func newTestGateway(t *testing.T, upstream http.Handler, e *policy.Engine, opts ...Option) (*Gateway, string, *httptest.Server) {
+func newTestGateway(t *testing.T, upstream http.Handler, e *policy.Engine, opts ...option) (*Gateway, string, *httptest.Server) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL + "/base")
-	opts = append([]Option{WithLogger(quietLogger(t))}, opts...)
-	g, err := NewGateway(u, e, "api", opts...)
+	opts = append([]option{withLogger(quietLogger(t))}, opts...)
+	g, err := newGatewayWith(u, e, "api", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func get(t *testing.T, target string, header ...string) (*http.Response, []byte)
 
 func TestGatewayForwards(t *testing.T) {
 	up := &echoUpstream{}
-	_, front, upSrv := newTestGateway(t, up, testEngine(t, gwPolicy), WithDescriptorSpecs("tenant=header:X-Tenant"))
+	_, front, upSrv := newTestGateway(t, up, testEngine(t, gwPolicy), withDescriptorSpecs("tenant=header:X-Tenant"))
 	resp, body := get(t, front+"/items/7?a=1&b=2", "X-Tenant", "acme", "X-Custom", "v1", "X-Custom", "v2",
 		"Connection", "X-Hop", "X-Hop", "secret")
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Upstream") != "yes" {
@@ -197,7 +197,7 @@ func TestGatewayForwardingHeadersTrust(t *testing.T) {
 	})
 	t.Run("trusted", func(t *testing.T) {
 		_, front, _ := newTestGateway(t, &echoUpstream{}, testEngine(t, gwPolicy),
-			WithTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))
+			withTrustedProxies(netip.MustParsePrefix("127.0.0.0/8")))
 		_, body := get(t, front+"/", spoof...)
 		var e echoed
 		_ = json.Unmarshal(body, &e)
@@ -256,7 +256,7 @@ func TestGatewayDefaultDescriptors(t *testing.T) {
 
 func TestGatewayRequiredDescriptor(t *testing.T) {
 	up := &echoUpstream{}
-	_, front, _ := newTestGateway(t, up, testEngine(t, gwPolicy), WithDescriptorSpecs("tenant=!header:X-Tenant"))
+	_, front, _ := newTestGateway(t, up, testEngine(t, gwPolicy), withDescriptorSpecs("tenant=!header:X-Tenant"))
 	r, body := get(t, front+"/")
 	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "KEY_MISSING") {
 		t.Fatalf("without the required header: %d %s", r.StatusCode, body)
@@ -380,7 +380,7 @@ rules:
 		addr := l.Addr().String()
 		l.Close() // nothing listens there now
 		u, _ := url.Parse("http://" + addr)
-		g, err := NewGateway(u, e, "api", WithLogger(quietLogger(t)))
+		g, err := newGatewayWith(u, e, "api", withLogger(quietLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +403,7 @@ rules:
 		defer up.Close()
 		defer close(stop)
 		u, _ := url.Parse(up.URL)
-		g, err := NewGateway(u, e, "api", WithLogger(quietLogger(t)), WithUpstreamTimeout(50*time.Millisecond))
+		g, err := newGatewayWith(u, e, "api", withLogger(quietLogger(t)), withUpstreamTimeout(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,7 +418,7 @@ rules:
 
 func TestGatewayBodyCap(t *testing.T) {
 	up := &echoUpstream{}
-	_, front, _ := newTestGateway(t, up, testEngine(t, gwPolicy), WithUpstreamMaxBodyBytes(10))
+	_, front, _ := newTestGateway(t, up, testEngine(t, gwPolicy), withUpstreamMaxBodyBytes(10))
 	// Declared too large: refused before it is decided or sent.
 	resp, err := http.Post(front+"/", "text/plain", strings.NewReader(strings.Repeat("x", 11)))
 	if err != nil {
@@ -481,7 +481,7 @@ func TestGatewaySetEngine(t *testing.T) {
 	if err := g.SetEngine(e2); err != nil {
 		t.Fatal(err)
 	}
-	if g.Engine() != e2 {
+	if g.decider.Engine() != e2 {
 		t.Fatal("Engine is not the new engine")
 	}
 	if r, _ := get(t, front+"/"); r.StatusCode != 200 {
@@ -497,30 +497,27 @@ func TestNewGatewayErrors(t *testing.T) {
 		upstream string
 		domain   string
 		e        *policy.Engine
-		opts     []Option
+		opts     []option
 		want     error
 	}{
 		{"nil engine", "http://127.0.0.1:1", "api", nil, nil, policy.ErrInvalidOption},
 		{"unknown domain", "http://127.0.0.1:1", "nope", e, nil, policy.ErrInvalidOption},
-		{"ftp upstream", "ftp://h/", "api", e, nil, ErrInvalidOption},
-		{"no host", "http:///x", "api", e, nil, ErrInvalidOption},
-		{"credentials", "http://u:p@h/", "api", e, nil, ErrInvalidOption},
-		{"bad spec", "http://h/", "api", e, []Option{WithDescriptorSpecs("tenant")}, ErrInvalidDescriptor},
-		{"no specs", "http://h/", "api", e, []Option{WithDescriptorSpecs()}, ErrInvalidOption},
-		{"no descriptors", "http://h/", "api", e, []Option{WithDescriptors()}, ErrInvalidOption},
-		{"bad prefix", "http://h/", "api", e, []Option{WithTrustedProxies(netip.Prefix{})}, ErrInvalidOption},
-		{"dial timeout", "http://h/", "api", e, []Option{WithUpstreamDialTimeout(0)}, ErrInvalidOption},
-		{"upstream timeout", "http://h/", "api", e, []Option{WithUpstreamTimeout(-1)}, ErrInvalidOption},
-		{"body cap", "http://h/", "api", e, []Option{WithUpstreamMaxBodyBytes(-1)}, ErrInvalidOption},
-		{"nil transport", "http://h/", "api", e, []Option{WithTransport(nil)}, ErrInvalidOption},
-		{"cost", "http://h/", "api", e, []Option{WithLimitOptions(httplimit.WithCost(func(*http.Request) (int64, error) { return 1, nil }))}, ErrInvalidOption},
+		{"ftp upstream", "ftp://h/", "api", e, nil, ErrInvalidConfig},
+		{"no host", "http:///x", "api", e, nil, ErrInvalidConfig},
+		{"credentials", "http://u:p@h/", "api", e, nil, ErrInvalidConfig},
+		{"bad spec", "http://h/", "api", e, []option{withDescriptorSpecs("tenant")}, errInvalidDescriptor},
+		{"bad prefix", "http://h/", "api", e, []option{withTrustedProxies(netip.Prefix{})}, ErrInvalidConfig},
+		{"dial timeout", "http://h/", "api", e, []option{withUpstreamDialTimeout(-1)}, ErrInvalidConfig},
+		{"upstream timeout", "http://h/", "api", e, []option{withUpstreamTimeout(-1)}, ErrInvalidConfig},
+		{"body cap", "http://h/", "api", e, []option{withUpstreamMaxBodyBytes(-1)}, ErrInvalidConfig},
+		{"cost", "http://h/", "api", e, []option{withLimitOptions(httplimit.WithCost(func(*http.Request) (int64, error) { return 1, nil }))}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.upstream)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := NewGateway(u, tc.e, tc.domain, tc.opts...)
+			g, err := newGatewayWith(u, tc.e, tc.domain, tc.opts...)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -529,15 +526,15 @@ func TestNewGatewayErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewGateway(nil, e, "api"); !errors.Is(err, ErrInvalidOption) {
+	if _, err := newGatewayWith(nil, e, "api"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil upstream: %v", err)
 	}
-	g, err := NewGateway(good, e, "api", WithDescriptors(policy.HTTPDescriptor{{Key: "generic_key", Value: httplimit.Const("global")}}))
+	g, err := newGatewayWith(good, e, "api", withDescriptors(policy.HTTPDescriptor{{Key: "generic_key", Value: httplimit.Const("global")}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Domain() != "api" {
-		t.Errorf("Domain = %q", g.Domain())
+	if g.domain != "api" {
+		t.Errorf("Domain = %q", g.domain)
 	}
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
@@ -554,7 +551,7 @@ func TestGatewayTransportOption(t *testing.T) {
 		return &http.Response{StatusCode: 204, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(nil)), Request: r}, nil
 	})
 	u, _ := url.Parse("http://upstream.invalid")
-	g, err := NewGateway(u, testEngine(t, gwPolicy), "api", WithTransport(rt), WithLogger(quietLogger(t)))
+	g, err := newGatewayWith(u, testEngine(t, gwPolicy), "api", withTransport(rt), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,13 +45,13 @@ func countingUpstream(t *testing.T, h http.Handler) (*httptest.Server, *atomic.I
 
 // gatewayTo starts a gateway to upstream on an httptest server and
 // returns its URL.
-func gatewayTo(t *testing.T, upstream string, opts ...Option) string {
+func gatewayTo(t *testing.T, upstream string, opts ...option) string {
 	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGateway(u, testEngine(t, gwOpenPolicy), "api", append([]Option{WithLogger(quietLogger(t))}, opts...)...)
+	g, err := newGatewayWith(u, testEngine(t, gwOpenPolicy), "api", append([]option{withLogger(quietLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

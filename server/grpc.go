@@ -25,37 +25,48 @@ const (
 //
 // A GRPC is safe for concurrent use. Close it when the server stops.
 type GRPC struct {
-	RLS    *RLS
-	Admit  *AdmitService
-	Health *health.Server
+	rls    *rlsService
+	admit  *admitService
+	health *health.Server
 
 	closeOnce sync.Once
 }
 
-// RegisterGRPC registers on s Envoy's rate-limit service (NewRLS), admit's
-// own service (NewAdmitService), the health service and server reflection,
-// all deciding with the engine src gives at each request, configured by
-// opts. The error wraps ErrInvalidGRPCOption for an invalid option; then
-// nothing was registered.
+// RegisterGRPC registers on s Envoy's rate-limit service, admit's own
+// service (admit.v1), the health service and server reflection, all
+// deciding with the engine src gives at each request, configured by cfg's
+// RLSHeaders, AllowReset and Logger (it ignores the other fields). The
+// error is cfg.Validate's; then nothing was registered. Give s the options
+// of GRPCServerOptions.
 //
-//	srv := grpc.NewServer()
-//	g, err := server.RegisterGRPC(srv, engines, server.WithGRPCLeases(leases))
+//	srv := grpc.NewServer(server.GRPCServerOptions()...)
+//	g, err := server.RegisterGRPC(srv, engines, server.Config{RLSHeaders: "envoy"})
 //	...
 //	defer g.Close()
 //	srv.Serve(lis)
-func RegisterGRPC(s *grpc.Server, src EngineSource, opts ...GRPCOption) (*GRPC, error) {
-	rls, err := NewRLS(src, opts...)
+func RegisterGRPC(s *grpc.Server, src EngineSource, cfg Config) (*GRPC, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.resolved()
+	style, _ := parseRLSHeaders(c.RLSHeaders) // checked by Validate
+	return registerGRPCServices(s, src, withGRPCHeaderStyle(style), withGRPCReset(c.AllowReset), withGRPCLogger(c.Logger))
+}
+
+// registerGRPCServices is RegisterGRPC with the options of the gRPC APIs.
+func registerGRPCServices(s *grpc.Server, src EngineSource, opts ...grpcOption) (*GRPC, error) {
+	rls, err := newRLS(src, opts...)
 	if err != nil {
 		return nil, err
 	}
-	adm, err := NewAdmitService(src, opts...)
+	adm, err := newAdmitService(src, opts...)
 	if err != nil {
 		return nil, err
 	}
-	g := &GRPC{RLS: rls, Admit: adm, Health: health.NewServer()}
+	g := &GRPC{rls: rls, admit: adm, health: health.NewServer()}
 	rls.Register(s)
 	adm.Register(s)
-	healthpb.RegisterHealthServer(s, g.Health)
+	healthpb.RegisterHealthServer(s, g.health)
 	reflection.Register(s)
 	g.SetServing(true)
 	return g, nil
@@ -71,7 +82,7 @@ func (g *GRPC) SetServing(serving bool) {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	for _, name := range [...]string{"", RLSServiceName, AdmitServiceName} {
-		g.Health.SetServingStatus(name, st)
+		g.health.SetServingStatus(name, st)
 	}
 }
 
@@ -81,8 +92,8 @@ func (g *GRPC) SetServing(serving bool) {
 // Close is idempotent and returns nil.
 func (g *GRPC) Close() error {
 	g.closeOnce.Do(func() {
-		g.Health.Shutdown()
-		_ = g.Admit.Close()
+		g.health.Shutdown()
+		_ = g.admit.Close()
 	})
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/admit-go/admit/server/admitv1"
 )
 
-// AdmitService is admit's own gRPC API, admit.v1.Admit
+// admitService is admit's own gRPC API, admit.v1.Admit
 // (proto/admit/v1/admit.proto, Go code in package admitv1), over a policy
 // engine: for applications, where Envoy's rate-limit service (RLS) is for
 // proxies. It reports all the engine decides, and holds concurrency slots
@@ -51,22 +51,22 @@ import (
 // released or expired, RESOURCE_EXHAUSTED when the lease table is full,
 // INVALID_ARGUMENT for a lease longer than the table allows.
 //
-// An AdmitService is safe for concurrent use. Create one with
+// An admitService is safe for concurrent use. Create one with
 // NewAdmitService; Close it when done (it closes the lease table it made).
-type AdmitService struct {
+type admitService struct {
 	src       EngineSource
 	o         grpcOptions
-	leases    *Leases
+	leases    *leaseTable
 	ownLeases bool
 	pool      sync.Pool // *grpcScratch
 	closeOnce sync.Once
 }
 
-// NewAdmitService returns admit.v1's service deciding with the engine src
+// newAdmitService returns admit.v1's service deciding with the engine src
 // gives at each request. Without WithGRPCLeases it makes a lease table of
 // its own, whose goroutine Close stops. The error wraps
-// ErrInvalidGRPCOption for an invalid option.
-func NewAdmitService(src EngineSource, opts ...GRPCOption) (*AdmitService, error) {
+// ErrInvalidConfig for an invalid option.
+func newAdmitService(src EngineSource, opts ...grpcOption) (*admitService, error) {
 	if src == nil {
 		return nil, grpcOptionError("NewAdmitService: nil EngineSource")
 	}
@@ -74,9 +74,9 @@ func NewAdmitService(src EngineSource, opts ...GRPCOption) (*AdmitService, error
 	if err != nil {
 		return nil, err
 	}
-	s := &AdmitService{src: src, o: o, leases: o.leases}
+	s := &admitService{src: src, o: o, leases: o.leases}
 	if s.leases == nil {
-		if s.leases, err = NewLeases(WithLeaseClock(o.clock)); err != nil {
+		if s.leases, err = newLeases(withLeaseClock(o.clock)); err != nil {
 			return nil, err
 		}
 		s.ownLeases = true
@@ -86,12 +86,12 @@ func NewAdmitService(src EngineSource, opts ...GRPCOption) (*AdmitService, error
 }
 
 // Leases returns the lease table of the service's leases.
-func (s *AdmitService) Leases() *Leases { return s.leases }
+func (s *admitService) table() *leaseTable { return s.leases }
 
 // Close closes the lease table the service made (giving back the slots of
 // every lease), not one given by WithGRPCLeases. Close is idempotent and
 // returns nil.
-func (s *AdmitService) Close() error {
+func (s *admitService) Close() error {
 	s.closeOnce.Do(func() {
 		if s.ownLeases {
 			_ = s.leases.Close()
@@ -101,7 +101,7 @@ func (s *AdmitService) Close() error {
 }
 
 // Register registers the service on r (a *grpc.Server) as admit.v1.Admit.
-func (s *AdmitService) Register(r grpc.ServiceRegistrar) {
+func (s *admitService) Register(r grpc.ServiceRegistrar) {
 	admitv1.RegisterAdmitServer(r, admitServer{s: s})
 }
 
@@ -109,10 +109,10 @@ func (s *AdmitService) Register(r grpc.ServiceRegistrar) {
 // of domain, ds and hits, checked; the caller puts the scratch back. The
 // error is a gRPC status: UNAVAILABLE without a policy, INVALID_ARGUMENT
 // for a bad request.
-func (s *AdmitService) prepare(domain string, ds []*admitv1.Descriptor, hits *int64) (*policy.Engine, *grpcScratch, error) {
+func (s *admitService) prepare(domain string, ds []*admitv1.Descriptor, hits *int64) (*policy.Engine, *grpcScratch, error) {
 	e := s.src.Engine()
 	if e == nil {
-		return nil, nil, status.Error(codes.Unavailable, ErrNoEngine.Error())
+		return nil, nil, status.Error(codes.Unavailable, errNoEngine.Error())
 	}
 	sc := s.pool.Get().(*grpcScratch)
 	if err := s.o.admitRequest(domain, ds, hits, sc); err != nil {
@@ -123,7 +123,7 @@ func (s *AdmitService) prepare(domain string, ds []*admitv1.Descriptor, hits *in
 }
 
 // Check decides a request (see AdmitService).
-func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
+func (s *admitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *AdmitService) Check(ctx context.Context, r *admitv1.CheckRequest) (*adm
 
 // Reset gives a client its limits back (see policy.Engine.Reset), when
 // WithGRPCReset allows it.
-func (s *AdmitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*admitv1.ResetResponse, error) {
+func (s *admitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*admitv1.ResetResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (s *AdmitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*adm
 
 // Acquire decides a request and keeps its slots under a lease (see
 // AdmitService).
-func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
+func (s *admitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (*admitv1.AcquireResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (s *AdmitService) Acquire(ctx context.Context, r *admitv1.AcquireRequest) (
 }
 
 // Release gives back the slots of a lease (see AdmitService).
-func (s *AdmitService) Release(ctx context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
+func (s *admitService) Release(ctx context.Context, r *admitv1.ReleaseRequest) (*admitv1.ReleaseResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func (s *AdmitService) Release(ctx context.Context, r *admitv1.ReleaseRequest) (
 	return &admitv1.ReleaseResponse{}, nil
 }
 
-func (s *AdmitService) put(sc *grpcScratch) {
+func (s *admitService) put(sc *grpcScratch) {
 	sc.reset()
 	s.pool.Put(sc)
 }
@@ -246,13 +246,13 @@ func (s *AdmitService) put(sc *grpcScratch) {
 // the check it made.
 func grpcLeaseError(err error) error {
 	switch {
-	case errors.Is(err, ErrLeaseNotFound):
+	case errors.Is(err, errLeaseNotFound):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, ErrTooManyLeases):
+	case errors.Is(err, errTooManyLeases):
 		return status.Error(codes.ResourceExhausted, err.Error())
-	case errors.Is(err, ErrInvalidTTL):
+	case errors.Is(err, errInvalidTTL):
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, ErrLeasesClosed), errors.Is(err, ErrLeaseStore):
+	case errors.Is(err, errLeasesClosed), errors.Is(err, errLeaseStore):
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	return grpcCheckError(err)
@@ -271,7 +271,7 @@ func (o *grpcOptions) admitRequest(domain string, ds []*admitv1.Descriptor, hits
 	}
 	sc.req = policy.Request{Domain: domain, Hits: 1}
 	if hits != nil {
-		if *hits < 0 || *hits > MaxGRPCHits {
+		if *hits < 0 || *hits > maxGRPCHits {
 			return grpcBad("hits: %d is outside [0, 2^53]", *hits)
 		}
 		sc.req.Hits = *hits
@@ -290,7 +290,7 @@ func (o *grpcOptions) admitRequest(domain string, ds []*admitv1.Descriptor, hits
 		}
 		pd.Entries = sc.entries[start:len(sc.entries):len(sc.entries)]
 		if d.Hits != nil {
-			if h := *d.Hits; h < 0 || h > MaxGRPCHits {
+			if h := *d.Hits; h < 0 || h > maxGRPCHits {
 				return grpcBad("descriptors[%d].hits: %d is outside [0, 2^53]", i, h)
 			}
 			pd.Hits, pd.OwnHits = *d.Hits, true
@@ -403,7 +403,7 @@ func admitDuration(d time.Duration) *durationpb.Duration {
 // otherwise be an exported field of AdmitService).
 type admitServer struct {
 	admitv1.UnimplementedAdmitServer
-	s *AdmitService
+	s *admitService
 }
 
 func (a admitServer) Check(ctx context.Context, r *admitv1.CheckRequest) (*admitv1.CheckResponse, error) {

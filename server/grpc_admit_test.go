@@ -66,7 +66,7 @@ func (h *grpcHarness) check(t testing.TB, r *admitv1.CheckRequest) *admitv1.Chec
 func TestAdmitCheck(t *testing.T) {
 	noGoroutineLeak(t)
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), withGRPCClock(clk))
 
 	// Hits unset: 1 for the tenant's plan (free, 2/min).
 	resp := h.check(t, &admitv1.CheckRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "newco"), admitDesc("remote_address", "10.1.2.3"), admitDesc("other", "x")}})
@@ -140,12 +140,12 @@ func TestAdmitCheck(t *testing.T) {
 func TestAdmitLeases(t *testing.T) {
 	noGoroutineLeak(t)
 	clk := admittest.NewManualClock(grpcT0)
-	leases, err := NewLeases(WithLeaseClock(clk), WithLeaseTTL(time.Minute, time.Hour), WithMaxLeases(3))
+	leases, err := newLeases(withLeaseClock(clk), withLeaseTTL(time.Minute, time.Hour), withMaxLeases(3))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leases.Close()
-	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk), WithGRPCLeases(leases))
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), withGRPCClock(clk), withGRPCLeases(leases))
 	ctx := context.Background()
 	acquire := func(lease time.Duration, kv ...string) (*admitv1.AcquireResponse, error) {
 		r := &admitv1.AcquireRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc(kv...)}}
@@ -226,14 +226,14 @@ func TestAdmitOwnLeases(t *testing.T) {
 	noGoroutineLeak(t)
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(t, tiersPolicy, clk)
-	s, err := NewAdmitService(grpcSource(e), WithGRPCClock(clk))
+	s, err := newAdmitService(grpcSource(e), withGRPCClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	req := &admitv1.AcquireRequest{Domain: "api", Hits: proto.Int64(2), Descriptors: []*admitv1.Descriptor{admitDesc("pool", "adaptive")}}
 	a, err := s.Acquire(ctx, req)
-	if err != nil || a.LeaseId == "" || !a.ExpiresAt.AsTime().Equal(grpcT0.Add(DefaultLeaseTTL)) {
+	if err != nil || a.LeaseId == "" || !a.ExpiresAt.AsTime().Equal(grpcT0.Add(defaultLeaseTTL)) {
 		t.Fatalf("acquire: %v, %v", a, err)
 	}
 	if _, err := s.Release(ctx, &admitv1.ReleaseRequest{LeaseId: a.LeaseId, Outcome: admitv1.Outcome_OUTCOME_FAILURE}); err != nil {
@@ -242,18 +242,18 @@ func TestAdmitOwnLeases(t *testing.T) {
 	if a, err = s.Acquire(ctx, req); err != nil || a.LeaseId == "" {
 		t.Fatalf("acquire: %v, %v", a, err)
 	}
-	if s.Leases().Len() != 1 {
-		t.Fatalf("%d leases", s.Leases().Len())
+	if s.table().Len() != 1 {
+		t.Fatalf("%d leases", s.table().Len())
 	}
 	_ = s.Close()
 	_ = s.Close()
 	if _, err := s.Acquire(ctx, req); status.Code(err) != codes.Unavailable {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := NewAdmitService(nil); !errors.Is(err, ErrInvalidGRPCOption) {
+	if _, err := newAdmitService(nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewAdmitService(nil): %v", err)
 	}
-	if _, err := NewAdmitService(grpcSource(e), WithGRPCMaxEntries(0)); !errors.Is(err, ErrInvalidGRPCOption) {
+	if _, err := newAdmitService(grpcSource(e), withGRPCMaxEntries(0)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("bad option: %v", err)
 	}
 	if _, err := s.Check(ctx, nil); status.Code(err) != codes.InvalidArgument {
@@ -262,7 +262,7 @@ func TestAdmitOwnLeases(t *testing.T) {
 	if _, err := s.Check(ctx, &admitv1.CheckRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("pool", "db")}}); err != nil {
 		t.Errorf("Check after Close: %v", err)
 	}
-	none, _ := NewAdmitService(new(Engines), WithGRPCLeases(s.Leases()))
+	none, _ := newAdmitService(new(Engines), withGRPCLeases(s.table()))
 	if _, err := none.Check(ctx, &admitv1.CheckRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("pool", "db")}}); status.Code(err) != codes.Unavailable {
 		t.Errorf("no engine: %v", err)
 	}
@@ -433,11 +433,11 @@ func TestAdmitReset(t *testing.T) {
 	newco := &admitv1.CheckRequest{Domain: "api", Hits: proto.Int64(2), Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "newco")}}
 	reset := &admitv1.ResetRequest{Domain: "api", Descriptors: []*admitv1.Descriptor{admitDesc("tenant", "newco")}}
 
-	off := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk))
+	off := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), withGRPCClock(clk))
 	_, err := off.admit.Reset(context.Background(), reset)
 	wantCode(t, err, codes.PermissionDenied)
 
-	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk), WithGRPCReset(true))
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), withGRPCClock(clk), withGRPCReset(true))
 	if resp := h.check(t, newco); !resp.Decision.Allowed {
 		t.Fatalf("first: %v", resp)
 	}

@@ -32,7 +32,7 @@ func rlsBadRequests() []struct {
 		many[i] = rlsDesc("user", "u")
 	}
 	manyEntries := rlsDesc()
-	for range DefaultGRPCMaxEntries + 1 {
+	for range defaultGRPCMaxEntries + 1 {
 		manyEntries.Entries = append(manyEntries.Entries, &ratelimitv3.RateLimitDescriptor_Entry{Key: "k", Value: "v"})
 	}
 	mb := strings.Repeat("v", 1<<20)
@@ -59,7 +59,7 @@ func rlsBadRequests() []struct {
 		{"empty key", rlsReq("api", 1, rlsDesc("", "v")), "descriptors[0].entries[0]: key is empty"},
 		{"key of 1 MB", rlsReq("api", 1, rlsDesc(mb, "v")), "key of 1048576 bytes"},
 		{"value of 1 MB", rlsReq("api", 1, rlsDesc("user", "ok", "route", mb)), "descriptors[0].entries[1]: value of 1048576 bytes"},
-		{"own hits 2^53+1", rlsReq("api", 1, withHits(rlsDesc("user", "u"), MaxGRPCHits+1)), "hits_addend"},
+		{"own hits 2^53+1", rlsReq("api", 1, withHits(rlsDesc("user", "u"), maxGRPCHits+1)), "hits_addend"},
 		{"own hits 2^64-1", rlsReq("api", 1, withHits(rlsDesc("user", "u"), math.MaxUint64)), "hits_addend"},
 		{"negative hits", rlsReq("api", 1, negative), "is_negative_hits"},
 		{"unknown unit", rlsReq("api", 1, override(1, typev3.RateLimitUnit_UNKNOWN, nil)), "unit 0"},
@@ -73,7 +73,7 @@ func rlsBadRequests() []struct {
 // why, over the wire; nothing is decided, the server keeps serving.
 func TestRLSBadInput(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 	for _, c := range rlsBadRequests() {
 		_, err := h.rls.ShouldRateLimit(context.Background(), c.req)
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.want) {
@@ -85,7 +85,7 @@ func TestRLSBadInput(t *testing.T) {
 		t.Errorf("after the bad requests: %v", st)
 	}
 	// Direct calls: a nil request, nil descriptors and entries.
-	s, err := NewRLS(grpcSource(grpcEngine(t, algorithmsPolicy, clk)))
+	s, err := newRLS(grpcSource(grpcEngine(t, algorithmsPolicy, clk)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestRLSBadInput(t *testing.T) {
 		}
 	}
 	// Smaller caps.
-	h2 := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCMaxDescriptors(2), WithGRPCMaxEntries(1), WithGRPCMaxValueBytes(3))
+	h2 := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCMaxDescriptors(2), withGRPCMaxEntries(1), withGRPCMaxValueBytes(3))
 	for _, r := range []*rlsv3.RateLimitRequest{
 		rlsReq("api", 1, rlsDesc("u", "a"), rlsDesc("u", "b"), rlsDesc("u", "c")),
 		rlsReq("api", 1, rlsDesc("u", "a", "v", "b")),
@@ -115,7 +115,7 @@ func TestRLSBadInput(t *testing.T) {
 // TestAdmitBadInput: admit.v1's bad requests.
 func TestAdmitBadInput(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, tiersPolicy, clk)), withGRPCClock(clk))
 	d := func(kv ...string) *admitv1.Descriptor { return admitDesc(kv...) }
 	withLimit := func(l *admitv1.Limit) *admitv1.Descriptor {
 		x := d("k", "v")
@@ -160,14 +160,14 @@ func TestAdmitBadInput(t *testing.T) {
 		}
 	}
 	// Hits of 2^53 are a request like another: refused.
-	resp := h.check(t, &admitv1.CheckRequest{Domain: "api", Hits: proto.Int64(MaxGRPCHits), Descriptors: []*admitv1.Descriptor{d("tenant", "acme")}})
+	resp := h.check(t, &admitv1.CheckRequest{Domain: "api", Hits: proto.Int64(maxGRPCHits), Descriptors: []*admitv1.Descriptor{d("tenant", "acme")}})
 	if resp.Decision.Allowed {
 		t.Errorf("2^53 hits: %v", resp)
 	}
 	if _, err := h.admit.Acquire(context.Background(), nil); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("nil: %v", err)
 	}
-	if errors.Is(grpcBad("x"), ErrBadGRPCRequest) != true {
+	if errors.Is(grpcBad("x"), errBadGRPCRequest) != true {
 		t.Error("grpcBad is not an ErrBadGRPCRequest")
 	}
 }

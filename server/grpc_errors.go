@@ -6,13 +6,10 @@ import "errors"
 // test them with errors.Is. (They live here rather than in errors.go so
 // that the gRPC side of the package can be built on its own.)
 var (
-	// ErrInvalidGRPCOption reports an option of NewRLS, NewAdmitService
-	// or RegisterGRPC given an invalid value.
-	ErrInvalidGRPCOption = errors.New("server: invalid gRPC option")
 
-	// ErrBadGRPCRequest reports a gRPC request that cannot be decided: no
+	// errBadGRPCRequest reports a gRPC request that cannot be decided: no
 	// domain, no descriptors or too many, an empty key, a value too long,
 	// a cost out of range, an invalid inline limit. The server answers
 	// INVALID_ARGUMENT with the error's text.
-	ErrBadGRPCRequest = errors.New("server: invalid request")
+	errBadGRPCRequest = errors.New("server: invalid request")
 )

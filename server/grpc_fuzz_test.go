@@ -51,7 +51,7 @@ func FuzzRLSRequest(f *testing.F) {
 	f.Add([]byte{0x0a, 0x03, 'a', 'p', 'i', 0x12, 0x00})
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(f, algorithmsPolicy, clk, policy.WithMaxOverrides(64))
-	s, err := NewRLS(grpcSource(e), WithGRPCClock(clk), WithGRPCMaxValueBytes(256))
+	s, err := newRLS(grpcSource(e), withGRPCClock(clk), withGRPCMaxValueBytes(256))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func FuzzRLSRequest(f *testing.F) {
 		var sc grpcScratch
 		convErr := s.o.rlsRequest(&r, &sc)
 		if convErr != nil {
-			if !errors.Is(convErr, ErrBadGRPCRequest) {
+			if !errors.Is(convErr, errBadGRPCRequest) {
 				t.Fatalf("conversion error %v is not an ErrBadGRPCRequest", convErr)
 			}
 		} else {
@@ -151,7 +151,7 @@ func FuzzAdmitRequest(f *testing.F) {
 	}
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(f, tiersPolicy, clk, policy.WithMaxOverrides(64))
-	s, err := NewAdmitService(grpcSource(e), WithGRPCClock(clk), WithGRPCMaxValueBytes(256), WithGRPCReset(true))
+	s, err := newAdmitService(grpcSource(e), withGRPCClock(clk), withGRPCMaxValueBytes(256), withGRPCReset(true))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func FuzzAdmitRequest(f *testing.F) {
 		}
 		var sc grpcScratch
 		convErr := s.o.admitRequest(r.Domain, r.Descriptors, r.Hits, &sc)
-		if convErr != nil && !errors.Is(convErr, ErrBadGRPCRequest) {
+		if convErr != nil && !errors.Is(convErr, errBadGRPCRequest) {
 			t.Fatalf("conversion error %v", convErr)
 		}
 		resp, err := s.Check(context.Background(), &r)

@@ -66,16 +66,16 @@ type grpcHarness struct {
 	health healthpb.HealthClient
 }
 
-func startGRPC(t testing.TB, src EngineSource, opts ...GRPCOption) *grpcHarness {
+func startGRPC(t testing.TB, src EngineSource, opts ...grpcOption) *grpcHarness {
 	t.Helper()
 	return startGRPCServer(t, grpc.NewServer(GRPCServerOptions()...), src, opts...)
 }
 
 // startGRPCServer is startGRPC on a server of the caller's.
-func startGRPCServer(t testing.TB, srv *grpc.Server, src EngineSource, opts ...GRPCOption) *grpcHarness {
+func startGRPCServer(t testing.TB, srv *grpc.Server, src EngineSource, opts ...grpcOption) *grpcHarness {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	g, err := RegisterGRPC(srv, src, opts...)
+	g, err := registerGRPCServices(srv, src, opts...)
 	if err != nil {
 		t.Fatalf("RegisterGRPC: %v", err)
 	}

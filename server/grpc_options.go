@@ -10,33 +10,33 @@ import (
 
 // The defaults of the gRPC APIs' options.
 const (
-	// DefaultGRPCMaxDescriptors is the default number of descriptors a
+	// defaultGRPCMaxDescriptors is the default number of descriptors a
 	// request may carry (WithGRPCMaxDescriptors): the HTTP API's
 	// (DefaultMaxDescriptors), so that every surface takes the same
 	// requests.
-	DefaultGRPCMaxDescriptors = DefaultMaxDescriptors
-	// DefaultGRPCMaxEntries is the default number of entries a descriptor
+	defaultGRPCMaxDescriptors = defaultMaxDescriptors
+	// defaultGRPCMaxEntries is the default number of entries a descriptor
 	// may have (WithGRPCMaxEntries), on the HTTP API too.
-	DefaultGRPCMaxEntries = 32
-	// DefaultGRPCMaxValueBytes is the default length, in bytes, of the
+	defaultGRPCMaxEntries = 32
+	// defaultGRPCMaxValueBytes is the default length, in bytes, of the
 	// longest domain, descriptor key or value (WithGRPCMaxValueBytes): the
 	// HTTP API's (DefaultMaxValueLength).
-	DefaultGRPCMaxValueBytes = DefaultMaxValueLength
-	// DefaultGRPCQuotaTTL is how long, by default, the quota an Envoy
+	defaultGRPCMaxValueBytes = defaultMaxValueLength
+	// defaultGRPCQuotaTTL is how long, by default, the quota an Envoy
 	// client is granted for a descriptor that nothing limits stays valid
 	// (WithGRPCQuotaTTL).
-	DefaultGRPCQuotaTTL = 10 * time.Second
-	// MaxGRPCHits is the largest cost a gRPC request may give, 2^53 (the
+	defaultGRPCQuotaTTL = 10 * time.Second
+	// maxGRPCHits is the largest cost a gRPC request may give, 2^53 (the
 	// largest integer a float64 holds exactly, the bound of admit's
 	// limits): a larger one is INVALID_ARGUMENT.
-	MaxGRPCHits = 1 << 53
+	maxGRPCHits = 1 << 53
 )
 
-// GRPCOption configures the gRPC APIs: NewRLS, NewAdmitService and
+// grpcOption configures the gRPC APIs: NewRLS, NewAdmitService and
 // RegisterGRPC. The zero set of options gives the defaults documented on
 // each option; an invalid value makes the constructor fail with an error
-// wrapping ErrInvalidGRPCOption.
-type GRPCOption interface {
+// wrapping ErrInvalidConfig.
+type grpcOption interface {
 	applyGRPC(*grpcOptions)
 }
 
@@ -44,10 +44,10 @@ type grpcOptions struct {
 	maxDescriptors int
 	maxEntries     int
 	maxValue       int
-	headers        RLSHeaders
+	headers        rlsHeaderStyle
 	quotaTTL       time.Duration
 	clock          admit.Clock
-	leases         *Leases
+	leases         *leaseTable
 	reset          bool
 	log            *slog.Logger
 	err            error
@@ -55,17 +55,17 @@ type grpcOptions struct {
 
 func defaultGRPCOptions() grpcOptions {
 	return grpcOptions{
-		maxDescriptors: DefaultGRPCMaxDescriptors,
-		maxEntries:     DefaultGRPCMaxEntries,
-		maxValue:       DefaultGRPCMaxValueBytes,
-		headers:        RLSHeadersIETF,
-		quotaTTL:       DefaultGRPCQuotaTTL,
+		maxDescriptors: defaultGRPCMaxDescriptors,
+		maxEntries:     defaultGRPCMaxEntries,
+		maxValue:       defaultGRPCMaxValueBytes,
+		headers:        rlsHeadersIETF,
+		quotaTTL:       defaultGRPCQuotaTTL,
 		clock:          admit.SystemClock,
 	}
 }
 
 // newGRPCOptions applies opts to the defaults and checks the result.
-func newGRPCOptions(opts []GRPCOption) (grpcOptions, error) {
+func newGRPCOptions(opts []grpcOption) (grpcOptions, error) {
 	o := defaultGRPCOptions()
 	for _, opt := range opts {
 		if opt != nil {
@@ -81,15 +81,15 @@ func (f grpcOptionFunc) applyGRPC(o *grpcOptions) { f(o) }
 
 func (o *grpcOptions) fail(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidGRPCOption}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 }
 
-// WithGRPCMaxDescriptors caps the descriptors of one request: a request
+// withGRPCMaxDescriptors caps the descriptors of one request: a request
 // with more is INVALID_ARGUMENT, before anything is decided. Envoy sends
 // one descriptor per rate-limit action of a route, a handful. The default
 // is DefaultGRPCMaxDescriptors; n must be positive.
-func WithGRPCMaxDescriptors(n int) GRPCOption {
+func withGRPCMaxDescriptors(n int) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if n <= 0 {
 			o.fail("WithGRPCMaxDescriptors(%d): want a positive cap", n)
@@ -99,10 +99,10 @@ func WithGRPCMaxDescriptors(n int) GRPCOption {
 	})
 }
 
-// WithGRPCMaxEntries caps the entries of one descriptor: a descriptor with
+// withGRPCMaxEntries caps the entries of one descriptor: a descriptor with
 // more is INVALID_ARGUMENT. The default is DefaultGRPCMaxEntries; n must
 // be positive.
-func WithGRPCMaxEntries(n int) GRPCOption {
+func withGRPCMaxEntries(n int) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if n <= 0 {
 			o.fail("WithGRPCMaxEntries(%d): want a positive cap", n)
@@ -112,12 +112,12 @@ func WithGRPCMaxEntries(n int) GRPCOption {
 	})
 }
 
-// WithGRPCMaxValueBytes caps the length in bytes of each descriptor key
+// withGRPCMaxValueBytes caps the length in bytes of each descriptor key
 // and value: a longer one is INVALID_ARGUMENT. The values of a descriptor
 // make up its limiters' key, so the cap also bounds the memory a client
 // can make the server keep. The default is DefaultGRPCMaxValueBytes; n
 // must be positive.
-func WithGRPCMaxValueBytes(n int) GRPCOption {
+func withGRPCMaxValueBytes(n int) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if n <= 0 {
 			o.fail("WithGRPCMaxValueBytes(%d): want a positive cap", n)
@@ -127,95 +127,95 @@ func WithGRPCMaxValueBytes(n int) GRPCOption {
 	})
 }
 
-// WithGRPCHeaders sets whether Envoy's rate-limit service answers with
+// withGRPCHeaders sets whether Envoy's rate-limit service answers with
 // the IETF RateLimit and RateLimit-Policy fields (and Retry-After when it
 // refuses) in response_headers_to_add, for Envoy to add to the client's
 // response: WithGRPCHeaderStyle(RLSHeadersIETF) or (RLSHeadersNone). The
 // default is true.
-func WithGRPCHeaders(on bool) GRPCOption {
+func withGRPCHeaders(on bool) grpcOption {
 	if on {
-		return WithGRPCHeaderStyle(RLSHeadersIETF)
+		return withGRPCHeaderStyle(rlsHeadersIETF)
 	}
-	return WithGRPCHeaderStyle(RLSHeadersNone)
+	return withGRPCHeaderStyle(rlsHeadersNone)
 }
 
-// WithGRPCReset serves admit.v1's Reset, which makes the limits a request
+// withGRPCReset serves admit.v1's Reset, which makes the limits a request
 // matches forget the state of its keys (policy.Engine.Reset), as the HTTP
 // API's WithReset serves /v1/reset. Whoever reaches the service can then
 // reset any limit. The default, false, answers Reset with
 // PERMISSION_DENIED.
-func WithGRPCReset(on bool) GRPCOption {
+func withGRPCReset(on bool) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) { o.reset = on })
 }
 
-// WithGRPCLogger sets the logger told of the resets admit.v1 performs (see
+// withGRPCLogger sets the logger told of the resets admit.v1 performs (see
 // WithGRPCReset), one record each. The default, nil, logs nothing.
-func WithGRPCLogger(l *slog.Logger) GRPCOption {
+func withGRPCLogger(l *slog.Logger) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) { o.log = l })
 }
 
-// RLSHeaders selects the fields Envoy's rate-limit service asks Envoy to
+// rlsHeaderStyle selects the fields Envoy's rate-limit service asks Envoy to
 // add to the client's response (response_headers_to_add).
-type RLSHeaders uint8
+type rlsHeaderStyle uint8
 
 const (
-	// RLSHeadersIETF: the IETF fields of the deciding limit, as package
+	// rlsHeadersIETF: the IETF fields of the deciding limit, as package
 	// httplimit writes them: RateLimit-Policy, RateLimit, and Retry-After
 	// when the request is refused. The default.
-	RLSHeadersIETF RLSHeaders = iota
-	// RLSHeadersEnvoy: envoyproxy/ratelimit's fields (its
+	rlsHeadersIETF rlsHeaderStyle = iota
+	// rlsHeadersEnvoy: envoyproxy/ratelimit's fields (its
 	// LIMIT_RESPONSE_HEADERS_ENABLED): RateLimit-Limit (the requests per
 	// unit), RateLimit-Remaining and RateLimit-Reset (seconds until the
 	// limit resets) of the descriptor refused, else of the one with the
 	// least remaining.
-	RLSHeadersEnvoy
-	// RLSHeadersNone: no fields, as envoyproxy/ratelimit by default.
-	RLSHeadersNone
+	rlsHeadersEnvoy
+	// rlsHeadersNone: no fields, as envoyproxy/ratelimit by default.
+	rlsHeadersNone
 )
 
 // String returns "ietf", "envoy" or "none".
-func (h RLSHeaders) String() string {
+func (h rlsHeaderStyle) String() string {
 	switch h {
-	case RLSHeadersIETF:
+	case rlsHeadersIETF:
 		return "ietf"
-	case RLSHeadersEnvoy:
+	case rlsHeadersEnvoy:
 		return "envoy"
-	case RLSHeadersNone:
+	case rlsHeadersNone:
 		return "none"
 	}
 	return fmt.Sprintf("RLSHeaders(%d)", uint8(h))
 }
 
-// ParseRLSHeaders returns the RLSHeaders named s: "ietf", "envoy" or
-// "none". Another s is an error wrapping ErrInvalidGRPCOption.
-func ParseRLSHeaders(s string) (RLSHeaders, error) {
-	for _, h := range []RLSHeaders{RLSHeadersIETF, RLSHeadersEnvoy, RLSHeadersNone} {
+// parseRLSHeaders returns the RLSHeaders named s: "ietf", "envoy" or
+// "none". Another s is an error wrapping ErrInvalidConfig.
+func parseRLSHeaders(s string) (rlsHeaderStyle, error) {
+	for _, h := range []rlsHeaderStyle{rlsHeadersIETF, rlsHeadersEnvoy, rlsHeadersNone} {
 		if s == h.String() {
 			return h, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: response headers %q: want ietf, envoy or none", ErrInvalidGRPCOption, truncateString(s, 32))
+	return 0, fmt.Errorf("%w: response headers %q: want ietf, envoy or none", ErrInvalidConfig, truncateString(s, 32))
 }
 
-// WithGRPCHeaderStyle sets the fields Envoy's rate-limit service answers
+// withGRPCHeaderStyle sets the fields Envoy's rate-limit service answers
 // with in response_headers_to_add (see RLSHeaders). The default is
 // RLSHeadersIETF.
-func WithGRPCHeaderStyle(h RLSHeaders) GRPCOption {
+func withGRPCHeaderStyle(h rlsHeaderStyle) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
-		if h > RLSHeadersNone {
-			o.err = fmt.Errorf("%w: %v", ErrInvalidGRPCOption, h)
+		if h > rlsHeadersNone {
+			o.err = fmt.Errorf("%w: %v", ErrInvalidConfig, h)
 			return
 		}
 		o.headers = h
 	})
 }
 
-// WithGRPCQuotaTTL sets how long the quota that Envoy's rate-limit
+// withGRPCQuotaTTL sets how long the quota that Envoy's rate-limit
 // service grants for a descriptor nothing limits (see RLS) stays valid:
 // a policy reload that limits such a descriptor takes effect on clients
 // caching the grant within d. 0 grants no quota. The default is
 // DefaultGRPCQuotaTTL; d must not be negative.
-func WithGRPCQuotaTTL(d time.Duration) GRPCOption {
+func withGRPCQuotaTTL(d time.Duration) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if d < 0 {
 			o.fail("WithGRPCQuotaTTL(%v): want a duration >= 0", d)
@@ -225,12 +225,12 @@ func WithGRPCQuotaTTL(d time.Duration) GRPCOption {
 	})
 }
 
-// WithGRPCClock sets the clock that dates quota grants and, unless
+// withGRPCClock sets the clock that dates quota grants and, unless
 // WithGRPCLeases gives a table, ends leases: admittest.ManualClock drives
 // them in tests. (The limits themselves
 // decide on the engine's clock, policy.WithClock.) The default is
 // admit.SystemClock; nil leaves the default.
-func WithGRPCClock(c admit.Clock) GRPCOption {
+func withGRPCClock(c admit.Clock) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if c != nil {
 			o.clock = c
@@ -238,13 +238,13 @@ func WithGRPCClock(c admit.Clock) GRPCOption {
 	})
 }
 
-// WithGRPCLeases makes admit.v1's Acquire and Release keep their leases
+// withGRPCLeases makes admit.v1's Acquire and Release keep their leases
 // in l, a lease table the HTTP API may share (see WithLeases), so that a
 // lease taken through one API can be released through the other; its
 // options (WithLeaseTTL, WithMaxLeases) bound the leases clients ask for.
 // The caller keeps l and closes it. The default, nil, gives the
 // AdmitService a table of its own with the defaults of NewLeases, on the
 // clock of WithGRPCClock, which the service's Close closes.
-func WithGRPCLeases(l *Leases) GRPCOption {
+func withGRPCLeases(l *leaseTable) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) { o.leases = l })
 }

@@ -9,17 +9,17 @@ import (
 	"time"
 )
 
-// DefaultProbeTimeout is the default bound on a readiness check (see
+// defaultProbeTimeout is the default bound on a readiness check (see
 // WithProbeTimeout): half of Kubernetes' default probe timeout (1 s), so
 // that /readyz answers in time for it even when a store does not answer.
-const DefaultProbeTimeout = 500 * time.Millisecond
+const defaultProbeTimeout = 500 * time.Millisecond
 
-// HealthzHandler returns the handler of /healthz, the liveness check: 200
+// healthz returns the handler of /healthz, the liveness check: 200
 // with {"status":"ok"} to GET and HEAD as long as the process serves HTTP
 // at all; 405 to other methods. It checks nothing else, so that an
 // orchestrator restarts the process only when it is stuck, never because
 // a dependency is down (that is /readyz's business).
-func HealthzHandler() http.Handler { return healthzHandler{} }
+func healthz() http.Handler { return healthzHandler{} }
 
 type healthzHandler struct{}
 
@@ -46,7 +46,7 @@ func healthGetOrHead(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// Readiness is the readiness check of the service, /readyz: the service
+// readiness is the readiness check of the service, /readyz: the service
 // is ready when its EngineSource holds an engine (a policy is loaded) and
 // each probe (WithProbe: a Redis PING, say) succeeds within the probe
 // timeout — or, with WithDegradedReady, when the probes fail but the
@@ -69,8 +69,8 @@ func healthGetOrHead(w http.ResponseWriter, r *http.Request) bool {
 // runs at most once at a time: a check that finds it still running waits
 // for that run (within its own timeout) instead of starting another, so a
 // probe stuck on a store that does not answer holds one goroutine, not
-// one per check. A Readiness is safe for concurrent use.
-type Readiness struct {
+// one per check. A readiness is safe for concurrent use.
+type readiness struct {
 	src      EngineSource
 	probes   []*readyProbe
 	timeout  time.Duration
@@ -92,9 +92,9 @@ type probeRun struct {
 	err  error
 }
 
-// ReadyOption configures a Readiness (see NewReadiness). The zero set of
+// readyOption configures a Readiness (see NewReadiness). The zero set of
 // options gives the defaults documented on each option.
-type ReadyOption interface {
+type readyOption interface {
 	apply(*readyOptions)
 }
 
@@ -109,14 +109,14 @@ type readyOptionFunc func(*readyOptions)
 
 func (f readyOptionFunc) apply(o *readyOptions) { f(o) }
 
-// WithProbe adds a dependency the service needs, checked by f on each
+// withProbe adds a dependency the service needs, checked by f on each
 // readiness check: a Redis PING (client.Ping(ctx).Err()), say. Its
 // error, a panic, or no answer within the timeout (WithProbeTimeout) fails
 // the check. f should return once its context is done; until one that
 // does not returns, later checks wait for it (up to their timeout) rather
 // than call it again. name names it in the report and must be unique. The
 // default is no probe.
-func WithProbe(name string, f func(ctx context.Context) error) ReadyOption {
+func withProbe(name string, f func(ctx context.Context) error) readyOption {
 	return readyOptionFunc(func(o *readyOptions) {
 		if name == "" || f == nil {
 			o.fail("WithProbe(%q): want a name and a function", name)
@@ -132,11 +132,11 @@ func WithProbe(name string, f func(ctx context.Context) error) ReadyOption {
 	})
 }
 
-// WithProbeTimeout bounds each check, and so each of its probes: one that
+// withProbeTimeout bounds each check, and so each of its probes: one that
 // has not answered after d has failed. The default is DefaultProbeTimeout;
 // d must be positive. Keep it below the timeout of whatever calls
 // /readyz (Kubernetes' timeoutSeconds, 1 s by default).
-func WithProbeTimeout(d time.Duration) ReadyOption {
+func withProbeTimeout(d time.Duration) readyOption {
 	return readyOptionFunc(func(o *readyOptions) {
 		if d <= 0 {
 			o.fail("WithProbeTimeout(%v): want a positive timeout", d)
@@ -146,26 +146,26 @@ func WithProbeTimeout(d time.Duration) ReadyOption {
 	})
 }
 
-// WithDegradedReady says whether failing probes leave the service ready
+// withDegradedReady says whether failing probes leave the service ready
 // (status "degraded", 200): true when every rule kept in the store probed
 // has a failure policy (fail open, fail closed or a local fallback), so
 // that requests are still decided while it is down. The default is false:
 // a failing probe makes the service not ready (503).
-func WithDegradedReady(on bool) ReadyOption {
+func withDegradedReady(on bool) readyOption {
 	return readyOptionFunc(func(o *readyOptions) { o.degraded = on })
 }
 
 func (o *readyOptions) fail(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidAPIOption}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 }
 
-// NewReadiness returns the readiness check of a service deciding with
-// the engines of src. The error wraps ErrInvalidAPIOption for an invalid
+// newReadiness returns the readiness check of a service deciding with
+// the engines of src. The error wraps ErrInvalidConfig for an invalid
 // option or a nil src.
-func NewReadiness(src EngineSource, opts ...ReadyOption) (*Readiness, error) {
-	o := readyOptions{timeout: DefaultProbeTimeout}
+func newReadiness(src EngineSource, opts ...readyOption) (*readiness, error) {
+	o := readyOptions{timeout: defaultProbeTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
@@ -177,11 +177,11 @@ func NewReadiness(src EngineSource, opts ...ReadyOption) (*Readiness, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	return &Readiness{src: src, probes: o.probes, timeout: o.timeout, degraded: o.degraded}, nil
+	return &readiness{src: src, probes: o.probes, timeout: o.timeout, degraded: o.degraded}, nil
 }
 
-// ReadyReport is the outcome of a readiness check.
-type ReadyReport struct {
+// readyReport is the outcome of a readiness check.
+type readyReport struct {
 	// Ready reports whether the service should get traffic; Degraded that
 	// it is ready although a probe failed (WithDegradedReady).
 	Ready    bool
@@ -190,11 +190,11 @@ type ReadyReport struct {
 	Policy bool
 	// Probes has the error of each probe, by name, nil for those that
 	// succeeded, in the order they were given.
-	Probes []ProbeResult
+	Probes []probeResult
 }
 
-// ProbeResult is the outcome of one probe.
-type ProbeResult struct {
+// probeResult is the outcome of one probe.
+type probeResult struct {
 	Name string
 	Err  error
 }
@@ -202,8 +202,8 @@ type ProbeResult struct {
 // Report runs the probes, all at once, and says whether the service is
 // ready. It returns within the probe timeout, or when ctx ends if that is
 // sooner: a probe that has not answered by then has failed.
-func (r *Readiness) Report(ctx context.Context) ReadyReport {
-	rep := ReadyReport{Policy: r.src.Engine() != nil, Probes: make([]ProbeResult, len(r.probes))}
+func (r *readiness) Report(ctx context.Context) readyReport {
+	rep := readyReport{Policy: r.src.Engine() != nil, Probes: make([]probeResult, len(r.probes))}
 	runs := make([]*probeRun, len(r.probes))
 	for i, p := range r.probes {
 		runs[i] = p.start(ctx, r.timeout)
@@ -229,7 +229,7 @@ func (r *Readiness) Report(ctx context.Context) ReadyReport {
 		default:
 			err = r.noAnswer(ctx)
 		}
-		rep.Probes[i] = ProbeResult{Name: r.probes[i].name, Err: err}
+		rep.Probes[i] = probeResult{Name: r.probes[i].name, Err: err}
 		failed = failed || err != nil
 	}
 	rep.Ready = rep.Policy && (!failed || r.degraded)
@@ -239,7 +239,7 @@ func (r *Readiness) Report(ctx context.Context) ReadyReport {
 
 // noAnswer is the error of a probe that has not answered: the check's
 // timeout, or ctx's error when the caller gave up first.
-func (r *Readiness) noAnswer(ctx context.Context) error {
+func (r *readiness) noAnswer(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("no answer: %w", err)
 	}
@@ -287,13 +287,13 @@ func runReadyProbe(ctx context.Context, f func(context.Context) error, timeout t
 
 // Check returns nil if the service is ready, else an error wrapping
 // ErrNotReady (and ErrNoEngine when no policy is loaded) saying why.
-func (r *Readiness) Check(ctx context.Context) error {
+func (r *readiness) Check(ctx context.Context) error {
 	rep := r.Report(ctx)
 	if rep.Ready {
 		return nil
 	}
 	if !rep.Policy {
-		return fmt.Errorf("%w: %w", ErrNotReady, ErrNoEngine)
+		return fmt.Errorf("%w: %w", errNotReady, errNoEngine)
 	}
 	var why []string
 	for _, p := range rep.Probes {
@@ -301,11 +301,11 @@ func (r *Readiness) Check(ctx context.Context) error {
 			why = append(why, p.Name+": "+p.Err.Error())
 		}
 	}
-	return fmt.Errorf("%w: %s", ErrNotReady, strings.Join(why, "; "))
+	return fmt.Errorf("%w: %s", errNotReady, strings.Join(why, "; "))
 }
 
 // ServeHTTP answers /readyz.
-func (r *Readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !healthGetOrHead(w, req) {
 		return
 	}

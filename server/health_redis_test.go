@@ -19,7 +19,7 @@ import (
 // probeBound is how long a probe of a hung Redis may take in the tests:
 // the probe timeout and a generous second for a loaded machine, far below
 // the 5 s go-redis waits for a reply by default (its ReadTimeout).
-const probeBound = DefaultProbeTimeout + time.Second
+const probeBound = defaultProbeTimeout + time.Second
 
 // TestReadyzRedisHung: with Redis frozen (SIGSTOP), /readyz answers
 // "degraded" within its probe timeout, however long the client would
@@ -72,7 +72,7 @@ rules:
 			t.Errorf("check %d, Redis hung: %d %v; want 200, degraded, no answer", i, code, body)
 		}
 		if elapsed > probeBound {
-			t.Errorf("check %d, Redis hung: /readyz took %v; want the probe timeout, %v (at most %v here)", i, elapsed, DefaultProbeTimeout, probeBound)
+			t.Errorf("check %d, Redis hung: /readyz took %v; want the probe timeout, %v (at most %v here)", i, elapsed, defaultProbeTimeout, probeBound)
 		}
 		t.Logf("check %d, Redis hung: /readyz answered in %v", i, elapsed)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestHealthz(t *testing.T) {
-	h := HealthzHandler()
+	h := healthz()
 	for _, m := range []string{http.MethodGet, http.MethodHead} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(m, "/healthz", nil))
@@ -48,15 +48,15 @@ func TestReadyz(t *testing.T) {
 	clock := admittest.NewManualClock(apiT0)
 	src := new(Engines)
 	redis := &apiProbe{}
-	ready, err := NewReadiness(src, WithProbe("redis", redis.probe), WithProbe("other", func(context.Context) error { return nil }))
+	ready, err := newReadiness(src, withProbe("redis", redis.probe), withProbe("other", func(context.Context) error { return nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	degraded, err := NewReadiness(src, WithProbe("redis", redis.probe), WithDegradedReady(true))
+	degraded, err := newReadiness(src, withProbe("redis", redis.probe), withDegradedReady(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(r *Readiness, method string) *httptest.ResponseRecorder {
+	get := func(r *readiness, method string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, httptest.NewRequest(method, "/readyz", nil))
 		return w
@@ -65,7 +65,7 @@ func TestReadyz(t *testing.T) {
 		name          string
 		engine        bool
 		probeErr      error
-		r             *Readiness
+		r             *readiness
 		status        int
 		body          string
 		noPolicyError bool
@@ -98,9 +98,9 @@ func TestReadyz(t *testing.T) {
 		switch {
 		case s.status == 200 && err != nil:
 			t.Errorf("%s: Check: %v", s.name, err)
-		case s.status != 200 && !errors.Is(err, ErrNotReady):
+		case s.status != 200 && !errors.Is(err, errNotReady):
 			t.Errorf("%s: Check: %v, want ErrNotReady", s.name, err)
-		case s.noPolicyError != errors.Is(err, ErrNoEngine):
+		case s.noPolicyError != errors.Is(err, errNoEngine):
 			t.Errorf("%s: Check: %v (ErrNoEngine: %v)", s.name, err, s.noPolicyError)
 		}
 	}
@@ -115,7 +115,7 @@ func TestReadyzProbes(t *testing.T) {
 	src := new(Engines)
 	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
 	slow := func(ctx context.Context) error { <-ctx.Done(); return nil }
-	r, err := NewReadiness(src, WithProbe("slow", slow), WithProbeTimeout(time.Millisecond))
+	r, err := newReadiness(src, withProbe("slow", slow), withProbeTimeout(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestReadyzProbes(t *testing.T) {
 	if e := rep.Probes[0].Err; e == nil || !errors.Is(e, context.DeadlineExceeded) || !strings.Contains(e.Error(), "no answer within 1ms") {
 		t.Errorf("slow probe: %v", e)
 	}
-	p, err := NewReadiness(src, WithProbe("panics", func(context.Context) error { panic("boom") }), WithProbeTimeout(time.Minute))
+	p, err := newReadiness(src, withProbe("panics", func(context.Context) error { panic("boom") }), withProbeTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +137,8 @@ func TestReadyzProbes(t *testing.T) {
 	if e := rep.Probes[0].Err; e == nil || !strings.Contains(e.Error(), "panicked: boom") {
 		t.Errorf("panicking probe: %v", e)
 	}
-	for name, r := range map[string]*Readiness{"slow": r, "panics": p} {
-		if err := r.Check(context.Background()); !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), name+": ") {
+	for name, r := range map[string]*readiness{"slow": r, "panics": p} {
+		if err := r.Check(context.Background()); !errors.Is(err, errNotReady) || !strings.Contains(err.Error(), name+": ") {
 			t.Errorf("Check: %v", err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestReadyzStuckProbe(t *testing.T) {
 		return nil
 	}
 	const timeout = 50 * time.Millisecond
-	r, err := NewReadiness(src, WithProbe("a", stuck), WithProbe("b", stuck), WithProbeTimeout(timeout), WithDegradedReady(true))
+	r, err := newReadiness(src, withProbe("a", stuck), withProbe("b", stuck), withProbeTimeout(timeout), withDegradedReady(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,26 +206,26 @@ func TestReadyzStuckProbe(t *testing.T) {
 func TestReadinessOptions(t *testing.T) {
 	src := new(Engines)
 	ok := func(context.Context) error { return nil }
-	for i, opts := range [][]ReadyOption{
-		{WithProbe("", ok)},
-		{WithProbe("x", nil)},
-		{WithProbe("x", ok), WithProbe("x", ok)},
-		{WithProbeTimeout(0)},
+	for i, opts := range [][]readyOption{
+		{withProbe("", ok)},
+		{withProbe("x", nil)},
+		{withProbe("x", ok), withProbe("x", ok)},
+		{withProbeTimeout(0)},
 	} {
-		if _, err := NewReadiness(src, opts...); !errors.Is(err, ErrInvalidAPIOption) {
+		if _, err := newReadiness(src, opts...); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("options %d: %v", i, err)
 		}
 	}
-	if _, err := NewReadiness(nil); !errors.Is(err, ErrInvalidAPIOption) {
+	if _, err := newReadiness(nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil source: %v", err)
 	}
 	// The API serves the Readiness it is given.
-	r, err := NewReadiness(src, WithProbe("store", func(context.Context) error { return errors.New("down") }))
+	r, err := newReadiness(src, withProbe("store", func(context.Context) error { return errors.New("down") }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	src.Set(apiEngine(t, apiPolicy, admittest.NewManualClock(apiT0)))
-	h := newAPIHarness(t, apiPolicy, WithReadiness(r))
+	h := newAPIHarness(t, apiPolicy, withReadiness(r))
 	if w := h.do(http.MethodGet, "/readyz", ""); w.Code != 503 || !strings.Contains(w.Body.String(), `"store":"down"`) {
 		t.Errorf("/readyz: %d %s", w.Code, w.Body)
 	}

@@ -23,7 +23,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, WithPolicy(p))
+	s := startServer(t, withPolicy(p))
 	base := "http://" + s.HTTPAddr().String()
 	_, body := get(t, base+"/metrics")
 	for _, want := range []string{`admit_keys_tracked{limiter="per-user"} 0`, `admit_keys_tracked{limiter="daily"} 0`, `admit_keys_tracked{limiter="jobs"} 0`} {
@@ -44,10 +44,10 @@ rules:
 		}
 	}
 	// Reported to within an eighth (and a key per shard of the table).
-	if v, ok := metric(t, s.Registry(), "admit_keys_tracked", "limiter", "per-user"); !ok || v < users*7/8 || v > users {
+	if v, ok := metric(t, s.registry(), "admit_keys_tracked", "limiter", "per-user"); !ok || v < users*7/8 || v > users {
 		t.Errorf("admit_keys_tracked of per-user after %d users = %v, %v", users, v, ok)
 	}
-	if _, ok := metric(t, s.Registry(), "admit_evictions_total"); ok {
+	if _, ok := metric(t, s.registry(), "admit_evictions_total"); ok {
 		t.Error("keys were evicted: the test is about growth before the cap")
 	}
 }

@@ -39,13 +39,13 @@ func TestPolicyFilesEndless(t *testing.T) {
 	t.Run("start", func(t *testing.T) {
 		fifo := filepath.Join(t.TempDir(), "policy.yaml")
 		written := endless.FIFO(t, fifo, bound)
-		_, err := New(WithPolicyFiles(fifo), WithLogger(quietLogger(t)))
+		_, err := newWith(withPolicyFiles(fifo), withLogger(quietLogger(t)))
 		tooLarge(t, err, fifo, written)
 	})
 	t.Run("reload", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "policy.yaml")
 		writeFile(t, path, reloadPolicy)
-		s := startServer(t, WithPolicyFiles(path), WithReloadInterval(0))
+		s := startServer(t, withPolicyFiles(path), withReloadInterval(0))
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
@@ -69,17 +69,17 @@ func TestTLSFilesEndless(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts func(fifo string) []Option
+		opts func(fifo string) []option
 	}{
-		{"certificate", func(fifo string) []Option { return []Option{WithTLS(fifo, p.KeyFile)} }},
-		{"key", func(fifo string) []Option { return []Option{WithTLS(p.CertFile, fifo)} }},
-		{"client CA", func(fifo string) []Option { return []Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(fifo)} }},
+		{"certificate", func(fifo string) []option { return []option{withTLS(fifo, p.KeyFile)} }},
+		{"key", func(fifo string) []option { return []option{withTLS(p.CertFile, fifo)} }},
+		{"client CA", func(fifo string) []option { return []option{withTLS(p.CertFile, p.KeyFile), withClientCA(fifo)} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "file.pem")
 			written := endless.FIFO(t, fifo, bound)
-			_, err := New(append([]Option{WithHTTPAddr("127.0.0.1:0"), WithLogger(quietLogger(t))}, tc.opts(fifo)...)...)
-			if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+			_, err := newWith(append([]option{withHTTPAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, tc.opts(fifo)...)...)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
 				t.Errorf("New: %v", err)
 			}
 			stopped(t, written)
@@ -87,17 +87,19 @@ func TestTLSFilesEndless(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opt  func(fifo string) RedisOption
+		opt  func(fifo string) *redisOptions
 	}{
-		{"Redis CA", func(fifo string) RedisOption { return WithRedisTLS(fifo, "", "", quietLogger(t)) }},
-		{"Redis certificate", func(fifo string) RedisOption { return WithRedisTLS("", fifo, p.KeyFile, quietLogger(t)) }},
-		{"Redis key", func(fifo string) RedisOption { return WithRedisTLS("", p.CertFile, fifo, quietLogger(t)) }},
+		{"Redis CA", func(fifo string) *redisOptions { return &redisOptions{ca: fifo, log: quietLogger(t)} }},
+		{"Redis certificate", func(fifo string) *redisOptions { return &redisOptions{cert: fifo, key: p.KeyFile, log: quietLogger(t)} }},
+		{"Redis key", func(fifo string) *redisOptions {
+			return &redisOptions{cert: p.CertFile, key: fifo, log: quietLogger(t)}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "file.pem")
 			written := endless.FIFO(t, fifo, bound)
-			_, _, err := NewRedisClient("rediss://127.0.0.1:1", tc.opt(fifo))
-			if !errors.Is(err, ErrInvalidRedisURL) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+			_, _, err := testRedisClient("rediss://127.0.0.1:1", tc.opt(fifo))
+			if !errors.Is(err, errInvalidRedisURL) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
 				t.Errorf("NewRedisClient: %v", err)
 			}
 			stopped(t, written)
@@ -126,9 +128,9 @@ func TestTLSFilesEndless(t *testing.T) {
 	// Without a limit, /dev/zero would take all the memory there is: try
 	// it only once the limit is known to hold.
 	if ok && runtime.GOOS == "linux" {
-		_, err := New(WithHTTPAddr("127.0.0.1:0"), WithTLS("/dev/zero", p.KeyFile), WithLogger(quietLogger(t)))
+		_, err := newWith(withHTTPAddr("127.0.0.1:0"), withTLS("/dev/zero", p.KeyFile), withLogger(quietLogger(t)))
 		if err == nil || !strings.Contains(err.Error(), "/dev/zero: "+tooLarge) {
-			t.Errorf("WithTLS(/dev/zero): %v", err)
+			t.Errorf("withTLS(/dev/zero): %v", err)
 		}
 	}
 }
@@ -137,7 +139,7 @@ func TestTLSFilesEndless(t *testing.T) {
 // never ends is refused with 413 once past it, and read no further.
 func TestAPIBodiesEndless(t *testing.T) {
 	const max, bound = 64 << 10, 4 << 20
-	h := newEnvoyHarness(t, apiPolicy, WithMaxBodyBytes(max), WithReset(true))
+	h := newEnvoyHarness(t, apiPolicy, withMaxBodyBytes(max), withReset(true))
 	for _, path := range []string{"/v1/check", "/v1/acquire", "/v1/release", "/v1/extend", "/v1/reset", "/json"} {
 		t.Run(path, func(t *testing.T) {
 			body := &endless.Reader{Bound: bound, Fill: 'a'}
@@ -158,7 +160,7 @@ func TestAPIBodiesEndless(t *testing.T) {
 // declared length, before it is read.
 func TestServerGRPCMessageLimit(t *testing.T) {
 	const max = 64 << 10
-	s := startServer(t, WithMaxRequestBytes(max))
+	s := startServer(t, withMaxRequestBytes(max))
 	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +176,7 @@ func TestServerGRPCMessageLimit(t *testing.T) {
 // (413) and read no further.
 func TestGatewayBodyEndless(t *testing.T) {
 	const max, bound = 64 << 10, 4 << 20
-	g, _, _ := newTestGateway(t, &echoUpstream{}, testEngine(t, gwPolicy), WithUpstreamMaxBodyBytes(max))
+	g, _, _ := newTestGateway(t, &echoUpstream{}, testEngine(t, gwPolicy), withUpstreamMaxBodyBytes(max))
 	body := &endless.Reader{Bound: bound, Fill: 'a'}
 	r := httptest.NewRequest(http.MethodPost, "/", body)
 	r.ContentLength = -1
@@ -194,11 +196,11 @@ func TestPolicyFilesPositions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	writeFile(t, path, "a: b: c\n")
 	want := path + ":1: malformed YAML: mapping values are not allowed in this context"
-	if _, err := New(WithPolicyFiles(path), WithLogger(quietLogger(t))); err == nil || err.Error() != want {
+	if _, err := newWith(withPolicyFiles(path), withLogger(quietLogger(t))); err == nil || err.Error() != want {
 		t.Errorf("New: %v\nwant %s", err, want)
 	}
 	writeFile(t, path, reloadPolicy)
-	s := startServer(t, WithPolicyFiles(path), WithReloadInterval(0))
+	s := startServer(t, withPolicyFiles(path), withReloadInterval(0))
 	writeFile(t, path, "domain: api\x00\n")
 	want = path + ":1:12: malformed YAML: character U+0000 is not allowed"
 	if err := s.Reload(); err == nil || !strings.HasPrefix(err.Error(), want) {

@@ -19,7 +19,7 @@ import (
 	"github.com/admit-go/admit/policy"
 )
 
-// RLS is Envoy's rate-limit service
+// rlsService is Envoy's rate-limit service
 // (envoy.service.ratelimit.v3.RateLimitService, the protocol of
 // envoyproxy/ratelimit) over a policy engine: ShouldRateLimit decides a
 // request's descriptors against the rules of its domain, and Register
@@ -110,11 +110,11 @@ import (
 // # Concurrency caps
 //
 // Envoy's protocol has no release, so a concurrency cap matched through
-// RLS is a gate, not a hold: the request is admitted iff the cap has room
+// rlsService is a gate, not a hold: the request is admitted iff the cap has room
 // for its cost at that instant, and the slots are given back before the
 // response is sent. The slots held by admit.v1 Acquire, the HTTP API's
 // leases and the gateway's requests in flight count against it; those of
-// RLS requests never do.
+// rlsService requests never do.
 //
 // # Errors
 //
@@ -125,18 +125,18 @@ import (
 // CANCELED and DEADLINE_EXCEEDED when the call ends first. Envoy then
 // applies its failure_mode_deny.
 //
-// An RLS is safe for concurrent use; it starts no goroutine. Create one
+// An rlsService is safe for concurrent use; it starts no goroutine. Create one
 // with NewRLS.
-type RLS struct {
+type rlsService struct {
 	src  EngineSource
 	o    grpcOptions
 	pool sync.Pool // *grpcScratch
 }
 
-// NewRLS returns Envoy's rate-limit service deciding with the engine src
+// newRLS returns Envoy's rate-limit service deciding with the engine src
 // gives at each request (see EngineSource). The error wraps
-// ErrInvalidGRPCOption for an invalid option.
-func NewRLS(src EngineSource, opts ...GRPCOption) (*RLS, error) {
+// ErrInvalidConfig for an invalid option.
+func newRLS(src EngineSource, opts ...grpcOption) (*rlsService, error) {
 	if src == nil {
 		return nil, grpcOptionError("NewRLS: nil EngineSource")
 	}
@@ -144,17 +144,17 @@ func NewRLS(src EngineSource, opts ...GRPCOption) (*RLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &RLS{src: src, o: o}
+	s := &rlsService{src: src, o: o}
 	s.pool.New = func() any { return new(grpcScratch) }
 	return s, nil
 }
 
 // Register registers the service on r (a *grpc.Server), under Envoy's
 // service name.
-func (s *RLS) Register(r grpc.ServiceRegistrar) { rlsv3.RegisterRateLimitServiceServer(r, s) }
+func (s *rlsService) Register(r grpc.ServiceRegistrar) { rlsv3.RegisterRateLimitServiceServer(r, s) }
 
 // ShouldRateLimit decides Envoy's request r (see RLS).
-func (s *RLS) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+func (s *rlsService) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	if err := grpcMalformed(r); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *RLS) ShouldRateLimit(ctx context.Context, r *rlsv3.RateLimitRequest) (*
 	return s.response(&sc.res), nil
 }
 
-func (s *RLS) put(sc *grpcScratch) {
+func (s *rlsService) put(sc *grpcScratch) {
 	sc.reset()
 	s.pool.Put(sc)
 }
@@ -192,7 +192,7 @@ type rlsOne struct {
 }
 
 // response builds the answer to a request decided as res says.
-func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
+func (s *rlsService) response(res *policy.Result) *rlsv3.RateLimitResponse {
 	n := len(res.Statuses)
 	out, sts, lims, durs := rlsAllocate(res)
 	var until *timestamppb.Timestamp
@@ -242,9 +242,9 @@ func (s *RLS) response(res *policy.Result) *rlsv3.RateLimitResponse {
 		out.Quota = rlsGrant(until)
 	}
 	switch s.o.headers {
-	case RLSHeadersIETF:
+	case rlsHeadersIETF:
 		out.ResponseHeadersToAdd = rlsHeaders(&res.Decision)
-	case RLSHeadersEnvoy:
+	case rlsHeadersEnvoy:
 		out.ResponseHeadersToAdd = rlsEnvoyHeaders(out.Statuses)
 	}
 	return out

@@ -32,7 +32,7 @@ descriptors:
 // BenchmarkRLSDecide is ShouldRateLimit called directly: conversion,
 // decision and response, without the network.
 func BenchmarkRLSDecide(b *testing.B) {
-	s, err := NewRLS(grpcSource(grpcEngine(b, benchPolicy, nil)))
+	s, err := newRLS(grpcSource(grpcEngine(b, benchPolicy, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func benchRLSServer(b *testing.B, e *policy.Engine) {
 		b.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	g, err := RegisterGRPC(srv, grpcSource(e))
+	g, err := registerGRPCServices(srv, grpcSource(e))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func (sc *grpcScratch) reset() {
 
 // grpcBad returns an ErrBadGRPCRequest saying what is wrong.
 func grpcBad(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadGRPCRequest}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{errBadGRPCRequest}, args...)...)
 }
 
 // rlsRequest converts Envoy's request r into sc.req, checking it:
@@ -91,7 +91,7 @@ func (o *grpcOptions) rlsRequest(r *rlsv3.RateLimitRequest, sc *grpcScratch) err
 		}
 		pd.Entries = sc.entries[start:len(sc.entries):len(sc.entries)]
 		if h := d.HitsAddend; h != nil {
-			if h.Value > MaxGRPCHits {
+			if h.Value > maxGRPCHits {
 				return grpcBad("descriptors[%d].hits_addend: %d is more than the maximum, 2^53", i, h.Value)
 			}
 			pd.Hits, pd.OwnHits = int64(h.Value), true

@@ -47,7 +47,7 @@ rules:
 func TestRLSAlgorithms(t *testing.T) {
 	noGoroutineLeak(t)
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 
 	algs := []string{"gcra", "token_bucket", "leaky_bucket", "fixed_window", "sliding_window", "sliding_log", "quota", "concurrency"}
 	req := func(hits uint32) *rlsv3.RateLimitRequest {
@@ -136,7 +136,7 @@ func TestRLSAlgorithms(t *testing.T) {
 // request OVER_LIMIT and the others consume nothing.
 func TestRLSOverLimit(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 	// Five events for bob, at once.
 	if resp := h.shouldRateLimit(t, rlsReq("api", 5, rlsDesc("user", "bob"))); resp.OverallCode != rlsv3.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 0 {
 		t.Fatalf("first: %v", resp)
@@ -173,7 +173,7 @@ func TestRLSOverLimit(t *testing.T) {
 // refused, else the one with the least remaining), and none.
 func TestRLSHeaderStyles(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk), WithGRPCHeaderStyle(RLSHeadersEnvoy))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk), withGRPCHeaderStyle(rlsHeadersEnvoy))
 	// Two descriptors admitted: bob has 4 of 5 left, gcra 9 of 10.
 	resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("alg", "gcra"), rlsDesc("user", "bob")))
 	want := map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": "4", "RateLimit-Reset": "1"}
@@ -192,19 +192,19 @@ func TestRLSHeaderStyles(t *testing.T) {
 		t.Errorf("unlimited: headers %v", resp.ResponseHeadersToAdd)
 	}
 
-	none := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk), WithGRPCHeaderStyle(RLSHeadersNone))
+	none := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk), withGRPCHeaderStyle(rlsHeadersNone))
 	if resp := none.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", "carol"))); len(resp.ResponseHeadersToAdd) != 0 {
 		t.Errorf("RLSHeadersNone: headers %v", resp.ResponseHeadersToAdd)
 	}
 	for _, name := range []string{"ietf", "envoy", "none"} {
-		if h, err := ParseRLSHeaders(name); err != nil || h.String() != name {
+		if h, err := parseRLSHeaders(name); err != nil || h.String() != name {
 			t.Errorf("ParseRLSHeaders(%q) = %v, %v", name, h, err)
 		}
 	}
-	if _, err := ParseRLSHeaders("draft-03"); !errors.Is(err, ErrInvalidGRPCOption) {
+	if _, err := parseRLSHeaders("draft-03"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("ParseRLSHeaders(draft-03): %v", err)
 	}
-	if _, err := RegisterGRPC(grpc.NewServer(), grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCHeaderStyle(RLSHeaders(9))); !errors.Is(err, ErrInvalidGRPCOption) {
+	if _, err := registerGRPCServices(grpc.NewServer(), grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCHeaderStyle(rlsHeaderStyle(9))); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("RLSHeaders(9): %v", err)
 	}
 }
@@ -213,7 +213,7 @@ func TestRLSHeaderStyles(t *testing.T) {
 // descriptors' own (0 peeks), hits above the burst, 2^32-1.
 func TestRLSHits(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 	remaining := func(r *rlsv3.RateLimitRequest) []uint32 {
 		t.Helper()
 		var out []uint32
@@ -249,7 +249,7 @@ func TestRLSHits(t *testing.T) {
 			t.Errorf("hits %d: fields %v, want no Retry-After and no t", n, hm)
 		}
 	}
-	resp := h.shouldRateLimit(t, rlsReq("api", 1, withHits(rlsDesc("user", "c"), MaxGRPCHits)))
+	resp := h.shouldRateLimit(t, rlsReq("api", 1, withHits(rlsDesc("user", "c"), maxGRPCHits)))
 	if resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
 		t.Errorf("own hits 2^53: %v", resp)
 	}
@@ -265,7 +265,7 @@ func TestRLSHits(t *testing.T) {
 // and descriptor, as a fixed window.
 func TestRLSOverrides(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 	override := func(d *ratelimitv3.RateLimitDescriptor, rpu uint32, unit typev3.RateLimitUnit, mult *wrapperspb.UInt32Value) *ratelimitv3.RateLimitDescriptor {
 		d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: unit, UnitMultiplier: mult}
 		return d
@@ -301,7 +301,7 @@ func TestRLSOverrides(t *testing.T) {
 // quota.
 func TestRLSShadowUnlimitedUnknown(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCClock(clk))
 	for i := range 3 {
 		resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("alg", "shadow")))
 		st := resp.Statuses[0]
@@ -309,7 +309,7 @@ func TestRLSShadowUnlimitedUnknown(t *testing.T) {
 			t.Errorf("shadow request %d: %v", i, resp)
 		}
 	}
-	until := grpcT0.Add(DefaultGRPCQuotaTTL)
+	until := grpcT0.Add(defaultGRPCQuotaTTL)
 	for _, r := range []*rlsv3.RateLimitRequest{
 		rlsReq("api", 1, rlsDesc("alg", "unlimited"), rlsDesc("nothing", "matches")),
 		rlsReq("no-such-domain", 1, rlsDesc("user", "a")),
@@ -331,7 +331,7 @@ func TestRLSShadowUnlimitedUnknown(t *testing.T) {
 		t.Errorf("mixed: %v", resp)
 	}
 	// WithGRPCQuotaTTL(0) grants none, WithGRPCHeaders(false) sends no field.
-	h2 := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), WithGRPCQuotaTTL(0), WithGRPCHeaders(false))
+	h2 := startGRPC(t, grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCQuotaTTL(0), withGRPCHeaders(false))
 	resp = h2.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("alg", "unlimited"), rlsDesc("user", "q")))
 	if resp.Quota != nil || resp.Statuses[0].Quota != nil || len(resp.ResponseHeadersToAdd) != 0 {
 		t.Errorf("without quota and headers: %v", resp)
@@ -351,7 +351,7 @@ descriptors:
     value: /login
     rate_limit: {unit: hour, requests_per_unit: 1, name: login}
 `, clk)
-	h := startGRPC(t, grpcSource(e), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(e), withGRPCClock(clk))
 	for i, want := range []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT} {
 		resp := h.shouldRateLimit(t, rlsReq("edge", 1, rlsDesc("remote_address", "203.0.113.7")))
 		st := resp.Statuses[0]
@@ -382,7 +382,7 @@ func TestRLSCurrentLimit(t *testing.T) {
 func TestRLSEngineSwap(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
 	src := new(Engines)
-	h := startGRPC(t, src, WithGRPCClock(clk))
+	h := startGRPC(t, src, withGRPCClock(clk))
 	_, err := h.rls.ShouldRateLimit(context.Background(), rlsReq("api", 1, rlsDesc("user", "a")))
 	wantCode(t, err, codes.Unavailable) // no engine yet
 
@@ -449,7 +449,7 @@ func TestRLSConcurrencyGate(t *testing.T) {
 	noGoroutineLeak(t)
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(t, algorithmsPolicy, clk)
-	h := startGRPC(t, grpcSource(e), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(e), withGRPCClock(clk))
 	for i := range 5 {
 		if resp := h.shouldRateLimit(t, rlsReq("api", 2, rlsDesc("alg", "concurrency"))); resp.OverallCode != rlsv3.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 0 {
 			t.Fatalf("request %d: %v", i, resp)
@@ -477,7 +477,7 @@ func TestRLSConcurrencyGate(t *testing.T) {
 func TestRLSEngineErrors(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
 	e := grpcEngine(t, algorithmsPolicy, clk, policy.WithMaxOverrides(1))
-	h := startGRPC(t, grpcSource(e), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(e), withGRPCClock(clk))
 	ov := func(rpu uint32) *rlsv3.RateLimitRequest {
 		d := rlsDesc("k", "v")
 		d.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: typev3.RateLimitUnit_SECOND}
@@ -489,7 +489,7 @@ func TestRLSEngineErrors(t *testing.T) {
 	// A value of the longest length the API takes is decided, though the
 	// key it makes is longer than the limiters take (it is stored by its
 	// digest); one byte more is INVALID_ARGUMENT.
-	long := strings.Repeat("x", DefaultGRPCMaxValueBytes)
+	long := strings.Repeat("x", defaultGRPCMaxValueBytes)
 	if resp := h.shouldRateLimit(t, rlsReq("api", 1, rlsDesc("user", long))); resp.OverallCode != rlsv3.RateLimitResponse_OK {
 		t.Errorf("a value of %d bytes: %v", len(long), resp)
 	}
@@ -519,17 +519,17 @@ func TestRLSEngineErrors(t *testing.T) {
 
 func TestNewRLSOptions(t *testing.T) {
 	src := grpcSource(nil)
-	for _, opt := range []GRPCOption{
-		WithGRPCMaxDescriptors(0), WithGRPCMaxEntries(-1), WithGRPCMaxValueBytes(0), WithGRPCQuotaTTL(-time.Second),
+	for _, opt := range []grpcOption{
+		withGRPCMaxDescriptors(0), withGRPCMaxEntries(-1), withGRPCMaxValueBytes(0), withGRPCQuotaTTL(-time.Second),
 	} {
-		if _, err := NewRLS(src, opt); !errors.Is(err, ErrInvalidGRPCOption) {
+		if _, err := newRLS(src, opt); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewRLS with a bad option: %v", err)
 		}
 	}
-	if _, err := NewRLS(nil); !errors.Is(err, ErrInvalidGRPCOption) {
+	if _, err := newRLS(nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewRLS(nil): %v", err)
 	}
-	if _, err := NewRLS(src, nil, WithGRPCClock(nil), WithGRPCMaxDescriptors(3)); err != nil {
+	if _, err := newRLS(src, nil, withGRPCClock(nil), withGRPCMaxDescriptors(3)); err != nil {
 		t.Errorf("NewRLS with nil options: %v", err)
 	}
 	if RLSServiceName != rlsv3.RateLimitService_ServiceDesc.ServiceName {

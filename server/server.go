@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,31 +15,33 @@ import (
 	"github.com/admit-go/admit/redisstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 )
 
 // Server is admit's rate-limit service, what `admit serve` runs: a
 // policy, the store its rules keep their state in (memory, or Redis with
-// WithRedis), and the listeners that decide requests against it:
+// Config.Redis), and the listeners that decide requests against it, all
+// configured by one Config:
 //
-//   - HTTP (WithHTTPAddr, default :8080): the HTTP JSON API (/v1/check,
-//     /v1/acquire, /v1/release, envoyproxy/ratelimit's /json), /healthz,
-//     /readyz and /metrics; or, with WithUpstream, a Gateway that applies
-//     the policy to every request and proxies the admitted ones, the API
-//     and the other endpoints moving to the admin listener (WithAdminAddr,
-//     default :8082 in gateway mode).
-//   - gRPC (WithGRPCAddr, default :8081): Envoy's rate-limit service
+//   - HTTP (Config.HTTPAddr, default :8080): the HTTP JSON API
+//     (/v1/check, /v1/acquire, /v1/release, envoyproxy/ratelimit's
+//     /json), /healthz, /readyz and /metrics; or, with Config.Upstream, a
+//     Gateway that applies the policy to every request and proxies the
+//     admitted ones, the API and the other endpoints moving to the admin
+//     listener (Config.AdminAddr, default :8082 in gateway mode).
+//   - gRPC (Config.GRPCAddr, default :8081): Envoy's rate-limit service
 //     (envoy.service.ratelimit.v3), admit.v1, gRPC health and reflection.
 //
-// The policy comes from files (WithPolicyFiles), which the Server reloads
-// on Reload (SIGHUP in `admit serve`) and when they change
-// (WithReloadInterval): an invalid new policy never replaces a valid one,
-// and limits whose definition did not change keep their state across a
-// reload. Without files the Server enforces a policy built in Go
-// (WithPolicy) or the built-in one (DefaultPolicy).
+// The policy comes from files (Config.PolicyFiles), which the Server
+// reloads on Reload (SIGHUP in `admit serve`) and when they change
+// (Config.ReloadInterval): an invalid new policy never replaces a valid
+// one, and limits whose definition did not change keep their state across
+// a reload. Without files the Server enforces a policy built in Go
+// (Config.Policy) or the built-in one (DefaultPolicy).
 //
 // Metrics are registered on a Prometheus registry of the Server's own
-// (WithRegistry), never the global one: the decisions, the store's calls
+// (Config.Registry), never the global one: the decisions, the store's calls
 // and the failure policies' switches (package promlimit), policy reloads
 // (admit_config_reloads_total{result}, admit_config_last_reload_successful,
 // admit_config_last_reload_success_timestamp_seconds), and the Go runtime
@@ -51,22 +52,24 @@ import (
 // Shutdown or Close. A Server is safe for concurrent use. It starts
 // goroutines in Start (one per listener, and the poller of the policy
 // files); Shutdown and Close, both idempotent, stop them and close the
-// Redis store (not the client).
+// Redis store and the client made from Config.Redis (not a
+// Config.RedisClient).
 type Server struct {
-	o       options
-	log     *slog.Logger
-	engines Engines
-	pol     atomic.Pointer[policy.Policy]
-	store   *redisstore.Store
-	reg     *prometheus.Registry
-	obs     *promlimit.Observer
-	tls     *tlsFiles                  // WithTLS, or nil
-	text    atomic.Pointer[policyText] // the text of the policy in force
-	cfg     *configMetrics
-	gw      *Gateway
-	api     *API
-	grpcAPI *GRPC
-	leases  *Leases
+	c         Config // resolved
+	log       *slog.Logger
+	ownClient redis.UniversalClient // made from Config.Redis, closed by Close
+	engines   Engines
+	pol       atomic.Pointer[policy.Policy]
+	store     *redisstore.Store
+	reg       *prometheus.Registry
+	obs       *promlimit.Observer
+	tls       *tlsFiles                  // Config.TLSCert, or nil
+	text      atomic.Pointer[policyText] // the text of the policy in force
+	cfg       *configMetrics
+	gw        *Gateway
+	api       *API
+	grpcAPI   *GRPC
+	leases    *leaseTable
 
 	httpSrv, adminSrv, debugSrv *http.Server
 	grpcSrv                     *grpc.Server
@@ -94,30 +97,25 @@ const (
 	stateClosed
 )
 
-// New returns a Server with its policy loaded and its engine built,
-// ready to Start. It does not listen yet. The error wraps ErrInvalidOption
-// for invalid or contradicting options, is a policy.Errors (matching
-// policy.ErrInvalidPolicy) listing the problems of the policy files, each
-// with its file, line and column, or wraps the error of reading them, of
-// building the engine (policy.ErrNoStore: a rule with store: redis and no
-// WithRedis) or of the gateway (a domain the policy lacks).
-func New(opts ...Option) (*Server, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
+// New returns a Server configured by cfg, with its policy loaded and its
+// engine built, ready to Start. It does not listen yet. The error is
+// cfg.Validate's (a *ConfigError), wraps ErrInvalidConfig for files that
+// do not load (TLS) or a gateway domain the policy lacks, is a
+// policy.Errors (matching policy.ErrInvalidPolicy) listing the problems of
+// the policy files, each with its file, line and column, or wraps the
+// error of reading them or of building the engine (policy.ErrNoStore: a
+// rule with store: redis and no Redis).
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := o.log
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Server{o: o, log: log, errc: make(chan error, 4), quit: make(chan struct{})}
+	c := cfg.resolved()
+	s := &Server{c: c, log: c.Logger, errc: make(chan error, 4), quit: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
 			s.closeAPIs()
-			if s.store != nil {
-				_ = s.store.Close()
-			}
+			s.closeStore()
 		}
 	}()
 
@@ -127,7 +125,8 @@ func New(opts ...Option) (*Server, error) {
 	if err := s.buildMetrics(); err != nil {
 		return nil, err
 	}
-	if err := s.openStore(); err != nil {
+	var err error
+	if s.store, s.ownClient, err = openStore(&s.c, s.obs); err != nil {
 		return nil, err
 	}
 	p, files, e, err := s.loadPolicy()
@@ -145,80 +144,47 @@ func New(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// buildOptions applies opts over the defaults and checks them together:
-// the error wraps ErrInvalidOption for an invalid option or options that
-// contradict one another. In gateway mode it moves the admin listener to
-// DefaultGatewayAdminAddr unless WithAdminAddr set it.
-func buildOptions(opts []Option) (options, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
+// closeStore closes the Redis store and the client the Server made from
+// Config.Redis, if any.
+func (s *Server) closeStore() {
+	if s.store != nil {
+		_ = s.store.Close()
 	}
-	if o.err != nil {
-		return o, o.err
+	if s.ownClient != nil {
+		_ = s.ownClient.Close()
 	}
-	switch {
-	case o.pol != nil && len(o.files) > 0:
-		return o, fmt.Errorf("%w: WithPolicy and WithPolicyFiles are exclusive", ErrInvalidOption)
-	case o.httpAddr == "" && o.grpcAddr == "":
-		return o, fmt.Errorf("%w: no HTTP and no gRPC address: nothing to serve", ErrInvalidOption)
-	case o.upstream != nil && o.httpAddr == "":
-		return o, fmt.Errorf("%w: WithUpstream needs the HTTP listener, and its address is empty", ErrInvalidOption)
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") || (o.clientCA != "" && o.tlsCert == "") {
-		return o, fmt.Errorf("%w: WithTLS(%q, %q), WithClientCA(%q): %v", ErrInvalidOption, o.tlsCert, o.tlsKey, o.clientCA, errTLSIncomplete)
-	}
-	if o.upstream != nil && !o.adminSet {
-		o.adminAddr = DefaultGatewayAdminAddr
-	}
-	if o.upstream != nil && o.adminAddr == o.httpAddr && !strings.HasSuffix(o.httpAddr, ":0") {
-		return o, fmt.Errorf("%w: the gateway and the admin listener need different addresses (both %q)", ErrInvalidOption, o.httpAddr)
-	}
-	return o, nil
 }
 
-// loadTLS loads the certificate, key and client CAs of WithTLS and
-// WithClientCA, if given.
+// loadTLS loads the certificate, key and client CAs of Config.TLSCert,
+// TLSKey and TLSClientCA, if given.
 func (s *Server) loadTLS() error {
-	if s.o.tlsCert == "" {
+	if s.c.TLSCert == "" {
 		return nil
 	}
 	var err error
-	if s.tls, err = newTLSFiles(s.o.tlsCert, s.o.tlsKey, s.o.clientCA, s.log); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	if s.tls, err = newTLSFiles(s.c.TLSCert, s.c.TLSKey, s.c.TLSClientCA, s.log); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return nil
 }
 
-// buildMetrics sets up the Server's registry (WithRegistry's, or a new
+// buildMetrics sets up the Server's registry (Config.Registry, or a new
 // one with the Go runtime and process collectors) and registers the
 // decisions' and the reloads' metrics on it.
 func (s *Server) buildMetrics() error {
-	s.reg = s.o.reg
+	s.reg = s.c.Registry
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	var err error
 	if s.obs, err = promlimit.New(s.reg); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
+		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
 	}
 	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidOption, err)
+		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
 	}
 	return nil
-}
-
-// openStore opens the Redis store over the client of WithRedis, if given.
-func (s *Server) openStore() error {
-	if s.o.redis == nil {
-		return nil
-	}
-	var err error
-	s.store, err = redisstore.New(s.o.redis, redisstore.WithName("redis"), redisstore.WithObserver(s.obs))
-	return err
 }
 
 // loadPolicy loads the policy the Server starts with and builds its
@@ -239,22 +205,22 @@ func (s *Server) loadPolicy() (*policy.Policy, []string, *policy.Engine, error) 
 	return p, files, e, nil
 }
 
-// buildGateway builds the gateway of WithUpstream, if given, over the
-// engine e: it checks requests against the domain of WithGatewayDomain,
+// buildGateway builds the gateway of Config.Upstream, if given, over the
+// engine e: it checks requests against the domain of Config.GatewayDomain,
 // or else against p's only domain.
 func (s *Server) buildGateway(p *policy.Policy, e *policy.Engine) error {
-	if s.o.upstream == nil {
+	if s.c.Upstream == "" {
 		return nil
 	}
-	domain := s.o.domain
+	domain := s.c.GatewayDomain
 	if domain == "" {
 		if len(p.Domains) != 1 {
-			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (WithGatewayDomain)", ErrInvalidOption, len(p.Domains))
+			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (Config.GatewayDomain)", ErrInvalidConfig, len(p.Domains))
 		}
 		domain = p.Domains[0].Name
 	}
 	var err error
-	s.gw, err = newGateway(s.o.upstream, e, domain, &s.o)
+	s.gw, err = newGateway(e, domain, &s.c)
 	return err
 }
 
@@ -266,7 +232,7 @@ func (s *Server) logLoaded(p *policy.Policy, files []string) {
 	switch {
 	case len(files) > 0:
 		source = "files"
-	case s.o.pol != nil:
+	case s.c.Policy != nil:
 		source = "Go"
 	}
 	s.log.Info("policy loaded", "source", source, "files", files, "domains", domains, "rules", rules, "redis", s.store != nil)
@@ -275,16 +241,16 @@ func (s *Server) logLoaded(p *policy.Policy, files []string) {
 // initialPolicy loads the policy the Server starts with.
 func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 	switch {
-	case len(s.o.files) > 0:
-		s.stats = statFiles(s.o.files)
-		snap := readSnapshot(s.o.files)
+	case len(s.c.PolicyFiles) > 0:
+		s.stats = statFiles(s.c.PolicyFiles)
+		snap := readSnapshot(s.c.PolicyFiles)
 		s.hash = snap.hash
-		p, err := snap.parse(s.o.mergeDomains)
+		p, err := snap.parse(s.c.MergeDomains)
 		s.text.Store(&policyText{files: snap.files, data: snap.data, at: time.Now()})
 		return p, snap.files, err
-	case s.o.pol != nil:
+	case s.c.Policy != nil:
 		s.text.Store(&policyText{at: time.Now()})
-		return s.o.pol, nil, s.o.pol.Validate()
+		return s.c.Policy, nil, s.c.Policy.Validate()
 	}
 	p, err := DefaultPolicy()
 	s.text.Store(&policyText{files: []string{DefaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
@@ -294,7 +260,13 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 // newEngine builds the engine of p, taking over the state of old's
 // unchanged limits.
 func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine, error) {
-	opts := append([]policy.Option(nil), s.o.engineOpts...)
+	opts := append([]policy.Option(nil), s.c.EngineOptions...)
+	if s.c.Shadow {
+		opts = append(opts, policy.WithShadow(true))
+	}
+	if s.c.KeyPrefix != "" {
+		opts = append(opts, policy.WithKeyPrefix(s.c.KeyPrefix))
+	}
 	opts = append(opts, policy.WithObserver(s.obs), policy.WithLogger(s.log))
 	opts = append(opts, backends.Options(s.store)...)
 	if old != nil {
@@ -309,18 +281,18 @@ func (s *Server) Engine() *policy.Engine { return s.engines.Engine() }
 // Policy returns the policy in force. The caller must not modify it.
 func (s *Server) Policy() *policy.Policy { return s.pol.Load() }
 
-// Source returns the Server's EngineSource, whose engine a reload
+// source returns the Server's EngineSource, whose engine a reload
 // replaces.
-func (s *Server) Source() EngineSource { return &s.engines }
+func (s *Server) source() EngineSource { return &s.engines }
 
-// Registry returns the Prometheus registry the Server's metrics are on.
-func (s *Server) Registry() *prometheus.Registry { return s.reg }
+// registry returns the Prometheus registry the Server's metrics are on.
+func (s *Server) registry() *prometheus.Registry { return s.reg }
 
-// Gateway returns the Server's gateway, nil without WithUpstream.
+// Gateway returns the Server's gateway, nil without Config.Upstream.
 func (s *Server) Gateway() *Gateway { return s.gw }
 
 // HTTPAddr returns the address the HTTP listener is bound to (with its
-// port when WithHTTPAddr asked for port 0), nil before Start or without
+// port when Config.HTTPAddr asked for port 0), nil before Start or without
 // an HTTP listener.
 func (s *Server) HTTPAddr() net.Addr { return lnAddr(s.httpLn) }
 
@@ -329,11 +301,11 @@ func (s *Server) HTTPAddr() net.Addr { return lnAddr(s.httpLn) }
 func (s *Server) GRPCAddr() net.Addr { return lnAddr(s.grpcLn) }
 
 // AdminAddr returns the address the admin listener is bound to, nil
-// before Start or without an admin listener (see WithAdminAddr).
+// before Start or without an admin listener (see Config.AdminAddr).
 func (s *Server) AdminAddr() net.Addr { return lnAddr(s.adminLn) }
 
 // DebugAddr returns the address the profiler's listener is bound to, nil
-// before Start or without one (see WithDebugAddr).
+// before Start or without one (see Config.DebugAddr).
 func (s *Server) DebugAddr() net.Addr { return lnAddr(s.debugLn) }
 
 func lnAddr(l net.Listener) net.Addr {

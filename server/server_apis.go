@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 )
 
@@ -13,31 +14,31 @@ import (
 // caps kept there are kept there too (WithLeaseStore), so that every
 // instance on it can release them.
 func (s *Server) adminHandler() (http.Handler, error) {
-	leases, err := NewLeases(WithLeaseStore(s.store))
+	leases, err := newLeases(withLeaseStore(s.store))
 	if err != nil {
 		return nil, err
 	}
 	s.leases = leases
-	var readyOpts []ReadyOption
-	if c := s.o.redis; c != nil {
+	var readyOpts []readyOption
+	if c := s.redisClient(); c != nil {
 		// Every rule kept in Redis has a failure policy (fail_open when
 		// the file says none), so the service still decides while Redis
 		// is down: ready, degraded.
 		readyOpts = append(readyOpts,
-			WithProbe("redis", func(ctx context.Context) error { return c.Ping(ctx).Err() }),
-			WithDegradedReady(true))
+			withProbe("redis", func(ctx context.Context) error { return c.Ping(ctx).Err() }),
+			withDegradedReady(true))
 	}
-	ready, err := NewReadiness(&s.engines, readyOpts...)
+	ready, err := newReadiness(&s.engines, readyOpts...)
 	if err != nil {
 		return nil, err
 	}
-	s.api, err = NewAPI(&s.engines,
-		WithLeases(leases),
-		WithReadiness(ready),
-		WithMetrics(s.metricsHandler()),
-		WithMaxBodyBytes(s.o.maxBody),
-		WithReset(s.o.allowReset),
-		WithAPILogger(s.log))
+	s.api, err = newAPI(&s.engines,
+		withLeases(leases),
+		withReadiness(ready),
+		withMetrics(s.metricsHandler()),
+		withMaxBodyBytes(s.c.MaxRequestBytes),
+		withReset(s.c.AllowReset),
+		withAPILogger(s.log))
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +56,21 @@ func (s *Server) adminHandler() (http.Handler, error) {
 
 // registerGRPC registers the gRPC APIs (RegisterGRPC) on g.
 func (s *Server) registerGRPC(g *grpc.Server) error {
-	var err error
-	s.grpcAPI, err = RegisterGRPC(g, &s.engines, WithGRPCLeases(s.leases), WithGRPCHeaderStyle(s.o.rlsHeaders), WithGRPCReset(s.o.allowReset), WithGRPCLogger(s.log))
+	style, err := parseRLSHeaders(s.c.RLSHeaders)
+	if err != nil {
+		return err
+	}
+	s.grpcAPI, err = registerGRPCServices(g, &s.engines, withGRPCLeases(s.leases), withGRPCHeaderStyle(style), withGRPCReset(s.c.AllowReset), withGRPCLogger(s.log))
 	return err
+}
+
+// redisClient returns the Redis client the Server's store is on, nil
+// without Redis.
+func (s *Server) redisClient() redis.UniversalClient {
+	if s.ownClient != nil {
+		return s.ownClient
+	}
+	return s.c.RedisClient
 }
 
 // drainAPIs tells health checkers that the Server is going away: gRPC

@@ -24,7 +24,7 @@ func TestServerDebug(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr(""), WithDebugAddr(l.Addr().String()), WithLogger(quietLogger(t)))
+	s, err := newWith(withHTTPAddr("127.0.0.1:0"), withGRPCAddr(""), withDebugAddr(l.Addr().String()), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestServerDebug(t *testing.T) {
 		t.Fatalf("Start on a taken port: %v", err)
 	}
 
-	s = startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"))
+	s = startServer(t, withGRPCAddr(""), withDebugAddr("127.0.0.1:0"))
 	if s.DebugAddr() == nil {
 		t.Fatal("no debug address")
 	}
@@ -95,7 +95,7 @@ func TestServerDebugPolicy(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	writeFile(t, path, reloadPolicy)
-	s := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"), WithPolicyFiles(path), WithReloadInterval(0))
+	s := startServer(t, withGRPCAddr(""), withDebugAddr("127.0.0.1:0"), withPolicyFiles(path), withReloadInterval(0))
 	if body := get(s); !strings.Contains(body, "# file "+path+" (sha256 ") || !strings.Contains(body, "rate: 5/hour") {
 		t.Errorf("at start:\n%s", body)
 	}
@@ -114,7 +114,7 @@ func TestServerDebugPolicy(t *testing.T) {
 		t.Errorf("after a change that did not load:\n%s", body)
 	}
 
-	builtin := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"))
+	builtin := startServer(t, withGRPCAddr(""), withDebugAddr("127.0.0.1:0"))
 	if body := get(builtin); !strings.Contains(body, "# file "+DefaultPolicyFile) || !strings.Contains(body, string(DefaultPolicyYAML())) {
 		t.Errorf("built-in:\n%s", body)
 	}
@@ -122,7 +122,7 @@ func TestServerDebugPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inGo := startServer(t, WithGRPCAddr(""), WithDebugAddr("127.0.0.1:0"), WithPolicy(p))
+	inGo := startServer(t, withGRPCAddr(""), withDebugAddr("127.0.0.1:0"), withPolicy(p))
 	if body := get(inGo); !strings.Contains(body, "# given in Go (WithPolicy): domains api, 1 rules") {
 		t.Errorf("in Go:\n%s", body)
 	}

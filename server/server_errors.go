@@ -2,19 +2,13 @@ package server
 
 import "errors"
 
-// Errors of the Server, the Gateway and their helpers, wrapped with %w
-// where there is more to say: test them with errors.Is.
+// The errors of the package, wrapped with %w where there is more to say:
+// test them with errors.Is.
 var (
-	// ErrInvalidOption reports an option of New or NewGateway given an
-	// invalid value, or options that contradict each other.
-	ErrInvalidOption = errors.New("server: invalid option")
-
-	// ErrInvalidRedisURL reports a Redis URL NewRedisClient cannot use.
-	ErrInvalidRedisURL = errors.New("server: invalid Redis URL")
-
-	// ErrInvalidDescriptor reports a gateway descriptor specification
-	// ParseDescriptor cannot read.
-	ErrInvalidDescriptor = errors.New("server: invalid gateway descriptor")
+	// ErrInvalidConfig reports a Config that Validate refuses (a
+	// *ConfigError names the field) or that New, NewGateway, NewAPI or
+	// RegisterGRPC cannot use.
+	ErrInvalidConfig = errors.New("server: invalid config")
 
 	// ErrNoPolicyFiles reports a policy path that names no policy file (a
 	// directory without *.yaml or *.yml files).
@@ -30,4 +24,12 @@ var (
 	// ErrShutdownTimeout reports a graceful shutdown whose requests in
 	// flight did not finish within the deadline: they were cut off.
 	ErrShutdownTimeout = errors.New("server: shutdown deadline passed with requests in flight")
+)
+
+// errInvalidRedisURL reports a Redis URL (Config.Redis) that cannot be
+// used; errInvalidDescriptor a gateway descriptor (Config.Descriptors)
+// that does not parse. Both reach callers inside a *ConfigError.
+var (
+	errInvalidRedisURL   = errors.New("invalid Redis URL")
+	errInvalidDescriptor = errors.New("invalid gateway descriptor")
 )

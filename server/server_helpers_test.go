@@ -47,10 +47,10 @@ func (l *lockedBuffer) String() string {
 
 // startServer starts a Server listening on free ports of 127.0.0.1 and
 // closes it at the end of the test.
-func startServer(t *testing.T, opts ...Option) *Server {
+func startServer(t *testing.T, opts ...option) *Server {
 	t.Helper()
-	opts = append([]Option{WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithLogger(quietLogger(t))}, opts...)
-	s, err := New(opts...)
+	opts = append([]option{withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, opts...)
+	s, err := newWith(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +133,9 @@ rules:
 
 // startRedisServer starts a Server with its own client of rs and the
 // policy src, as an instance of admit serve --redis.
-func startRedisServer(t *testing.T, rs *redistest.Server, src string, opts ...Option) *Server {
+func startRedisServer(t *testing.T, rs *redistest.Server, src string, opts ...option) *Server {
 	t.Helper()
-	client, _, err := NewRedisClient("redis://" + rs.Addr())
+	client, _, err := testRedisClient("redis://" + rs.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +144,5 @@ func startRedisServer(t *testing.T, rs *redistest.Server, src string, opts ...Op
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startServer(t, append([]Option{WithPolicy(p), WithRedis(client)}, opts...)...)
+	return startServer(t, append([]option{withPolicy(p), withRedis(client)}, opts...)...)
 }

@@ -87,7 +87,7 @@ func expandPaths(paths []string) ([]string, error) {
 		}
 	}
 	if len(out) > maxPolicyFiles {
-		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", ErrInvalidOption, len(out), maxPolicyFiles)
+		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", ErrInvalidConfig, len(out), maxPolicyFiles)
 	}
 	return out, nil
 }

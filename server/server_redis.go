@@ -9,112 +9,76 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admit-go/admit/promlimit"
+	"github.com/admit-go/admit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
-// The defaults NewRedisClient gives the connection settings a Redis URL
-// leaves out. go-redis's own (5 s dial timeout, 5 dial attempts, 3
-// retries with backoff) make every check wait seconds on a Redis that is
-// down, before the rule's failure policy can decide; a rate limiter must
-// fail fast instead.
+// The settings a Redis URL leaves out default to these. go-redis's own
+// (5 s dial timeout, 5 dial attempts, 3 retries with backoff) make every
+// check wait seconds on a Redis that is down, before the rule's failure
+// policy can decide; a rate limiter must fail fast instead.
 const (
-	// DefaultRedisDialTimeout bounds one connection attempt
-	// (dial_timeout).
-	DefaultRedisDialTimeout = time.Second
-	// DefaultRedisDialerRetries is the number of attempts to connect
-	// (dialer_retries).
-	DefaultRedisDialerRetries = 1
-	// DefaultRedisMaxRetries is go-redis's max_retries: -1, no retry of a
-	// failed command (the failure policy decides instead).
-	DefaultRedisMaxRetries = -1
+	redisDialTimeout   = time.Second // dial_timeout: one connection attempt
+	redisDialerRetries = 1           // dialer_retries: attempts to connect
+	redisMaxRetries    = -1          // max_retries: no retry of a failed command
 )
 
-// RedisKind is the kind of Redis deployment a URL names.
-type RedisKind uint8
+// redisKind is the kind of Redis deployment a URL names.
+type redisKind uint8
 
 const (
-	// RedisStandalone is one Redis server (redis://, rediss://, unix://).
-	RedisStandalone RedisKind = iota + 1
-	// RedisSentinel is a master found through Redis Sentinel
-	// (redis+sentinel://, rediss+sentinel://).
-	RedisSentinel
-	// RedisCluster is a Redis Cluster (redis+cluster://,
-	// rediss+cluster://).
-	RedisCluster
+	redisStandalone redisKind = iota + 1 // redis://, rediss://, unix://
+	redisSentinel                        // redis+sentinel://, rediss+sentinel://
+	redisCluster                         // redis+cluster://, rediss+cluster://
 )
 
 // String returns "standalone", "sentinel" or "cluster".
-func (k RedisKind) String() string {
+func (k redisKind) String() string {
 	switch k {
-	case RedisStandalone:
+	case redisStandalone:
 		return "standalone"
-	case RedisSentinel:
+	case redisSentinel:
 		return "sentinel"
-	case RedisCluster:
+	case redisCluster:
 		return "cluster"
 	}
-	return fmt.Sprintf("RedisKind(%d)", uint8(k))
+	return fmt.Sprintf("redisKind(%d)", uint8(k))
 }
 
-// NewRedisClient returns a go-redis client for the Redis deployment that
-// rawURL names. The forms are:
-//
-//	redis://[user:password@]host[:port][/db][?option=value&...]
-//	rediss://...                  the same over TLS
-//	unix://[user:password@]/path/to/redis.sock[?db=N&...]
-//	redis+sentinel://[user:password@]sentinel[:port][/db]?master_name=NAME[&addr=sentinel2:port...]
-//	rediss+sentinel://...         the same over TLS
-//	redis+cluster://[user:password@]node[:port][?addr=node2:port&addr=node3:port...]
-//	rediss+cluster://...          the same over TLS
-//
-// The port defaults to 6379 (give Sentinel's, usually 26379). The options
-// are go-redis's URL options (dial_timeout, read_timeout, pool_size,
-// max_retries, ... see redis.ParseURL, redis.ParseFailoverURL and
-// redis.ParseClusterURL); an unknown option is an error. In the Sentinel
-// form the URL's user and password are the Sentinels' and the query's
-// password is the master's; master_name is required. The options a URL
-// does not set default to DefaultRedisDialTimeout, DefaultRedisDialerRetries
-// and DefaultRedisMaxRetries, so that checks fail fast while Redis is down.
-//
-// NewRedisClient does not connect: the first command does. The error
-// wraps ErrInvalidRedisURL; it never quotes the URL's password.
-func NewRedisClient(rawURL string, opts ...RedisOption) (redis.UniversalClient, RedisKind, error) {
-	var ro redisOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyRedis(&ro)
+// openStore turns the Config's store settings into the Redis store the
+// engines keep the rules of store: redis in, or nil for the embedded
+// in-memory store (no Redis and no RedisClient): the one place a
+// Server's backend is chosen. It returns the client the Server made from
+// the URL, which the Server closes, or nil.
+func openStore(c *Config, obs *promlimit.Observer) (*redisstore.Store, redis.UniversalClient, error) {
+	client, owned := c.RedisClient, redis.UniversalClient(nil)
+	if c.Redis != "" {
+		var err error
+		if client, err = newRedisClient(c); err != nil {
+			return nil, nil, &ConfigError{Field: "Redis", Err: err}
 		}
+		owned = client
 	}
-	return newRedisClient(rawURL, &ro)
+	if client == nil {
+		return nil, nil, nil
+	}
+	store, err := redisstore.New(client, redisstore.WithName("redis"), redisstore.WithObserver(obs))
+	if err != nil {
+		if owned != nil {
+			_ = owned.Close()
+		}
+		return nil, nil, err
+	}
+	return store, owned, nil
 }
 
-// RedisOption configures NewRedisClient beyond its URL.
-type RedisOption interface {
-	applyRedis(*redisOptions)
-}
-
+// redisOptions are the TLS files of a Redis URL (Config.RedisTLSCA,
+// RedisTLSCert, RedisTLSKey) and the logger told of a change of the
+// client certificate that does not load.
 type redisOptions struct {
 	ca, cert, key string
 	log           *slog.Logger
-}
-
-type redisOptionFunc func(*redisOptions)
-
-func (f redisOptionFunc) applyRedis(o *redisOptions) { f(o) }
-
-// WithRedisTLS sets the files of a TLS connection to Redis (a URL of
-// rediss://, rediss+sentinel:// or rediss+cluster://): the server's
-// certificate is verified against the certificate authorities of the PEM
-// file caFile instead of the system's, and the client presents the
-// certificate and key of the PEM files certFile and keyFile, for a Redis
-// that requires one (tls-auth-clients). Either part may be left empty.
-// Each file may hold at most 1 MiB (a larger one, or one that never ends,
-// is read no further and is an error). The client certificate is re-read
-// when its files change, at the next connection; the CAs are read once.
-// log, or slog.Default if nil, records a change that does not load. With a
-// URL that is not TLS, NewRedisClient fails.
-func WithRedisTLS(caFile, certFile, keyFile string, log *slog.Logger) RedisOption {
-	return redisOptionFunc(func(o *redisOptions) { o.ca, o.cert, o.key, o.log = caFile, certFile, keyFile, log })
 }
 
 // tlsConfig completes go-redis's TLS config with the files of o.
@@ -123,17 +87,17 @@ func (o *redisOptions) tlsConfig(c *tls.Config, scheme string) error {
 		return nil
 	}
 	if c == nil {
-		return fmt.Errorf("%w: TLS files for a URL of %s://, which is not TLS: use rediss://", ErrInvalidRedisURL, scheme)
+		return fmt.Errorf("%w: TLS files for a URL of %s://, which is not TLS: use rediss://", errInvalidRedisURL, scheme)
 	}
 	if o.ca != "" {
 		pool, err := loadCAs(o.ca)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidRedisURL, err)
+			return fmt.Errorf("%w: %v", errInvalidRedisURL, err)
 		}
 		c.RootCAs = pool
 	}
 	if (o.cert == "") != (o.key == "") {
-		return fmt.Errorf("%w: TLS client certificate %q and key %q: %v", ErrInvalidRedisURL, o.cert, o.key, errTLSIncomplete)
+		return fmt.Errorf("%w: TLS client certificate %q and key %q: %v", errInvalidRedisURL, o.cert, o.key, errTLSIncomplete)
 	}
 	if o.cert != "" {
 		log := o.log
@@ -142,7 +106,7 @@ func (o *redisOptions) tlsConfig(c *tls.Config, scheme string) error {
 		}
 		f, err := newTLSFiles(o.cert, o.key, "", log)
 		if err != nil {
-			return fmt.Errorf("%w: TLS client %v", ErrInvalidRedisURL, err)
+			return fmt.Errorf("%w: TLS client %v", errInvalidRedisURL, err)
 		}
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			pair, _ := f.current()
@@ -152,10 +116,20 @@ func (o *redisOptions) tlsConfig(c *tls.Config, scheme string) error {
 	return nil
 }
 
-func newRedisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, RedisKind, error) {
+// newRedisClient returns a go-redis client for the deployment the URL
+// c.Redis names, with the TLS files of c (see Config.Redis). It does not
+// connect: the first command does. The error never quotes the URL's
+// password.
+func newRedisClient(c *Config) (redis.UniversalClient, error) {
+	ro := &redisOptions{ca: c.RedisTLSCA, cert: c.RedisTLSCert, key: c.RedisTLSKey, log: c.Logger}
+	client, _, err := redisClient(c.Redis, ro)
+	return client, err
+}
+
+func redisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, redisKind, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s", ErrInvalidRedisURL, redactURLError(err))
+		return nil, 0, fmt.Errorf("%w: %s", errInvalidRedisURL, redactURLError(err))
 	}
 	q := u.Query()
 	base, kind, err := redisScheme(u.Scheme)
@@ -163,40 +137,40 @@ func newRedisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, Red
 		return nil, 0, err
 	}
 	if u.Opaque != "" {
-		return nil, 0, fmt.Errorf("%w: want %s://host[:port]", ErrInvalidRedisURL, u.Scheme)
+		return nil, 0, fmt.Errorf("%w: want %s://host[:port]", errInvalidRedisURL, u.Scheme)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, 0, fmt.Errorf("%w: port %q: want 1 to 65535", ErrInvalidRedisURL, truncateString(p, 16))
+			return nil, 0, fmt.Errorf("%w: port %q: want 1 to 65535", errInvalidRedisURL, truncateString(p, 16))
 		}
 	}
 	plain := *u
 	plain.Scheme = base
 	s := plain.String()
 	switch kind {
-	case RedisSentinel:
+	case redisSentinel:
 		o, err := redis.ParseFailoverURL(s)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s", ErrInvalidRedisURL, redact(err, u))
+			return nil, 0, fmt.Errorf("%w: %s", errInvalidRedisURL, redact(err, u))
 		}
 		if o.MasterName == "" {
-			return nil, 0, fmt.Errorf("%w: %s:// needs master_name=NAME", ErrInvalidRedisURL, u.Scheme)
+			return nil, 0, fmt.Errorf("%w: %s:// needs master_name=NAME", errInvalidRedisURL, u.Scheme)
 		}
-		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
-		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
-		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, redisDialTimeout)
+		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, redisDialerRetries)
+		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, redisMaxRetries)
 		if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
 			return nil, 0, err
 		}
 		return redis.NewFailoverClient(o), kind, nil
-	case RedisCluster:
+	case redisCluster:
 		o, err := redis.ParseClusterURL(s)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s", ErrInvalidRedisURL, redact(err, u))
+			return nil, 0, fmt.Errorf("%w: %s", errInvalidRedisURL, redact(err, u))
 		}
-		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
-		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
-		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+		o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, redisDialTimeout)
+		o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, redisDialerRetries)
+		o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, redisMaxRetries)
 		if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
 			return nil, 0, err
 		}
@@ -204,11 +178,11 @@ func newRedisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, Red
 	}
 	o, err := redis.ParseURL(s)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s", ErrInvalidRedisURL, redact(err, u))
+		return nil, 0, fmt.Errorf("%w: %s", errInvalidRedisURL, redact(err, u))
 	}
-	o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, DefaultRedisDialTimeout)
-	o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, DefaultRedisDialerRetries)
-	o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, DefaultRedisMaxRetries)
+	o.DialTimeout = orDefault(q, "dial_timeout", o.DialTimeout, redisDialTimeout)
+	o.DialerRetries = orDefault(q, "dialer_retries", o.DialerRetries, redisDialerRetries)
+	o.MaxRetries = orDefault(q, "max_retries", o.MaxRetries, redisMaxRetries)
 	if err := ro.tlsConfig(o.TLSConfig, u.Scheme); err != nil {
 		return nil, 0, err
 	}
@@ -217,27 +191,27 @@ func newRedisClient(rawURL string, ro *redisOptions) (redis.UniversalClient, Red
 
 // redisScheme maps a URL scheme to the scheme go-redis parses and the
 // deployment's kind.
-func redisScheme(scheme string) (base string, kind RedisKind, err error) {
+func redisScheme(scheme string) (base string, kind redisKind, err error) {
 	switch strings.ToLower(scheme) {
 	case "redis":
-		return "redis", RedisStandalone, nil
+		return "redis", redisStandalone, nil
 	case "rediss":
-		return "rediss", RedisStandalone, nil
+		return "rediss", redisStandalone, nil
 	case "unix":
-		return "unix", RedisStandalone, nil
+		return "unix", redisStandalone, nil
 	case "redis+sentinel":
-		return "redis", RedisSentinel, nil
+		return "redis", redisSentinel, nil
 	case "rediss+sentinel":
-		return "rediss", RedisSentinel, nil
+		return "rediss", redisSentinel, nil
 	case "redis+cluster":
-		return "redis", RedisCluster, nil
+		return "redis", redisCluster, nil
 	case "rediss+cluster":
-		return "rediss", RedisCluster, nil
+		return "rediss", redisCluster, nil
 	case "":
-		return "", 0, fmt.Errorf("%w: no scheme: want redis://host:port (or rediss://, unix://, redis+sentinel://, redis+cluster://)", ErrInvalidRedisURL)
+		return "", 0, fmt.Errorf("%w: no scheme: want redis://host:port (or rediss://, unix://, redis+sentinel://, redis+cluster://)", errInvalidRedisURL)
 	}
 	return "", 0, fmt.Errorf("%w: unknown scheme %q: want redis, rediss, unix, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster",
-		ErrInvalidRedisURL, truncateString(scheme, 32))
+		errInvalidRedisURL, truncateString(scheme, 32))
 }
 
 // orDefault returns def when the query does not set name, else v (what

@@ -74,14 +74,14 @@ func (s *Server) Reload() error {
 	if s.isClosed() {
 		return ErrClosed
 	}
-	if len(s.o.files) == 0 {
+	if len(s.c.PolicyFiles) == 0 {
 		s.log.Info("reload: the policy is not from files; nothing to reload")
 		return nil
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	s.stats = statFiles(s.o.files)
-	return s.apply(readSnapshot(s.o.files), "reload")
+	s.stats = statFiles(s.c.PolicyFiles)
+	return s.apply(readSnapshot(s.c.PolicyFiles), "reload")
 }
 
 // poll is the goroutine that looks at the policy files every interval.
@@ -106,12 +106,12 @@ func (s *Server) poll(interval time.Duration) {
 func (s *Server) pollOnce() {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	stats := statFiles(s.o.files)
+	stats := statFiles(s.c.PolicyFiles)
 	if sameStats(stats, s.stats) {
 		return
 	}
 	s.stats = stats
-	snap := readSnapshot(s.o.files)
+	snap := readSnapshot(s.c.PolicyFiles)
 	if snap.hash == s.hash {
 		return
 	}
@@ -134,7 +134,7 @@ func (s *Server) apply(snap *snapshot, why string) error {
 
 // swap builds the engine of snap's policy and puts it in force.
 func (s *Server) swap(snap *snapshot) error {
-	p, err := snap.parse(s.o.mergeDomains)
+	p, err := snap.parse(s.c.MergeDomains)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) swap(snap *snapshot) error {
 	}
 	if s.gw != nil {
 		if err := s.gw.SetEngine(e); err != nil {
-			return policy.Errors{{Msg: "the gateway's domain " + quote(s.gw.Domain()) + " is not in the new policy"}}
+			return policy.Errors{{Msg: "the gateway's domain " + quote(s.gw.domain) + " is not in the new policy"}}
 		}
 	}
 	s.engines.Set(e)

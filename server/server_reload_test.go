@@ -24,8 +24,8 @@ func TestServerReload(t *testing.T) {
 	u, _ := url.Parse(upSrv.URL)
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	s := startServer(t, WithPolicyFiles(path), WithReloadInterval(0), WithUpstream(u), WithAdminAddr("127.0.0.1:0"),
-		WithLogger(log))
+	s := startServer(t, withPolicyFiles(path), withReloadInterval(0), withUpstream(u), withAdminAddr("127.0.0.1:0"),
+		withLogger(log))
 	front := "http://" + s.HTTPAddr().String()
 	remaining := func() string {
 		t.Helper()
@@ -33,8 +33,8 @@ func TestServerReload(t *testing.T) {
 		return fmt.Sprintf("%d/%s", r.StatusCode, r.Header.Get("X-Ratelimit-Remaining"))
 	}
 	counts := func() (ok, failed float64) {
-		ok, _ = metric(t, s.Registry(), "admit_config_reloads_total", "result", "success")
-		failed, _ = metric(t, s.Registry(), "admit_config_reloads_total", "result", "failure")
+		ok, _ = metric(t, s.registry(), "admit_config_reloads_total", "result", "success")
+		failed, _ = metric(t, s.registry(), "admit_config_reloads_total", "result", "failure")
 		return ok, failed
 	}
 	for _, want := range []string{"200/4", "200/3", "200/2"} {
@@ -83,7 +83,7 @@ func TestServerReload(t *testing.T) {
 		if s.Engine() != old {
 			t.Fatalf("bad file %d replaced the engine", i)
 		}
-		if v, _ := metric(t, s.Registry(), "admit_config_last_reload_successful"); v != 0 {
+		if v, _ := metric(t, s.registry(), "admit_config_last_reload_successful"); v != 0 {
 			t.Fatalf("last_reload_successful = %v after a failure", v)
 		}
 	}
@@ -137,7 +137,7 @@ func TestServerReloadDirectory(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "a.yaml"), reloadPolicy)
 	writeFile(t, filepath.Join(dir, "notes.txt"), "not a policy")
 	writeFile(t, filepath.Join(dir, ".hidden.yaml"), "garbage {{{")
-	s := startServer(t, WithPolicyFiles(dir), WithReloadInterval(5*time.Millisecond))
+	s := startServer(t, withPolicyFiles(dir), withReloadInterval(5*time.Millisecond))
 	if n := len(s.Policy().Domains); n != 1 {
 		t.Fatalf("%d domains", n)
 	}

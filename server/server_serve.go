@@ -56,24 +56,24 @@ func (s *Server) servePolicy(w http.ResponseWriter, _ *http.Request) {
 
 // buildListeners builds the HTTP and gRPC servers (they listen in Start).
 func (s *Server) buildListeners() error {
-	o := &s.o
+	c := &s.c
 	admin, err := s.adminHandler()
 	if err != nil {
 		return err
 	}
-	if o.httpAddr != "" {
+	if c.HTTPAddr != "" {
 		var h http.Handler
 		switch {
 		case s.gw != nil:
 			h = s.gw
-		case o.adminAddr != "":
+		case c.AdminAddr != "":
 			h = withoutMetrics(admin)
 		default:
 			h = admin
 		}
 		s.httpSrv = s.newHTTPServer(h)
 	}
-	if o.adminAddr != "" {
+	if c.AdminAddr != "" {
 		s.adminSrv = s.newHTTPServer(admin)
 	}
 	if s.tls != nil {
@@ -83,17 +83,17 @@ func (s *Server) buildListeners() error {
 			}
 		}
 	}
-	if o.debugAddr != "" {
+	if c.DebugAddr != "" {
 		s.debugSrv = s.newHTTPServer(s.debugHandler())
 		s.debugSrv.ReadTimeout, s.debugSrv.WriteTimeout = 0, 0
 	}
-	if o.grpcAddr != "" {
+	if c.GRPCAddr != "" {
 		// Stream workers: a pool of one goroutine per CPU serves the calls
 		// instead of a new goroutine (and stack growth) per call; on the
 		// RLS benchmark it takes the in-memory server from about 33k to
 		// about 55k checks/s on 2 cores (bench/RESULTS.md).
-		gopts := append(GRPCServerOptions(), grpc.MaxRecvMsgSize(int(o.maxBody)), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: o.connAge, MaxConnectionAgeGrace: o.connAgeGrace}))
+		gopts := append(GRPCServerOptions(), grpc.MaxRecvMsgSize(int(c.MaxRequestBytes)), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: c.GRPCMaxConnectionAge, MaxConnectionAgeGrace: c.GRPCMaxConnectionAgeGrace}))
 		if s.tls != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(s.tls.config("h2"))))
 		}
@@ -107,14 +107,14 @@ func (s *Server) buildListeners() error {
 
 // newHTTPServer returns an http.Server with the Server's limits.
 func (s *Server) newHTTPServer(h http.Handler) *http.Server {
-	o := &s.o
+	c := &s.c
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: o.readHeader,
-		ReadTimeout:       o.read,
-		WriteTimeout:      o.write,
-		IdleTimeout:       o.idle,
-		MaxHeaderBytes:    o.maxHeader,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
@@ -187,9 +187,9 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go s.serveGRPC()
 	}
-	if len(s.o.files) > 0 && s.o.reload > 0 {
+	if len(s.c.PolicyFiles) > 0 && s.c.ReloadInterval > 0 {
 		s.wg.Add(1)
-		go s.poll(s.o.reload)
+		go s.poll(s.c.ReloadInterval)
 	}
 	s.log.Info("serving", "http", addrString(s.HTTPAddr()), "grpc", addrString(s.GRPCAddr()), "admin", addrString(s.AdminAddr()),
 		"debug", addrString(s.DebugAddr()), "gateway", s.gw != nil)
@@ -214,22 +214,22 @@ func (s *Server) bind() error {
 	}
 	var err error
 	if s.httpSrv != nil {
-		if s.httpLn, err = listen(s.o.httpAddr); err != nil {
+		if s.httpLn, err = listen(s.c.HTTPAddr); err != nil {
 			return fmt.Errorf("server: HTTP listener: %w", err)
 		}
 	}
 	if s.adminSrv != nil {
-		if s.adminLn, err = listen(s.o.adminAddr); err != nil {
+		if s.adminLn, err = listen(s.c.AdminAddr); err != nil {
 			return fmt.Errorf("server: admin listener: %w", err)
 		}
 	}
 	if s.grpcSrv != nil {
-		if s.grpcLn, err = listen(s.o.grpcAddr); err != nil {
+		if s.grpcLn, err = listen(s.c.GRPCAddr); err != nil {
 			return fmt.Errorf("server: gRPC listener: %w", err)
 		}
 	}
 	if s.debugSrv != nil {
-		if s.debugLn, err = listen(s.o.debugAddr); err != nil {
+		if s.debugLn, err = listen(s.c.DebugAddr); err != nil {
 			return fmt.Errorf("server: debug listener: %w", err)
 		}
 	}
@@ -291,7 +291,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case err = <-s.errc:
 		s.log.Error("a listener failed; shutting down", "err", err)
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.shutdown)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.ShutdownTimeout)
 	defer cancel()
 	return errors.Join(err, s.Shutdown(sctx))
 }

@@ -99,6 +99,9 @@ func (s *Server) stop(ctx context.Context) error {
 	if s.store != nil {
 		err = s.store.Close()
 	}
+	if s.ownClient != nil {
+		_ = s.ownClient.Close()
+	}
 	if cut.Load() {
 		s.log.Warn("shutdown deadline passed: requests in flight were cut off")
 		return errors.Join(ErrShutdownTimeout, err)

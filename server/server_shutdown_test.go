@@ -27,8 +27,8 @@ func TestServerShutdownDrains(t *testing.T) {
 	}))
 	defer upSrv.Close()
 	u, _ := url.Parse(upSrv.URL)
-	s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithAdminAddr("127.0.0.1:0"),
-		WithUpstream(u), WithShutdownTimeout(30*time.Second), WithLogger(quietLogger(t)))
+	s, err := newWith(withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withAdminAddr("127.0.0.1:0"),
+		withUpstream(u), withShutdownTimeout(30*time.Second), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestServerShutdownTimeout(t *testing.T) {
 	}))
 	defer upSrv.Close()
 	u, _ := url.Parse(upSrv.URL)
-	s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithAdminAddr("127.0.0.1:0"),
-		WithUpstream(u), WithShutdownTimeout(100*time.Millisecond), WithLogger(quietLogger(t)))
+	s, err := newWith(withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withAdminAddr("127.0.0.1:0"),
+		withUpstream(u), withShutdownTimeout(100*time.Millisecond), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func TestServerNoGoroutineLeak(t *testing.T) {
 	path := filepath.Join(dir, "p.yaml")
 	writeFile(t, path, reloadPolicy)
 	for range 3 {
-		s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithPolicyFiles(path),
-			WithReloadInterval(time.Millisecond), WithLogger(quietLogger(t)))
+		s, err := newWith(withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withPolicyFiles(path),
+			withReloadInterval(time.Millisecond), withLogger(quietLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,43 +35,36 @@ func TestNewErrors(t *testing.T) {
 	up, _ := url.Parse("http://127.0.0.1:1")
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		opts []option
 		want error
 	}{
-		{"policy and files", []Option{WithPolicy(&policy.Policy{}), WithPolicyFiles(bad)}, ErrInvalidOption},
-		{"nil policy", []Option{WithPolicy(nil)}, ErrInvalidOption},
-		{"empty path", []Option{WithPolicyFiles("")}, ErrInvalidOption},
-		{"nothing to serve", []Option{WithHTTPAddr(""), WithGRPCAddr("")}, ErrInvalidOption},
-		{"gateway without HTTP", []Option{WithHTTPAddr(""), WithUpstream(up)}, ErrInvalidOption},
-		{"gateway and admin on one address", []Option{WithUpstream(up), WithHTTPAddr(":9"), WithAdminAddr(":9")}, ErrInvalidOption},
-		{"bad upstream", []Option{WithUpstream(&url.URL{Scheme: "ftp", Host: "h"})}, ErrInvalidOption},
-		{"gateway domain ambiguous", []Option{WithUpstream(up), WithPolicyFiles(two)}, ErrInvalidOption},
-		{"gateway domain missing", []Option{WithUpstream(up), WithGatewayDomain("nope")}, policy.ErrInvalidOption},
-		{"empty gateway domain", []Option{WithGatewayDomain("")}, ErrInvalidOption},
-		{"shutdown timeout", []Option{WithShutdownTimeout(0)}, ErrInvalidOption},
-		{"reload interval", []Option{WithReloadInterval(-time.Second)}, ErrInvalidOption},
-		{"request bytes", []Option{WithMaxRequestBytes(0)}, ErrInvalidOption},
-		{"header bytes", []Option{WithMaxHeaderBytes(-1)}, ErrInvalidOption},
-		{"read header timeout", []Option{WithReadHeaderTimeout(-1)}, ErrInvalidOption},
-		{"read timeout", []Option{WithReadTimeout(-1)}, ErrInvalidOption},
-		{"write timeout", []Option{WithWriteTimeout(-1)}, ErrInvalidOption},
-		{"idle timeout", []Option{WithIdleTimeout(-1)}, ErrInvalidOption},
-		{"invalid policy file", []Option{WithPolicyFiles(bad)}, policy.ErrInvalidPolicy},
-		{"missing policy file", []Option{WithPolicyFiles(filepath.Join(dir, "missing.yaml"))}, os.ErrNotExist},
-		{"directory without policies", []Option{WithPolicyFiles(empty)}, ErrNoPolicyFiles},
-		{"redis rule without redis", []Option{WithPolicyFiles(redisRule)}, policy.ErrNoStore},
-		{"bad engine option", []Option{WithEngineOptions(policy.WithMaxKeys(0))}, policy.ErrInvalidOption},
-		{"bad gateway option", []Option{WithUpstream(up), WithDescriptorSpecs("x")}, ErrInvalidDescriptor},
+		{"policy and files", []option{withPolicy(&policy.Policy{}), withPolicyFiles(bad)}, ErrInvalidConfig},
+		{"empty path", []option{withPolicyFiles("")}, ErrInvalidConfig},
+		{"nothing to serve", []option{withHTTPAddr(""), withGRPCAddr("")}, ErrInvalidConfig},
+		{"gateway without HTTP", []option{withHTTPAddr(""), withUpstream(up)}, ErrInvalidConfig},
+		{"gateway and admin on one address", []option{withUpstream(up), withHTTPAddr(":9"), withAdminAddr(":9")}, ErrInvalidConfig},
+		{"bad upstream", []option{withUpstream(&url.URL{Scheme: "ftp", Host: "h"})}, ErrInvalidConfig},
+		{"gateway domain ambiguous", []option{withUpstream(up), withPolicyFiles(two)}, ErrInvalidConfig},
+		{"gateway domain missing", []option{withUpstream(up), withGatewayDomain("nope")}, policy.ErrInvalidOption},
+		{"shutdown timeout", []option{withShutdownTimeout(-1)}, ErrInvalidConfig},
+		{"request bytes", []option{withMaxRequestBytes(1 << 31)}, ErrInvalidConfig},
+		{"header bytes", []option{withMaxHeaderBytes(-1)}, ErrInvalidConfig},
+		{"invalid policy file", []option{withPolicyFiles(bad)}, policy.ErrInvalidPolicy},
+		{"missing policy file", []option{withPolicyFiles(filepath.Join(dir, "missing.yaml"))}, os.ErrNotExist},
+		{"directory without policies", []option{withPolicyFiles(empty)}, ErrNoPolicyFiles},
+		{"redis rule without redis", []option{withPolicyFiles(redisRule)}, policy.ErrNoStore},
+		{"bad engine option", []option{withEngineOptions(policy.WithMaxKeys(0))}, policy.ErrInvalidOption},
+		{"bad gateway option", []option{withUpstream(up), withDescriptorSpecs("x")}, errInvalidDescriptor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(append([]Option{WithLogger(quietLogger(t))}, tc.opts...)...)
+			s, err := newWith(append([]option{withLogger(quietLogger(t))}, tc.opts...)...)
 			if !errors.Is(err, tc.want) || s != nil {
 				t.Fatalf("New = %v, %v; want %v", s, err, tc.want)
 			}
 		})
 	}
 	// The problems of a policy file name its file, line and column.
-	_, err := New(WithPolicyFiles(bad), WithLogger(quietLogger(t)))
+	_, err := newWith(withPolicyFiles(bad), withLogger(quietLogger(t)))
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:5:11") {
 		t.Errorf("error %v does not name bad.yaml:5:11", err)
 	}
@@ -82,7 +75,7 @@ func TestServerBuiltIn(t *testing.T) {
 	if s.HTTPAddr() == nil || s.GRPCAddr() == nil || s.AdminAddr() != nil {
 		t.Fatalf("addresses: http %v grpc %v admin %v", s.HTTPAddr(), s.GRPCAddr(), s.AdminAddr())
 	}
-	if s.Gateway() != nil || s.Engine() == nil || s.Source().Engine() != s.Engine() {
+	if s.Gateway() != nil || s.Engine() == nil || s.source().Engine() != s.Engine() {
 		t.Fatal("accessors")
 	}
 	if p := s.Policy(); len(p.Domains) != 1 || p.Domains[0].Name != "api" {
@@ -130,8 +123,8 @@ func TestServerOwnRegistryAndPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, WithRegistry(reg), WithPolicy(p), WithGRPCAddr(""))
-	if s.Registry() != reg || s.GRPCAddr() != nil {
+	s := startServer(t, withRegistry(reg), withPolicy(p), withGRPCAddr(""))
+	if s.registry() != reg || s.GRPCAddr() != nil {
 		t.Fatal("registry or gRPC address")
 	}
 	if v, ok := metric(t, reg, "admit_config_last_reload_successful"); !ok || v != 1 {
@@ -141,13 +134,13 @@ func TestServerOwnRegistryAndPolicy(t *testing.T) {
 		t.Error("the Go collector was added to a registry the caller gave")
 	}
 	// A second server on the same registry: its metrics collide.
-	if _, err := New(WithRegistry(reg), WithLogger(quietLogger(t))); !errors.Is(err, ErrInvalidOption) {
+	if _, err := newWith(withRegistry(reg), withLogger(quietLogger(t))); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a second server on one registry: %v", err)
 	}
 }
 
 func TestServerSlowLoris(t *testing.T) {
-	s := startServer(t, WithReadHeaderTimeout(200*time.Millisecond), WithGRPCAddr(""))
+	s := startServer(t, withReadHeaderTimeout(200*time.Millisecond), withGRPCAddr(""))
 	c, err := net.Dial("tcp", s.HTTPAddr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +178,7 @@ func TestServerSlowLoris(t *testing.T) {
 }
 
 func TestServerHeaderAndBodyCaps(t *testing.T) {
-	s := startServer(t, WithMaxHeaderBytes(4096), WithGRPCAddr(""))
+	s := startServer(t, withMaxHeaderBytes(4096), withGRPCAddr(""))
 	base := "http://" + s.HTTPAddr().String()
 	r, _ := get(t, base+"/healthz", "X-Big", strings.Repeat("v", 64<<10))
 	if r.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
@@ -201,7 +194,7 @@ func TestServerGatewayAdminSeparate(t *testing.T) {
 	upSrv := httptest.NewServer(up)
 	defer upSrv.Close()
 	u, _ := url.Parse(upSrv.URL)
-	s := startServer(t, WithUpstream(u), WithAdminAddr("127.0.0.1:0"), WithDescriptorSpecs("generic_key=const:global"))
+	s := startServer(t, withUpstream(u), withAdminAddr("127.0.0.1:0"), withDescriptorSpecs("generic_key=const:global"))
 	front, admin := "http://"+s.HTTPAddr().String(), "http://"+s.AdminAddr().String()
 	// The gateway proxies every path, /metrics included.
 	r, body := get(t, front+"/metrics")
@@ -217,7 +210,7 @@ func TestServerGatewayAdminSeparate(t *testing.T) {
 }
 
 func TestServerAdminSeparateInAPIMode(t *testing.T) {
-	s := startServer(t, WithAdminAddr("127.0.0.1:0"))
+	s := startServer(t, withAdminAddr("127.0.0.1:0"))
 	if r, _ := get(t, "http://"+s.HTTPAddr().String()+"/metrics"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics on the HTTP listener with an admin listener: %d, want 404", r.StatusCode)
 	}
@@ -232,7 +225,7 @@ func TestServerListenError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	s, err := New(WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr(l.Addr().String()), WithLogger(quietLogger(t)))
+	s, err := newWith(withHTTPAddr("127.0.0.1:0"), withGRPCAddr(l.Addr().String()), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

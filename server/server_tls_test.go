@@ -26,7 +26,7 @@ import (
 // WithTLS; plain clients are refused.
 func TestServerTLS(t *testing.T) {
 	p := testpki.New(t)
-	s := startServer(t, WithTLS(p.CertFile, p.KeyFile))
+	s := startServer(t, withTLS(p.CertFile, p.KeyFile))
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool}, ForceAttemptHTTP2: true}}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Get("https://" + s.HTTPAddr().String() + "/healthz")
@@ -70,7 +70,7 @@ func TestServerTLS(t *testing.T) {
 // of the CA, on HTTP and gRPC alike.
 func TestServerMutualTLS(t *testing.T) {
 	p := testpki.New(t)
-	s := startServer(t, WithTLS(p.CertFile, p.KeyFile), WithClientCA(p.CAFile))
+	s := startServer(t, withTLS(p.CertFile, p.KeyFile), withClientCA(p.CAFile))
 	for name, addr := range map[string]string{"HTTP": s.HTTPAddr().String(), "gRPC": s.GRPCAddr().String()} {
 		if _, err := p.PeerCN(t, addr); err == nil {
 			t.Errorf("%s: a client without a certificate was served", name)
@@ -91,7 +91,7 @@ func TestServerMutualTLS(t *testing.T) {
 func TestServerTLSRotation(t *testing.T) {
 	p := testpki.New(t)
 	var logs lockedBuffer
-	s := startServer(t, WithTLS(p.CertFile, p.KeyFile), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	s := startServer(t, withTLS(p.CertFile, p.KeyFile), withLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	var mu sync.Mutex
 	now := time.Now()
 	s.tls.now = func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(2 * time.Second); return now }
@@ -129,20 +129,18 @@ func TestServerTLSErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]struct {
-		opts []Option
+		opts []option
 		want string
 	}{
-		"missing key":    {[]Option{WithTLS(p.CertFile, missing)}, missing},
-		"garbage cert":   {[]Option{WithTLS(garbage, p.KeyFile)}, garbage},
-		"key only":       {[]Option{WithTLS("", p.KeyFile)}, "certificate"},
-		"CA without":     {[]Option{WithClientCA(p.CAFile)}, "certificate"},
-		"garbage CA":     {[]Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(garbage)}, garbage},
-		"missing CA":     {[]Option{WithTLS(p.CertFile, p.KeyFile), WithClientCA(missing)}, missing},
-		"negative age":   {[]Option{WithGRPCMaxConnectionAge(-time.Second, 0)}, "negative"},
-		"negative grace": {[]Option{WithGRPCMaxConnectionAge(time.Hour, -1)}, "negative"},
+		"missing key":  {[]option{withTLS(p.CertFile, missing)}, missing},
+		"garbage cert": {[]option{withTLS(garbage, p.KeyFile)}, garbage},
+		"key only":     {[]option{withTLS("", p.KeyFile)}, "certificate"},
+		"CA without":   {[]option{withClientCA(p.CAFile)}, "certificate"},
+		"garbage CA":   {[]option{withTLS(p.CertFile, p.KeyFile), withClientCA(garbage)}, garbage},
+		"missing CA":   {[]option{withTLS(p.CertFile, p.KeyFile), withClientCA(missing)}, missing},
 	} {
-		_, err := New(append([]Option{WithHTTPAddr("127.0.0.1:0"), WithGRPCAddr("127.0.0.1:0"), WithLogger(quietLogger(t))}, c.opts...)...)
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+		_, err := newWith(append([]option{withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, c.opts...)...)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrInvalidOption naming %q", name, err, c.want)
 		}
 	}
@@ -152,7 +150,7 @@ func TestServerTLSErrors(t *testing.T) {
 // once it is WithGRPCMaxConnectionAge old, and the client, calling on,
 // dials a new one.
 func TestServerGRPCMaxConnectionAge(t *testing.T) {
-	s := startServer(t, WithHTTPAddr(""), WithGRPCMaxConnectionAge(100*time.Millisecond, 50*time.Millisecond))
+	s := startServer(t, withHTTPAddr(""), withGRPCMaxConnectionAge(100*time.Millisecond, 50*time.Millisecond))
 	var dials atomic.Int32
 	cc, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
@@ -191,7 +189,7 @@ func TestServerUnixSockets(t *testing.T) {
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
 
-	s, err := New(WithHTTPAddr("unix:"+httpPath), WithGRPCAddr("unix://"+grpcPath), WithLogger(quietLogger(t)))
+	s, err := newWith(withHTTPAddr("unix:"+httpPath), withGRPCAddr("unix://"+grpcPath), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +223,7 @@ func TestServerUnixSockets(t *testing.T) {
 	}
 
 	// A socket another server answers on is not taken over.
-	s2, err := New(WithHTTPAddr("unix:"+httpPath), WithGRPCAddr(""), WithLogger(quietLogger(t)))
+	s2, err := newWith(withHTTPAddr("unix:"+httpPath), withGRPCAddr(""), withLogger(quietLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

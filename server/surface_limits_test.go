@@ -26,7 +26,7 @@ type surfaceRequest struct {
 // its own; they report whether it was taken (decided), and why not.
 func surfaces(t *testing.T, yaml string) map[string]func(surfaceRequest) (bool, string) {
 	clk := admittest.NewManualClock(grpcT0)
-	h := startGRPC(t, grpcSource(grpcEngine(t, yaml, clk)), WithGRPCClock(clk))
+	h := startGRPC(t, grpcSource(grpcEngine(t, yaml, clk)), withGRPCClock(clk))
 	api := newAPIHarness(t, yaml)
 	rls := func(r surfaceRequest) *rlsv3.RateLimitRequest {
 		out := &rlsv3.RateLimitRequest{Domain: r.domain, HitsAddend: 1}
@@ -138,11 +138,11 @@ rules:
 		req  surfaceRequest
 		ok   bool
 	}{
-		{"32 entries", surfaceRequest{"api", [][][2]string{entries(DefaultGRPCMaxEntries)}}, true},
-		{"33 entries", surfaceRequest{"api", [][][2]string{entries(DefaultGRPCMaxEntries + 1)}}, false},
+		{"32 entries", surfaceRequest{"api", [][][2]string{entries(defaultGRPCMaxEntries)}}, true},
+		{"33 entries", surfaceRequest{"api", [][][2]string{entries(defaultGRPCMaxEntries + 1)}}, false},
 		{"30,000 entries", surfaceRequest{"api", [][][2]string{entries(30_000)}}, false},
-		{"1000 descriptors", surfaceRequest{"api", descs(DefaultMaxDescriptors)}, true},
-		{"1001 descriptors", surfaceRequest{"api", descs(DefaultMaxDescriptors + 1)}, false},
+		{"1000 descriptors", surfaceRequest{"api", descs(defaultMaxDescriptors)}, true},
+		{"1001 descriptors", surfaceRequest{"api", descs(defaultMaxDescriptors + 1)}, false},
 		{"value of 4096 bytes", surfaceRequest{"api", [][][2]string{one("user", x(4096))}}, true},
 		{"two values of 4096 bytes", surfaceRequest{"api", [][][2]string{one("user", x(4096), "a", x(4096))}}, true},
 		{"value of 4097 bytes", surfaceRequest{"api", [][][2]string{one("user", x(4097))}}, false},

@@ -99,7 +99,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--grpc-max-connection-age", "-1s"}, nil, "--grpc-max-connection-age"},
 		{[]string{"serve"}, map[string]string{"ADMIT_RLS_HEADERS": "draft-03"}, "ADMIT_RLS_HEADERS"},
 		{[]string{"serve", "--redis-tls-ca", "ca.pem"}, nil, "need --redis (ADMIT_REDIS)"},
-		{[]string{"serve", "--redis", "redis://h:6379", "--redis-tls-ca", "ca.pem"}, nil, "--redis (ADMIT_REDIS): server: invalid Redis URL: TLS files for a URL of redis://, which is not TLS"},
+		{[]string{"serve", "--redis", "redis://h:6379", "--redis-tls-ca", "ca.pem"}, nil, "--redis (ADMIT_REDIS): invalid Redis URL: TLS files for a URL of redis://, which is not TLS"},
 		{[]string{"serve"}, map[string]string{"ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE": "later"}, "ADMIT_GRPC_MAX_CONNECTION_AGE_GRACE"},
 		{[]string{"check-config"}, nil, "no files"},
 		{[]string{"check-config", "--format", "xml", "f"}, nil, `invalid value "xml" for flag -format`},

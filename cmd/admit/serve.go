@@ -58,15 +58,16 @@ server/default.yaml) in memory. It prints the addresses it listens on and a
 command to try. SIGHUP reloads the policy files, as does a change of them;
 SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs := cmd.fs
-	fs.StringVar(&c.httpAddr, "http-addr", server.DefaultHTTPAddr, "listen for HTTP on `ADDR` (host:port, port 0 picking a free one, or unix:PATH; empty: no HTTP listener)")
-	fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "listen for gRPC on `ADDR` (host:port or unix:PATH; empty: no gRPC listener)")
-	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, "+server.DefaultGatewayAdminAddr+")")
+	def := server.DefaultConfig()
+	fs.StringVar(&c.httpAddr, "http-addr", def.HTTPAddr, "listen for HTTP on `ADDR` (host:port, port 0 picking a free one, or unix:PATH; empty: no HTTP listener)")
+	fs.StringVar(&c.grpcAddr, "grpc-addr", def.GRPCAddr, "listen for gRPC on `ADDR` (host:port or unix:PATH; empty: no gRPC listener)")
+	fs.StringVar(&c.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics and the HTTP API on `ADDR`, apart from --http-addr\n(default: on --http-addr; with --upstream, :8082)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "serve Go's profiler (/debug/pprof/) and the policy in force (/debug/policy) on `ADDR`, as\nenvoyproxy/ratelimit's debug port does; bind it to localhost: it shows the process's internals (default: none)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTP and gRPC over TLS with the certificate chain in the PEM `FILE` (with --tls-key);\nre-read when it changes (default: no TLS)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM `FILE`")
 	fs.StringVar(&c.tlsClientCA, "tls-client-ca", "", "require client certificates signed by a CA of the PEM `FILE` (mutual TLS; needs --tls-cert)")
-	fs.DurationVar(&c.connAge, "grpc-max-connection-age", server.DefaultGRPCMaxConnectionAge, "ask gRPC clients to reconnect once their connection is `DURATION` old, so that they spread\nover the instances (0: never)")
-	fs.DurationVar(&c.connAgeGrace, "grpc-max-connection-age-grace", server.DefaultGRPCMaxConnectionAgeGrace, "then close the connection `DURATION` later")
+	fs.DurationVar(&c.connAge, "grpc-max-connection-age", def.GRPCMaxConnectionAge, "ask gRPC clients to reconnect once their connection is `DURATION` old, so that they spread\nover the instances (0: never)")
+	fs.DurationVar(&c.connAgeGrace, "grpc-max-connection-age-grace", def.GRPCMaxConnectionAgeGrace, "then close the connection `DURATION` later")
 	c.rlsHeaders = choiceFlag{value: "ietf", choices: []string{"ietf", "envoy", "none"}}
 	fs.Var(&c.rlsHeaders, "rls-headers", "the fields Envoy's rate-limit service asks Envoy to add to responses, `STYLE`: ietf (RateLimit-Policy,\nRateLimit, Retry-After), envoy (envoyproxy/ratelimit's RateLimit-Limit, -Remaining, -Reset) or none")
 	c.config = listFlag{sep: ","}
@@ -79,29 +80,32 @@ SIGTERM and SIGINT drain the requests in flight and exit.`)
 	fs.StringVar(&c.upstream, "upstream", "", "gateway mode: proxy the requests the policy admits to `URL` (http:// or https://)")
 	fs.StringVar(&c.domain, "domain", "", "the policy `DOMAIN` the gateway checks requests against (default: the policy's only domain)")
 	c.descriptors = listFlag{sep: ";", check: func(s string) error {
-		_, err := server.ParseDescriptor(s, nil)
-		return err
+		var ce *server.ConfigError
+		if err := (server.Config{Upstream: "http://upstream", Descriptors: []string{s}}).Validate(); errors.As(err, &ce) {
+			return ce.Err
+		}
+		return nil
 	}}
-	fs.Var(&c.descriptors, "descriptor", "a descriptor the gateway derives from each request, `KEY=SOURCE[,KEY=SOURCE...]`, outermost first; SOURCE:\nclient_ip, header:NAME, query:NAME, path, method, host, const:VALUE ('!' in front: required);\nmay repeat (the variable separates them with ';'). Default:\n"+strings.Join(server.DefaultDescriptorSpecs, "; "))
+	fs.Var(&c.descriptors, "descriptor", "a descriptor the gateway derives from each request, `KEY=SOURCE[,KEY=SOURCE...]`, outermost first; SOURCE:\nclient_ip, header:NAME, query:NAME, path, method, host, const:VALUE ('!' in front: required);\nmay repeat (the variable separates them with ';'). Default:\n"+strings.Join(def.Descriptors, "; "))
 	c.trusted = newPrefixesFlag()
 	fs.Var(c.trusted, "trusted-proxies", "trust the proxies at `CIDRS` (comma-separated prefixes or addresses): the gateway takes\nthe client's address from their X-Forwarded-For and passes their forwarding headers on (default: none)")
 	c.logFormat = choiceFlag{value: "text", choices: []string{"text", "json"}}
 	fs.Var(&c.logFormat, "log-format", "log in `FORMAT` text or json, on stderr")
 	c.logLevel = choiceFlag{value: "info", choices: []string{"debug", "info", "warn", "error"}}
 	fs.Var(&c.logLevel, "log-level", "log records of `LEVEL` debug, info, warn or error and above")
-	fs.DurationVar(&c.shutdown, "shutdown-timeout", server.DefaultShutdownTimeout, "on SIGTERM, wait up to `DURATION` for requests in flight before cutting them off")
-	fs.DurationVar(&c.reload, "reload-interval", server.DefaultReloadInterval, "look at the policy files for changes every `DURATION` (0: only on SIGHUP)")
-	c.maxBody = sizeFlag{server.DefaultMaxBodyBytes}
+	fs.DurationVar(&c.shutdown, "shutdown-timeout", def.ShutdownTimeout, "on SIGTERM, wait up to `DURATION` for requests in flight before cutting them off")
+	fs.DurationVar(&c.reload, "reload-interval", def.ReloadInterval, "look at the policy files for changes every `DURATION` (0: only on SIGHUP)")
+	c.maxBody = sizeFlag{def.MaxRequestBytes}
 	fs.Var(&c.maxBody, "max-body-bytes", "refuse HTTP API bodies and gRPC messages over `SIZE` (413, RESOURCE_EXHAUSTED); bytes, or with KiB, MiB")
 	fs.Var(&c.gwMaxBody, "upstream-max-body-bytes", "gateway: refuse request bodies over `SIZE` with 413 (default: no limit)")
-	c.maxHeader = sizeFlag{server.DefaultMaxHeaderBytes}
+	c.maxHeader = sizeFlag{int64(def.MaxHeaderBytes)}
 	fs.Var(&c.maxHeader, "max-header-bytes", "refuse HTTP request headers over `SIZE` with 431")
-	fs.DurationVar(&c.readHeader, "read-header-timeout", server.DefaultReadHeaderTimeout, "cut off HTTP clients that take longer than `DURATION` to send a request's header (slow loris)")
-	fs.DurationVar(&c.read, "read-timeout", server.DefaultReadTimeout, "cut off HTTP clients that take longer than `DURATION` to send a whole request (0: no limit)")
-	fs.DurationVar(&c.write, "write-timeout", server.DefaultWriteTimeout, "cut off HTTP responses, proxied ones included, not written within `DURATION` (0: no limit)")
-	fs.DurationVar(&c.idle, "idle-timeout", server.DefaultIdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
-	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", server.DefaultUpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
-	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", server.DefaultUpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
+	fs.DurationVar(&c.readHeader, "read-header-timeout", def.ReadHeaderTimeout, "cut off HTTP clients that take longer than `DURATION` to send a request's header (slow loris)")
+	fs.DurationVar(&c.read, "read-timeout", def.ReadTimeout, "cut off HTTP clients that take longer than `DURATION` to send a whole request (0: no limit)")
+	fs.DurationVar(&c.write, "write-timeout", def.WriteTimeout, "cut off HTTP responses, proxied ones included, not written within `DURATION` (0: no limit)")
+	fs.DurationVar(&c.idle, "idle-timeout", def.IdleTimeout, "close idle keep-alive HTTP connections after `DURATION`")
+	fs.DurationVar(&c.dialTimeout, "upstream-dial-timeout", def.UpstreamDialTimeout, "gateway: give up connecting to the upstream after `DURATION` (502)")
+	fs.DurationVar(&c.upstreamTimeout, "upstream-timeout", def.UpstreamTimeout, "gateway: give up waiting for the upstream's response header after `DURATION` (504)")
 	fs.BoolVar(&c.allowReset, "allow-reset", false, "serve POST /v1/reset and admit.v1's Reset, which give a client its limits back; whoever reaches\nthe APIs can then reset any limit: keep them private")
 	fs.BoolVar(&c.mergeDomains, "merge-domains", false, "let several --config files define one domain, merged (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)")
 	fs.BoolVar(&c.shadow, "shadow", false, "shadow mode: decide and count every request, refuse none (envoyproxy/ratelimit's SHADOW_MODE)")
@@ -124,12 +128,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return usageErrorf("serve takes no arguments (got %q); policy files go in --config", truncate(rest[0], 64))
 	}
 	log := newLogger(stderr, c.logFormat.value, c.logLevel.value)
-	opts, cleanup, err := c.options(cmd, log)
-	defer cleanup()
+	cfg, err := c.serverConfig(cmd, log)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(opts...)
+	if cfg.Redis != "" {
+		// go-redis logs (Sentinel switches, dial errors) through a global
+		// logger: make its lines records of the service's log.
+		redis.SetLogger(redisLogger{log})
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("serve: %w", err)}
 	}
@@ -159,38 +167,98 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
-// options turns the flags into the server's options. cleanup closes the
-// Redis client; it is never nil.
-func (c *serveConfig) options(cmd *command, log *slog.Logger) (opts []server.Option, cleanup func(), err error) {
-	cleanup = func() {}
-	opts = []server.Option{
-		server.WithLogger(log),
-		server.WithHTTPAddr(c.httpAddr),
-		server.WithGRPCAddr(c.grpcAddr),
-		server.WithAdminAddr(c.adminAddr),
-		server.WithDebugAddr(c.debugAddr),
-		server.WithAllowReset(c.allowReset),
+// serverConfig turns the flags into the server's Config and checks it: a
+// problem is a usage error naming the flag and its variable.
+func (c *serveConfig) serverConfig(cmd *command, log *slog.Logger) (server.Config, error) {
+	cfg := server.Config{
+		Logger:            log,
+		HTTPAddr:          addrOrOff(c.httpAddr),
+		GRPCAddr:          addrOrOff(c.grpcAddr),
+		AdminAddr:         c.adminAddr,
+		DebugAddr:         c.debugAddr,
+		TLSCert:           c.tlsCert,
+		TLSKey:            c.tlsKey,
+		TLSClientCA:       c.tlsClientCA,
+		RLSHeaders:        c.rlsHeaders.value,
+		AllowReset:        c.allowReset,
+		PolicyFiles:       c.config.items,
+		MergeDomains:      c.mergeDomains,
+		Redis:             c.redis,
+		RedisTLSCA:        c.redisCA,
+		RedisTLSCert:      c.redisCert,
+		RedisTLSKey:       c.redisKey,
+		KeyPrefix:         c.keyPrefix,
+		Shadow:            c.shadow,
+		MaxRequestBytes:   c.maxBody.n,
+		ShutdownTimeout:   c.shutdown,
+		ReloadInterval:    offIfZero(c.reload),
+		ReadHeaderTimeout: offIfZero(c.readHeader),
+		ReadTimeout:       offIfZero(c.read),
+		WriteTimeout:      offIfZero(c.write),
+		IdleTimeout:       offIfZero(c.idle),
+
+		GRPCMaxConnectionAge:      offIfZero(c.connAge),
+		GRPCMaxConnectionAgeGrace: offIfZero(c.connAgeGrace),
 	}
-	// One group of flags after another, in this order: each checks its
-	// flags, then gives their options.
-	for _, group := range []func() ([]server.Option, error){
-		c.tlsOptions, c.grpcOptions, c.policyOptions, c.limitOptions, c.engineOptions,
-	} {
-		more, err := group()
-		if err != nil {
-			return nil, cleanup, err
-		}
-		opts = append(opts, more...)
+	if err := c.checkFlags(); err != nil {
+		return cfg, err
 	}
-	more, cleanup, err := c.redisOptions(log)
-	if err != nil {
-		return nil, cleanup, err
+	cfg.MaxHeaderBytes = int(c.maxHeader.n)
+	if c.upstream != "" {
+		cfg.Upstream = c.upstream
+		cfg.GatewayDomain = c.domain
+		cfg.Descriptors = c.descriptors.items
+		cfg.TrustedProxies = c.trusted.prefixes()
+		cfg.UpstreamDialTimeout = c.dialTimeout
+		cfg.UpstreamTimeout = c.upstreamTimeout
+		cfg.UpstreamMaxBodyBytes = c.gwMaxBody.n
 	}
-	opts = append(opts, more...)
-	if more, err = c.gatewayOptions(cmd); err != nil {
-		return nil, cleanup, err
+	if err := c.gatewayOnly(cmd); err != nil {
+		return cfg, err
 	}
-	return append(opts, more...), cleanup, nil
+	return cfg, fieldError(cfg.Validate())
+}
+
+// addrOrOff maps an empty address flag (no listener) to the Config's "off".
+func addrOrOff(a string) string {
+	if a == "" {
+		return "off"
+	}
+	return a
+}
+
+// offIfZero maps a duration flag's 0 (none) to the Config's negative.
+func offIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// flagOfField names the flag of each Config field a flag sets.
+var flagOfField = map[string]string{
+	"HTTPAddr": "http-addr", "GRPCAddr": "grpc-addr", "AdminAddr": "admin-addr", "DebugAddr": "debug-addr",
+	"TLSCert": "tls-cert", "TLSKey": "tls-key", "TLSClientCA": "tls-client-ca", "RLSHeaders": "rls-headers",
+	"GRPCMaxConnectionAge": "grpc-max-connection-age", "GRPCMaxConnectionAgeGrace": "grpc-max-connection-age-grace",
+	"PolicyFiles": "config", "Redis": "redis", "RedisTLSCA": "redis-tls-ca", "RedisTLSCert": "redis-tls-cert",
+	"RedisTLSKey": "redis-tls-key", "KeyPrefix": "key-prefix", "ShutdownTimeout": "shutdown-timeout",
+	"ReloadInterval": "reload-interval", "MaxRequestBytes": "max-body-bytes", "MaxHeaderBytes": "max-header-bytes",
+	"Upstream": "upstream", "GatewayDomain": "domain", "Descriptors": "descriptor", "TrustedProxies": "trusted-proxies",
+	"UpstreamDialTimeout": "upstream-dial-timeout", "UpstreamTimeout": "upstream-timeout",
+	"UpstreamMaxBodyBytes": "upstream-max-body-bytes",
+}
+
+// fieldError turns Config.Validate's error into a usage error naming the
+// flag and the variable of the field.
+func fieldError(err error) error {
+	var ce *server.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if name, ok := flagOfField[ce.Field]; ok {
+		return flagError(name, ce.Err)
+	}
+	return usageErrorf("%v", err)
 }
 
 // flagError is the usage error of a flag whose value is wrong, naming the
@@ -199,46 +267,19 @@ func flagError(flagName string, err error) error {
 	return usageErrorf("--%s (%s): %v", flagName, envName(flagName), err)
 }
 
-// tlsOptions checks --tls-cert, --tls-key and --tls-client-ca, and gives
-// their options.
-func (c *serveConfig) tlsOptions() ([]server.Option, error) {
+// checkFlags checks what the flags say beyond the Config: a flag's 0
+// where the Config's 0 would mean the default, and negative durations,
+// which a flag never takes.
+func (c *serveConfig) checkFlags() error {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, usageErrorf("--tls-cert (%s) and --tls-key (%s) go together", envName("tls-cert"), envName("tls-key"))
+		return usageErrorf("--tls-cert (%s) and --tls-key (%s) go together", envName("tls-cert"), envName("tls-key"))
 	}
 	if c.tlsClientCA != "" && c.tlsCert == "" {
-		return nil, flagError("tls-client-ca", errors.New("needs --tls-cert and --tls-key"))
+		return flagError("tls-client-ca", errors.New("needs --tls-cert and --tls-key"))
 	}
-	return []server.Option{server.WithTLS(c.tlsCert, c.tlsKey), server.WithClientCA(c.tlsClientCA)}, nil
-}
-
-// grpcOptions checks the flags of the gRPC listener
-// (--grpc-max-connection-age, --grpc-max-connection-age-grace and
-// --rls-headers), and gives their options.
-func (c *serveConfig) grpcOptions() ([]server.Option, error) {
 	if c.connAge < 0 || c.connAgeGrace < 0 {
-		return nil, usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
+		return usageErrorf("--grpc-max-connection-age and --grpc-max-connection-age-grace must not be negative")
 	}
-	rlsHeaders, err := server.ParseRLSHeaders(c.rlsHeaders.value)
-	if err != nil {
-		return nil, flagError("rls-headers", err)
-	}
-	return []server.Option{server.WithGRPCMaxConnectionAge(c.connAge, c.connAgeGrace), server.WithRLSHeaders(rlsHeaders)}, nil
-}
-
-// policyOptions gives the options of --config and --merge-domains: none
-// without --config, which leaves the built-in policy.
-func (c *serveConfig) policyOptions() ([]server.Option, error) {
-	if len(c.config.items) == 0 {
-		return nil, nil
-	}
-	return []server.Option{server.WithPolicyFiles(c.config.items...), server.WithMergeDomains(c.mergeDomains)}, nil
-}
-
-// limitOptions checks the timeouts (none negative; the shutdown's and the
-// upstream's positive) and the caps on the sizes of bodies and headers,
-// and gives the server's options of them. --upstream-dial-timeout and
-// --upstream-timeout are checked here, and given with the gateway's.
-func (c *serveConfig) limitOptions() ([]server.Option, error) {
 	// In a fixed order, so that of two negative durations the error
 	// always names the same one.
 	for _, f := range []struct {
@@ -250,112 +291,33 @@ func (c *serveConfig) limitOptions() ([]server.Option, error) {
 		{"upstream-dial-timeout", c.dialTimeout}, {"upstream-timeout", c.upstreamTimeout},
 	} {
 		if f.d < 0 {
-			return nil, flagError(f.name, fmt.Errorf("negative duration %v", f.d))
+			return flagError(f.name, fmt.Errorf("negative duration %v", f.d))
 		}
 	}
 	if c.shutdown == 0 {
-		return nil, flagError("shutdown-timeout", errors.New("want a positive duration"))
+		return flagError("shutdown-timeout", errors.New("want a positive duration"))
 	}
 	if c.dialTimeout == 0 || c.upstreamTimeout == 0 {
-		return nil, usageErrorf("--upstream-dial-timeout and --upstream-timeout must be positive")
+		return usageErrorf("--upstream-dial-timeout and --upstream-timeout must be positive")
 	}
 	if c.maxBody.n <= 0 || c.maxBody.n > 1<<31-1 {
-		return nil, flagError("max-body-bytes", fmt.Errorf("%d: want 1 byte to 2GiB-1", c.maxBody.n))
+		return flagError("max-body-bytes", fmt.Errorf("%d: want 1 byte to 2GiB-1", c.maxBody.n))
 	}
 	if c.maxHeader.n <= 0 || c.maxHeader.n > 1<<30 {
-		return nil, flagError("max-header-bytes", fmt.Errorf("%d: want 1 byte to 1GiB", c.maxHeader.n))
+		return flagError("max-header-bytes", fmt.Errorf("%d: want 1 byte to 1GiB", c.maxHeader.n))
 	}
-	return []server.Option{
-		server.WithShutdownTimeout(c.shutdown),
-		server.WithReloadInterval(c.reload),
-		server.WithReadHeaderTimeout(c.readHeader),
-		server.WithReadTimeout(c.read),
-		server.WithWriteTimeout(c.write),
-		server.WithIdleTimeout(c.idle),
-		server.WithMaxRequestBytes(c.maxBody.n),
-		server.WithMaxHeaderBytes(int(c.maxHeader.n)),
-	}, nil
+	if c.redis == "" && (c.redisCA != "" || c.redisCert != "" || c.redisKey != "") {
+		return usageErrorf("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis (%s)", envName("redis"))
+	}
+	return nil
 }
 
-// engineOptions checks --shadow and --key-prefix, and gives the engine's
-// options of them: none when neither is set.
-func (c *serveConfig) engineOptions() ([]server.Option, error) {
-	var engineOpts []policy.Option
-	if c.shadow {
-		engineOpts = append(engineOpts, policy.WithShadow(true))
-	}
-	if c.keyPrefix != "" {
-		if len(c.keyPrefix) > policy.MaxNameLength {
-			return nil, flagError("key-prefix", fmt.Errorf("%d bytes, the maximum is %d", len(c.keyPrefix), policy.MaxNameLength))
-		}
-		engineOpts = append(engineOpts, policy.WithKeyPrefix(c.keyPrefix))
-	}
-	if len(engineOpts) == 0 {
-		return nil, nil
-	}
-	return []server.Option{server.WithEngineOptions(engineOpts...)}, nil
-}
-
-// redisOptions checks --redis and its TLS flags and, with --redis,
-// connects a client to it and makes go-redis log through log: it gives
-// the client's option, and cleanup, which closes the client (a no-op
-// without one; never nil).
-func (c *serveConfig) redisOptions(log *slog.Logger) (opts []server.Option, cleanup func(), err error) {
-	cleanup = func() {}
-	redisTLS := c.redisCA != "" || c.redisCert != "" || c.redisKey != ""
-	if redisTLS && c.redis == "" {
-		return nil, cleanup, usageErrorf("--redis-tls-ca, --redis-tls-cert and --redis-tls-key need --redis (%s)", envName("redis"))
-	}
-	if c.redis == "" {
-		return nil, cleanup, nil
-	}
-	var ropts []server.RedisOption
-	if redisTLS {
-		ropts = append(ropts, server.WithRedisTLS(c.redisCA, c.redisCert, c.redisKey, log))
-	}
-	client, _, err := server.NewRedisClient(c.redis, ropts...)
-	if err != nil {
-		return nil, cleanup, flagError("redis", err)
-	}
-	cleanup = func() { _ = client.Close() }
-	// go-redis logs (Sentinel switches, dial errors) through a global
-	// logger: make its lines records of the service's log.
-	redis.SetLogger(redisLogger{log})
-	return []server.Option{server.WithRedis(client)}, cleanup, nil
-}
-
-// gatewayOptions checks the gateway's flags and, with --upstream, gives
-// the gateway's options; a gateway flag without --upstream is an error.
-func (c *serveConfig) gatewayOptions(cmd *command) ([]server.Option, error) {
-	var opts []server.Option
-	gatewayOnly := map[string]bool{}
+// gatewayOnly reports the gateway's flags given without --upstream.
+func (c *serveConfig) gatewayOnly(cmd *command) error {
 	if c.upstream != "" {
-		u, err := url.Parse(c.upstream)
-		if err == nil {
-			err = checkUpstreamURL(u)
-		}
-		if err != nil {
-			return nil, flagError("upstream", err)
-		}
-		opts = append(opts,
-			server.WithUpstream(u),
-			server.WithUpstreamDialTimeout(c.dialTimeout),
-			server.WithUpstreamTimeout(c.upstreamTimeout),
-			server.WithUpstreamMaxBodyBytes(c.gwMaxBody.n),
-			server.WithTrustedProxies(c.trusted.prefixes()...),
-		)
-		if c.domain != "" {
-			opts = append(opts, server.WithGatewayDomain(c.domain))
-		}
-		if len(c.descriptors.items) > 0 {
-			opts = append(opts, server.WithDescriptorSpecs(c.descriptors.items...))
-		}
-	} else {
-		for _, name := range []string{"domain", "descriptor", "trusted-proxies", "upstream-max-body-bytes"} {
-			gatewayOnly[name] = true
-		}
+		return nil
 	}
-	// A gateway flag without --upstream is a mistake worth reporting.
+	gatewayOnly := map[string]bool{"domain": true, "descriptor": true, "trusted-proxies": true, "upstream-max-body-bytes": true}
 	var set []string
 	cmd.fs.Visit(func(f *flag.Flag) {
 		if gatewayOnly[f.Name] {
@@ -363,17 +325,7 @@ func (c *serveConfig) gatewayOptions(cmd *command) ([]server.Option, error) {
 		}
 	})
 	if len(set) > 0 {
-		return nil, usageErrorf("%s: only with --upstream (gateway mode)", strings.Join(set, ", "))
-	}
-	return opts, nil
-}
-
-func checkUpstreamURL(u *url.URL) error {
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%q: want an http:// or https:// URL", truncate(u.Redacted(), 128))
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%q: no host", truncate(u.Redacted(), 128))
+		return usageErrorf("%s: only with --upstream (gateway mode)", strings.Join(set, ", "))
 	}
 	return nil
 }
