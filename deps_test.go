@@ -18,6 +18,7 @@ var bridgePackages = map[string]bool{
 	"server":             true,
 	"cmd/admit":          true,
 	"internal/redistest": true,
+	"internal/stores":    true,
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
@@ -55,7 +56,7 @@ func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
 // The arrows that must never exist (DESIGN.md, Layout): compose knows the
 // backends only through the contract of backend.go, so its dependencies
 // hold no backend and no Redis client; the backends import nothing above
-// them.
+// them; policy knows its stores only through policy.Backend.
 var forbiddenDeps = []struct {
 	pkg       string   // relative to the module
 	forbidden []string // import paths (a prefix ending in "/" forbids a tree)
@@ -65,6 +66,8 @@ var forbiddenDeps = []struct {
 	{"quota", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
 	{"concurrency", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
 	{"redisstore", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy"}},
+	// policy is given its stores through policy.Backend (principle 8).
+	{"policy", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/internal/stores", "github.com/admit-go/admit/policy/backends"}},
 }
 
 func TestBackendArrows(t *testing.T) {

@@ -59,6 +59,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/admit-go/admit/server"
 	"github.com/redis/go-redis/v9"
@@ -175,9 +176,9 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { store.Close() })
-		opts = append(opts, policy.WithRedis(store))
+		opts = append(opts, backends.Options(store)...)
 	}
-	e, err := policy.NewEngine(p, opts...)
+	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import "github.com/admit-go/admit"
 type Policy struct {
 	kind    policyKind
 	local   admit.KeyedLimiter
+	slots   admit.Slots // FallbackSlots's
 	breaker bool
 }
 
@@ -51,6 +52,14 @@ var (
 // NewGuard fail with ErrNilLimiter.
 func Fallback(local admit.KeyedLimiter) Policy {
 	return Policy{kind: fallback, local: local}
+}
+
+// FallbackSlots is Fallback for concurrency layers (GuardSlots): local,
+// usually this instance's share of the shared slots in memory, grants the
+// slots of each request the primary cannot decide. A nil local makes
+// GuardSlots fail with ErrNilLimiter.
+func FallbackSlots(local admit.Slots) Policy {
+	return Policy{kind: fallback, slots: local}
 }
 
 // Breaker returns p as a circuit breaker: once the primary has failed

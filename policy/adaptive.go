@@ -101,7 +101,7 @@ func (p *perKey[T]) lookup(key string) (T, bool) {
 }
 
 // boxes is a free list of boxes of type T, so that a grant allocates
-// nothing once the list holds as many as are in flight (see localSlots).
+// nothing once the list holds as many as are in flight (as internal/stores does for slots).
 type boxes[T any] struct {
 	mu   sync.Mutex
 	free []*T
@@ -119,6 +119,9 @@ func (b *boxes[T]) get() *T {
 	b.mu.Unlock()
 	return new(T)
 }
+
+// maxFree bounds the free list of a boxes.
+const maxFree = 1024
 
 func (b *boxes[T]) put(x *T) {
 	b.mu.Lock()

@@ -61,7 +61,7 @@ rules:
 			t.Errorf("rule %s: store %v, failure %v", r.Name, r.Store, r.Failure)
 		}
 	}
-	if _, err := NewEngine(p); err != nil {
+	if _, err := newEngine(p); err != nil {
 		t.Fatalf("NewEngine without Redis: %v", err)
 	}
 }
@@ -75,7 +75,7 @@ var adaptiveBad = []struct {
 }{
 	{"store redis", "rules:\n  - name: a\n    match: k\n    adaptive_rate: {min: 1/s, max: 10/s}\n    store: redis\n",
 		[]string{
-			`p.yaml:5:12: rules[0].store: adaptive_rate is kept in memory only (an adaptive limit learns from the requests of this instance, and Redis holds no such state), and so is its rule: remove store: redis, or put the limits to keep in Redis in a rule of their own`,
+			`p.yaml:5:12: rules[0].store: adaptive_rate is kept in memory only (an adaptive limit learns from the requests of this instance, and a shared store holds no such state), and so is its rule: remove store: redis, or put the limits to keep in redis in a rule of their own`,
 		}},
 	{"failure", "defaults: {store: redis}\nrules:\n  - name: a\n    match: k\n    adaptive_concurrency: {min: 1, max: 10}\n    failure: fail_open\n",
 		[]string{
@@ -204,7 +204,7 @@ func TestValidateAdaptive(t *testing.T) {
 		return &Rule{Name: name, Match: []Matcher{{Key: name}}, Limits: l}
 	}
 	redis := rule("redis", Limits{AdaptiveRate: &AdaptiveRate{Min: 1, Max: 2}})
-	redis.Store = StoreRedis
+	redis.Store = "redis"
 	failing := rule("failing", Limits{AdaptiveConcurrency: &AdaptiveConcurrency{Min: 1, Max: 2}})
 	failing.Failure = Failure{Policy: FailClosed}
 	p := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{
@@ -262,7 +262,7 @@ func TestValidateAdaptive(t *testing.T) {
 			t.Errorf("no error %q in:\n%s", w, got)
 		}
 	}
-	if _, err := NewEngine(p); !errors.Is(err, ErrInvalidPolicy) {
+	if _, err := newEngine(p); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("NewEngine: %v", err)
 	}
 
@@ -272,7 +272,7 @@ func TestValidateAdaptive(t *testing.T) {
 		rule("rate", Limits{AdaptiveRate: &AdaptiveRate{Min: 1, Max: 5}}),
 		{Name: "lanes", Match: []Matcher{{Key: "p"}}, Limits: Limits{Lanes: &Lanes{Concurrency: 4, Lanes: []fair.Lane{{Name: "hi", Share: 1}, {Name: "lo", Share: 1}}}}},
 	}}}}
-	e, err := NewEngine(ok)
+	e, err := newEngine(ok)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := NewEngine(p)
+	old, err := newEngine(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(p2, WithPrevious(old))
+	e, err := newEngine(p2, WithPrevious(old))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e3, err := NewEngine(p3, WithPrevious(e))
+	e3, err := newEngine(p3, WithPrevious(e))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ type decoder struct {
 }
 
 type defaults struct {
-	store      Store
+	store      string
 	algorithm  admit.Algorithm
 	failure    Failure
 	failurePos Pos
@@ -227,19 +227,22 @@ func (d *decoder) overrides(dom *Domain, n *yaml.Node, path string) {
 	}
 }
 
-func (d *decoder) store(n *yaml.Node, path string) (Store, bool) {
+func (d *decoder) store(n *yaml.Node, path string) (string, bool) {
 	s, ok := d.w.str(n, path)
 	if !ok {
-		return 0, false
+		return "", false
 	}
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch s = strings.ToLower(strings.TrimSpace(s)); s {
 	case "local", "memory":
 		return StoreLocal, true
-	case "redis":
-		return StoreRedis, true
+	case "default":
+		return StoreDefault, true
 	}
-	d.w.fail(n, path, "unknown store %q (want local or redis)", truncate(s))
-	return 0, false
+	if !validStoreName(s) {
+		d.w.fail(n, path, "invalid store name %q (want local, redis, default, or the name of a store the engine is given: lower-case letters, digits, '-' and '_', starting with a letter)", truncate(s))
+		return "", false
+	}
+	return s, true
 }
 
 func (d *decoder) algorithm(n *yaml.Node, path string) (admit.Algorithm, bool) {

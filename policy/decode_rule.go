@@ -28,7 +28,7 @@ type ruleDecoding struct {
 	storeN              *yaml.Node
 	storeOK, failureOK  bool
 	tierTable           string
-	storeVal            Store
+	storeVal            string
 	failureVal          Failure
 	tierKeyVal, nameVal string
 }
@@ -241,8 +241,8 @@ func (d *decoder) ruleStore(rd *ruleDecoding, path string) {
 	}
 	memOnly := rd.memoryOnly()
 	if memOnly != "" && rd.tiersN == nil {
-		if rd.storeSet && rd.storeOK && rd.storeVal == StoreRedis {
-			w.fail(rd.storeN, keyPath(path, "store"), "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and Redis holds no such state), and so is its rule: remove store: redis, or put the limits to keep in Redis in a rule of their own", memOnly)
+		if rd.storeSet && rd.storeOK && rd.storeVal != StoreLocal && rd.storeVal != StoreDefault {
+			w.fail(rd.storeN, keyPath(path, "store"), "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and a shared store holds no such state), and so is its rule: remove store: %s, or put the limits to keep in %s in a rule of their own", memOnly, rd.storeVal, rd.storeVal)
 			rd.storeOK = false
 		}
 		r.Store = StoreLocal
@@ -258,7 +258,7 @@ func (d *decoder) ruleStore(rd *ruleDecoding, path string) {
 		}
 	case rd.failSet && rd.failureOK:
 		r.Failure = rd.failureVal
-	case !rd.failSet && r.Store == StoreRedis:
+	case !rd.failSet && r.Store != StoreLocal:
 		r.Failure = d.defaults.failure
 		if d.defaults.failurePos.Line > 0 {
 			r.src.set("failure", "defaults.failure", d.defaults.failurePos)

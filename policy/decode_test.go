@@ -39,7 +39,7 @@ func TestExampleFile(t *testing.T) {
 		t.Errorf("per-user: %+v", u)
 	}
 	tenant := byName["per-tenant"]
-	if tenant.Store != StoreRedis || tenant.Failure != (Failure{Policy: Fallback, Breaker: true, LocalShare: 4}) {
+	if tenant.Store != "redis" || tenant.Failure != (Failure{Policy: Fallback, Breaker: true, LocalShare: 4}) {
 		t.Errorf("per-tenant: store %v, failure %+v", tenant.Store, tenant.Failure)
 	}
 	plans := tenant.Tiers
@@ -111,7 +111,7 @@ domains:
 		t.Fatal(err)
 	}
 	a, b := p.Domains[0], p.Domains[1]
-	if a.Override != (Override{Algorithm: admit.AlgGCRA, Store: StoreRedis, Failure: Failure{}}) {
+	if a.Override != (Override{Algorithm: admit.AlgGCRA, Store: "redis", Failure: Failure{}}) {
 		t.Errorf("overrides: %+v", a.Override)
 	}
 	one, two, three := a.Rules[0], a.Rules[1], a.Rules[2]
@@ -119,7 +119,7 @@ domains:
 		*one.Rate != (admit.Limit{Rate: 100, Period: 5 * time.Minute, Burst: 100}) {
 		t.Errorf("one: %+v", one)
 	}
-	if two.Store != StoreRedis || two.Failure != (Failure{Policy: FailClosed, Breaker: true}) ||
+	if two.Store != "redis" || two.Failure != (Failure{Policy: FailClosed, Breaker: true}) ||
 		len(two.Match) != 2 || two.Match[1] != (Matcher{Key: "route", Kind: MatchPrefix, Value: "/api/"}) ||
 		*two.Quota != (Quota{Limit: 5, Period: quota.Hour, WeekStart: time.Monday}) {
 		t.Errorf("two: %+v", two)
@@ -242,9 +242,9 @@ var badCases = []struct {
 			`p.yaml:16:18: rules[4].concurrency: 0 is too small (the minimum is 1)`,
 			`p.yaml:19:12: rules[5].quota: invalid quota "0/day": a quota of 0 admits nothing (want 1 to 2^53; use a rate of 0 to block)`,
 		}},
-	{"stores and failures", "rules:\n  - name: a\n    match: k\n    rate: 1/s\n    store: disk\n  - name: b\n    match: j\n    rate: 1/s\n    store: redis\n    failure: explode\n  - name: c\n    match: i\n    rate: 1/s\n    store: redis\n    failure: {breaker: true}\n  - name: d\n    match: h\n    rate: 1/s\n    store: redis\n    failure: {policy: fallback, local_share: 0, timeout: -1s, threshold: 99999999, probe_interval: 0s, retry_after: soon, jitter: 1}\n",
+	{"stores and failures", "rules:\n  - name: a\n    match: k\n    rate: 1/s\n    store: disk!\n  - name: b\n    match: j\n    rate: 1/s\n    store: redis\n    failure: explode\n  - name: c\n    match: i\n    rate: 1/s\n    store: redis\n    failure: {breaker: true}\n  - name: d\n    match: h\n    rate: 1/s\n    store: redis\n    failure: {policy: fallback, local_share: 0, timeout: -1s, threshold: 99999999, probe_interval: 0s, retry_after: soon, jitter: 1}\n",
 		[]string{
-			`p.yaml:5:12: rules[0].store: unknown store "disk" (want local or redis)`,
+			`p.yaml:5:12: rules[0].store: invalid store name "disk!" (want local, redis, default, or the name of a store the engine is given: lower-case letters, digits, '-' and '_', starting with a letter)`,
 			`p.yaml:10:14: rules[1].failure: unknown failure policy "explode" (want fail_open, fail_closed or fallback, optionally after breaker/ (breaker/fallback))`,
 			`p.yaml:15:14: rules[2].failure: missing policy (fail_open, fail_closed or fallback)`,
 			`p.yaml:20:46: rules[3].failure.local_share: 0 is too small (the minimum is 1)`,
@@ -517,7 +517,7 @@ func FuzzParseYAML(f *testing.F) {
 			t.Fatalf("loaded an invalid policy: %v", err)
 		}
 		localOnly(p)
-		e, err := NewEngine(p)
+		e, err := newEngine(p)
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}

@@ -1,8 +1,9 @@
 // Package policy is admit's rate-limiting policy: a model of rules over
 // Envoy-style descriptors, two YAML formats to write it in (this package's
 // and envoyproxy/ratelimit's), and an Engine that enforces it with the
-// limiters of packages keyed, quota, concurrency, adaptive, fair,
-// redisstore and compose.
+// limiters of the stores it is given (Backend: policy/backends.Memory,
+// policy/backends.Redis, or any other, by the name rules give in store:)
+// and of packages adaptive, fair and compose.
 //
 // # Model
 //

@@ -16,10 +16,11 @@ import (
 // and asks their limiters, as one all-or-nothing decision (see Check).
 //
 // NewEngine builds one limiter per rule and limit kind (per tier for the
-// rules of a tier table): keyed.Limiter, quota.Quota and
-// concurrency.Limiter for rules kept in memory; redisstore's Limiter,
-// Quota and ConcurrencyLimiter for rules kept in Redis, each behind a
-// compose.Guard applying the rule's failure policy. Adaptive limits and
+// rules of a tier table), each by the Backend of the rule's store (see
+// WithBackend): in memory (policy/backends.Memory: keyed.Limiter,
+// quota.Quota, concurrency.Limiter), or in a shared store such as Redis
+// (policy/backends.Redis), behind a compose.Guard or compose.GuardSlots
+// applying the rule's failure policy. Adaptive limits and
 // lanes hold an adaptive.Gradient, adaptive.AIMD, fair.RateLanes or
 // fair.SlotLanes per key, made on first use (see the package
 // documentation). Inline limits (Descriptor.Limit) get limiters on first
@@ -98,9 +99,10 @@ type cexempt struct {
 }
 
 // NewEngine returns an engine enforcing p, after checking it (Validate).
-// The error is an Errors (ErrInvalidPolicy) for an invalid policy, wraps
-// ErrNoStore for a rule kept in Redis without WithRedis, ErrInvalidOption
-// for an invalid option, or is the error of building a limiter.
+// The error is an Errors (ErrInvalidPolicy) for an invalid policy or for
+// rules naming a store the engine was not given (each Error, at the
+// rule's store field, wraps ErrNoStore), wraps ErrInvalidOption for an
+// invalid option, or is the error of building a limiter.
 func NewEngine(p *Policy, opts ...Option) (*Engine, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -147,25 +149,16 @@ func NewEngine(p *Policy, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// resolve returns where a rule of store s is kept.
-func (e *Engine) resolve(s Store) Store {
-	if s == StoreDefault {
-		if e.o.store != nil {
-			return StoreRedis
-		}
-		return StoreLocal
-	}
-	return s
-}
-
 // overrides holds the limiters of a domain's inline limits, one per
 // distinct limit, made on first use.
 type overrides struct {
-	e      *Engine
-	domain string
-	spec   Override
-	mu     sync.Mutex
-	m      atomic.Pointer[map[admit.Limit]*clayer]
+	e        *Engine
+	domain   string
+	spec     Override
+	store    store
+	storeErr error // the store is missing
+	mu       sync.Mutex
+	m        atomic.Pointer[map[admit.Limit]*clayer]
 }
 
 // get returns the layer of inline limit l.
@@ -183,6 +176,9 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 			return c, nil
 		}
 	}
+	if o.storeErr != nil {
+		return nil, fmt.Errorf("inline limit of domain %q: %w", truncate(o.domain), o.storeErr)
+	}
 	if c := limits.Compile(o.spec.Algorithm, l); c.Err != nil {
 		return nil, fmt.Errorf("%w: inline limit: %v", ErrInvalidRequest, c.Err)
 	}
@@ -193,13 +189,12 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 	if n >= o.e.o.maxOverrides {
 		return nil, fmt.Errorf("%w: domain %q has %d already", ErrTooManyOverrides, truncate(o.domain), n)
 	}
-	redis := o.spec.Store == StoreRedis
 	label := o.domain + "/override/" + l.String()
-	c := &clayer{kind: admit.KindRate, class: classOf(admit.KindRate, redis), label: label, prefix: label + "/", limit: l}
+	c := &clayer{kind: admit.KindRate, class: classOf(admit.KindRate, o.store.shared), label: label, prefix: label + "/", limit: l}
 	if c.limit.Burst == 0 && c.limit.Rate != admit.Inf {
 		c.limit.Burst = c.limit.Rate
 	}
-	if err := o.e.buildRate(c, o.spec.Algorithm, l, redis, o.spec.Failure); err != nil {
+	if err := o.e.buildRate(c, o.spec.Algorithm, l, o.store, o.spec.Failure); err != nil {
 		return nil, err
 	}
 	m := make(map[admit.Limit]*clayer, n+1)
@@ -216,7 +211,7 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 // Close marks the engine closed: Check then fails with ErrClosed. It
 // releases the engine's inline-limit limiters; the limiters of its rules,
 // which an engine built WithPrevious(e) may share, need no release (they
-// start no goroutine), and the Redis store is not the engine's. Slots held
+// start no goroutine), and the backends are not the engine's. Slots held
 // by requests still in flight are given back by their compose.Held as
 // usual. Close is idempotent and always returns nil.
 func (e *Engine) Close() error {

@@ -19,11 +19,13 @@ func (b *builder) domain(d *Domain, i int) (*cdomain, error) {
 	e := b.e
 	cd := &cdomain{name: d.Name, root: &cnode{}, shadow: d.Shadow || e.o.shadow}
 	spec := d.Override
-	spec.Store = e.resolve(spec.Store)
-	if spec.Store == StoreLocal {
+	// A store the engine lacks fails the domain's inline limits only,
+	// when a request brings one (ErrNoStore).
+	st, stErr := e.store(spec.Store)
+	if !st.shared {
 		spec.Failure = Failure{}
 	}
-	cd.ov = &overrides{e: e, domain: d.Name, spec: spec}
+	cd.ov = &overrides{e: e, domain: d.Name, spec: spec, store: st, storeErr: stErr}
 	var errs errList
 	for j, r := range d.Rules {
 		cr, err := b.rule(d, r)
@@ -104,12 +106,13 @@ func (b *builder) rule(d *Domain, r *Rule) (*crule, error) {
 	}
 	cr.constKey, cr.key = constKey(r)
 	cr.exempt = exemptions(r)
-	store := b.e.resolve(r.Store)
+	name := r.Store
 	if r.Tiers == nil && r.Limits.adaptive() {
-		store = StoreLocal // all of the rule, as Validate requires
+		name = StoreLocal // all of the rule, as Validate requires
 	}
-	if store == StoreRedis && b.e.o.store == nil {
-		return nil, fmt.Errorf("%w: the rule is kept in Redis; give the engine a Redis store (WithRedis)", ErrNoStore)
+	store, err := b.e.store(name)
+	if err != nil {
+		return nil, err
 	}
 	if r.Tiers != nil {
 		t, err := b.table(r, cr, store)
@@ -177,7 +180,7 @@ func exemptions(r *Rule) []cexempt {
 // table compiles the tier table of rule r, compiled as cr: it sets the
 // index of the entry whose value picks the tier, and builds the layers of
 // every tier.
-func (b *builder) table(r *Rule, cr *crule, store Store) (*ctable, error) {
+func (b *builder) table(r *Rule, cr *crule, st store) (*ctable, error) {
 	tk := r.TierKey
 	if tk == "" {
 		tk = r.Match[len(r.Match)-1].Key
@@ -192,7 +195,7 @@ func (b *builder) table(r *Rule, cr *crule, store Store) (*ctable, error) {
 	sets := map[string]*cset{}
 	for _, name := range sortedKeys(r.Tiers.Tiers) {
 		tier := r.Tiers.Tiers[name]
-		set, err := b.set(r, cr, tier.Name, &tier.Limits, store)
+		set, err := b.set(r, cr, tier.Name, &tier.Limits, st)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +210,7 @@ func (b *builder) table(r *Rule, cr *crule, store Store) (*ctable, error) {
 
 // set builds the layers of limits l of rule r, compiled as cr (of tier, if
 // not empty).
-func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (*cset, error) {
+func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cset, error) {
 	s := &cset{tier: tier, unlimited: l.Unlimited}
 	kinds := 0
 	for _, has := range []bool{l.Rate != nil, l.Quota != nil, l.Concurrency != nil, l.AdaptiveConcurrency != nil, l.AdaptiveRate != nil, l.Lanes != nil} {
@@ -225,14 +228,13 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (
 		}
 		return label
 	}
-	redis := store == StoreRedis
 	failure := r.Failure
-	if !redis {
+	if !st.shared {
 		failure = Failure{}
 	}
 	if l.Rate != nil {
-		c, err := b.layer(admit.KindRate, sub("rate"), redis, failure, fmt.Sprintf("rate %v %v", l.Algorithm, *l.Rate), func(c *clayer) error {
-			return b.e.buildRate(c, l.Algorithm, *l.Rate, redis, failure)
+		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v", l.Algorithm, *l.Rate), func(c *clayer) error {
+			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure)
 		})
 		if err != nil {
 			return nil, err
@@ -248,8 +250,8 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (
 		if q.Location != nil {
 			loc = q.Location.String()
 		}
-		c, err := b.layer(admit.KindQuota, sub("quota"), redis, failure, fmt.Sprintf("quota %d/%v %s %v", q.Limit, q.Period, loc, q.WeekStart), func(c *clayer) error {
-			return b.e.buildQuota(c, q, redis, failure)
+		c, err := b.layer(admit.KindQuota, sub("quota"), st, failure, fmt.Sprintf("quota %d/%v %s %v", q.Limit, q.Period, loc, q.WeekStart), func(c *clayer) error {
+			return b.e.buildQuota(c, q, st, failure)
 		})
 		if err != nil {
 			return nil, err
@@ -258,8 +260,8 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (
 		s.layers = append(s.layers, c)
 	}
 	if cc := l.Concurrency; cc != nil {
-		c, err := b.layer(admit.KindConcurrency, sub("concurrency"), redis, failure, fmt.Sprintf("concurrency %d %v", cc.Max, cc.Lease), func(c *clayer) error {
-			return b.e.buildConcurrency(c, cc, redis, failure)
+		c, err := b.layer(admit.KindConcurrency, sub("concurrency"), st, failure, fmt.Sprintf("concurrency %d %v", cc.Max, cc.Lease), func(c *clayer) error {
+			return b.e.buildConcurrency(c, cc, st, failure)
 		})
 		if err != nil {
 			return nil, err
@@ -278,7 +280,7 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, store Store) (
 func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(string) string) error {
 	single := cr.constKey
 	if a := l.AdaptiveRate; a != nil {
-		c, err := b.layer(admit.KindRate, sub("adaptive_rate"), false, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+		c, err := b.layer(admit.KindRate, sub("adaptive_rate"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
 			return b.e.buildAIMD(c, a, single)
 		})
 		if err != nil {
@@ -310,7 +312,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 		if ln.Budget == nil {
 			kind = admit.KindConcurrency
 		}
-		c, err := b.layer(kind, sub("lanes"), false, Failure{}, fmt.Sprintf("%v lane=%d only=%v", ln, idx, only), func(c *clayer) error {
+		c, err := b.layer(kind, sub("lanes"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v lane=%d only=%v", ln, idx, only), func(c *clayer) error {
 			c.lanes, c.lane, c.laneOnly = true, idx, only
 			if ln.Budget != nil {
 				return b.e.buildRateLanes(c, ln, only)
@@ -323,7 +325,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 		s.layers = append(s.layers, c)
 	}
 	if a := l.AdaptiveConcurrency; a != nil {
-		c, err := b.layer(admit.KindConcurrency, sub("adaptive_concurrency"), false, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+		c, err := b.layer(admit.KindConcurrency, sub("adaptive_concurrency"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
 			return b.e.buildGradient(c, a, single)
 		})
 		if err != nil {
@@ -336,8 +338,8 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 
 // layer returns the layer of this definition: the previous engine's if it
 // had one (WithPrevious), else a new one built by build.
-func (b *builder) layer(kind admit.Kind, label string, redis bool, f Failure, def string, build func(*clayer) error) (*clayer, error) {
-	print := fmt.Sprintf("%s|%v|%v|%s|%+v", label, kind, redis, def, f)
+func (b *builder) layer(kind admit.Kind, label string, st store, f Failure, def string, build func(*clayer) error) (*clayer, error) {
+	print := fmt.Sprintf("%s|%v|%s|%s|%+v", label, kind, st.name, def, f)
 	if c := b.prev[print]; c != nil {
 		b.e.byPrint[print] = c
 		return c, nil
@@ -345,7 +347,7 @@ func (b *builder) layer(kind admit.Kind, label string, redis bool, f Failure, de
 	if c := b.e.byPrint[print]; c != nil {
 		return c, nil
 	}
-	c := &clayer{kind: kind, class: classOf(kind, redis), label: label, prefix: label + "/", print: print}
+	c := &clayer{kind: kind, class: classOf(kind, st.shared), label: label, prefix: label + "/", print: print}
 	if err := build(c); err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ rules:
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := NewEngine(p, append([]Option{WithClock(clock)}, opts...)...)
+		e, err := newEngine(p, append([]Option{WithClock(clock)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ rules:
 	res = check(t, other, request("api", desc("user", "u")), nil)
 	want(t, "another prefix: fresh", res.Decision, true, "users", 2)
 	// A nil previous is no previous.
-	if _, err := NewEngine(&Policy{}, WithPrevious(nil)); err != nil {
+	if _, err := newEngine(&Policy{}, WithPrevious(nil)); err != nil {
 		t.Error(err)
 	}
 }
@@ -87,21 +87,31 @@ func TestNewEngineErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewEngine(p)
+	_, err = newEngine(p)
 	if !errors.Is(err, ErrNoStore) || !errors.Is(err, ErrInvalidPolicy) ||
-		!strings.HasPrefix(err.Error(), "testdata/example.yaml:65:12: rules[2].store: policy: rule needs a Redis store") {
+		!strings.HasPrefix(err.Error(), `testdata/example.yaml:65:12: rules[2].store: policy: no such store: the rule is kept in store "redis", which the engine was not given (it has local; see WithBackend)`) {
 		t.Errorf("redis rules without a store: %v", err)
 	}
+	// Any name is a store; one the engine was not given is an error at
+	// the rule's store field, whatever the stores it has.
+	disk, err := Parse("p.yaml", []byte("rules:\n  - name: a\n    match: k\n    rate: 1/s\n    store: disk\n  - name: b\n    match: j\n    rate: 1/s\n    store: redis\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newEngine(disk, withRedis(nil, nil))
+	if !errors.Is(err, ErrNoStore) || err.Error() != `p.yaml:5:12: rules[0].store: policy: no such store: the rule is kept in store "disk", which the engine was not given (it has local, redis; see WithBackend)` {
+		t.Errorf("a store the engine lacks: %v", err)
+	}
 	for _, opt := range []Option{WithMaxKeys(0), WithMaxOverrides(-1), WithKeyPrefix(strings.Repeat("x", 300))} {
-		if _, err := NewEngine(&Policy{}, opt); !errors.Is(err, ErrInvalidOption) {
+		if _, err := newEngine(&Policy{}, opt); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("bad option: %v", err)
 		}
 	}
 	bad := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{{Name: "r", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &admit.Limit{Rate: -1}}}}}}}
-	if _, err := NewEngine(bad); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
+	if _, err := newEngine(bad); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
 		t.Errorf("invalid policy: %v", err)
 	}
-	if e, err := NewEngine(nil); err != nil || e.HasDomain("") {
+	if e, err := newEngine(nil); err != nil || e.HasDomain("") {
 		t.Errorf("nil policy: %v", err)
 	}
 }

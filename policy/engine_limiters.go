@@ -1,49 +1,34 @@
 package policy
 
-// Building the limiters of layers: in memory, or kept in Redis behind a compose.Guard applying the rule's failure policy; rates, quotas and concurrency caps.
+// Building the limiters of layers through the engine's backends (see
+// Backend): rates, quotas and concurrency caps, those of a shared store
+// behind a failure policy (compose.Guard, compose.GuardSlots) whose
+// Fallback keeps this instance's share of the limit in the local store.
 
 import (
-	"strconv"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
-	"github.com/admit-go/admit/concurrency"
-	"github.com/admit-go/admit/keyed"
-	"github.com/admit-go/admit/quota"
-	"github.com/admit-go/admit/redisstore"
 )
 
-// name returns a limiter's name: the key prefix and the label, escaped for
-// Redis (which refuses ':', '{' and '}' in names) when redis is set.
-func (e *Engine) name(label string, redis bool) string {
-	n := e.o.prefix + label
-	if !redis || !strings.ContainsAny(n, ":{}%") {
-		return n
-	}
-	var sb strings.Builder
-	for i := 0; i < len(n); i++ {
-		switch c := n[i]; c {
-		case ':', '{', '}', '%':
-			sb.WriteByte('%')
-			sb.WriteString(strings.ToUpper(strconv.FormatUint(uint64(c), 16)))
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
+// spec returns the Spec of the limiter of label, without its limit.
+func (e *Engine) spec(label string) Spec {
+	return Spec{Name: e.o.prefix + label, Clock: e.o.clock, Observer: e.o.obs, MaxKeys: e.o.maxKeys}
 }
 
-func (e *Engine) keyedOptions(name string) []keyed.Option {
-	opts := []keyed.Option{keyed.WithClock(e.o.clock), keyed.WithName(name), keyed.WithObserver(e.o.obs)}
-	if e.o.maxKeys > 0 {
-		opts = append(opts, keyed.WithMaxKeys(e.o.maxKeys))
+// local returns the local store, which keeps Fallback's limiters.
+func (e *Engine) local() (Backend, error) {
+	if b := e.o.backends[StoreLocal]; b != nil {
+		return b, nil
 	}
-	return opts
+	return nil, fmt.Errorf("%w: the failure policy falls back to store %q, which the engine was not given (it has %s; see WithBackend)", ErrNoStore, StoreLocal, e.storeNames())
 }
 
-func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, admit.Refunder, error) {
+// policyOf returns the compose.Policy of f, with local as Fallback's
+// limiter.
+func policyOf(f Failure, local admit.KeyedLimiter) compose.Policy {
 	var p compose.Policy
 	switch f.Policy {
 	case FailClosed:
@@ -56,6 +41,10 @@ func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, loca
 	if f.Breaker {
 		p = compose.Breaker(p)
 	}
+	return p
+}
+
+func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, admit.Refunder, error) {
 	opts := []compose.Option{compose.WithName(label), compose.WithClock(e.o.clock), compose.WithObserver(e.o.obs), compose.WithLogger(e.o.log)}
 	if f.Timeout > 0 {
 		opts = append(opts, compose.WithTimeout(f.Timeout))
@@ -69,7 +58,7 @@ func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, loca
 	if f.RetryAfter > 0 {
 		opts = append(opts, compose.WithRetryAfter(f.RetryAfter))
 	}
-	g, err := compose.NewGuard(primary, p, opts...)
+	g, err := compose.NewGuard(primary, policyOf(f, local), opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,31 +72,52 @@ func share(f Failure) int {
 	return 1
 }
 
-func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, redis bool, f Failure) error {
-	if !redis {
-		lim, err := keyed.New(alg, l, e.keyedOptions(e.name(c.label, false))...)
-		if err != nil {
-			return err
-		}
-		c.lim, c.refund = lim, refunder(lim)
+// ceilShare is this instance's share of n among those of f.
+func ceilShare(n int64, f Failure) int64 {
+	return (n + int64(share(f)) - 1) / int64(share(f))
+}
+
+// keyedLimiter sets the limiter of c: lim, or in a shared store lim behind
+// the failure policy f, whose Fallback asks what fallback builds in the
+// local store.
+func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Failure, fallback func(Backend) (admit.KeyedLimiter, error)) error {
+	if !st.shared {
+		c.lim = lim
+		c.refund, _ = lim.(admit.Refunder)
 		return nil
-	}
-	rl, err := e.o.store.Limiter(alg, l, redisstore.WithName(e.name(c.label, true)), redisstore.WithObserver(e.o.obs))
-	if err != nil {
-		return err
-	}
-	var primary admit.KeyedLimiter = rl
-	if e.o.storeClock != nil {
-		primary = &clocked{lim: rl, clock: e.o.storeClock}
 	}
 	var local admit.KeyedLimiter
 	if f.Policy == Fallback {
-		if local, err = keyed.LocalShare(alg, l, share(f), e.keyedOptions(e.name(c.label+"/fallback", false))...); err != nil {
+		b, err := e.local()
+		if err != nil {
 			return err
 		}
+		ll, err := fallback(b)
+		if err != nil {
+			return err
+		}
+		local = ll
 	}
-	c.lim, c.refund, err = e.guard(primary, c.label, f, local)
+	var err error
+	c.lim, c.refund, err = e.guard(lim, c.label, f, local)
 	return err
+}
+
+func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, st store, f Failure) error {
+	s := e.spec(c.label)
+	s.Algorithm, s.Limit = alg, l
+	lim, err := st.b.Rate(s)
+	if err != nil {
+		return err
+	}
+	return e.keyedLimiter(c, lim, st, f, func(b Backend) (admit.KeyedLimiter, error) {
+		ls := e.spec(c.label + "/fallback")
+		ls.Algorithm = alg
+		if ls.Limit, err = l.Share(share(f)); err != nil {
+			return nil, err
+		}
+		return b.Rate(ls)
+	})
 }
 
 // location returns the time zone of q (UTC for nil).
@@ -118,86 +128,55 @@ func location(q *Quota) *time.Location {
 	return q.Location
 }
 
-// refunder returns l as an admit.Refunder, or nil.
-func refunder(l any) admit.Refunder {
-	r, _ := l.(admit.Refunder)
-	return r
-}
-
-func (e *Engine) quotaOptions(name string, q *Quota) []quota.Option {
-	opts := []quota.Option{quota.WithClock(e.o.clock), quota.WithName(name), quota.WithObserver(e.o.obs), quota.WithLocation(location(q)), quota.WithWeekStart(q.WeekStart)}
-	if e.o.maxKeys > 0 {
-		opts = append(opts, quota.WithMaxKeys(e.o.maxKeys))
+func (e *Engine) buildQuota(c *clayer, q *Quota, st store, f Failure) error {
+	spec := func(label string, n int64) Spec {
+		s := e.spec(label)
+		s.Limit = admit.Limit{Rate: n, Burst: n}
+		s.Period, s.Location, s.WeekStart = q.Period, location(q), q.WeekStart
+		return s
 	}
-	return opts
-}
-
-func (e *Engine) buildQuota(c *clayer, q *Quota, redis bool, f Failure) error {
-	if !redis {
-		lim, err := quota.New(q.Limit, q.Period, e.quotaOptions(e.name(c.label, false), q)...)
-		if err != nil {
-			return err
-		}
-		c.lim, c.refund = lim, refunder(lim)
-		return nil
-	}
-	rq, err := e.o.store.Quota(q.Limit, q.Period, redisstore.WithName(e.name(c.label, true)), redisstore.WithObserver(e.o.obs),
-		redisstore.WithLocation(location(q)), redisstore.WithWeekStart(q.WeekStart))
+	lim, err := st.b.Quota(spec(c.label, q.Limit))
 	if err != nil {
 		return err
 	}
-	var primary admit.KeyedLimiter = rq
-	if e.o.storeClock != nil {
-		primary = &clocked{lim: rq, clock: e.o.storeClock}
+	return e.keyedLimiter(c, lim, st, f, func(b Backend) (admit.KeyedLimiter, error) {
+		return b.Quota(spec(c.label+"/fallback", ceilShare(q.Limit, f)))
+	})
+}
+
+func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failure) error {
+	spec := func(label string, n int64) Spec {
+		s := e.spec(label)
+		s.Limit, s.Lease = admit.Limit{Rate: n, Burst: n}, cc.Lease
+		return s
 	}
-	var local admit.KeyedLimiter
-	if f.Policy == Fallback {
-		n := (q.Limit + int64(share(f)) - 1) / int64(share(f))
-		if local, err = quota.New(n, q.Period, e.quotaOptions(e.name(c.label+"/fallback", false), q)...); err != nil {
+	slots, err := st.b.Slots(spec(c.label, cc.Max))
+	if err != nil {
+		return err
+	}
+	if !st.shared {
+		c.slots = slots
+		return nil
+	}
+	p := compose.FailOpen
+	switch f.Policy {
+	case FailClosed:
+		p = compose.FailClosed
+	case Fallback:
+		b, err := e.local()
+		if err != nil {
 			return err
 		}
+		local, err := b.Slots(spec(c.label+"/fallback", ceilShare(cc.Max, f)))
+		if err != nil {
+			return err
+		}
+		p = compose.FallbackSlots(local)
 	}
-	c.lim, c.refund, err = e.guard(primary, c.label, f, local)
+	opts := []compose.Option{compose.WithName(c.label)}
+	if f.RetryAfter > 0 {
+		opts = append(opts, compose.WithRetryAfter(f.RetryAfter))
+	}
+	c.slots, err = compose.GuardSlots(slots, p, opts...)
 	return err
-}
-
-func (e *Engine) concurrencyOptions(name string, cc *Concurrency) []concurrency.Option {
-	opts := []concurrency.Option{concurrency.WithClock(e.o.clock), concurrency.WithName(name), concurrency.WithObserver(e.o.obs)}
-	if cc.Lease > 0 {
-		opts = append(opts, concurrency.WithLease(cc.Lease))
-	}
-	if e.o.maxKeys > 0 {
-		opts = append(opts, concurrency.WithMaxKeys(e.o.maxKeys))
-	}
-	return opts
-}
-
-func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, redis bool, f Failure) error {
-	if !redis {
-		lim, err := concurrency.New(cc.Max, e.concurrencyOptions(e.name(c.label, false), cc)...)
-		if err != nil {
-			return err
-		}
-		c.slots = newLocalSlots(lim)
-		return nil
-	}
-	opts := []redisstore.Option{redisstore.WithName(e.name(c.label, true)), redisstore.WithObserver(e.o.obs)}
-	if cc.Lease > 0 {
-		opts = append(opts, redisstore.WithLease(cc.Lease))
-	}
-	rc, err := e.o.store.Concurrency(cc.Max, opts...)
-	if err != nil {
-		return err
-	}
-	var local *localSlots
-	if f.Policy == Fallback {
-		n := (cc.Max + int64(share(f)) - 1) / int64(share(f))
-		lim, err := concurrency.New(n, e.concurrencyOptions(e.name(c.label+"/fallback", false), cc)...)
-		if err != nil {
-			return err
-		}
-		local = newLocalSlots(lim)
-	}
-	c.slots = newRedisSlots(rc, c.label, f, local)
-	return nil
 }

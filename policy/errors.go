@@ -24,9 +24,10 @@ var (
 	// negative cost, or a descriptor without entries.
 	ErrInvalidRequest = errors.New("policy: invalid request")
 
-	// ErrNoStore reports a rule kept in Redis (store: redis) given to an
-	// engine without a Redis store (see WithRedis).
-	ErrNoStore = errors.New("policy: rule needs a Redis store")
+	// ErrNoStore reports a rule (or a domain's inline limits, or a
+	// Fallback failure policy) kept in a store the engine was not given
+	// (see WithBackend).
+	ErrNoStore = errors.New("policy: no such store")
 
 	// ErrInvalidOption reports an option of NewEngine given an invalid
 	// value.

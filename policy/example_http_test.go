@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // A policy in front of an HTTP handler: the requests' descriptors come
@@ -26,7 +27,7 @@ rules:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // A policy in this package's format: per-address limits, a tenant's plan
@@ -32,7 +33,7 @@ rules:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -86,7 +87,7 @@ descriptors:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -182,7 +183,7 @@ func ExampleWithPrevious() {
 		if err != nil {
 			panic(err)
 		}
-		e, err := policy.NewEngine(p, policy.WithClock(clock), policy.WithPrevious(old))
+		e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock), policy.WithPrevious(old))
 		if err != nil {
 			panic(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/redisstore"
 )
 
 // t0 is a Monday noon, UTC, on a whole second.
@@ -25,7 +27,7 @@ func engine(t testing.TB, src string, opts ...Option) (*Engine, *admittest.Manua
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := NewEngine(localOnly(p), append([]Option{WithClock(clock)}, opts...)...)
+	e, err := newEngine(localOnly(p), append([]Option{WithClock(clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,4 +95,35 @@ func limitOf(t *testing.T, e *Engine, req *Request) admit.Limit {
 	peek.Hits = 0
 	res := check(t, e, &peek, nil)
 	return res.Statuses[0].Limit
+}
+
+// testMemory and testRedis are policy/backends' Memory and Redis, which
+// this package's tests cannot import (backends imports policy).
+type testMemory struct{}
+
+func (testMemory) Rate(s Spec) (admit.KeyedLimiter, error)  { return stores.Rate(stores.Spec(s)) }
+func (testMemory) Quota(s Spec) (admit.KeyedLimiter, error) { return stores.Quota(stores.Spec(s)) }
+func (testMemory) Slots(s Spec) (admit.Slots, error)        { return stores.Slots(stores.Spec(s)) }
+func (testMemory) Shared() bool                             { return false }
+
+type testRedis struct{ r stores.Redis }
+
+func (t *testRedis) Rate(s Spec) (admit.KeyedLimiter, error)  { return t.r.Rate(stores.Spec(s)) }
+func (t *testRedis) Quota(s Spec) (admit.KeyedLimiter, error) { return t.r.Quota(stores.Spec(s)) }
+func (t *testRedis) Slots(s Spec) (admit.Slots, error)        { return t.r.Slots(stores.Spec(s)) }
+func (t *testRedis) Shared() bool                             { return true }
+
+// withRedis gives an engine the Redis store s as "redis", its default
+// store, deciding at clock's instants (nil: Redis's clock).
+func withRedis(s *redisstore.Store, clock admit.Clock) Option {
+	b := &testRedis{stores.Redis{Store: s, Clock: clock}}
+	return optionFunc(func(o *options) {
+		WithBackend("redis", b).apply(o)
+		WithDefaultStore("redis").apply(o)
+	})
+}
+
+// newEngine is NewEngine with the local store.
+func newEngine(p *Policy, opts ...Option) (*Engine, error) {
+	return NewEngine(p, append([]Option{WithBackend(StoreLocal, testMemory{})}, opts...)...)
 }

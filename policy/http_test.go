@@ -84,7 +84,7 @@ func newGateway(t *testing.T) *gateway {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := NewEngine(p, WithRedis(store), WithClock(clock), WithStoreClock(clock))
+	e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

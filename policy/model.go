@@ -5,7 +5,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/fair"
-	"github.com/admit-go/admit/quota"
+	"github.com/admit-go/admit/internal/calendar"
 )
 
 // Policy is a rate-limiting policy: rules, by domain, that decide whether a
@@ -61,13 +61,13 @@ type Domain struct {
 }
 
 // Override is how an engine enforces the limits requests give inline
-// (Descriptor.Limit): by Algorithm, in Store, with Failure as the failure
-// policy when the store is Redis. The zero Override decides by GCRA in
-// the engine's default store, failing open; the loaders set Algorithm to
+// (Descriptor.Limit): by Algorithm, in Store (see Rule.Store), with
+// Failure as the failure policy when the store is shared. The zero
+// Override decides by GCRA in the engine's default store, failing open; the loaders set Algorithm to
 // admit.AlgFixedWindow, envoyproxy/ratelimit's algorithm.
 type Override struct {
 	Algorithm admit.Algorithm
-	Store     Store
+	Store     string
 	Failure   Failure
 }
 
@@ -138,14 +138,19 @@ type Rule struct {
 	// means the key of the last Matcher.
 	TierKey string
 
-	// Store says where the rule's state lives. A rule with
+	// Store names the store the rule's state lives in: StoreLocal
+	// (memory), "redis", or any name the engine is given a Backend by
+	// (WithBackend); StoreDefault (empty) names the engine's default
+	// store. A name the engine was not given makes NewEngine fail
+	// (ErrNoStore, at the rule's store field). A rule with
 	// AdaptiveConcurrency, AdaptiveRate or Lanes is kept in memory, all
 	// its limits: an adaptive limit learns from the requests of one
-	// instance, and Redis holds no adaptive state. Its Store must be
-	// StoreLocal or StoreDefault (which means StoreLocal for it).
-	Store Store
+	// instance, and a shared store holds no adaptive state. Its Store
+	// must be StoreLocal or StoreDefault (which means StoreLocal for it).
+	Store string
 
-	// Failure is what happens when the store fails (Redis only).
+	// Failure is what happens when the store fails: it applies to the
+	// rules of a shared store (see Backend.Shared), such as Redis.
 	Failure Failure
 
 	// Shadow puts the rule in shadow mode: it decides and counts as
@@ -337,8 +342,9 @@ type Lanes struct {
 type Quota struct {
 	// Limit is the events per period, from 1 to 2^53.
 	Limit int64
-	// Period is the calendar period.
-	Period quota.Period
+	// Period is the calendar period: quota.Hour, quota.Day, quota.Week,
+	// quota.Month or quota.Year (a quota.Period).
+	Period calendar.Period
 	// Location is the time zone of the calendar; nil means UTC.
 	Location *time.Location
 	// WeekStart is the first day of a week (Period quota.Week only). Its
@@ -356,7 +362,7 @@ type Concurrency struct {
 	// Lease, if positive, bounds how long a slot can be held: a holder
 	// that never releases loses it after Lease. Redis rules always have
 	// a lease (0 means redisstore's default, 30s), so that a crashed
-	// instance cannot leak slots.
+	// instance cannot leak slots; 0 means the backend's default.
 	Lease time.Duration
 }
 
@@ -425,37 +431,6 @@ type TierTable struct {
 type Tier struct {
 	Name string
 	Limits
-}
-
-// Store is where a rule's state lives.
-type Store uint8
-
-const (
-	// StoreDefault is the engine's default: Redis if the engine has a
-	// Redis store (WithRedis), else memory. The Envoy loader uses it,
-	// since envoyproxy/ratelimit's files do not say.
-	StoreDefault Store = iota
-	// StoreLocal keeps the state in the process's memory (packages
-	// keyed, quota, concurrency): about 100 ns a check, limits per
-	// instance.
-	StoreLocal
-	// StoreRedis keeps the state in Redis (package redisstore), shared by
-	// every instance using the same Redis: one round trip a check
-	// (pipelined), limits per fleet.
-	StoreRedis
-)
-
-// String returns "default", "local" or "redis".
-func (s Store) String() string {
-	switch s {
-	case StoreDefault:
-		return "default"
-	case StoreLocal:
-		return "local"
-	case StoreRedis:
-		return "redis"
-	}
-	return "Store(?)"
 }
 
 // FailurePolicy is what a rule kept in Redis does while Redis fails (see

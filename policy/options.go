@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/redisstore"
 )
 
 // DefaultMaxOverrides is the default number of distinct inline limits an
@@ -20,9 +19,9 @@ type Option interface {
 }
 
 type options struct {
-	store        *redisstore.Store
+	backends     map[string]Backend
+	defStore     string
 	clock        admit.Clock
-	storeClock   admit.Clock
 	obs          admit.Observer
 	log          *slog.Logger
 	prefix       string
@@ -34,7 +33,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{clock: admit.SystemClock, maxOverrides: DefaultMaxOverrides}
+	return options{defStore: StoreLocal, clock: admit.SystemClock, maxOverrides: DefaultMaxOverrides}
 }
 
 type optionFunc func(*options)
@@ -47,17 +46,9 @@ func (o *options) fail(format string, args ...any) {
 	}
 }
 
-// WithRedis gives the engine a Redis store for the rules kept in Redis
-// (store: redis, and StoreDefault rules, which it then keeps in Redis).
-// The engine does not own the store: closing the engine leaves it open.
-// The default is none: StoreDefault rules are kept in memory, and a rule
-// with store: redis makes NewEngine fail with ErrNoStore.
-func WithRedis(s *redisstore.Store) Option {
-	return optionFunc(func(o *options) { o.store = s })
-}
-
-// WithClock sets the clock of the limiters kept in memory (and of the
-// failure policies' breakers): admittest.ManualClock decides at explicit
+// WithClock sets the clock of the limiters the backends build (Spec.Clock:
+// those kept in memory; a shared store decides on its own clock) and of
+// the failure policies' breakers: admittest.ManualClock decides at explicit
 // instants in tests. The default is admit.SystemClock; nil leaves the
 // default.
 func WithClock(c admit.Clock) Option {
@@ -66,15 +57,6 @@ func WithClock(c admit.Clock) Option {
 			o.clock = c
 		}
 	})
-}
-
-// WithStoreClock makes the rules kept in Redis decide at c.Now() (the
-// Request.At of the redisstore limiters) instead of on Redis's clock: for exact
-// tests and simulations with a manual clock. A fleet must not use it,
-// since Redis's clock is what makes the instances agree. The default is
-// nil: Redis's clock.
-func WithStoreClock(c admit.Clock) Option {
-	return optionFunc(func(o *options) { o.storeClock = c })
 }
 
 // WithObserver sets the observer of every limiter the engine builds, and
@@ -92,8 +74,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithKeyPrefix puts prefix in front of the name of every limiter the
-// engine builds, and so in the Redis keys of its rules, so that engines
-// sharing a Redis with rules of the same names keep apart. The default is
+// engine builds (Spec.Name), and so in the keys its rules have in a shared
+// store, so that engines sharing a Redis with rules of the same names keep
+// apart. The default is
 // no prefix.
 func WithKeyPrefix(prefix string) Option {
 	return optionFunc(func(o *options) {
@@ -110,8 +93,9 @@ func WithKeyPrefix(prefix string) Option {
 // change (same rule name and tier, same limit, algorithm, store, failure
 // policy) is reused with its state, so a reload neither refills the keys
 // of unchanged rules nor forgets the slots in flight; the others start
-// afresh. Limiters are reused only if both engines have the same Redis
-// store, clocks, observer and key prefix. old keeps working until it is
+// afresh. Limiters are reused only if both engines have the same stores
+// (the same backends by the same names, and the same default), clock,
+// observer and key prefix. old keeps working until it is
 // closed, sharing the reused limiters. The default, nil, reuses nothing.
 func WithPrevious(old *Engine) Option {
 	return optionFunc(func(o *options) { o.prev = old })
@@ -158,8 +142,15 @@ func WithMaxOverrides(n int) Option {
 // compatible reports whether limiters built under o may serve an engine
 // built under p.
 func (o *options) compatible(p *options) bool {
-	return o.store == p.store && same(o.clock, p.clock) && same(o.storeClock, p.storeClock) &&
-		same(o.obs, p.obs) && o.prefix == p.prefix && o.maxKeys == p.maxKeys && o.log == p.log
+	if len(o.backends) != len(p.backends) || o.defStore != p.defStore {
+		return false
+	}
+	for name, b := range o.backends {
+		if !same(b, p.backends[name]) {
+			return false
+		}
+	}
+	return same(o.clock, p.clock) && same(o.obs, p.obs) && o.prefix == p.prefix && o.maxKeys == p.maxKeys && o.log == p.log
 }
 
 // same reports whether two interface values are identical, without

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/quota"
+	"github.com/admit-go/admit/internal/calendar"
 )
 
 // maxExact is the largest quota or concurrency cap the Redis scripts count
@@ -197,19 +197,19 @@ func isDigits(s string) bool {
 }
 
 // quotaPeriods are the period names of ParseQuota.
-var quotaPeriods = map[string]quota.Period{
-	"h": quota.Hour, "hr": quota.Hour, "hour": quota.Hour, "hourly": quota.Hour,
-	"d": quota.Day, "day": quota.Day, "daily": quota.Day,
-	"w": quota.Week, "wk": quota.Week, "week": quota.Week, "weekly": quota.Week,
-	"mo": quota.Month, "month": quota.Month, "monthly": quota.Month,
-	"y": quota.Year, "yr": quota.Year, "year": quota.Year, "yearly": quota.Year,
+var quotaPeriods = map[string]calendar.Period{
+	"h": calendar.Hour, "hr": calendar.Hour, "hour": calendar.Hour, "hourly": calendar.Hour,
+	"d": calendar.Day, "day": calendar.Day, "daily": calendar.Day,
+	"w": calendar.Week, "wk": calendar.Week, "week": calendar.Week, "weekly": calendar.Week,
+	"mo": calendar.Month, "month": calendar.Month, "monthly": calendar.Month,
+	"y": calendar.Year, "yr": calendar.Year, "year": calendar.Year, "yearly": calendar.Year,
 }
 
 // ParseQuota parses a calendar quota written "N/PERIOD" or "N per PERIOD",
-// PERIOD being hour, day, week, month or year (or h, d, w, mo, y, or
+// PERIOD being hour, day, week, month or year (a quota.Period; or h, d, w, mo, y, or
 // hourly, daily, weekly, monthly, yearly): "1000/day", "100_000 per
 // month". N must be from 1 to 2^53. The error wraps ErrInvalidPolicy.
-func ParseQuota(s string) (n int64, period quota.Period, err error) {
+func ParseQuota(s string) (n int64, period calendar.Period, err error) {
 	n, period, err = parseQuota(s)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: quota %q: %v", ErrInvalidPolicy, truncate(s), err)
@@ -217,7 +217,7 @@ func ParseQuota(s string) (n int64, period quota.Period, err error) {
 	return n, period, nil
 }
 
-func parseQuota(s string) (int64, quota.Period, error) {
+func parseQuota(s string) (int64, calendar.Period, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	var nStr, pStr string
 	if i := strings.IndexByte(s, '/'); i >= 0 {

@@ -39,15 +39,15 @@ func TestEngineReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	newEngine := func() *Engine {
-		e, err := NewEngine(p, WithRedis(store), WithClock(clock), WithStoreClock(clock))
+	mkEngine := func() *Engine {
+		e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Close() })
 		return e
 	}
-	a, b := newEngine(), newEngine()
+	a, b := mkEngine(), mkEngine()
 	ctx := context.Background()
 	allowed := func(e *Engine, d Descriptor) bool {
 		t.Helper()
@@ -101,7 +101,7 @@ func TestEngineReset(t *testing.T) {
 	if _, err := a.Reset(ctx, request("api", Descriptor{})); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("an empty descriptor: %v", err)
 	}
-	c := newEngine()
+	c := mkEngine()
 	c.Close()
 	if _, err := c.Reset(ctx, request("api", alice)); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed: %v", err)
@@ -110,7 +110,7 @@ func TestEngineReset(t *testing.T) {
 	// Redis down: the limit kept there is not reset, and the error says so.
 	down := redistest.NewStandalone(t)
 	dstore := redisStore(t, faultClient(t, down))
-	d, err := NewEngine(p, WithRedis(dstore), WithClock(clock), WithStoreClock(clock))
+	d, err := newEngine(p, withRedis(dstore, clock), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

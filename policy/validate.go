@@ -138,9 +138,9 @@ func (v *validator) override(d *Domain, src *source) {
 	v.storeFailure(src, "overrides.", o.Store, o.Failure)
 }
 
-func (v *validator) storeFailure(src *source, prefix string, s Store, f Failure) {
-	if s > StoreRedis {
-		v.at(src, prefix+"store", "unknown store %v", s)
+func (v *validator) storeFailure(src *source, prefix string, s string, f Failure) {
+	if s != StoreDefault && !validStoreName(s) {
+		v.at(src, prefix+"store", "invalid store name %q", truncate(s))
 	}
 	if s == StoreLocal && f != (Failure{}) {
 		v.at(src, prefix+"failure", "a failure policy applies to rules kept in Redis (store: redis), and this one is local")

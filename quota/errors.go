@@ -1,6 +1,10 @@
 package quota
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/admit-go/admit/internal/calendar"
+)
 
 // Errors returned by this package, besides admit's ErrInvalidCost. They are
 // wrapped with %w where a call has more to say, so test them with
@@ -11,7 +15,7 @@ var (
 	ErrInvalidQuota = errors.New("quota: invalid quota size")
 
 	// ErrInvalidPeriod reports a Period this package does not define.
-	ErrInvalidPeriod = errors.New("quota: invalid period")
+	ErrInvalidPeriod = calendar.ErrInvalidPeriod
 
 	// ErrInvalidOption reports an option given an invalid value, such as a
 	// nil location or a negative key cap.

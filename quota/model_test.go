@@ -80,7 +80,7 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 				m := &model{q: q, states: map[string]state{}}
 				rng := rand.New(rand.NewPCG(seed, 99))
 				now := time.Date(2025, 3, 28, 0, 0, 0, 0, time.UTC).UnixNano()
-				stride := int64(p.approx() / 40)
+				stride := int64(approx(p) / 40)
 				for i := range 20000 {
 					if rng.IntN(40) == 0 { // back up to two periods
 						now -= rng.Int64N(2 * stride * 40)
@@ -136,7 +136,7 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 }
 
 // approx is a period's usual length, for tests.
-func (p Period) approx() time.Duration {
+func approx(p Period) time.Duration {
 	return map[Period]time.Duration{Hour: time.Hour, Day: 24 * time.Hour, Week: 7 * 24 * time.Hour,
 		Month: 30 * 24 * time.Hour, Year: 365 * 24 * time.Hour}[p]
 }

@@ -96,7 +96,7 @@ func New(n int64, period Period, opts ...Option) (*Quota, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, n)
 	}
-	if !period.valid() {
+	if !validPeriod(period) {
 		return nil, fmt.Errorf("%w: %v: want Hour, Day, Week, Month or Year", ErrInvalidPeriod, period)
 	}
 	o := options{

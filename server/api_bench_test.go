@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // apiBenchWriter is a ResponseWriter reused from request to request, as a
@@ -54,7 +55,7 @@ func apiBenchAPI(b *testing.B, yaml string) *API {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := policy.NewEngine(p)
+	e, err := policy.NewEngine(p, backends.Options(nil)...)
 	if err != nil {
 		b.Fatal(err)
 	}

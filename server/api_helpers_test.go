@@ -13,6 +13,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // apiT0 is the instant the API tests start at: 10 s into a minute, so
@@ -78,7 +79,7 @@ func apiEngine(t testing.TB, yaml string, clock *admittest.ManualClock, opts ...
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
-	e, err := policy.NewEngine(p, append([]policy.Option{policy.WithClock(clock)}, opts...)...)
+	e, err := policy.NewEngine(p, append(append(backends.Options(nil), policy.WithClock(clock)), opts...)...)
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 var leaseIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -386,7 +387,7 @@ func TestLeasesConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p)
+	e, err := policy.NewEngine(p, backends.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +471,7 @@ func TestLeasesExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p)
+	e, err := policy.NewEngine(p, backends.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

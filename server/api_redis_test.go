@@ -61,7 +61,7 @@ func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.
 	probe := srv.Client(t)
 	out := make([]*apiHarness, n)
 	for i := range out {
-		e, err := policy.NewEngine(p, policy.WithRedis(store), policy.WithClock(clock), policy.WithStoreClock(clock))
+		e, err := policy.NewEngine(p, redisBackends(store, clock, policy.WithClock(clock))...)
 		if err != nil {
 			t.Fatal(err)
 		}

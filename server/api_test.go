@@ -14,6 +14,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // TestAPICheckBodies pins the exact answers of /v1/check, field by field,
@@ -339,7 +340,7 @@ func TestAPIEngineSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, err := policy.NewEngine(p, policy.WithClock(h.clock), policy.WithPrevious(old))
+	e2, err := policy.NewEngine(p, append(backends.Options(nil), policy.WithClock(h.clock), policy.WithPrevious(old))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestAPIConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p)
+	e, err := policy.NewEngine(p, backends.Options(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}

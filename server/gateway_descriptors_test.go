@@ -101,7 +101,7 @@ func TestDefaultDescriptorSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := DefaultPolicy(false)
+	p, err := DefaultPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 )
 
 // gwPolicy is the policy of the gateway tests: limits of per-hour scale,
@@ -52,7 +53,7 @@ func testEngine(t testing.TB, src string, opts ...policy.Option) *policy.Engine 
 		t.Fatal(err)
 	}
 	opts = append([]policy.Option{policy.WithClock(admittest.NewManualClock(admittest.Epoch))}, opts...)
-	e, err := policy.NewEngine(p, opts...)
+	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

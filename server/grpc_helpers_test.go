@@ -19,6 +19,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
+	"github.com/admit-go/admit/redisstore"
 	"github.com/admit-go/admit/server/admitv1"
 )
 
@@ -37,7 +39,7 @@ func grpcEngine(t testing.TB, yaml string, clock admit.Clock, opts ...policy.Opt
 	if clock != nil {
 		opts = append(opts, policy.WithClock(clock))
 	}
-	e, err := policy.NewEngine(p, opts...)
+	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)
 	}
@@ -160,4 +162,12 @@ func noGoroutineLeak(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// redisBackends gives an engine the local store and the Redis store s as
+// "redis", its default store, deciding at clock's instants (nil: Redis's
+// clock), and more.
+func redisBackends(s *redisstore.Store, clock admit.Clock, more ...policy.Option) []policy.Option {
+	opts := append(backends.Options(nil), policy.WithBackend("redis", backends.Redis(s, clock)), policy.WithDefaultStore("redis"))
+	return append(opts, more...)
 }

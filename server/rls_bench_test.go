@@ -16,6 +16,7 @@ import (
 
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkRLSServer(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { store.Close() })
-		benchRLSServer(b, grpcEngine(b, benchPolicy, nil, policy.WithRedis(store)))
+		benchRLSServer(b, grpcEngine(b, benchPolicy, nil, backends.Options(store)...))
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/admit-go/admit/server/admitv1"
 )
@@ -30,7 +29,7 @@ rules:
 
 // TestRLSRedis: two servers on one Redis (two instances of admit serve)
 // enforce one limit together through Envoy's protocol, at explicit
-// instants (the engines decide on a manual clock, WithStoreClock), and a
+// instants (the engines decide on a manual clock, backends.Redis with the clock), and a
 // lease held through one is seen by the other; with Redis gone, the rules
 // fail closed: OVER_LIMIT.
 func TestRLSRedis(t *testing.T) {
@@ -41,8 +40,8 @@ func TestRLSRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := admittest.NewManualClock(grpcT0)
-	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), withGRPCClock(clk))
-	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, policy.WithRedis(store), policy.WithStoreClock(clk))), withGRPCClock(clk))
+	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), withGRPCClock(clk))
+	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), withGRPCClock(clk))
 
 	// Three per minute for one address, shared by both servers.
 	for i, h := range []*grpcHarness{a, b, a, b} {

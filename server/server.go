@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/prometheus/client_golang/prometheus"
@@ -251,7 +252,7 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 		s.text.Store(&policyText{at: time.Now()})
 		return s.c.Policy, nil, s.c.Policy.Validate()
 	}
-	p, err := DefaultPolicy(s.store != nil)
+	p, err := DefaultPolicy()
 	s.text.Store(&policyText{files: []string{DefaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
 	return p, nil, err
 }
@@ -267,9 +268,7 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 		opts = append(opts, policy.WithKeyPrefix(s.c.KeyPrefix))
 	}
 	opts = append(opts, policy.WithObserver(s.obs), policy.WithLogger(s.log))
-	if s.store != nil {
-		opts = append(opts, policy.WithRedis(s.store))
-	}
+	opts = append(opts, backends.Options(s.store)...)
 	if old != nil {
 		opts = append(opts, policy.WithPrevious(old))
 	}

@@ -29,22 +29,14 @@ const DefaultPolicyFile = "<built-in policy>"
 func DefaultPolicyYAML() []byte { return bytes.Clone(defaultPolicyYAML) }
 
 // DefaultPolicy returns the built-in policy (see DefaultPolicyYAML), what
-// a Server enforces without WithPolicyFiles or WithPolicy. With redis, its
-// rules are kept in Redis with the failure policies the file gives them;
-// without, every rule is kept in memory (and the failure policies, which
-// are about Redis, are dropped).
-func DefaultPolicy(redis bool) (*policy.Policy, error) {
+// a Server enforces without WithPolicyFiles or WithPolicy. Its rules are
+// kept in the engine's default store (store: default): in Redis with the
+// failure policies the file gives them when the Server has one (WithRedis),
+// else in memory (where failure policies do not apply).
+func DefaultPolicy() (*policy.Policy, error) {
 	p, err := policy.Parse(DefaultPolicyFile, defaultPolicyYAML)
 	if err != nil {
 		return nil, err
-	}
-	if !redis {
-		for _, d := range p.Domains {
-			d.Override.Store, d.Override.Failure = policy.StoreLocal, policy.Failure{}
-			for _, r := range d.Rules {
-				r.Store, r.Failure = policy.StoreLocal, policy.Failure{}
-			}
-		}
 	}
 	return p, p.Validate()
 }

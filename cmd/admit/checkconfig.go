@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/admit-go/admit/server"
 	"github.com/redis/go-redis/v9"
@@ -144,8 +145,10 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 		rep.add(err)
 		return rep
 	}
-	// Build the engine, as serve would, on a Redis store that is never
-	// contacted: that checks what only building the limiters can.
+	// Build the engine, as serve would with --redis, on a Redis store that
+	// is never contacted: that checks what only building the limiters can.
+	// Its stores are serve's: local and redis; a rule naming another is
+	// reported at its store field.
 	client := redis.NewClient(&redis.Options{Addr: "check-config.invalid:6379"})
 	defer client.Close()
 	store, err := redisstore.New(client)
@@ -154,7 +157,7 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 		return rep
 	}
 	defer store.Close()
-	e, err := policy.NewEngine(p, policy.WithRedis(store))
+	e, err := policy.NewEngine(p, backends.Options(store)...)
 	if err != nil {
 		rep.add(err)
 		return rep

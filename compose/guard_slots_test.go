@@ -1,0 +1,108 @@
+package compose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+)
+
+// brokenSlots fails every call with err.
+type brokenSlots struct{ err error }
+
+func (b brokenSlots) TryAcquire(context.Context, admit.Request) (admit.Releaser, admit.Decision, error) {
+	return nil, admit.Decision{}, b.err
+}
+
+// countSlots grants every request, counting what is held.
+type countSlots struct{ held *int64 }
+
+type countRelease struct {
+	held *int64
+	n    int64
+}
+
+func (r *countRelease) Release() { *r.held -= r.n; r.n = 0 }
+
+func (c countSlots) TryAcquire(_ context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	*c.held += r.N
+	return &countRelease{c.held, r.N}, admit.Decision{Allowed: true, Rule: "local"}, nil
+}
+
+func TestGuardSlots(t *testing.T) {
+	ctx := context.Background()
+	down := brokenSlots{ErrTimeout}
+	open, err := GuardSlots(down, FailOpen, WithName("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel, d, err := open.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || rel != nil || !d.Allowed || d.Rule != "r/fail-open" || d.Kind != admit.KindConcurrency {
+		t.Errorf("fail open: %v %+v %v", rel, d, err)
+	}
+	closed, err := GuardSlots(down, Breaker(FailClosed), WithName("r"), WithRetryAfter(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, d, err := closed.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || d.Allowed || d.Rule != "r/fail-closed" || d.RetryAfter != 3*time.Second {
+		t.Errorf("fail closed: %+v %v", d, err)
+	}
+	if _, d, err := closed.TryAcquire(ctx, admit.Request{Key: "k", N: 0}); err != nil || !d.Allowed {
+		t.Errorf("fail closed, a peek: %+v %v", d, err)
+	}
+	var held int64
+	fb, err := GuardSlots(down, FallbackSlots(countSlots{&held}), WithName("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, d, err := fb.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
+	if err != nil || !d.Allowed || d.Rule != "r/fallback" || held != 2 {
+		t.Errorf("fallback: %+v %v, %d held", d, err, held)
+	}
+	rel.Release()
+	if held != 0 {
+		t.Errorf("fallback's slots not given back: %d held", held)
+	}
+	// Not a failure of the store: returned as it is.
+	bad := fmt.Errorf("key: %w", admit.ErrKeyTooLong)
+	g, _ := GuardSlots(brokenSlots{bad}, FailOpen)
+	if _, _, err := g.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, bad) {
+		t.Errorf("a request's error: %v", err)
+	}
+	// A canceled caller is not a failure either.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := open.TryAcquire(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, ErrTimeout) {
+		t.Errorf("canceled: %v", err)
+	}
+	// A healthy primary decides.
+	ok, _ := GuardSlots(countSlots{&held}, FailClosed)
+	if _, d, err := ok.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed || d.Rule != "local" {
+		t.Errorf("healthy: %+v %v", d, err)
+	}
+	for _, c := range []struct {
+		p    Policy
+		want error
+	}{{Policy{}, ErrInvalidPolicy}, {Fallback(countSlots{&held}.asLimiter()), ErrInvalidPolicy}, {FallbackSlots(nil), ErrNilLimiter}} {
+		if _, err := GuardSlots(down, c.p); !errors.Is(err, c.want) {
+			t.Errorf("GuardSlots(%v): %v, want %v", c.p, err, c.want)
+		}
+	}
+	if _, err := GuardSlots(nil, FailOpen); !errors.Is(err, ErrNilLimiter) {
+		t.Errorf("nil primary: %v", err)
+	}
+	if _, err := GuardSlots(down, FailOpen, WithRetryAfter(-1)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("bad option: %v", err)
+	}
+}
+
+// asLimiter is any rate limiter, for Fallback.
+func (c countSlots) asLimiter() admit.KeyedLimiter { return allowAll{} }
+
+type allowAll struct{}
+
+func (allowAll) Allow(context.Context, admit.Request) (admit.Decision, error) {
+	return admit.Decision{Allowed: true}, nil
+}

@@ -1,0 +1,117 @@
+package stores
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/redisstore"
+)
+
+// Redis builds limiters in the Redis of Store, deciding at Clock.Now()
+// when Clock is not nil (see policy/backends.Redis).
+type Redis struct {
+	Store *redisstore.Store
+	Clock admit.Clock
+}
+
+// name escapes ':', '{', '}' and '%' in a limiter's name.
+func name(n string) string {
+	if !strings.ContainsAny(n, ":{}%") {
+		return n
+	}
+	var sb strings.Builder
+	for i := 0; i < len(n); i++ {
+		switch c := n[i]; c {
+		case ':', '{', '}', '%':
+			sb.WriteByte('%')
+			sb.WriteString(strings.ToUpper(strconv.FormatUint(uint64(c), 16)))
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
+}
+
+func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
+	lim, err := r.Store.Limiter(s.Algorithm, s.Limit, redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer))
+	if err != nil {
+		return nil, err
+	}
+	return r.clocked(lim), nil
+}
+
+func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
+	q, err := r.Store.Quota(s.Limit.Rate, s.Period, redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer),
+		redisstore.WithLocation(s.Location), redisstore.WithWeekStart(s.WeekStart))
+	if err != nil {
+		return nil, err
+	}
+	return r.clocked(q), nil
+}
+
+func (r *Redis) Slots(s Spec) (admit.Slots, error) {
+	opts := []redisstore.Option{redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer)}
+	if s.Lease > 0 {
+		opts = append(opts, redisstore.WithLease(s.Lease))
+	}
+	c, err := r.Store.Concurrency(s.Limit.Rate, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.Slots(), nil
+}
+
+// limiter is what redisstore's Limiter and Quota implement of the contract.
+type limiter interface {
+	admit.KeyedLimiter
+	admit.Refunder
+	admit.Resetter
+}
+
+// clocked returns l, deciding the requests without an At at r.Clock.Now()
+// if r.Clock is not nil.
+func (r *Redis) clocked(l limiter) admit.KeyedLimiter {
+	if r.Clock == nil {
+		return l
+	}
+	return &clocked{l, r.Clock}
+}
+
+// clocked makes a limiter decide at its clock's instants.
+type clocked struct {
+	limiter
+	clock admit.Clock
+}
+
+func (c *clocked) at(r admit.Request) admit.Request {
+	if r.At.IsZero() {
+		r.At = c.clock.Now()
+	}
+	return r
+}
+
+func (c *clocked) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	return c.limiter.Allow(ctx, c.at(r))
+}
+
+func (c *clocked) Refund(ctx context.Context, r admit.Request) error {
+	return c.limiter.Refund(ctx, c.at(r))
+}
+
+// Cached answers from the limiter's deny cache, if it has one.
+func (c *clocked) Cached(r admit.Request) (admit.Decision, bool) {
+	if x, ok := c.limiter.(admit.Cacher); ok {
+		return x.Cached(c.at(r))
+	}
+	return admit.Decision{}, false
+}
+
+// Healthy forwards the limiter's health, if it reports one.
+func (c *clocked) Healthy() bool {
+	if h, ok := c.limiter.(admit.HealthReporter); ok {
+		return h.Healthy()
+	}
+	return true
+}
