@@ -7,6 +7,8 @@ import (
 	"strings"
 )
 
+//go:generate go test -run ^TestServeDocsTable$ -update-docs .
+
 // printSettings writes the help of the table's flags, sorted by name,
 // each with its argument, variable, text and default.
 func printSettings(w io.Writer, settings []setting) {
