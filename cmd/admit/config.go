@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 
@@ -44,16 +45,6 @@ func (s *setting) env() string { return envName(s.name) }
 // bind returns the setting's value bound to its field of c.
 func (s *setting) bind(c *serveConfig) value {
 	return s.kind(reflect.ValueOf(c).Elem().FieldByName(s.field).Addr().Interface())
-}
-
-// settingNamed returns the row named name (a flag, a file's key), or nil.
-func settingNamed(name string) *setting {
-	for i := range serveSettings {
-		if serveSettings[i].name == name {
-			return &serveSettings[i]
-		}
-	}
-	return nil
 }
 
 // settingOfField returns the row setting a server.Config field, or nil.
@@ -154,7 +145,8 @@ var serveSettings = []setting{
 // checkDescriptor checks one --descriptor as the server will.
 func checkDescriptor(s string) error {
 	err := server.Config{Upstream: "http://upstream", Descriptors: []string{s}}.Validate()
-	if ce, ok := err.(*server.ConfigError); ok {
+	var ce *server.ConfigError
+	if errors.As(err, &ce) {
 		return ce.Err
 	}
 	return err
