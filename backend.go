@@ -31,9 +31,9 @@ type Request struct {
 	// defaults to Rate); for a quota only Rate counts, the events allowed
 	// per period; for concurrency slots only Rate counts, the slots. The
 	// zero Limit (every field zero) asks for the limiter's own limit, so a
-	// limit that denies everything must say so with a Period: Rate 0 per
-	// second, as ParseLimit("0/s") gives (for a quota or slots, any
-	// positive Period).
+	// rate limit that denies everything must say so with a Period: Rate 0
+	// per second, as ParseLimit("0/s") gives. (A quota or slots of Rate 0
+	// is invalid input, an error, whatever the Period.)
 	Limit Limit
 
 	// At, when not zero, is the instant of the request; the zero Time means
@@ -85,7 +85,11 @@ type Cacher interface {
 
 // Slots is a concurrency limit seen as a layer: TryAcquire holds r.N slots
 // for r.Key if they are free, without waiting, and the Releaser gives them
-// back. A denied or failed TryAcquire holds nothing and may return a nil
+// back. r.At is not used (slots are held from now); r.Limit.Rate, if
+// r.Limit is not zero, is the slots per key instead of the limit's own. A
+// request of more slots than the limit can ever grant is a refusal
+// (RetryAfter InfDuration), not an error, as a rate limiter refuses more
+// than its burst. A denied or failed TryAcquire holds nothing and may return a nil
 // Releaser, as may a request of N = 0. concurrency.Limiter and
 // redisstore.ConcurrencyLimiter give one with their Slots method.
 type Slots interface {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 )
 
 // rootSubject runs the single-key limiters of package admit as an
-// admittest.Subject: one limiter per key, made on the key's first request.
+// admit.KeyedLimiter for admittest: one limiter per key, made on the key's first request.
 // Requests of n < 0 or above the burst go to DecideN like any other, which
 // answers them with a refusal (RetryAfter admit.InfDuration).
 type rootSubject struct {
@@ -21,7 +20,7 @@ type rootSubject struct {
 	lims  map[string]admit.Limiter
 }
 
-func rootFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+func rootFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 	t.Helper()
 	if _, err := admit.New(alg, l); err != nil {
 		t.Fatalf("admit.New(%v, %v): %v", alg, l, err)
@@ -29,7 +28,8 @@ func rootFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Sub
 	return &rootSubject{alg: alg, limit: l, lims: map[string]admit.Limiter{}}
 }
 
-func (s *rootSubject) Decide(_ context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
+func (s *rootSubject) Allow(_ context.Context, r admit.Request) (admit.Decision, error) {
+	key, now, n := r.Key, r.At, r.N
 	s.mu.Lock()
 	lim := s.lims[key]
 	if lim == nil {

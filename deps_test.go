@@ -51,3 +51,38 @@ func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
 		}
 	}
 }
+
+// The arrows that must never exist (DESIGN.md, Layout): compose knows the
+// backends only through the contract of backend.go, so its dependencies
+// hold no backend and no Redis client; the backends import nothing above
+// them.
+var forbiddenDeps = []struct {
+	pkg       string   // relative to the module
+	forbidden []string // import paths (a prefix ending in "/" forbids a tree)
+}{
+	{"compose", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/"}},
+	{"keyed", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
+	{"quota", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
+	{"concurrency", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
+	{"redisstore", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy"}},
+}
+
+func TestBackendArrows(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list dependencies: %v", err)
+	}
+	for _, c := range forbiddenDeps {
+		out, err := exec.Command(gobin, "list", "-deps", "./"+c.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps ./%s: %v\n%s", c.pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range c.forbidden {
+				if dep == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(dep, f)) || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s depends on %s", c.pkg, dep)
+				}
+			}
+		}
+	}
+}

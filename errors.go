@@ -36,6 +36,10 @@ var (
 	// failure policy can tell a bad request from a failing store.
 	ErrKeyTooLong = errors.New("admit: key too long")
 
+	// ErrInvalidInstances reports a number of instances below 1 given to
+	// Limit.Share (or to keyed.LocalShare, keyed.LiveShare).
+	ErrInvalidInstances = errors.New("admit: invalid number of instances")
+
 	// ErrUnknownAlgorithm reports an Algorithm name or value this package
 	// does not define.
 	ErrUnknownAlgorithm = errors.New("admit: unknown algorithm")

@@ -132,3 +132,20 @@ func ExampleNew() {
 	// sliding_window false true
 	// sliding_log false true
 }
+
+// The share of a limit each instance of a fleet enforces when the store
+// they share is down (see keyed.LocalShare).
+func ExampleLimit_Share() {
+	for _, n := range []int{1, 3, 4, 1000} {
+		l, err := admit.PerSecond(100).Share(n)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("100/s among %4d instances: %v each\n", n, l)
+	}
+	// Output:
+	// 100/s among    1 instances: 100/s each
+	// 100/s among    3 instances: 100/3s burst 34 each
+	// 100/s among    4 instances: 25/s each
+	// 100/s among 1000 instances: 1/10s each
+}

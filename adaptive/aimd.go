@@ -38,7 +38,7 @@ import (
 // The methods follow golang.org/x/time/rate: AllowN(now, n) for a yes or
 // no, DecideN for the whole admit.Decision, WaitN to wait; the shorthands
 // without an instant read the limiter's Clock. Feedback reports outcomes.
-// Layer adapts an AIMD to compose.Limiter.
+// Layer adapts an AIMD to admit.KeyedLimiter.
 //
 // The zero AIMD is not usable; create one with NewAIMD. An AIMD is safe for
 // concurrent use; its methods take one mutex and do not allocate.

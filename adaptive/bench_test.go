@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 )
 
@@ -46,11 +47,11 @@ func BenchmarkAIMD(b *testing.B) {
 		}
 	})
 	b.Run("Layer", func(b *testing.B) {
-		var l compose.Limiter = newAIMD(b).Layer()
+		var l admit.KeyedLimiter = newAIMD(b).Layer()
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
-			l.Allow(ctx, "key", 1)
+			l.Allow(ctx, admit.Request{Key: "key", N: 1})
 		}
 	})
 	// "Layer/Held+Finish": a chain of the layer alone, its grant recorded
@@ -114,11 +115,11 @@ func BenchmarkGradient(b *testing.B) {
 		}
 	})
 	b.Run("Layer", func(b *testing.B) {
-		var s compose.Slots = newGradient(b).Layer()
+		var s admit.Slots = newGradient(b).Layer()
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
-			r, _, _ := s.TryAcquire(ctx, "key", 1)
+			r, _, _ := s.TryAcquire(ctx, admit.Request{Key: "key", N: 1})
 			r.Release()
 		}
 	})

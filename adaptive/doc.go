@@ -50,8 +50,8 @@
 //     capacity is known and stable: use package concurrency or a rate
 //     limiter of package admit, which are simpler to reason about.
 //
-// Both can be layers of a compose.Chain: AIMD.Layer is a compose.Limiter
-// (and Refunder), Gradient.Layer a compose.Slots, each sharing one limit
+// Both can be layers of a compose.Chain: AIMD.Layer is an admit.KeyedLimiter
+// (and admit.Refunder), Gradient.Layer an admit.Slots, each sharing one limit
 // among all keys. Both learn through the chain's compose.Held: the
 // Gradient's Token and the grant AIMD.Layer records (it is a
 // compose.Learner) are compose.Finishers, so Held.Finish(failed) reports

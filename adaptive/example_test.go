@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/adaptive"
 	"github.com/admit-go/admit/compose"
 )
@@ -85,7 +86,7 @@ func ExampleAIMD_Layer() {
 	chain, _ := compose.All(compose.Layer{Limiter: rate.Layer()})
 	ctx := context.Background()
 	for i := range 3 {
-		d, _ := chain.Allow(ctx, "client-1", 1)
+		d, _ := chain.Allow(ctx, admit.Request{Key: "client-1", N: 1})
 		fmt.Printf("request %d: allowed=%v rule=%s\n", i, d.Allowed, d.Rule)
 	}
 	// Output:

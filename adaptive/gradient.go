@@ -437,7 +437,7 @@ type Token struct {
 
 // Release is shorthand for Done(Succeeded): the request succeeded, and its
 // latency is measured by the limiter's Clock. It makes a Token a
-// compose.Releaser.
+// admit.Releaser.
 func (t Token) Release() { t.Done(Succeeded) }
 
 // Finish is Done(Dropped) if failed, else Done(Succeeded): the outcome as

@@ -9,47 +9,57 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/timeline"
 )
 
-// AIMDLayer is an AIMD seen as a keyed limiter: a compose.Limiter (and
-// compose.Refunder) whose keys all share the AIMD's one rate, for use as a
+// AIMDLayer is an AIMD seen as a keyed limiter: an admit.KeyedLimiter (and
+// admit.Refunder) whose keys all share the AIMD's one rate, for use as a
 // layer of a compose.Chain, such as the rate a service allows itself
 // towards one backend. Create one with AIMD.Layer. The zero AIMDLayer is
 // not usable. An AIMDLayer is safe for concurrent use.
 type AIMDLayer struct{ a *AIMD }
 
 var (
-	_ compose.Limiter  = AIMDLayer{}
-	_ compose.Refunder = AIMDLayer{}
-	_ compose.Learner  = AIMDLayer{}
-	_ compose.Finisher = Token{}
+	_ admit.KeyedLimiter = AIMDLayer{}
+	_ admit.Refunder     = AIMDLayer{}
+	_ compose.Learner    = AIMDLayer{}
+	_ compose.Finisher   = Token{}
 )
 
-// Layer returns a as a compose.Limiter. It is a compose.Learner: in a
+// Layer returns a as an admit.KeyedLimiter. It is a compose.Learner: in a
 // chain checked with a compose.Held, each request it admits records a
 // grant in the Held, whose Finish reports the request's outcome to a (see
 // Track). Outcomes can also be reported to a directly (Feedback).
 func (a *AIMD) Layer() AIMDLayer { return AIMDLayer{a} }
 
-// Allow decides whether n events may happen now (by the AIMD's Clock)
-// under the current rate, whatever the key: it is DecideN. The error is
-// non-nil only for n < 0 (admit.ErrInvalidCost), with a Decision that
+// Allow decides whether r.N events may happen at r.At (now by the AIMD's
+// Clock when zero) under the current rate, whatever the key: it is
+// DecideN. r.Limit is not used: the AIMD's rate is the limit. The error is
+// non-nil only for r.N < 0 (admit.ErrInvalidCost), with a Decision that
 // denies.
-func (l AIMDLayer) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	if n < 0 {
-		return l.a.decideAt(0, n), fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+func (l AIMDLayer) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	if r.N < 0 {
+		return l.a.decideAt(0, r.N), fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, r.N)
 	}
-	return l.a.decideAt(l.a.now(), n), nil
+	return l.a.decideAt(l.at(r.At), r.N), nil
 }
 
-// Refund gives back n events admitted earlier, whatever the key, as far as
-// the limit allows: the events available grow by n, up to the burst. The
-// error is non-nil only for n < 0 (admit.ErrInvalidCost).
-func (l AIMDLayer) Refund(ctx context.Context, key string, n int64) error {
-	if n < 0 {
-		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+// at returns t on the AIMD's time line, or its clock's now if t is zero.
+func (l AIMDLayer) at(t time.Time) int64 {
+	if t.IsZero() {
+		return l.a.now()
 	}
-	l.a.refundAt(l.a.now(), n)
+	return timeline.Nanos(t)
+}
+
+// Refund gives back r.N events admitted earlier, whatever the key, as far
+// as the limit allows: the events available grow by r.N, up to the burst.
+// The error is non-nil only for r.N < 0 (admit.ErrInvalidCost).
+func (l AIMDLayer) Refund(ctx context.Context, r admit.Request) error {
+	if r.N < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, r.N)
+	}
+	l.a.refundAt(l.at(r.At), r.N)
 	return nil
 }
 
@@ -86,17 +96,18 @@ func (g *aimdGrant) Finish(failed bool) {
 	g.a.feedbackAt(t, o, time.Duration(max(t-g.start, 0)))
 }
 
-// GradientLayer is a Gradient seen as a compose.Slots: every key shares the
+// GradientLayer is a Gradient seen as admit.Slots: every key shares the
 // Gradient's one limit. Create one with Gradient.Layer. The zero
 // GradientLayer is not usable. A GradientLayer is safe for concurrent use.
 type GradientLayer struct{ g *Gradient }
 
-var _ compose.Slots = GradientLayer{}
+var _ admit.Slots = GradientLayer{}
 
-// Layer returns g as a compose.Slots.
+// Layer returns g as admit.Slots.
 func (g *Gradient) Layer() GradientLayer { return GradientLayer{g} }
 
-// TryAcquire is TryAcquireN(clock.Now(), n), whatever the key. The
+// TryAcquire is TryAcquireN(clock.Now(), r.N), whatever the key (r.Limit
+// and r.At are not used). The
 // Releaser of an admitted request with n > 0 is its Token, a
 // compose.Finisher: releasing it reports a success, with the latency
 // measured by the Gradient's Clock since the slots were granted; a
@@ -104,11 +115,11 @@ func (g *Gradient) Layer() GradientLayer { return GradientLayer{g} }
 // Dropped). Refused requests and n = 0 get a nil Releaser.
 //
 // In a chain, put the layer last: a request a later layer refuses releases
-// its Token at once, which counts as a success of almost no latency. As compose.LocalSlots does, it reports a
+// its Token at once, which counts as a success of almost no latency. As concurrency.Limiter.Slots does, it reports a
 // request that can never be admitted (n > max, admit.ErrExceedsBurst) as
 // a refusal, without an error.
-func (l GradientLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	tok, d, err := l.g.tryAcquire(l.g.now(), n)
+func (l GradientLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	tok, d, err := l.g.tryAcquire(l.g.now(), r.N)
 	if err != nil && errors.Is(err, admit.ErrExceedsBurst) {
 		err = nil
 	}

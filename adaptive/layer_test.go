@@ -61,26 +61,26 @@ func TestLayers(t *testing.T) {
 	}
 
 	// Bad input.
-	if _, err := a.Layer().Allow(ctx, "", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := a.Layer().Allow(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
-	if err := a.Layer().Refund(ctx, "", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := a.Layer().Refund(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
-	if err := a.Layer().Refund(ctx, "", 0); err != nil {
+	if err := a.Layer().Refund(ctx, admit.Request{Key: "", N: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if r, d, err := g.Layer().TryAcquire(ctx, "", 11); err != nil || r != nil || d.Allowed || d.RetryAfter != admit.InfDuration {
+	if r, d, err := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: 11}); err != nil || r != nil || d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Fatal(r, d, err)
 	}
-	if _, _, err := g.Layer().TryAcquire(ctx, "", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, _, err := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
-	if r, d, err := g.Layer().TryAcquire(ctx, "", 0); err != nil || r != nil || !d.Allowed {
+	if r, d, err := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: 0}); err != nil || r != nil || !d.Allowed {
 		t.Fatal(r, d, err)
 	}
 	// A Releaser is a Token: a caller can report a drop through it.
-	r, _, _ := g.Layer().TryAcquire(ctx, "", 1)
+	r, _, _ := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: 1})
 	if !r.(Token).Done(Dropped) {
 		t.Fatal("the token held nothing")
 	}

@@ -9,9 +9,10 @@
 //
 // # Which helper should I use?
 //
-//   - To test a new backend (a keyed limiter, a Redis store): wrap it in a
-//     Subject, write a Factory that returns a fresh, empty one per call, and
-//     call Run from a test. Then call RunDifferential (random timelines,
+//   - To test a new backend (a keyed limiter, a Redis store): write a
+//     Factory that returns a fresh, empty admit.KeyedLimiter per call, and
+//     call Run from a test (one call: the suite asks the limiter
+//     admit.Requests at explicit instants). Then call RunDifferential (random timelines,
 //     decisions compared with Model's) and add a fuzz test that feeds
 //     TimelineFromBytes to Differential. The three together are what
 //     "decides exactly as package admit does" means.
@@ -33,7 +34,7 @@
 // # Errors and refusals
 //
 // A denial is a Decision, not an error. The suite accepts an error from a
-// Subject in one case only: where the decision would be a refusal for good
+// limiter under test in one case only: where the decision would be a refusal for good
 // (Allowed false, RetryAfter admit.InfDuration): an error wrapping
 // admit.ErrInvalidCost for n < 0, and one wrapping admit.ErrExceedsBurst for
 // n > 0 above the burst or under a zero limit. Any other error fails the

@@ -15,7 +15,7 @@ func ExampleModel() {
 	m := admittest.Model(admit.AlgGCRA, admit.PerSecond(3))
 	ctx := context.Background()
 	for _, at := range []time.Time{admittest.T0, admittest.T0, admittest.T0, admittest.T0, admittest.At(333333334)} {
-		d, _ := m.Decide(ctx, "client-1", at, 1)
+		d, _ := m.Allow(ctx, admit.Request{Key: "client-1", N: 1, At: at})
 		fmt.Printf("%v allowed=%v remaining=%d retry-after=%v reset-after=%v\n",
 			at.Sub(admittest.Epoch), d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)
 	}

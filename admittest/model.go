@@ -12,7 +12,7 @@ import (
 )
 
 // Model returns the reference implementation of algorithm alg under limit
-// l: a slow, obviously correct Subject that computes every decision from
+// l: a slow, obviously correct keyed limiter that computes every decision from
 // the documented semantics in exact rational arithmetic (math/big), sharing
 // no code with package admit's step functions. Each key starts full. It is
 // safe for concurrent use.
@@ -27,9 +27,11 @@ import (
 // Durations always run from the caller's instant.
 //
 // If l is outside the domain documented on admit.Limit (or, for the window
-// algorithms, its window B×T is shorter than 1ns), Decide returns an error
-// wrapping admit.ErrInvalidLimit.
-func Model(alg admit.Algorithm, l admit.Limit) Subject {
+// algorithms, its window B×T is shorter than 1ns), Allow returns an error
+// wrapping admit.ErrInvalidLimit. A Request's At is its instant (the zero
+// At is time.Now()); a Request with a Limit other than l is an error
+// wrapping admit.ErrInvalidLimit (a model has one limit).
+func Model(alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 	m := &model{alg: alg, limit: normalLimit(l), keys: map[string]*modelKey{}}
 	m.err = m.compile(l)
 	return m
@@ -108,10 +110,17 @@ func (m *model) compile(l admit.Limit) error {
 	return nil
 }
 
-// Decide implements Subject.
-func (m *model) Decide(_ context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
+// Allow implements admit.KeyedLimiter.
+func (m *model) Allow(_ context.Context, r admit.Request) (admit.Decision, error) {
 	if m.err != nil {
 		return admit.Decision{}, m.err
+	}
+	if r.Limit != (admit.Limit{}) && normalLimit(r.Limit) != m.limit {
+		return admit.Decision{}, fmt.Errorf("%w: the model's limit is %v, not %v", admit.ErrInvalidLimit, m.limit, r.Limit)
+	}
+	key, n, now := r.Key, r.N, r.At
+	if now.IsZero() {
+		now = time.Now()
 	}
 	d := admit.Decision{Limit: m.limit}
 	switch {

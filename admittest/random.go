@@ -45,12 +45,12 @@ func TimelineFromBytes(data []byte) (admit.Algorithm, admit.Limit, []Request) {
 	return alg, l, g.timeline(alg, l, 400, true, nil, c.done)
 }
 
-// Differential plays reqs on subj, a fresh Subject for algorithm alg under
+// Differential plays reqs on subj, a fresh limiter for algorithm alg under
 // limit l, and on Model(alg, l), and fails t at the first decision on which
 // they differ (compared as Scenario.Play compares them), printing the
 // failing key's timeline. It then checks the events subj admitted for each
 // key whose instants never went backwards with CheckBound.
-func Differential(t testing.TB, subj Subject, alg admit.Algorithm, l admit.Limit, reqs []Request) {
+func Differential(t testing.TB, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []Request) {
 	t.Helper()
 	if err := differential(t.Context(), subj, alg, l, reqs); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func RunDifferential(t *testing.T, f Factory, seed uint64, rounds int, algs ...a
 	}
 }
 
-func differential(ctx context.Context, subj Subject, alg admit.Algorithm, l admit.Limit, reqs []Request) error {
+func differential(ctx context.Context, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []Request) error {
 	model := Model(alg, l)
 	limit := normalLimit(l)
 	type played struct {
@@ -89,13 +89,13 @@ func differential(ctx context.Context, subj Subject, alg admit.Algorithm, l admi
 	events := map[string][]Event{}
 	backwards := map[string]bool{}
 	for i, r := range reqs {
-		want, err := model.Decide(ctx, r.Key, r.At, r.N)
+		want, err := model.Allow(ctx, r.request())
 		if err != nil {
 			return fmt.Errorf("model %v %v: %v", alg, fmtLimit(l), err)
 		}
 		h := append(history[r.Key], played{r, wantOf(want)})
 		history[r.Key] = h
-		got, gerr := subj.Decide(ctx, r.Key, r.At, r.N)
+		got, gerr := subj.Allow(ctx, r.request())
 		if msg := mismatch(limit, r.N, wantOf(want), got, gerr); msg != "" {
 			var b strings.Builder
 			for _, p := range h {
@@ -266,7 +266,7 @@ func (g gen) timeline(alg admit.Algorithm, l admit.Limit, count int, backwards b
 		now = max(next, 0)
 		at := time.Unix(0, now).UTC()
 		n := g.cost(b)
-		d, _ := model.Decide(ctx, key, at, n)
+		d, _ := model.Allow(ctx, admit.Request{Key: key, N: n, At: at})
 		last[key] = seen{now, d}
 		reqs = append(reqs, Request{at, key, n})
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/admit-go/admit"
 )
 
-func modelFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) Subject { return Model(alg, l) }
+func modelFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
+	return Model(alg, l)
+}
 
 // TestModelPassesScenarios: the reference model agrees with every
 // hand-derived table, so the tables and the model check each other.
@@ -56,7 +58,7 @@ type fixed struct {
 	err error
 }
 
-func (f fixed) Decide(context.Context, string, time.Time, int64) (admit.Decision, error) {
+func (f fixed) Allow(context.Context, admit.Request) (admit.Decision, error) {
 	return f.d, f.err
 }
 
@@ -68,7 +70,7 @@ func TestErrorsStandForRefusalsOnly(t *testing.T) {
 	for _, c := range []struct {
 		n    int64
 		want Want
-		subj Subject
+		subj admit.KeyedLimiter
 		ok   bool
 	}{
 		{-1, Refused(), fixed{err: fmt.Errorf("wrapped: %w", admit.ErrInvalidCost)}, true},
@@ -95,14 +97,14 @@ func TestErrorsStandForRefusalsOnly(t *testing.T) {
 
 // mutant is the model with one decision in some altered.
 type mutant struct {
-	Subject
+	admit.KeyedLimiter
 	mutate func(r Request, d *admit.Decision) bool
 	hit    bool
 }
 
-func (m *mutant) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
-	d, err := m.Subject.Decide(ctx, key, now, n)
-	if !m.hit && m.mutate(Request{now, key, n}, &d) {
+func (m *mutant) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	d, err := m.KeyedLimiter.Allow(ctx, r)
+	if !m.hit && m.mutate(Request{r.At, r.Key, r.N}, &d) {
 		m.hit = true
 	}
 	return d, err
@@ -148,7 +150,7 @@ func TestDifferentialCatchesMutants(t *testing.T) {
 			l := RandomLimit(r)
 			for _, alg := range admit.Algorithms() {
 				reqs := RandomTimeline(r, alg, l, 100, true)
-				m := &mutant{Subject: Model(alg, l), mutate: mutate}
+				m := &mutant{KeyedLimiter: Model(alg, l), mutate: mutate}
 				err := differential(t.Context(), m, alg, l, reqs)
 				if m.hit {
 					hit++
@@ -184,7 +186,7 @@ func TestDifferentialCatchesMutants(t *testing.T) {
 func TestDifferentialReportsTimeline(t *testing.T) {
 	l := admit.PerSecond(1)
 	reqs := []Request{{T0, "a", 1}, {T0, "b", 1}, {T1, "a", 1}}
-	m := &mutant{Subject: Model(admit.AlgGCRA, l), mutate: func(r Request, d *admit.Decision) bool {
+	m := &mutant{KeyedLimiter: Model(admit.AlgGCRA, l), mutate: func(r Request, d *admit.Decision) bool {
 		if r.At.Equal(T1) {
 			d.RetryAfter++
 			return true
@@ -252,18 +254,18 @@ func TestModelRejectsInvalidLimits(t *testing.T) {
 		{admit.AlgGCRA, admit.Every(40 * 365 * day)},
 		{admit.AlgFixedWindow, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}},
 	} {
-		if _, err := Model(c.alg, c.l).Decide(t.Context(), "a", T0, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+		if _, err := Model(c.alg, c.l).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("%v %+v: %v", c.alg, c.l, err)
 		}
 	}
-	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Decide(t.Context(), "a", T0, 1); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); !errors.Is(err, admit.ErrUnknownAlgorithm) {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	// A window of 1ns is fine for the windows, and shorter for the buckets.
-	if _, err := Model(admit.AlgSlidingLog, admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1}).Decide(t.Context(), "a", T0, 1); err != nil {
+	if _, err := Model(admit.AlgSlidingLog, admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); err != nil {
 		t.Error(err)
 	}
-	if _, err := Model(admit.AlgGCRA, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}).Decide(t.Context(), "a", T0, 1); err != nil {
+	if _, err := Model(admit.AlgGCRA, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); err != nil {
 		t.Error(err)
 	}
 }

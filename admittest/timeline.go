@@ -1,7 +1,6 @@
 package admittest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,23 +11,21 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Subject is a limiter under test: anything that decides requests of n
-// events for a key at an explicit instant. Each key is limited on its own,
-// starting full (never used). Decide must accept any n: 0 is a peek (always
-// allowed, consumes nothing), a negative n and an n above the burst are
-// refused (see the package documentation for when an error may stand for a
-// refusal). Only the decision's Allowed, Limit, Remaining, RetryAfter and
-// ResetAfter are checked; Rule is free.
-type Subject interface {
-	Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error)
-}
-
-// Factory returns a new Subject limiting every key by alg under limit l,
-// with no key used yet. It is called once per scenario or timeline, and the
-// Subjects it returns must not share state: a backend with a shared store
-// (Redis) gives each one a fresh key prefix. It should fail t (t.Fatal) if
-// it cannot build one.
-type Factory func(t testing.TB, alg admit.Algorithm, l admit.Limit) Subject
+// Factory returns a new keyed limiter under test, limiting every key by
+// alg under limit l (its own limit: the suite's requests leave
+// Request.Limit zero), with no key used yet. It is called once per
+// scenario or timeline, and the limiters it returns must not share state:
+// a backend with a shared store (Redis) gives each one a fresh key prefix.
+// It should fail t (t.Fatal) if it cannot build one.
+//
+// The suite asks the limiter requests at explicit instants (Request.At,
+// never zero), for any N: 0 is a peek (always allowed, consumes nothing), a
+// negative N and an N above the burst are refused (see the package
+// documentation for when an error may stand for a refusal). Each key is
+// limited on its own, starting full (never used). Only the decision's
+// Allowed, Limit, Remaining, RetryAfter and ResetAfter are checked; Rule is
+// free.
+type Factory func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter
 
 // Want is the expected outcome of one step: the fields of an admit.Decision
 // that every backend must agree on. Decision.Limit is checked too, against
@@ -85,12 +82,17 @@ func wantOf(d admit.Decision) Want {
 	return Want{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter}
 }
 
-// Request is one call on a timeline: n events for key at instant At.
+// Request is one call on a timeline: n events for key at instant At. (It
+// is admit.Request without a per-call Limit, with a String method for
+// failure reports.)
 type Request struct {
 	At  time.Time
 	Key string
 	N   int64
 }
+
+// request returns r as the admit.Request a limiter under test is asked.
+func (r Request) request() admit.Request { return admit.Request{Key: r.Key, N: r.N, At: r.At} }
 
 // String formats r as "at +200ms key "a" n=2".
 func (r Request) String() string {
@@ -121,16 +123,16 @@ type Scenario struct {
 // AppliesTo reports whether s is meant for algorithm a.
 func (s Scenario) AppliesTo(a admit.Algorithm) bool { return slices.Contains(s.Algs, a) }
 
-// Play runs the steps of s in order on subj, a fresh Subject for s.Limit,
+// Play runs the steps of s in order on subj, a fresh limiter for s.Limit,
 // and fails t at the first step whose outcome differs from its Want (the
 // later steps depend on it), printing the step, what was got and what was
 // wanted.
-func (s Scenario) Play(t testing.TB, subj Subject) {
+func (s Scenario) Play(t testing.TB, subj admit.KeyedLimiter) {
 	t.Helper()
 	ctx := t.Context()
 	limit := normalLimit(s.Limit)
 	for i, st := range s.Steps {
-		d, err := subj.Decide(ctx, st.Key, st.At, st.N)
+		d, err := subj.Allow(ctx, st.Request().request())
 		if msg := mismatch(limit, st.N, st.Want, d, err); msg != "" {
 			t.Errorf("%s (%v): step %d %v: %s", s.Name, s.Limit, i, st.Request(), msg)
 			return
@@ -180,8 +182,16 @@ func normalLimit(l admit.Limit) admit.Limit {
 }
 
 // Run runs every built-in scenario (see Scenarios) that applies to each of
-// algs (all algorithms if none is given) against subjects made by f, as
-// subtests named algorithm/scenario.
+// algs (all algorithms if none is given) against limiters made by f, as
+// subtests named algorithm/scenario. Testing a new backend is one call:
+//
+//	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
+//		lim, err := mybackend.New(alg, l)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		return lim
+//	})
 func Run(t *testing.T, f Factory, algs ...admit.Algorithm) {
 	t.Helper()
 	RunScenarios(t, f, Scenarios(), algs...)

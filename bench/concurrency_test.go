@@ -11,6 +11,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/concurrency"
 	"golang.org/x/sync/semaphore"
 )
@@ -39,7 +40,7 @@ func BenchmarkConcurrencyTryAcquireRelease(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				p, d, err := lim.TryAcquire(ctx, key, 1)
+				p, d, err := lim.TryAcquire(ctx, admit.Request{Key: key, N: 1})
 				if !d.Allowed || err != nil {
 					b.Fatal("denied", err)
 				}
@@ -68,7 +69,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			p, d, err := lim.Acquire(ctx, "", 1)
+			p, d, err := lim.Acquire(ctx, admit.Request{Key: "", N: 1})
 			if !d.Allowed || err != nil {
 				b.Fatal("denied", err)
 			}

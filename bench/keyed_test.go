@@ -71,7 +71,7 @@ var keyedLibs = []keyedLib{
 		}
 		ctx := context.Background()
 		return func(k string) bool {
-			d, err := lim.Allow(ctx, k, 1)
+			d, err := lim.Allow(ctx, admit.Request{Key: k, N: 1})
 			return d.Allowed && err == nil
 		}, func() { runtime.KeepAlive(lim) }
 	}},
@@ -213,13 +213,13 @@ func BenchmarkKeyedFlood(b *testing.B) {
 		}
 		ctx := context.Background()
 		now := time.Now()
-		lim.AllowAt(ctx, now, "hot", 1)
+		lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: now})
 		buf := make([]byte, 0, 32)
 		for i := range flood {
 			buf = strconv.AppendInt(append(buf[:0], "flood-"...), int64(i), 10)
-			lim.AllowAt(ctx, now, string(buf), 1)
+			lim.Allow(ctx, admit.Request{Key: string(buf), N: 1, At: now})
 			if i%100 == 0 {
-				if d, _ := lim.AllowAt(ctx, now, "hot", 1); d.Allowed {
+				if d, _ := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: now}); d.Allowed {
 					b.Fatalf("the hot key was admitted after %d flood keys", i)
 				}
 			}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -121,7 +122,7 @@ var redisLibs = []redisLib{
 			b.Fatal(err)
 		}
 		return func(ctx context.Context, key string) (bool, error) {
-			d, err := lim.Allow(ctx, key, 1)
+			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 			return d.Allowed, err
 		}
 	}},
@@ -297,7 +298,7 @@ func BenchmarkRedisFleet(b *testing.B) {
 			for range perInstance {
 				wg.Go(func() {
 					for time.Now().Before(deadline) {
-						d, err := lim.Allow(ctx, key, 1)
+						d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 						if err != nil {
 							b.Error(err)
 							return
@@ -343,7 +344,7 @@ func BenchmarkRedisOutage(b *testing.B) {
 			defer s.Close()
 			shared := admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
 			lim, _ := s.Limiter(admit.AlgGCRA, shared)
-			local, _ := compose.LocalShare(admit.AlgGCRA, shared, 4)
+			local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
 			policy := compose.Fallback(local)
 			if breaker {
 				policy = compose.Breaker(policy)
@@ -353,7 +354,7 @@ func BenchmarkRedisOutage(b *testing.B) {
 				b.Fatal(err)
 			}
 			check := func(ctx context.Context, key string) (bool, error) {
-				d, err := g.Allow(ctx, key, 1)
+				d, err := g.Allow(ctx, admit.Request{Key: key, N: 1})
 				return d.Allowed, err
 			}
 			runRedis(b, check, []string{"a", "b", "c"}, true)

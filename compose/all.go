@@ -7,34 +7,6 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Refunder is implemented by limiters that can give back events they
-// admitted: Refund undoes an admission of n events for key as far as the
-// limit allows (a GCRA's theoretical arrival time moves back, a bucket
-// regains tokens up to its burst, a window's count goes down; nothing goes
-// past a full state). All uses it to undo the layers that admitted a
-// request a later layer refused. keyed.Limiter, redisstore.Limiter,
-// quota.Quota, redisstore.Quota, Shared and Guard implement it (a Guard
-// only as far as its primary and Fallback's local limiter do: see
-// Guard.Refund).
-type Refunder interface {
-	Refund(ctx context.Context, key string, n int64) error
-}
-
-// Slots is a concurrency limit used as a layer: TryAcquire holds n slots
-// for key if they are free, without waiting, and the Releaser gives them
-// back. A denied or failed TryAcquire holds nothing and may return a nil
-// Releaser, as may a request of n = 0. LocalSlots adapts a
-// concurrency.Limiter, redisstore.ConcurrencyLimiter.Slots a Redis one.
-type Slots interface {
-	TryAcquire(ctx context.Context, key string, n int64) (Releaser, admit.Decision, error)
-}
-
-// Releaser gives back what a Slots layer granted. Release must be safe to
-// call more than once; only the first call gives anything back.
-type Releaser interface {
-	Release()
-}
-
 // Layer is one limit of a chain: either a rate limit or quota (Limiter) or
 // a concurrency limit (Slots), never both.
 type Layer struct {
@@ -45,11 +17,11 @@ type Layer struct {
 	// Refund when a later layer refuses the request, if it implements
 	// Refunder. If it is a Learner, what it Tracks of an admitted request
 	// is recorded in the check's Held.
-	Limiter Limiter
+	Limiter admit.KeyedLimiter
 	// Slots is a concurrency limit. Its slots are held until the Held
 	// they were recorded in is released, and given back at once when a
 	// later layer refuses the request.
-	Slots Slots
+	Slots admit.Slots
 }
 
 // undoable reports whether what the layer admits can be given back.
@@ -62,11 +34,11 @@ func (l Layer) undoable() bool {
 
 // canRefund reports whether l can give back what it admitted: it is a
 // Refunder, and if it is a Guard, so are the limiters it asks.
-func canRefund(l Limiter) bool {
+func canRefund(l admit.KeyedLimiter) bool {
 	if g, ok := l.(*Guard); ok {
 		return g.canRefund()
 	}
-	_, ok := l.(Refunder)
+	_, ok := l.(admit.Refunder)
 	return ok
 }
 
@@ -98,7 +70,7 @@ type Chain struct {
 // instant (its clock, or Redis's), so it is exact when nothing else
 // changed the key in between, which is the usual case: the layers of one
 // request are checked within microseconds (or a round trip). Otherwise it
-// gives back what the algorithm can (see keyed.Limiter.RefundAt): a window
+// gives back what the algorithm can (see keyed.Limiter.Refund): a window
 // layer refunded just after its window ended gives back nothing, and one
 // whose window another request has moved on takes the events off the new
 // window's count.
@@ -136,15 +108,16 @@ func All(layers ...Layer) (*Chain, error) {
 // Layers returns a copy of the chain's layers, in order.
 func (c *Chain) Layers() []Layer { return append([]Layer(nil), c.layers...) }
 
-// Allow decides whether n events may happen for key now at every layer,
-// each layer with the same key. It is AllowKeys with key for every layer
-// and no Held, so it fails with ErrNeedHeld on a chain with Slots layers
-// (their slots would never be released): use AllowKeys for those.
+// Allow decides whether r.N events may happen for r.Key at every layer,
+// each layer asked with r as it is (the same key, and r.Limit and r.At if
+// they are set). It is AllowKeys with r.Key for every layer and no Held, so
+// it fails with ErrNeedHeld on a chain with Slots layers (their slots
+// would never be released): use AllowKeys for those.
 //
-// Allow makes a Chain a Limiter, so a Chain can be the last layer of
-// another chain or the primary of a Guard. Without a Held, its Learner
-// layers learn nothing from the requests it admits.
-func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+// Allow makes a Chain an admit.KeyedLimiter, so a Chain can be the last
+// layer of another chain or the primary of a Guard. Without a Held, its
+// Learner layers learn nothing from the requests it admits.
+func (c *Chain) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	if c.slots {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
@@ -154,9 +127,9 @@ func (c *Chain) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 		ks = make([]string, 0, len(c.layers))
 	}
 	for range c.layers {
-		ks = append(ks, key)
+		ks = append(ks, r.Key)
 	}
-	return run(ctx, c.layers, ks, n, nil, false)
+	return run(ctx, c.layers, ks, r, nil, false)
 }
 
 // AllowKeys decides whether n events may happen now, keys[i] being the key
@@ -170,7 +143,7 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 	if c.slots && h == nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	return run(ctx, c.layers, keys, n, h, c.learners)
+	return run(ctx, c.layers, keys, admit.Request{N: n}, h, c.learners)
 }
 
 // Admit checks a request of n events against layers in order, keys[i]
@@ -223,7 +196,7 @@ func Admit(ctx context.Context, layers []Layer, keys []string, n int64, h *Held)
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, ErrNeedHeld
 		}
 	}
-	return run(ctx, layers, keys, n, h, true)
+	return run(ctx, layers, keys, admit.Request{N: n}, h, true)
 }
 
 // check refuses a request that no layer should see.
@@ -240,10 +213,12 @@ func check(nlayers int, keys []string, n int64) error {
 }
 
 // run is Admit on checked input: each layer holds exactly one of Limiter
-// and Slots, len(keys) == len(layers) > 0, n >= 0, and h is not nil if a
-// Slots layer is among them. learn says whether a Limiter may be a
-// Learner (Chain knows which are).
-func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, learn bool) (admit.Decision, error) {
+// and Slots, len(keys) == len(layers) > 0, req.N >= 0, and h is not nil if
+// a Slots layer is among them. Layer i is asked req with keys[i] as its
+// Key. learn says whether a Limiter may be a Learner (Chain knows which
+// are).
+func run(ctx context.Context, layers []Layer, keys []string, req admit.Request, h *Held, learn bool) (admit.Decision, error) {
+	n := req.N
 	var (
 		best admit.Decision
 		mark int
@@ -256,10 +231,11 @@ func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, l
 		var (
 			d   admit.Decision
 			err error
-			rel Releaser
+			rel admit.Releaser
 		)
+		req.Key = keys[i]
 		if l.Limiter != nil {
-			d, err = l.Limiter.Allow(ctx, keys[i], n)
+			d, err = l.Limiter.Allow(ctx, req)
 			if learn && h != nil && n > 0 && err == nil && d.Allowed {
 				if lr, ok := l.Limiter.(Learner); ok {
 					if f := lr.Track(keys[i], n); f != nil {
@@ -268,7 +244,7 @@ func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, l
 				}
 			}
 		} else {
-			rel, d, err = l.Slots.TryAcquire(ctx, keys[i], n)
+			rel, d, err = l.Slots.TryAcquire(ctx, req)
 		}
 		if l.Name != "" {
 			d.Rule = l.Name
@@ -280,7 +256,7 @@ func run(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, l
 			if err != nil {
 				d.Allowed = false
 			}
-			undo(ctx, layers[:i], keys, n, h, mark)
+			undo(ctx, layers[:i], keys, req, h, mark)
 			return d, err
 		}
 		if rel != nil {
@@ -302,12 +278,13 @@ func restrictive(a, b admit.Decision) bool {
 }
 
 // undo gives back what layers (all of which admitted) took: the slots
-// recorded in h since mark, and refunds from the Refunders, latest first.
-func undo(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, mark int) {
+// recorded in h since mark, and refunds of req (with the layer's key) from
+// the Refunders, latest first.
+func undo(ctx context.Context, layers []Layer, keys []string, req admit.Request, h *Held, mark int) {
 	if h != nil {
 		h.releaseFrom(mark)
 	}
-	if n == 0 {
+	if req.N == 0 {
 		return
 	}
 	uctx := ctx
@@ -315,8 +292,9 @@ func undo(ctx context.Context, layers []Layer, keys []string, n int64, h *Held, 
 		uctx = context.WithoutCancel(ctx)
 	}
 	for i := len(layers) - 1; i >= 0; i-- {
-		if r, ok := layers[i].Limiter.(Refunder); ok {
-			_ = r.Refund(uctx, keys[i], n)
+		if r, ok := layers[i].Limiter.(admit.Refunder); ok {
+			req.Key = keys[i]
+			_ = r.Refund(uctx, req)
 		}
 	}
 }

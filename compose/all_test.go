@@ -26,19 +26,19 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // Every limiter of the module that can give events back is a Refunder.
 var (
-	_ compose.Refunder = (*keyed.Limiter)(nil)
-	_ compose.Refunder = (*quota.Quota)(nil)
-	_ compose.Refunder = (*redisstore.Limiter)(nil)
-	_ compose.Refunder = (*redisstore.Quota)(nil)
-	_ compose.Refunder = (*compose.Guard)(nil)
-	_ compose.Refunder = (*compose.Shared)(nil)
-	_ compose.Limiter  = (*compose.Chain)(nil)
+	_ admit.Refunder     = (*keyed.Limiter)(nil)
+	_ admit.Refunder     = (*quota.Quota)(nil)
+	_ admit.Refunder     = (*redisstore.Limiter)(nil)
+	_ admit.Refunder     = (*redisstore.Quota)(nil)
+	_ admit.Refunder     = (*compose.Guard)(nil)
+	_ admit.Refunder     = (*keyed.Shared)(nil)
+	_ admit.KeyedLimiter = (*compose.Chain)(nil)
 )
 
 // oneWay is a limiter that cannot give events back.
 type oneWay struct{ calls atomic.Int64 }
 
-func (o *oneWay) Allow(context.Context, string, int64) (admit.Decision, error) {
+func (o *oneWay) Allow(context.Context, admit.Request) (admit.Decision, error) {
 	o.calls.Add(1)
 	return admit.Decision{Allowed: true, Remaining: 1}, nil
 }
@@ -53,9 +53,9 @@ func mustKeyed(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.O
 }
 
 // peek returns the decision a request of 0 gets.
-func peek(t testing.TB, lim compose.Limiter, key string) admit.Decision {
+func peek(t testing.TB, lim admit.KeyedLimiter, key string) admit.Decision {
 	t.Helper()
-	d, err := lim.Allow(ctx, key, 0)
+	d, err := lim.Allow(ctx, admit.Request{Key: key, N: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func peek(t testing.TB, lim compose.Limiter, key string) admit.Decision {
 func TestAllOrder(t *testing.T) {
 	a, b, c := newProbe("a", admits(5)), newProbe("b", refuses(time.Second)), newProbe("c", admits(5))
 	chain := mustAll(t, compose.Layer{Name: "a", Limiter: a}, compose.Layer{Name: "b", Limiter: b}, compose.Layer{Name: "c", Limiter: c})
-	d, err := chain.Allow(ctx, "k", 2)
+	d, err := chain.Allow(ctx, admit.Request{Key: "k", N: 2})
 	if err != nil || d.Allowed || d.Rule != "b" || d.RetryAfter != time.Second {
 		t.Fatalf("decision %+v, %v; want b's refusal", d, err)
 	}
@@ -83,7 +83,7 @@ func TestAllOrder(t *testing.T) {
 	}
 	// The first layer refusing asks nothing else and undoes nothing.
 	a.decide = refuses(time.Minute)
-	if d, _ := chain.Allow(ctx, "k", 1); d.Rule != "a" || d.Allowed {
+	if d, _ := chain.Allow(ctx, admit.Request{Key: "k", N: 1}); d.Rule != "a" || d.Allowed {
 		t.Errorf("decision %+v", d)
 	}
 	if n, _ := b.counts(); n != 1 {
@@ -111,7 +111,7 @@ func TestAllMostRestrictive(t *testing.T) {
 		{newProbe("", dec(4, 1)), newProbe("", dec(4, 1)), newProbe("", dec(0, 1)), [3]string{"ip", "tenant", ""}, "own"},
 	} {
 		chain := mustAll(t, compose.Layer{Name: c.names[0], Limiter: c.a}, compose.Layer{Name: c.names[1], Limiter: c.b}, compose.Layer{Name: c.names[2], Limiter: c.c})
-		d, err := chain.Allow(ctx, "k", 1)
+		d, err := chain.Allow(ctx, admit.Request{Key: "k", N: 1})
 		if err != nil || !d.Allowed || d.Rule != c.wantRule {
 			t.Errorf("%v: %+v, %v; want the rule %q", c.names, d, err, c.wantRule)
 		}
@@ -148,7 +148,7 @@ func TestAllUndoesRealLimiters(t *testing.T) {
 		compose.Layer{Name: "ip", Limiter: ip},
 		compose.Layer{Name: "window", Limiter: window},
 		compose.Layer{Name: "tenant", Limiter: tenant},
-		compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)},
+		compose.Layer{Name: "conc", Slots: conc.Slots()},
 		compose.Layer{Name: "redis-conc", Slots: rconc.Slots()},
 		compose.Layer{Name: "route", Limiter: last},
 	)
@@ -164,7 +164,7 @@ func TestAllUndoesRealLimiters(t *testing.T) {
 		if d := peek(t, tenant, "acme"); d.Remaining != 50 {
 			t.Errorf("%s: tenant %+v", what, d)
 		}
-		if n := conc.InFlight("acme"); n != 0 {
+		if n, _ := conc.InFlight(ctx, "acme"); n != 0 {
 			t.Errorf("%s: %d slots in flight", what, n)
 		}
 		if n, err := rconc.InFlight(ctx, "acme"); n != 0 || err != nil {
@@ -200,7 +200,7 @@ func TestAllUndoesRealLimiters(t *testing.T) {
 	}
 	h.Release()
 	h.Release()
-	if n := conc.InFlight("acme"); n != 0 {
+	if n, _ := conc.InFlight(ctx, "acme"); n != 0 {
 		t.Errorf("%d slots in flight after Release", n)
 	}
 	if n, _ := rconc.InFlight(ctx, "acme"); n != 0 {
@@ -229,7 +229,10 @@ func TestAllNoOverConsumption(t *testing.T) {
 			for i := range lims {
 				lims[i] = mustKeyed(t, alg, limits[i], keyed.WithClock(clk))
 				twins[i] = mustKeyed(t, alg, limits[i])
-				counted[i] = newProbe(fmt.Sprint("layer", i), lims[i].Allow)
+				lim := lims[i]
+				counted[i] = newProbe(fmt.Sprint("layer", i), func(ctx context.Context, key string, n int64) (admit.Decision, error) {
+					return lim.Allow(ctx, admit.Request{Key: key, N: n})
+				})
 				layers = append(layers, compose.Layer{Name: counted[i].name, Limiter: &countingRefunder{counted[i], lims[i]}})
 			}
 			chain := mustAll(t, layers...)
@@ -247,15 +250,15 @@ func TestAllNoOverConsumption(t *testing.T) {
 					total += n
 					admitted[[3]string(keys)] += n
 					for i, tw := range twins {
-						if td, _ := tw.AllowAt(ctx, clk.Now(), keys[i], n); !td.Allowed {
+						if td, _ := tw.Allow(ctx, admit.Request{Key: keys[i], N: n, At: clk.Now()}); !td.Allowed {
 							t.Fatalf("layer %d admitted %s n=%d in the chain, but its twin refuses: %+v", i, keys[i], n, td)
 						}
 					}
 				}
 				for i := range lims {
 					for _, k := range []string{keys[i], "ip0", "user0"} {
-						got, _ := lims[i].AllowAt(ctx, clk.Now(), k, 0)
-						want, _ := twins[i].AllowAt(ctx, clk.Now(), k, 0)
+						got, _ := lims[i].Allow(ctx, admit.Request{Key: k, N: 0, At: clk.Now()})
+						want, _ := twins[i].Allow(ctx, admit.Request{Key: k, N: 0, At: clk.Now()})
 						if got != want {
 							t.Fatalf("layer %d key %s: %+v; its twin that saw only the admitted requests: %+v", i, k, got, want)
 						}
@@ -336,10 +339,10 @@ func TestHeld(t *testing.T) {
 // TestAllPeek: n = 0 asks every layer, consumes nothing and holds nothing.
 func TestAllPeek(t *testing.T) {
 	lim := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(5))
-	lim.AllowAt(ctx, time.Now(), "k", 2)
+	lim.Allow(ctx, admit.Request{Key: "k", N: 2, At: time.Now()})
 	conc, _ := concurrency.New(2)
 	p := newProbe("p", admits(1))
-	chain := mustAll(t, compose.Layer{Name: "rate", Limiter: lim}, compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)}, compose.Layer{Name: "p", Limiter: p})
+	chain := mustAll(t, compose.Layer{Name: "rate", Limiter: lim}, compose.Layer{Name: "conc", Slots: conc.Slots()}, compose.Layer{Name: "p", Limiter: p})
 	var h compose.Held
 	d, err := chain.AllowKeys(ctx, []string{"k", "k", "k"}, 0, &h)
 	if err != nil || !d.Allowed || d.Rule != "p" || d.Remaining != 1 || h.Len() != 0 {
@@ -376,7 +379,7 @@ func TestAllErrors(t *testing.T) {
 		"empty layer":            {[]compose.Layer{{Name: "x"}}, compose.ErrInvalidLayer},
 		"both":                   {[]compose.Layer{{Limiter: p, Slots: &slotsProbe{max: 1}}}, compose.ErrInvalidLayer},
 		"nil pointer":            {[]compose.Layer{{Limiter: nilKeyed}}, compose.ErrInvalidLayer},
-		"nil local slots":        {[]compose.Layer{{Slots: compose.LocalSlots(nilConc)}}, compose.ErrInvalidLayer},
+		"nil local slots":        {[]compose.Layer{{Slots: nilConc.Slots()}}, compose.ErrInvalidLayer},
 		"one-way first":          {[]compose.Layer{{Limiter: &oneWay{}}, {Limiter: p}}, compose.ErrInvalidLayer},
 		"one-way guard first":    {[]compose.Layer{{Limiter: noRefundGuard}, {Limiter: p}}, compose.ErrInvalidLayer},
 		"one-way fallback first": {[]compose.Layer{{Limiter: fallbackOneWay}, {Limiter: p}}, compose.ErrInvalidLayer},
@@ -398,7 +401,7 @@ func TestAllErrors(t *testing.T) {
 	if _, err := chain.AllowKeys(ctx, []string{"k", "k"}, 1, nil); !errors.Is(err, compose.ErrNeedHeld) {
 		t.Errorf("slots without a Held: %v", err)
 	}
-	if _, err := chain.Allow(ctx, "k", 1); !errors.Is(err, compose.ErrNeedHeld) {
+	if _, err := chain.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNeedHeld) {
 		t.Errorf("Allow on a chain with slots: %v", err)
 	}
 	if d, err := chain.AllowKeys(ctx, []string{"k", "k"}, -1, &h); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed {
@@ -483,7 +486,7 @@ func TestAllCanceledMidChain(t *testing.T) {
 		cancel()
 		return admit.Decision{}, ctx.Err()
 	}
-	d, err := chain.Allow(cctx, "acme", 2)
+	d, err := chain.Allow(cctx, admit.Request{Key: "acme", N: 2})
 	if !errors.Is(err, context.Canceled) || d.Allowed || d.Rule != "cancel" {
 		t.Fatalf("%+v, %v", d, err)
 	}
@@ -505,7 +508,7 @@ func TestAllConcurrent(t *testing.T) {
 	conc, _ := concurrency.New(6)
 	chain := mustAll(t,
 		compose.Layer{Name: "wide", Limiter: wide},
-		compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)},
+		compose.Layer{Name: "conc", Slots: conc.Slots()},
 		compose.Layer{Name: "narrow", Limiter: narrow},
 	)
 	var admitted atomic.Int64
@@ -538,39 +541,7 @@ func TestAllConcurrent(t *testing.T) {
 	if d := peek(t, narrow, "k"); d.Remaining != 150-got {
 		t.Errorf("narrow: %+v, want %d remaining", d, 150-got)
 	}
-	if n := conc.InFlight("k"); n != 0 {
+	if n, _ := conc.InFlight(ctx, "k"); n != 0 {
 		t.Errorf("%d slots in flight", n)
 	}
-}
-
-// TestLocalSlots: the concurrency.Limiter adapter.
-func TestLocalSlots(t *testing.T) {
-	if compose.LocalSlots(nil) != nil {
-		t.Fatal("LocalSlots(nil) is not nil")
-	}
-	conc, _ := concurrency.New(3)
-	s := compose.LocalSlots(conc)
-	rel, d, err := s.TryAcquire(ctx, "k", 2)
-	if err != nil || !d.Allowed || rel == nil || d.Remaining != 1 || d.Kind != admit.KindConcurrency {
-		t.Fatalf("%v, %+v, %v", rel, d, err)
-	}
-	if r, d, err := s.TryAcquire(ctx, "k", 2); r != nil || d.Allowed || err != nil {
-		t.Fatalf("over the max: %v, %+v, %v", r, d, err)
-	}
-	if r, d, err := s.TryAcquire(ctx, "k", 0); r != nil || !d.Allowed || err != nil {
-		t.Fatalf("n = 0: %v, %+v, %v", r, d, err)
-	}
-	if r, d, err := s.TryAcquire(ctx, "k", 4); r != nil || d.Allowed || d.RetryAfter != admit.InfDuration || err != nil {
-		t.Fatalf("n > max is a refusal: %v, %+v, %v", r, d, err)
-	}
-	if _, _, err := s.TryAcquire(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
-		t.Fatalf("n < 0: %v", err)
-	}
-	other, _, _ := s.TryAcquire(ctx, "k", 1)
-	rel.Release()
-	rel.Release() // the second does nothing: other's slot stays
-	if n := conc.InFlight("k"); n != 1 {
-		t.Fatalf("%d in flight", n)
-	}
-	other.Release()
 }

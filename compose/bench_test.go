@@ -29,21 +29,21 @@ func BenchmarkGuard(b *testing.B) {
 	}
 	cases := []struct {
 		name string
-		lim  func(b *testing.B) compose.Limiter
+		lim  func(b *testing.B) admit.KeyedLimiter
 	}{
-		{"keyed", func(b *testing.B) compose.Limiter { return newKeyed(b) }},
-		{"guard/no-timeout", func(b *testing.B) compose.Limiter {
+		{"keyed", func(b *testing.B) admit.KeyedLimiter { return newKeyed(b) }},
+		{"guard/no-timeout", func(b *testing.B) admit.KeyedLimiter {
 			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen), compose.WithTimeout(0))
 		}},
-		{"guard/timeout", func(b *testing.B) compose.Limiter {
+		{"guard/timeout", func(b *testing.B) admit.KeyedLimiter {
 			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen))
 		}},
-		{"guard/caller-deadline", func(b *testing.B) compose.Limiter {
+		{"guard/caller-deadline", func(b *testing.B) admit.KeyedLimiter {
 			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen), compose.WithTimeout(time.Hour))
 		}},
-		{"guard/breaker-open", func(b *testing.B) compose.Limiter {
+		{"guard/breaker-open", func(b *testing.B) admit.KeyedLimiter {
 			g := mustGuard(b, newPrimary(down), compose.Breaker(compose.FailOpen), compose.WithThreshold(1))
-			g.Allow(ctx, "key-42", 1)
+			g.Allow(ctx, admit.Request{Key: "key-42", N: 1})
 			return g
 		}},
 	}
@@ -58,7 +58,7 @@ func BenchmarkGuard(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				lim.Allow(cctx, "key-42", 1)
+				lim.Allow(cctx, admit.Request{Key: "key-42", N: 1})
 			}
 		})
 	}
@@ -68,7 +68,7 @@ func BenchmarkGuard(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					lim.Allow(ctx, "key-42", 1)
+					lim.Allow(ctx, admit.Request{Key: "key-42", N: 1})
 				}
 			})
 		})
@@ -79,8 +79,8 @@ func BenchmarkGuard(b *testing.B) {
 // each, as per IP, per user and per tenant): "admit" when every layer
 // admits, "refused-last" when the last refuses and the two before are
 // refunded, "allow" through Chain.Allow (one key for all), and "slots"
-// with a concurrency cap added (LocalSlots, whose Releaser is the one
-// allocation) and a Held released per request. Compare with
+// with a concurrency cap added (concurrency.Limiter.Slots, whose Releaser
+// is the one allocation) and a Held released per request. Compare with
 // BenchmarkGuard/keyed, one layer alone.
 func BenchmarkAll(b *testing.B) {
 	layer := func(b *testing.B, name string, l admit.Limit) compose.Layer {
@@ -119,7 +119,7 @@ func BenchmarkAll(b *testing.B) {
 		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open))
 		b.ReportAllocs()
 		for b.Loop() {
-			c.Allow(ctx, "10.0.0.1", 1)
+			c.Allow(ctx, admit.Request{Key: "10.0.0.1", N: 1})
 		}
 	})
 	b.Run("slots", func(b *testing.B) {
@@ -127,7 +127,7 @@ func BenchmarkAll(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)})
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: conc.Slots()})
 		keys := append(keys, "acme")
 		b.ReportAllocs()
 		for b.Loop() {
@@ -143,7 +143,7 @@ func BenchmarkAll(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: compose.LocalSlots(conc)})
+		c := mustAll(b, layer(b, "ip", open), layer(b, "user", open), layer(b, "tenant", open), compose.Layer{Name: "conc", Slots: conc.Slots()})
 		keys := append(keys, "acme")
 		b.ReportAllocs()
 		for b.Loop() {

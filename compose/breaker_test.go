@@ -154,7 +154,7 @@ func TestBreakerInconclusiveProbe(t *testing.T) {
 	prim.set(func(context.Context, string, int64) (admit.Decision, error) {
 		return admit.Decision{}, fmt.Errorf("%w: 9999 bytes", keyed.ErrKeyTooLong)
 	})
-	if _, err := g.Allow(ctx, "k", 1); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Fatalf("probe with a bad request: error %v", err)
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestBreakerInconclusiveProbe(t *testing.T) {
 		prim.set(hang(entered))
 		cctx, cancel := context.WithCancel(ctx)
 		go func() { <-entered; cancel() }()
-		if _, err := g.Allow(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+		if _, err := g.Allow(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("canceled probe: error %v", err)
 		}
 	})
@@ -184,7 +184,7 @@ func TestBreakerInFlightSuccess(t *testing.T) {
 	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithThreshold(2))
 	done := make(chan admit.Decision)
 	go func() {
-		d, _ := g.Allow(ctx, "slow", 1)
+		d, _ := g.Allow(ctx, admit.Request{Key: "slow", N: 1})
 		done <- d
 	}()
 	<-entered
@@ -223,7 +223,7 @@ func TestBreakerOneProbeUnderLoad(t *testing.T) {
 		for range 32 {
 			wg.Go(func() {
 				for range 20 {
-					if d, err := g.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+					if d, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed {
 						t.Errorf("Allow: %+v, %v", d, err)
 					}
 				}
@@ -264,7 +264,7 @@ func TestSwitchesReportedOnceUnderLoad(t *testing.T) {
 				for range 32 {
 					wg.Go(func() {
 						for range 200 {
-							if _, err := g.Allow(ctx, "k", 1); err != nil {
+							if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 								t.Errorf("Allow: %v", err)
 							}
 						}
@@ -298,7 +298,7 @@ func TestSwitchesReportedOnceUnderLoad(t *testing.T) {
 
 func TestBreakerFallback(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	local, err := compose.LocalShare(admit.AlgGCRA, admit.PerSecond(10), 2, keyed.WithClock(clk))
+	local, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(10), 2, keyed.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,8 @@ type cachePrimary struct {
 	known map[string]admit.Decision
 }
 
-func (p *cachePrimary) Cached(key string, n int64) (admit.Decision, bool) {
+func (p *cachePrimary) Cached(req admit.Request) (admit.Decision, bool) {
+	key := req.Key
 	d, ok := p.known[key]
 	return d, ok
 }

@@ -2,6 +2,13 @@
 // must all admit a request, and failure policies around a limiter whose
 // store may fail.
 //
+// It knows the backends only through admit's contract (backend.go):
+// a layer is an admit.KeyedLimiter (refunded if it is an admit.Refunder)
+// or an admit.Slots, and a Guard finds its primary's health, cache and
+// refunds through admit.HealthReporter, admit.Cacher and admit.Refunder.
+// So compose depends on no backend: keyed, quota, concurrency, redisstore
+// or any later store plug in unchanged.
+//
 // All chains layers (rate limits, quotas, concurrency caps; in memory or
 // in Redis) into one limit that admits a request iff every layer admits
 // it: per client address, per user, per tenant, a global cap. It asks the
@@ -41,10 +48,10 @@
 //
 //   - All, for a request that several limits apply to. Put the cheap local
 //     layers first (a keyed.Limiter per client address), then the shared
-//     ones (a redisstore.Limiter per tenant), and the concurrency caps
-//     last (LocalSlots, redisstore.ConcurrencyLimiter.Slots), so that a
-//     request refused early costs no round trip and slots are rarely taken
-//     only to be given back. When every layer is a Redis limiter of one
+//     ones (a redisstore.Limiter per tenant), and the concurrency caps last
+//     (concurrency.Limiter.Slots, redisstore.ConcurrencyLimiter.Slots), so
+//     that a request refused early costs no round trip and slots are
+//     rarely taken only to be given back. When every layer is a Redis limiter of one
 //     Store, redisstore.Store.AllowLayers decides them all in one script
 //     call instead, all or nothing. Wrap a Redis layer in a Guard to give
 //     it a failure policy: a Guard is a layer like any other, refunded
@@ -52,8 +59,8 @@
 //
 // And for a limiter whose store may fail:
 //
-//   - Fallback with a local share (LocalShare, or LiveShare for a fleet
-//     that scales), as a Breaker, for most limits: when the store is down
+//   - Fallback with a local share (keyed.LocalShare, or keyed.LiveShare
+//     for a fleet that scales), as a Breaker, for most limits: when the store is down
 //     each instance enforces its share of the limit on its own, so the
 //     fleet keeps enforcing about the same limit, and no request waits on
 //     the dead store.

@@ -21,10 +21,6 @@ var (
 	// negative timeout or a threshold below 1.
 	ErrInvalidOption = errors.New("compose: invalid option")
 
-	// ErrInvalidInstances reports a number of instances below 1 given to
-	// Share or LocalShare.
-	ErrInvalidInstances = errors.New("compose: invalid number of instances")
-
 	// ErrTimeout reports a primary that did not answer within the Guard's
 	// timeout (see WithTimeout). It is the Reason of the FallbackEvent
 	// when a timeout causes a switch. It matches context.DeadlineExceeded

@@ -41,7 +41,7 @@ func ExampleAll() {
 	}
 	// The tenant refused the third request, so the per-IP layer got its
 	// event back: the address has used 2 of its 5.
-	d, _ := perIP.Allow(ctx, "192.0.2.1", 0)
+	d, _ := perIP.Allow(ctx, admit.Request{Key: "192.0.2.1", N: 0})
 	fmt.Println("per-IP remaining:", d.Remaining)
 	// Output:
 	// request 0: allowed=true  rule=tenant remaining=1 retry-after=0s
@@ -63,7 +63,7 @@ func ExampleChain_AllowKeys() {
 	}
 	chain, err := compose.All(
 		compose.Layer{Name: "rate", Limiter: rate},
-		compose.Layer{Name: "in-flight", Slots: compose.LocalSlots(inFlight)},
+		compose.Layer{Name: "in-flight", Slots: inFlight.Slots()},
 	)
 	if err != nil {
 		panic(err)
@@ -78,13 +78,15 @@ func ExampleChain_AllowKeys() {
 		}
 		fmt.Printf("request %d: allowed=%-5v rule=%s\n", i, d.Allowed, d.Rule)
 	}
-	fmt.Println("in flight:", inFlight.InFlight("acme"))
+	n, _ := inFlight.InFlight(ctx, "acme")
+	fmt.Println("in flight:", n)
 	first.Release() // the first request is done
 	d, _ := chain.AllowKeys(ctx, keys, 1, &third)
 	fmt.Printf("request 3: allowed=%-5v rule=%s\n", d.Allowed, d.Rule)
 	second.Release()
 	third.Release()
-	fmt.Println("in flight:", inFlight.InFlight("acme"))
+	n, _ = inFlight.InFlight(ctx, "acme")
+	fmt.Println("in flight:", n)
 	// Output:
 	// request 0: allowed=true  rule=in-flight
 	// request 1: allowed=true  rule=in-flight

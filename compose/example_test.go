@@ -18,7 +18,7 @@ import (
 // up or down.
 type store struct{ down bool }
 
-func (s *store) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (s *store) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
 	if s.down {
 		return admit.Decision{}, errors.New("dial tcp 10.0.0.7:6379: connect: connection refused")
 	}
@@ -36,7 +36,7 @@ func Example() {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	// 100/s per client, shared by 4 instances through the store; when the
 	// store is down, each instance enforces its share, 25/s.
-	local, err := compose.LocalShare(admit.AlgGCRA, admit.PerSecond(100), 4, keyed.WithClock(clk))
+	local, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(100), 4, keyed.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}
@@ -48,7 +48,7 @@ func Example() {
 		panic(err)
 	}
 	check := func(what string) {
-		d, err := g.Allow(context.Background(), "client-1", 1)
+		d, err := g.Allow(context.Background(), admit.Request{Key: "client-1", N: 1})
 		fmt.Printf("%-22s allowed=%v limit=%v remaining=%d rule=%s err=%v\n", what, d.Allowed, d.Limit, d.Remaining, d.Rule, err)
 	}
 	check("store up:")
@@ -71,21 +71,6 @@ func Example() {
 	// {Failures:2 Timeouts:0 Canceled:0 Decided:3 Skipped:1 Probes:1 Switches:2 Active:false}
 }
 
-func ExampleShare() {
-	for _, n := range []int{1, 3, 4, 1000} {
-		l, err := compose.Share(admit.PerSecond(100), n)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Printf("100/s among %4d instances: %v each\n", n, l)
-	}
-	// Output:
-	// 100/s among    1 instances: 100/s each
-	// 100/s among    3 instances: 100/3s burst 34 each
-	// 100/s among    4 instances: 25/s each
-	// 100/s among 1000 instances: 1/10s each
-}
-
 func ExampleWithLogger() {
 	// Text logs without the time, so that the output is the same each run.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
@@ -103,7 +88,7 @@ func ExampleWithLogger() {
 		panic(err)
 	}
 	for range 5 {
-		d, err := g.Allow(context.Background(), "+33612345678", 1)
+		d, err := g.Allow(context.Background(), admit.Request{Key: "+33612345678", N: 1})
 		fmt.Printf("allowed=%v retry-after=%v rule=%s err=%v\n", d.Allowed, d.RetryAfter, d.Rule, err)
 	}
 	// Output:

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/keyed"
 )
 
 // Guard is a keyed limiter that asks a primary limiter (usually a shared
@@ -37,12 +36,12 @@ import (
 // When the primary succeeds again (under a Breaker: when a probe succeeds)
 // it switches back, which it reports once too (Active false). A primary
 // that answers some requests without its store, as redisstore.Limiter's
-// deny cache does, says so with a method Healthy() bool: a success counts
-// as the store being back only when Healthy reports true. While a Breaker
-// is open, a primary with a method Cached(key string, n int64)
-// (admit.Decision, bool) still answers the requests it can decide without
-// its store (redisstore.Limiter: the keys its deny cache holds), so a known
-// denial stays a denial whatever the policy. Switches are
+// deny cache does, says so by being an admit.HealthReporter: a success
+// counts as the store being back only when Healthy reports true. While a
+// Breaker is open, a primary that is an admit.Cacher still answers the
+// requests it can decide without its store (redisstore.Limiter: the keys
+// its deny cache holds), so a known denial stays a denial whatever the
+// policy. Switches are
 // never reported per request; Stats counts the failures and the decisions
 // of the policy.
 //
@@ -64,8 +63,8 @@ type Guard struct {
 	// switches (or the first failure after a success), so it shares its
 	// cache line with the read-only configuration only.
 	state     atomic.Int32
-	primary   Limiter
-	local     Limiter
+	primary   admit.KeyedLimiter
+	local     admit.KeyedLimiter
 	kind      policyKind
 	breaker   bool
 	timeout   time.Duration
@@ -78,10 +77,10 @@ type Guard struct {
 	obs       admit.Observer
 	log       *slog.Logger
 	isFailure func(error) bool
-	healthy   func() bool                                      // the primary's Healthy method, or nil
-	cached    func(key string, n int64) (admit.Decision, bool) // the primary's Cached method, or nil
-	refund    Refunder                                         // the primary, if a Refunder
-	lrefund   Refunder                                         // the local limiter, if a Refunder
+	healthy   admit.HealthReporter // the primary, if it reports its health
+	cached    admit.Cacher         // the primary, if it answers some requests locally
+	refund    admit.Refunder       // the primary, if a Refunder
+	lrefund   admit.Refunder       // the local limiter, if a Refunder
 	policy    Policy
 	openD     admit.Decision // FailOpen's decision
 	closedD   admit.Decision // FailClosed's decision
@@ -103,12 +102,9 @@ type Guard struct {
 }
 
 var (
-	_ Limiter  = (*Guard)(nil)
-	_ Limiter  = (*Shared)(nil)
-	_ Limiter  = (*keyed.Limiter)(nil)
-	_ Refunder = (*Guard)(nil)
-	_ Refunder = (*Shared)(nil)
-	_ Refunder = (*keyed.Limiter)(nil)
+	_ admit.KeyedLimiter = (*Guard)(nil)
+	_ admit.Refunder     = (*Guard)(nil)
+	_ admit.Resetter     = (*Guard)(nil)
 )
 
 // The values of Guard.state.
@@ -122,7 +118,7 @@ const (
 // NewGuard returns a Guard asking primary and applying policy when it
 // fails. The error wraps ErrNilLimiter (a nil primary, or Fallback(nil)),
 // ErrInvalidPolicy (the zero Policy) or ErrInvalidOption.
-func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
+func NewGuard(primary admit.KeyedLimiter, policy Policy, opts ...Option) (*Guard, error) {
 	if isNil(primary) {
 		return nil, fmt.Errorf("%w: NewGuard needs a primary limiter", ErrNilLimiter)
 	}
@@ -160,16 +156,10 @@ func NewGuard(primary Limiter, policy Policy, opts ...Option) (*Guard, error) {
 		isFailure: o.isFailure,
 		policy:    policy,
 	}
-	if h, ok := primary.(interface{ Healthy() bool }); ok {
-		g.healthy = h.Healthy
-	}
-	if c, ok := primary.(interface {
-		Cached(key string, n int64) (admit.Decision, bool)
-	}); ok {
-		g.cached = c.Cached
-	}
-	g.refund, _ = primary.(Refunder)
-	g.lrefund, _ = policy.local.(Refunder)
+	g.healthy, _ = primary.(admit.HealthReporter)
+	g.cached, _ = primary.(admit.Cacher)
+	g.refund, _ = primary.(admit.Refunder)
+	g.lrefund, _ = policy.local.(admit.Refunder)
 	if g.name != "" {
 		g.rule = g.name + "/" + g.rule
 	}
@@ -195,30 +185,32 @@ func isNil(l any) bool {
 // Policy returns the Guard's policy.
 func (g *Guard) Policy() Policy { return g.policy }
 
-// Allow decides whether n events may happen for key now: the primary
+// Allow decides whether r.N events may happen for r.Key: the primary
 // decides, or the policy if the primary fails or, under an open Breaker,
-// is not asked (see Guard). The error is non-nil only when the request
-// itself was refused by the primary (see IsFailure), when the caller's
-// context ended (its error), or when the local limiter of a Fallback
-// failed; the Decision then denies.
-func (g *Guard) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+// is not asked (see Guard). r goes as it is to the primary, and to
+// Fallback's local limiter (a per-call r.Limit applies to both; a
+// keyed.Shared ignores it and decides under its share). The error is
+// non-nil only when the request itself was refused by the primary (see
+// IsFailure), when the caller's context ended (its error), or when the
+// local limiter of a Fallback failed; the Decision then denies.
+func (g *Guard) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		g.stats.canceled.Add(1)
 		return admit.Decision{Rule: g.name}, err
 	}
 	if g.state.Load() == stateOpen {
-		return g.allowOpen(ctx, key, n)
+		return g.allowOpen(ctx, r)
 	}
 	var d admit.Decision
 	var err error
 	var timedOut bool
 	if g.timeout == 0 {
-		d, err = g.primary.Allow(ctx, key, n)
+		d, err = g.primary.Allow(ctx, r)
 	} else {
-		d, timedOut, err = g.call(ctx, key, n)
+		d, timedOut, err = g.call(ctx, r)
 	}
 	if err != nil {
-		d, _, err = g.failed(ctx, key, n, d, timedOut, err)
+		d, _, err = g.failed(ctx, r, d, timedOut, err)
 		return d, err
 	}
 	if g.state.Load() != stateClosed && g.primaryHealthy() {
@@ -232,14 +224,14 @@ func (g *Guard) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 // redisstore.Limiter does, whose deny cache answers some requests without
 // Redis) that says otherwise.
 func (g *Guard) primaryHealthy() bool {
-	return g.healthy == nil || g.healthy()
+	return g.healthy == nil || g.healthy.Healthy()
 }
 
 // call calls the primary under the Guard's timeout, and reports whether
 // the call timed out (rather than the caller's context ending).
-func (g *Guard) call(ctx context.Context, key string, n int64) (d admit.Decision, timedOut bool, err error) {
+func (g *Guard) call(ctx context.Context, r admit.Request) (d admit.Decision, timedOut bool, err error) {
 	tctx, cancel := g.bound(ctx)
-	d, err = g.primary.Allow(tctx, key, n)
+	d, err = g.primary.Allow(tctx, r)
 	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	return d, timedOut, err
@@ -260,20 +252,20 @@ func noCancel() {}
 // allowOpen decides while the breaker is open: the policy decides, except
 // for the first request after each probe interval, the probe, which calls
 // the primary.
-func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (g *Guard) allowOpen(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	now := g.now()
 	next := g.nextProbe.Load()
 	if now < next || !g.nextProbe.CompareAndSwap(next, now+g.interval) {
 		g.stats.skipped.Add(1)
 		if g.cached != nil {
-			if d, ok := g.cached(key, n); ok {
+			if d, ok := g.cached.Cached(r); ok {
 				return d, nil
 			}
 		}
-		return g.decide(ctx, key, n)
+		return g.decide(ctx, r)
 	}
 	g.stats.probes.Add(1)
-	d, timedOut, err := g.call(ctx, key, n)
+	d, timedOut, err := g.call(ctx, r)
 	if err == nil {
 		if g.primaryHealthy() {
 			g.succeeded(true)
@@ -284,7 +276,7 @@ func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decis
 		}
 		return d, nil
 	}
-	d, failure, err := g.failed(ctx, key, n, d, timedOut, err)
+	d, failure, err := g.failed(ctx, r, d, timedOut, err)
 	if !failure {
 		// The caller gave up, or the request was bad: the probe tells
 		// nothing about the primary, so the next request probes.
@@ -296,7 +288,7 @@ func (g *Guard) allowOpen(ctx context.Context, key string, n int64) (admit.Decis
 // failed handles an error of the primary. The caller's cancellation and
 // errors about the request are returned as they are; failures are counted
 // and decided by the policy, and failed reports them as such.
-func (g *Guard) failed(ctx context.Context, key string, n int64, d admit.Decision, timedOut bool, err error) (admit.Decision, bool, error) {
+func (g *Guard) failed(ctx context.Context, r admit.Request, d admit.Decision, timedOut bool, err error) (admit.Decision, bool, error) {
 	if cerr := ctx.Err(); cerr != nil {
 		g.stats.canceled.Add(1)
 		if !errors.Is(err, cerr) {
@@ -312,7 +304,7 @@ func (g *Guard) failed(ctx context.Context, key string, n int64, d admit.Decisio
 		g.stats.timeouts.Add(1)
 	}
 	g.recordFailure(err, timedOut)
-	d, err = g.decide(ctx, key, n)
+	d, err = g.decide(ctx, r)
 	return d, true, err
 }
 
@@ -390,34 +382,34 @@ func (g *Guard) report(active bool, reason error) {
 }
 
 // decide is the policy's decision.
-func (g *Guard) decide(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (g *Guard) decide(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	var d admit.Decision
 	switch {
 	case g.kind == fallback:
 		var err error
-		d, err = g.local.Allow(ctx, key, n)
+		d, err = g.local.Allow(ctx, r)
 		d.Rule = g.rule
 		if err != nil {
 			return d, err
 		}
-	case n < 0:
-		return admit.Decision{RetryAfter: admit.InfDuration, Rule: g.rule}, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+	case r.N < 0:
+		return admit.Decision{RetryAfter: admit.InfDuration, Rule: g.rule}, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, r.N)
 	case g.kind == failOpen:
 		d = g.openD
-	case n == 0:
+	case r.N == 0:
 		d = admit.Decision{Allowed: true, ResetAfter: g.closedD.ResetAfter, Rule: g.rule}
 	default:
 		d = g.closedD
 	}
 	g.stats.decided.Add(1)
 	if g.obs != nil {
-		g.obs.Decided(admit.DecisionEvent{Limiter: g.name, Key: key, N: n, Decision: d})
+		g.obs.Decided(admit.DecisionEvent{Limiter: g.name, Key: r.Key, N: r.N, Decision: d})
 	}
 	return d, nil
 }
 
-// Refund gives back n events of key that the Guard admitted, to the limiter
-// that decides its requests now: the primary, unless a Breaker is open (the
+// Refund gives back r.N events of r.Key that the Guard admitted, to the
+// limiter that decides its requests now: the primary, unless a Breaker is open (the
 // policy decides then) or the primary fails to take the refund (a failure,
 // as IsFailure or a timeout says, which suggests that the policy decided
 // the request too). Under Fallback the policy's refund goes to the local
@@ -434,16 +426,16 @@ func (g *Guard) decide(ctx context.Context, key string, n int64) (admit.Decision
 //
 // The primary's Refund runs under the Guard's timeout (WithTimeout).
 // Refunds count in no Stats and never switch the Guard. The error is
-// non-nil for n < 0 (admit.ErrInvalidCost), when the limiter that should
+// non-nil for r.N < 0 (admit.ErrInvalidCost), when the limiter that should
 // take the refund cannot (ErrNotRefunder: the primary, or Fallback's local
 // limiter, is not a Refunder), when the caller's context ends first, for
 // an error of the primary about the request (see IsFailure), and for an
 // error of the local limiter.
-func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
-	if n < 0 {
-		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
+func (g *Guard) Refund(ctx context.Context, r admit.Request) error {
+	if r.N < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, r.N)
 	}
-	if n == 0 {
+	if r.N == 0 {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -453,7 +445,7 @@ func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
 		if g.refund == nil {
 			return fmt.Errorf("%w: the primary %T has no Refund", ErrNotRefunder, g.primary)
 		}
-		timedOut, err := g.callRefund(ctx, key, n)
+		timedOut, err := g.callRefund(ctx, r)
 		if err == nil {
 			return nil
 		}
@@ -470,14 +462,14 @@ func (g *Guard) Refund(ctx context.Context, key string, n int64) error {
 	if g.lrefund == nil {
 		return fmt.Errorf("%w: the local limiter %T has no Refund", ErrNotRefunder, g.local)
 	}
-	return g.lrefund.Refund(ctx, key, n)
+	return g.lrefund.Refund(ctx, r)
 }
 
 // callRefund calls the primary's Refund under the Guard's timeout, and
 // reports whether the call timed out.
-func (g *Guard) callRefund(ctx context.Context, key string, n int64) (timedOut bool, err error) {
+func (g *Guard) callRefund(ctx context.Context, r admit.Request) (timedOut bool, err error) {
 	tctx, cancel := g.bound(ctx)
-	err = g.refund.Refund(tctx, key, n)
+	err = g.refund.Refund(tctx, r)
 	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	return timedOut, err

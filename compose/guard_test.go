@@ -54,7 +54,7 @@ func TestFailOpen(t *testing.T) {
 		t.Errorf("%d decisions observed, want 1", obs.decided.Load())
 	}
 	// A negative cost is an error under every policy.
-	if _, err := g.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n=-1: error %v, want ErrInvalidCost", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestFailClosed(t *testing.T) {
 	if d := allow(t, g, "k", 0); !d.Allowed || d.Remaining != 0 || d.RetryAfter != 0 || d.ResetAfter != 3*time.Second {
 		t.Errorf("n=0: decision %+v", d)
 	}
-	if _, err := g.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n=-1: error %v, want ErrInvalidCost", err)
 	}
 }
@@ -98,7 +98,7 @@ func TestFallback(t *testing.T) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 	// The local limiter's own errors are returned.
-	if _, err := g.Allow(ctx, strings.Repeat("x", keyed.DefaultMaxKeyLength+1), 1); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: strings.Repeat("x", keyed.DefaultMaxKeyLength+1), N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
 	if s := g.Stats(); s.Failures != 4 || s.Decided != 3 {
@@ -118,10 +118,10 @@ func TestRequestErrorsAreReturned(t *testing.T) {
 	}
 	obs := &recorder{}
 	g := mustGuard(t, prim, compose.FailOpen, compose.WithThreshold(1), compose.WithObserver(obs))
-	if _, err := g.Allow(ctx, "a-key-that-is-too-long", 1); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "a-key-that-is-too-long", N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
-	if _, err := g.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n=-1: error %v, want ErrInvalidCost", err)
 	}
 	if s := g.Stats(); s != (compose.Stats{}) || len(obs.Events()) != 0 {
@@ -132,7 +132,7 @@ func TestRequestErrorsAreReturned(t *testing.T) {
 	errBad := errors.New("bad request")
 	fp := newPrimary(func(context.Context, string, int64) (admit.Decision, error) { return admit.Decision{}, errBad })
 	g = mustGuard(t, fp, compose.FailOpen, compose.WithIsFailure(func(err error) bool { return !errors.Is(err, errBad) }))
-	if _, err := g.Allow(ctx, "k", 1); err != errBad {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); err != errBad {
 		t.Errorf("error %v, want errBad", err)
 	}
 	fp.set(down)
@@ -202,7 +202,7 @@ func TestTimeoutNoLeak(t *testing.T) {
 	for range 50 {
 		wg.Go(func() {
 			for range 4 {
-				if d, err := g.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+				if d, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed {
 					t.Errorf("Allow: %+v, %v", d, err)
 				}
 			}
@@ -230,7 +230,7 @@ func TestCallerCancellation(t *testing.T) {
 		// Done before the call: the primary is not called.
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := g.Allow(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+		if _, err := g.Allow(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.Canceled) {
 			t.Errorf("canceled before: error %v, want context.Canceled", err)
 		}
 		if prim.calls.Load() != 0 {
@@ -242,7 +242,7 @@ func TestCallerCancellation(t *testing.T) {
 		prim.set(hang(entered))
 		cctx, cancel = context.WithCancel(ctx)
 		go func() { <-entered; cancel() }()
-		if _, err := g.Allow(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+		if _, err := g.Allow(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.Canceled) {
 			t.Errorf("canceled during: error %v, want context.Canceled", err)
 		}
 
@@ -250,7 +250,7 @@ func TestCallerCancellation(t *testing.T) {
 		prim.set(hang(nil))
 		dctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 		defer cancel()
-		if _, err := g.Allow(dctx, "k", 1); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
+		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
 			t.Errorf("caller's deadline: error %v, want the caller's context.DeadlineExceeded", err)
 		}
 
@@ -291,7 +291,7 @@ func TestTimeoutBound(t *testing.T) {
 				cctx, cancel = context.WithTimeout(ctx, c.caller)
 				defer cancel()
 			}
-			if _, err := g.Allow(cctx, "k", 1); err != nil {
+			if _, err := g.Allow(cctx, admit.Request{Key: "k", N: 1}); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			if !bounded || !seen.Equal(start.Add(c.want)) {
@@ -303,13 +303,13 @@ func TestTimeoutBound(t *testing.T) {
 		prim.set(hang(nil))
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 		defer cancel()
-		if _, err := g.Allow(dctx, "k", 1); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
+		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
 			t.Errorf("caller's deadline: error %v, want the caller's context.DeadlineExceeded", err)
 		}
 		// The Guard's own timeout is a failure of the primary.
 		lctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		if d, err := g.Allow(lctx, "k", 1); err != nil || !d.Allowed {
+		if d, err := g.Allow(lctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed {
 			t.Errorf("the Guard's timeout under FailOpen: %+v, %v, want admitted", d, err)
 		}
 		if s := g.Stats(); s.Timeouts != 1 || s.Canceled != 1 {
@@ -323,7 +323,7 @@ func TestBadArguments(t *testing.T) {
 	var nilKeyed *keyed.Limiter
 	for _, tc := range []struct {
 		name    string
-		primary compose.Limiter
+		primary admit.KeyedLimiter
 		policy  compose.Policy
 		opts    []compose.Option
 		want    error

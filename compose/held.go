@@ -1,6 +1,8 @@
 package compose
 
-// Finisher is a Releaser that learns how the request it was granted to
+import "github.com/admit-go/admit"
+
+// Finisher is a admit.Releaser that learns how the request it was granted to
 // went, such as the Token of an adaptive.Gradient (whose limit follows the
 // latency of the requests that succeed and is cut when they fail) or the
 // grant of an adaptive.AIMD's layer (see Learner). Finish gives back what
@@ -14,11 +16,11 @@ package compose
 // refuses a request releases (never finishes) the grants its earlier layers
 // made, since the request did not run.
 type Finisher interface {
-	Releaser
+	admit.Releaser
 	Finish(failed bool)
 }
 
-// Learner is a Limiter that learns from the outcome of the requests it
+// Learner is a keyed limiter that learns from the outcome of the requests it
 // admits, such as adaptive.AIMDLayer, whose rate grows while they succeed
 // and is cut when they fail. When a layer of a Chain (or of Admit) whose
 // Limiter is a Learner admits n > 0 events and the check has a Held, the
@@ -34,7 +36,7 @@ type Finisher interface {
 // admitted; the key may be scratch space of the caller, so the Finisher
 // must not keep it.
 type Learner interface {
-	Limiter
+	admit.KeyedLimiter
 	Track(key string, n int64) Finisher
 }
 
@@ -47,8 +49,8 @@ type Learner interface {
 // request's goroutine (it holds up to four grants without allocating). A
 // Held is not safe for concurrent use.
 type Held struct {
-	small [4]Releaser
-	more  []Releaser
+	small [4]admit.Releaser
+	more  []admit.Releaser
 	n     int
 	fin   int // grants that are Finishers
 }
@@ -56,7 +58,7 @@ type Held struct {
 // Len returns the number of grants h holds.
 func (h *Held) Len() int { return h.n }
 
-func (h *Held) add(r Releaser) {
+func (h *Held) add(r admit.Releaser) {
 	if h.n < len(h.small) {
 		h.small[h.n] = r
 	} else {
@@ -68,7 +70,7 @@ func (h *Held) add(r Releaser) {
 	}
 }
 
-func (h *Held) at(i int) *Releaser {
+func (h *Held) at(i int) *admit.Releaser {
 	if i < len(h.small) {
 		return &h.small[i]
 	}

@@ -60,10 +60,11 @@ func (g *finGrant) Finish(failed bool) {
 // grantSlots is a Slots layer handing out the grants of make, always
 // admitting.
 type grantSlots struct {
-	make func(key string) compose.Releaser
+	make func(key string) admit.Releaser
 }
 
-func (s grantSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s grantSlots) TryAcquire(ctx context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	key, n := req.Key, req.N
 	if n == 0 {
 		return nil, admit.Decision{Allowed: true, Kind: admit.KindConcurrency}, nil
 	}
@@ -71,11 +72,11 @@ func (s grantSlots) TryAcquire(ctx context.Context, key string, n int64) (compos
 }
 
 func plainSlots(j *journal) grantSlots {
-	return grantSlots{func(key string) compose.Releaser { return &plainGrant{j: j, name: key} }}
+	return grantSlots{func(key string) admit.Releaser { return &plainGrant{j: j, name: key} }}
 }
 
 func finSlots(j *journal) grantSlots {
-	return grantSlots{func(key string) compose.Releaser { return &finGrant{plainGrant{j: j, name: key}} }}
+	return grantSlots{func(key string) admit.Releaser { return &finGrant{plainGrant{j: j, name: key}} }}
 }
 
 // TestHeldFinish: Finish finishes the Finishers and releases the others,
@@ -224,7 +225,7 @@ func TestLearner(t *testing.T) {
 	}
 
 	// No Held, or a peek: nothing tracked.
-	if d, err := chain.Allow(ctx, "k", 1); err != nil || !d.Allowed {
+	if d, err := chain.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
 	}
 	if d, err := chain.AllowKeys(ctx, []string{"k", "g"}, 1, nil); err != nil || !d.Allowed {

@@ -66,7 +66,8 @@ func newPrimary(b behavior) *fakePrimary {
 
 func (p *fakePrimary) set(b behavior) { p.behave.Store(&b) }
 
-func (p *fakePrimary) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (p *fakePrimary) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	key, n := req.Key, req.N
 	p.calls.Add(1)
 	return (*p.behave.Load())(ctx, key, n)
 }
@@ -115,7 +116,7 @@ func (s *syncBuffer) Lines() []string {
 
 var ctx = context.Background()
 
-func mustGuard(t testing.TB, primary compose.Limiter, p compose.Policy, opts ...compose.Option) *compose.Guard {
+func mustGuard(t testing.TB, primary admit.KeyedLimiter, p compose.Policy, opts ...compose.Option) *compose.Guard {
 	t.Helper()
 	g, err := compose.NewGuard(primary, p, opts...)
 	if err != nil {
@@ -124,9 +125,9 @@ func mustGuard(t testing.TB, primary compose.Limiter, p compose.Policy, opts ...
 	return g
 }
 
-func allow(t testing.TB, g compose.Limiter, key string, n int64) admit.Decision {
+func allow(t testing.TB, g admit.KeyedLimiter, key string, n int64) admit.Decision {
 	t.Helper()
-	d, err := g.Allow(ctx, key, n)
+	d, err := g.Allow(ctx, admit.Request{Key: key, N: n})
 	if err != nil {
 		t.Fatalf("Allow(%q, %d): %v", key, n, err)
 	}
@@ -168,7 +169,8 @@ func fails(err error) func(context.Context, string, int64) (admit.Decision, erro
 	}
 }
 
-func (p *probe) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (p *probe) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	key, n := req.Key, req.N
 	d, err := p.decide(ctx, key, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -179,7 +181,8 @@ func (p *probe) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 	return d, err
 }
 
-func (p *probe) Refund(ctx context.Context, key string, n int64) error {
+func (p *probe) Refund(ctx context.Context, req admit.Request) error {
+	key, n := req.Key, req.N
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refunds++
@@ -217,7 +220,8 @@ type grant struct {
 
 func (g *grant) Release() { g.once.Do(func() { g.s.inflight.Add(-g.n) }) }
 
-func (s *slotsProbe) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s *slotsProbe) TryAcquire(ctx context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	n := req.N
 	if n == 0 {
 		return nil, admit.Decision{Allowed: true, Remaining: s.max - s.inflight.Load(), Kind: admit.KindConcurrency}, nil
 	}

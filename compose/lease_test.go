@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 )
 
@@ -36,7 +37,7 @@ func TestHeldRenew(t *testing.T) {
 			s := plainSlots(j)
 			if g := grants[name]; g != nil {
 				g.j, g.name = j, name
-				s = grantSlots{func(string) compose.Releaser { return g }}
+				s = grantSlots{func(string) admit.Releaser { return g }}
 			}
 			layers = append(layers, compose.Layer{Slots: s})
 			keys = append(keys, name)

@@ -1,19 +1,6 @@
 package compose
 
-import (
-	"context"
-
-	"github.com/admit-go/admit"
-)
-
-// Limiter is a keyed limiter: anything that decides whether n events may
-// happen for a key now, such as a keyed.Limiter, a redisstore.Limiter, a
-// Guard or a Shared. A denial is a Decision with Allowed false; an error
-// means the limiter (or the context) failed. Implementations must be safe
-// for concurrent use.
-type Limiter interface {
-	Allow(ctx context.Context, key string, n int64) (admit.Decision, error)
-}
+import "github.com/admit-go/admit"
 
 // Policy is what a Guard does with a request its primary cannot decide:
 // admit it (FailOpen), deny it (FailClosed), or ask a local limiter
@@ -21,7 +8,7 @@ type Limiter interface {
 // that keeps failing. The zero Policy is not a policy: NewGuard refuses it.
 type Policy struct {
 	kind    policyKind
-	local   Limiter
+	local   admit.KeyedLimiter
 	breaker bool
 }
 
@@ -54,14 +41,15 @@ var (
 
 // Fallback returns the policy that asks local to decide each request the
 // primary cannot decide. local is usually a keyed.Limiter holding this
-// instance's share of the shared limit (see LocalShare and LiveShare), so
+// instance's share of the shared limit (see keyed.LocalShare and
+// keyed.LiveShare), so
 // that a fleet whose store is down still enforces about the same limit,
 // each instance on its own. local is called with the caller's context,
 // without the Guard's timeout, and its errors are returned as they are. The
 // Guard reports local's decisions to its Observer (see WithObserver), so
 // give the Observer to the Guard rather than to local. A nil local makes
 // NewGuard fail with ErrNilLimiter.
-func Fallback(local Limiter) Policy {
+func Fallback(local admit.KeyedLimiter) Policy {
 	return Policy{kind: fallback, local: local}
 }
 

@@ -19,15 +19,17 @@ type countingRefunder struct {
 	lim *keyed.Limiter
 }
 
-func (c *countingRefunder) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return c.p.Allow(ctx, key, n)
+func (c *countingRefunder) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	key, n := req.Key, req.N
+	return c.p.Allow(ctx, admit.Request{Key: key, N: n})
 }
 
-func (c *countingRefunder) Refund(ctx context.Context, key string, n int64) error {
-	if err := c.lim.Refund(ctx, key, n); err != nil {
+func (c *countingRefunder) Refund(ctx context.Context, req admit.Request) error {
+	key, n := req.Key, req.N
+	if err := c.lim.Refund(ctx, admit.Request{Key: key, N: n}); err != nil {
 		return err
 	}
-	return c.p.Refund(ctx, key, n)
+	return c.p.Refund(ctx, admit.Request{Key: key, N: n})
 }
 
 // TestGuardRefund: a Guard gives events back to the limiter that decides
@@ -37,7 +39,7 @@ func TestGuardRefund(t *testing.T) {
 		prim, local := newProbe("primary", admits(5)), newProbe("local", admits(5))
 		g := mustGuard(t, prim, compose.Fallback(local))
 		allow(t, g, "k", 2)
-		if err := g.Refund(ctx, "k", 2); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if _, r := prim.counts(); r != 1 || prim.held("k") != 0 {
@@ -52,7 +54,7 @@ func TestGuardRefund(t *testing.T) {
 		g := mustGuard(t, prim, compose.Breaker(compose.Fallback(local)), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
 		allow(t, g, "k", 1) // fails: the breaker opens, the local limiter decides
 		allow(t, g, "k", 2)
-		if err := g.Refund(ctx, "k", 3); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if _, r := prim.counts(); r != 0 {
@@ -67,7 +69,7 @@ func TestGuardRefund(t *testing.T) {
 		prim := &failingRefunder{probe: newProbe("primary", fails(errDown)), err: errDown}
 		g := mustGuard(t, prim, compose.Fallback(local), compose.WithThreshold(100))
 		allow(t, g, "k", 2) // the primary fails, the local decides
-		if err := g.Refund(ctx, "k", 2); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if local.held("k") != 0 {
@@ -75,7 +77,7 @@ func TestGuardRefund(t *testing.T) {
 		}
 		// An error about the request is returned.
 		prim.err = admit.ErrKeyTooLong
-		if err := g.Refund(ctx, "k", 2); !errors.Is(err, admit.ErrKeyTooLong) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 2}); !errors.Is(err, admit.ErrKeyTooLong) {
 			t.Errorf("an error about the request: %v", err)
 		}
 	})
@@ -83,34 +85,34 @@ func TestGuardRefund(t *testing.T) {
 		prim := newProbe("primary", fails(errDown))
 		g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
 		allow(t, g, "k", 1)
-		if err := g.Refund(ctx, "k", 1); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 			t.Errorf("FailOpen has nothing to give back: %v", err)
 		}
 	})
 	t.Run("not refunders", func(t *testing.T) {
 		g := mustGuard(t, &oneWay{}, compose.FailOpen)
-		if err := g.Refund(ctx, "k", 1); !errors.Is(err, compose.ErrNotRefunder) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
 			t.Errorf("a one-way primary: %v", err)
 		}
 		prim := newProbe("primary", fails(errDown))
 		g = mustGuard(t, prim, compose.Breaker(compose.Fallback(&oneWay{})), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
 		allow(t, g, "k", 1)
-		if err := g.Refund(ctx, "k", 1); !errors.Is(err, compose.ErrNotRefunder) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
 			t.Errorf("a one-way local limiter: %v", err)
 		}
 	})
 	t.Run("bad input", func(t *testing.T) {
 		prim := newProbe("primary", admits(5))
 		g := mustGuard(t, prim, compose.FailOpen)
-		if err := g.Refund(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("n < 0: %v", err)
 		}
-		if err := g.Refund(ctx, "k", 0); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 0}); err != nil {
 			t.Errorf("n = 0: %v", err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := g.Refund(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+		if err := g.Refund(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.Canceled) {
 			t.Errorf("canceled: %v", err)
 		}
 		if _, r := prim.counts(); r != 0 {
@@ -121,7 +123,7 @@ func TestGuardRefund(t *testing.T) {
 		local := newProbe("local", admits(5))
 		g := mustGuard(t, &hangingRefunder{probe: newProbe("primary", admits(5))}, compose.Fallback(local), compose.WithTimeout(5*time.Millisecond))
 		allow(t, g, "k", 1)
-		if err := g.Refund(ctx, "k", 1); err != nil {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if _, r := local.counts(); r != 1 {
@@ -136,12 +138,12 @@ type failingRefunder struct {
 	err error
 }
 
-func (f *failingRefunder) Refund(context.Context, string, int64) error { return f.err }
+func (f *failingRefunder) Refund(context.Context, admit.Request) error { return f.err }
 
 // hangingRefunder's refunds wait for their context.
 type hangingRefunder struct{ *probe }
 
-func (h *hangingRefunder) Refund(ctx context.Context, _ string, _ int64) error {
+func (h *hangingRefunder) Refund(ctx context.Context, req admit.Request) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -149,20 +151,20 @@ func (h *hangingRefunder) Refund(ctx context.Context, _ string, _ int64) error {
 // TestSharedRefund: a Shared gives back under its current share.
 func TestSharedRefund(t *testing.T) {
 	live := 2
-	sh, err := compose.LiveShare(admit.AlgGCRA, admit.PerSecond(10), func() int { return live })
+	sh, err := keyed.LiveShare(admit.AlgGCRA, admit.PerSecond(10), func() int { return live })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := allow(t, sh, "k", 5); !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("%+v", d)
 	}
-	if err := sh.Refund(ctx, "k", 3); err != nil {
+	if err := sh.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if d := allow(t, sh, "k", 0); d.Remaining < 3 {
 		t.Fatalf("after Refund: %+v", d)
 	}
-	if err := sh.Refund(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := sh.Refund(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n < 0: %v", err)
 	}
 }

@@ -23,53 +23,55 @@ func (r *resettable) Reset(_ context.Context, key string) error {
 	return r.err
 }
 
-// TestResetKey: ResetKey through either Reset method; a Guard resets its
-// primary and, under Fallback, its local limiter, even with the primary
-// failing; a Shared resets its limiter; other limiters are refused.
-func TestResetKey(t *testing.T) {
+// TestGuardReset: a Guard resets its primary and, under Fallback, its
+// local limiter, even with the primary failing; a Shared as the local
+// limiter is reset too; a primary that is not an admit.Resetter is
+// refused.
+func TestGuardReset(t *testing.T) {
 	local, err := keyed.New(admit.AlgGCRA, admit.PerMinute(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+	if d, _ := local.Allow(ctx, admit.Request{Key: "k", N: 1}); !d.Allowed {
 		t.Fatal(d)
 	}
-	if d, _ := local.Allow(ctx, "k", 1); d.Allowed {
+	if d, _ := local.Allow(ctx, admit.Request{Key: "k", N: 1}); d.Allowed {
 		t.Fatal("the local limiter admitted twice")
 	}
 	prim := &resettable{fakePrimary: newPrimary(healthy)}
 	g := mustGuard(t, prim, compose.Fallback(local))
-	if err := compose.ResetKey(ctx, g, "k"); err != nil {
+	if err := g.Reset(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
 	if len(prim.resets) != 1 || prim.resets[0] != "k" {
 		t.Errorf("the primary's resets: %q", prim.resets)
 	}
-	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+	if d, _ := local.Allow(ctx, admit.Request{Key: "k", N: 1}); !d.Allowed {
 		t.Error("the local limiter was not reset")
 	}
 	errDown := errors.New("store down")
 	prim.err = errDown
-	local.Allow(ctx, "k", 1)
-	if err := compose.ResetKey(ctx, g, "k"); !errors.Is(err, errDown) {
+	local.Allow(ctx, admit.Request{Key: "k", N: 1})
+	if err := g.Reset(ctx, "k"); !errors.Is(err, errDown) {
 		t.Errorf("a failing primary: %v", err)
 	}
-	if d, _ := local.Allow(ctx, "k", 1); !d.Allowed {
+	if d, _ := local.Allow(ctx, admit.Request{Key: "k", N: 1}); !d.Allowed {
 		t.Error("the local limiter was not reset while the primary failed")
 	}
 
-	sh, err := compose.LiveShare(admit.AlgGCRA, admit.PerMinute(2), func() int { return 1 })
+	sh, err := keyed.LiveShare(admit.AlgGCRA, admit.PerMinute(2), func() int { return 1 })
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh.Allow(ctx, "s", 2)
-	if err := compose.ResetKey(ctx, sh, "s"); err != nil {
+	sh.Allow(ctx, admit.Request{Key: "s", N: 2})
+	gs := mustGuard(t, &resettable{fakePrimary: newPrimary(healthy)}, compose.Fallback(sh))
+	if err := gs.Reset(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := sh.Allow(ctx, "s", 2); !d.Allowed {
+	if d, _ := sh.Allow(ctx, admit.Request{Key: "s", N: 2}); !d.Allowed {
 		t.Error("the Shared was not reset")
 	}
-	if err := compose.ResetKey(ctx, newPrimary(healthy), "k"); !errors.Is(err, compose.ErrNotResetter) {
+	if err := mustGuard(t, newPrimary(healthy), compose.FailOpen).Reset(ctx, "k"); !errors.Is(err, compose.ErrNotResetter) {
 		t.Errorf("a limiter without Reset: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/concurrency"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				p, d, err := l.Acquire(ctx, bc.key, 1)
+				p, d, err := l.Acquire(ctx, admit.Request{Key: bc.key, N: 1})
 				if err != nil || !d.Allowed {
 					b.Fatal(d, err)
 				}
@@ -49,11 +50,11 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func BenchmarkAcquireReleaseBusyKey(b *testing.B) {
 	l := mustNew(b, 100)
 	ctx := context.Background()
-	held, _, _ := l.Acquire(ctx, "user-12345", 1)
+	held, _, _ := l.Acquire(ctx, admit.Request{Key: "user-12345", N: 1})
 	defer held.Release()
 	b.ReportAllocs()
 	for b.Loop() {
-		p, _, _ := l.Acquire(ctx, "user-12345", 1)
+		p, _, _ := l.Acquire(ctx, admit.Request{Key: "user-12345", N: 1})
 		p.Release()
 	}
 }
@@ -72,11 +73,11 @@ func BenchmarkDenied(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			l := mustNew(b, 1, bc.opts...)
 			ctx := context.Background()
-			held, _, _ := l.TryAcquire(ctx, bc.key, 1)
+			held, _, _ := l.TryAcquire(ctx, admit.Request{Key: bc.key, N: 1})
 			defer held.Release()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, d, _ := l.TryAcquire(ctx, bc.key, 1); d.Allowed {
+				if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: bc.key, N: 1}); d.Allowed {
 					b.Fatal("allowed")
 				}
 			}
@@ -103,7 +104,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 					key = "user-" + strconv.FormatInt(id.Add(1), 10)
 				}
 				for pb.Next() {
-					p, _, _ := l.Acquire(ctx, key, 1)
+					p, _, _ := l.Acquire(ctx, admit.Request{Key: key, N: 1})
 					p.Release()
 				}
 			})

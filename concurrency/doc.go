@@ -9,7 +9,7 @@
 //
 //	lim, err := concurrency.New(10, concurrency.WithLease(time.Minute))
 //	...
-//	p, d, err := lim.TryAcquire(ctx, tenant, 1)
+//	p, d, err := lim.TryAcquire(ctx, admit.Request{Key: tenant, N: 1})
 //	if err != nil {
 //		return err // invalid input: a key too long, too many keys...
 //	}
@@ -29,8 +29,10 @@
 //     (WithMaxWait): for clients of a dependency, job workers, and servers
 //     that would rather queue a short burst than refuse it.
 //   - The empty key for a single, global limit; other keys for one limit
-//     per key, with memory bounded by what is in flight. AcquireLimit and
-//     TryAcquireLimit take the limit per call, for tiers.
+//     per key, with memory bounded by what is in flight. A Request's
+//     Limit.Rate gives the limit per call, for tiers.
+//   - Limiter.Slots for a concurrency layer of a compose chain (an
+//     admit.Slots, the contract every backend of slots meets).
 //   - WithLease whenever a holder could fail to release: across process
 //     boundaries, in code with many exits, or with callbacks you do not
 //     control. A slot not released within the lease is reclaimed.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/concurrency"
 )
@@ -19,16 +20,16 @@ func ExampleLimiter_TryAcquire() {
 	}
 	ctx := context.Background()
 
-	export, d, _ := lim.TryAcquire(ctx, "", 3)
+	export, d, _ := lim.TryAcquire(ctx, admit.Request{Key: "", N: 3})
 	fmt.Printf("export: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
-	query, d, _ := lim.TryAcquire(ctx, "", 1)
+	query, d, _ := lim.TryAcquire(ctx, admit.Request{Key: "", N: 1})
 	fmt.Printf("query:  allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
-	_, d, _ = lim.TryAcquire(ctx, "", 1)
+	_, d, _ = lim.TryAcquire(ctx, admit.Request{Key: "", N: 1})
 	fmt.Printf("query:  allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
 
 	export.Release()
 	export.Release() // harmless
-	_, d, _ = lim.TryAcquire(ctx, "", 3)
+	_, d, _ = lim.TryAcquire(ctx, admit.Request{Key: "", N: 3})
 	fmt.Printf("export: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
 	query.Release()
 	// Output:
@@ -45,16 +46,17 @@ func ExampleWithLease() {
 	lim, _ := concurrency.New(1, concurrency.WithClock(clk), concurrency.WithLease(30*time.Second))
 	ctx := context.Background()
 
-	crashed, _, _ := lim.TryAcquire(ctx, "tenant-7", 1) // never released
+	crashed, _, _ := lim.TryAcquire(ctx, admit.Request{Key: "tenant-7", N: 1}) // never released
 	clk.Advance(10 * time.Second)
-	_, d, _ := lim.TryAcquire(ctx, "tenant-7", 1)
+	_, d, _ := lim.TryAcquire(ctx, admit.Request{Key: "tenant-7", N: 1})
 	fmt.Printf("at 10s: allowed=%v retry-after=%v\n", d.Allowed, d.RetryAfter)
 
 	clk.Advance(20 * time.Second) // the lease expires: the slot is reclaimed
-	p, d, _ := lim.TryAcquire(ctx, "tenant-7", 1)
+	p, d, _ := lim.TryAcquire(ctx, admit.Request{Key: "tenant-7", N: 1})
 	fmt.Printf("at 30s: allowed=%v\n", d.Allowed)
 	fmt.Println("late release of the crashed holder:", crashed.Release())
-	fmt.Println("in flight:", lim.InFlight("tenant-7"))
+	n, _ := lim.InFlight(ctx, "tenant-7")
+	fmt.Println("in flight:", n)
 	p.Release()
 	fmt.Printf("keys: %d, reclaimed: %d\n", lim.Stats().Keys, lim.Stats().Reclaimed)
 	// Output:
@@ -69,10 +71,10 @@ func ExampleLimiter_Acquire() {
 	lim, _ := concurrency.New(2, concurrency.WithMaxWaiters(10))
 	ctx := context.Background()
 
-	held, _, _ := lim.Acquire(ctx, "db", 2) // free: at once
+	held, _, _ := lim.Acquire(ctx, admit.Request{Key: "db", N: 2}) // free: at once
 	done := make(chan string)
 	go func() {
-		p, d, err := lim.Acquire(ctx, "db", 1) // waits for a slot
+		p, d, err := lim.Acquire(ctx, admit.Request{Key: "db", N: 1}) // waits for a slot
 		done <- fmt.Sprint("waiter: allowed=", d.Allowed, " err=", err)
 		p.Release()
 	}()
@@ -87,13 +89,13 @@ func ExampleLimiter_Acquire() {
 	// waiter: allowed=true err=<nil>
 }
 
-func ExampleLimiter_AcquireLimit() {
+func ExampleLimiter_Acquire_tiers() {
 	// One Limiter for every tier: the limit comes with each call.
 	lim, _ := concurrency.New(1)
 	tiers := map[string]int64{"free": 1, "pro": 3}
 	ctx := context.Background()
 	for _, tenant := range []string{"free", "free", "pro", "pro", "pro", "pro"} {
-		_, d, err := lim.TryAcquireLimit(ctx, tenant, tiers[tenant], 1)
+		_, d, err := lim.TryAcquire(ctx, admit.Request{Key: tenant, N: 1, Limit: admit.Limit{Rate: tiers[tenant]}})
 		if err != nil {
 			panic(err)
 		}

@@ -1,6 +1,7 @@
 package concurrency
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -152,7 +153,7 @@ type modelPermit struct {
 	released bool
 }
 
-// FuzzOps runs random sequences of TryAcquire, TryAcquireLimit, Release,
+// FuzzOps runs random sequences of TryAcquire, TryAcquire(Limit), Release,
 // Held and clock advances against a model, and checks after each step that
 // each key's in-flight count is the model's (so never above the limit), that
 // a key's state vanishes when it is idle, and the internal invariants.
@@ -202,7 +203,7 @@ func fuzzBody(t *testing.T, data []byte) {
 		for i := 1; i+1 < len(data); i += 2 {
 			op, arg := data[i], data[i+1]
 			switch op % 8 {
-			case 0, 1, 2, 3: // TryAcquire or TryAcquireLimit
+			case 0, 1, 2, 3: // TryAcquire or TryAcquire(Limit)
 				key := keys[arg%5]
 				n := int64(arg/5) % (limit + 2) // 0..max+1
 				lim := int64(limit)
@@ -210,9 +211,9 @@ func fuzzBody(t *testing.T, data []byte) {
 				var d = l.invalid(0)
 				if op%8 == 3 {
 					lim = int64(arg/30)%limit + 1
-					p, d, err = l.TryAcquireLimit(ctx, key, lim, n)
+					p, d, err = l.TryAcquire(ctx, admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: lim}})
 				} else {
-					p, d, err = l.TryAcquire(ctx, key, n)
+					p, d, err = l.TryAcquire(ctx, admit.Request{Key: key, N: n})
 				}
 				want := n == 0 || (n <= lim && inflight(key)+n <= lim)
 				newKey := key != "" && inflight(key) == 0 && n > 0
@@ -277,7 +278,7 @@ func fuzzBody(t *testing.T, data []byte) {
 			checkInvariants(t, l)
 			busy := 0
 			for _, k := range keys {
-				got, want := l.InFlight(k), inflight(k)
+				got, want := inFlightOf(l, k), inflight(k)
 				if got != want {
 					t.Fatalf("step %d: InFlight(%q) = %d, want %d", i, k, got, want)
 				}
@@ -300,4 +301,13 @@ func fuzzBody(t *testing.T, data []byte) {
 			t.Fatalf("all released: %+v", st)
 		}
 	}
+}
+
+// inFlightOf returns l.InFlight(key), which never fails in memory.
+func inFlightOf(l *Limiter, key string) int64 {
+	n, err := l.InFlight(context.Background(), key)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

@@ -26,8 +26,8 @@ import (
 // weighted semaphore of max slots); it lives apart from the other keys, is
 // never forgotten, and does not count towards WithMaxKeys.
 //
-// The max given to New is the default; AcquireLimit and TryAcquireLimit take
-// it per call, so that one Limiter serves several tiers (each call compares
+// The max given to New is the default; a Request's Limit.Rate gives it per
+// call, so that one Limiter serves several tiers (each call compares
 // the key's in-flight count with its own max). A key still has one queue:
 // a waiter under a lower limit blocks those behind it until the key's
 // in-flight count leaves room under its own limit.
@@ -148,40 +148,41 @@ func New(max int64, opts ...Option) (*Limiter, error) {
 // Acquire and TryAcquire.
 func (l *Limiter) Max() int64 { return l.max }
 
-// TryAcquire is shorthand for TryAcquireLimit(ctx, key, l.Max(), n).
-func (l *Limiter) TryAcquire(ctx context.Context, key string, n int64) (Permit, admit.Decision, error) {
-	return l.acquire(ctx, key, l.max, n, false)
-}
-
-// TryAcquireLimit takes n slots of key under a limit of max in flight, if
-// they are free and no caller waits for the key; it never waits. If the
-// request is admitted, the Permit holds the slots until its Release;
-// otherwise the Permit is the zero Permit. n = 0 is always admitted and
-// holds nothing.
+// TryAcquire takes r.N slots of r.Key, if they are free and no caller
+// waits for the key; it never waits. The limit is r.Limit.Rate slots in
+// flight, or the Limiter's own max (Max) when r.Limit is zero, so that one
+// Limiter serves several tiers; r.Limit's Period and Burst and r.At are
+// not used (slots are held from now). If the request is admitted, the
+// Permit holds the slots until its Release; otherwise the Permit is the
+// zero Permit. r.N = 0 is always admitted and holds nothing.
 //
 // The error is non-nil only for invalid input, and the Decision then denies
 // with RetryAfter admit.InfDuration: an error wrapping admit.ErrInvalidLimit
-// (max <= 0), admit.ErrInvalidCost (n < 0), admit.ErrExceedsBurst (n > max:
-// the request can never be admitted) or ErrKeyTooLong; or, for a new key
-// when the Limiter holds WithMaxKeys keys, an error wrapping ErrTooManyKeys,
-// with RetryAfter 0 (unknown: the request may succeed once other keys are
-// released). The
+// (a per-call max <= 0), admit.ErrInvalidCost (r.N < 0),
+// admit.ErrExceedsBurst (r.N above the max: the request can never be
+// admitted) or ErrKeyTooLong; or, for a new key when the Limiter holds
+// WithMaxKeys keys, an error wrapping ErrTooManyKeys, with RetryAfter 0
+// (unknown: the request may succeed once other keys are released). The
 // context is not consulted by this in-memory Limiter; it is there so that
 // the signature is that of limiters backed by a store.
-func (l *Limiter) TryAcquireLimit(ctx context.Context, key string, max, n int64) (Permit, admit.Decision, error) {
-	return l.acquire(ctx, key, max, n, false)
+func (l *Limiter) TryAcquire(ctx context.Context, r admit.Request) (Permit, admit.Decision, error) {
+	return l.acquire(ctx, r.Key, l.maxOf(r.Limit), r.N, false)
 }
 
-// Acquire is shorthand for AcquireLimit(ctx, key, l.Max(), n).
-func (l *Limiter) Acquire(ctx context.Context, key string, n int64) (Permit, admit.Decision, error) {
-	return l.acquire(ctx, key, l.max, n, true)
+// maxOf returns the slots of a per-call limit: l's own for the zero Limit.
+func (l *Limiter) maxOf(lim admit.Limit) int64 {
+	if lim == (admit.Limit{}) {
+		return l.max
+	}
+	return lim.Rate
 }
 
-// AcquireLimit takes n slots of key under a limit of max in flight, waiting
-// for them if it must. If they are free and no caller waits for the key, it
-// takes them at once, even if ctx is done. Otherwise it joins the key's
-// FIFO queue and waits until its turn comes and its n slots are free; the
-// Decision then admits, and the Permit holds the slots until its Release.
+// Acquire takes r.N slots of r.Key under a limit of r.Limit.Rate in flight
+// (the Limiter's own max when r.Limit is zero), waiting for them if it
+// must. If they are free and no caller waits for the key, it takes them at
+// once, even if ctx is done. Otherwise it joins the key's FIFO queue and
+// waits until its turn comes and its slots are free; the Decision then
+// admits, and the Permit holds the slots until its Release.
 //
 // It does not wait, and denies at once (a Decision, not an error), when the
 // queue holds WithMaxWaiters callers; it denies (again without error) a
@@ -189,9 +190,9 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int64) (Permit, adm
 // ctx's error, with a denying Decision: the caller leaves the queue, and
 // the callers behind it move up (and are served, if the caller was first
 // and they fit). If its slots were granted just as ctx ended, they are
-// given back. Input errors are those of TryAcquireLimit.
-func (l *Limiter) AcquireLimit(ctx context.Context, key string, max, n int64) (Permit, admit.Decision, error) {
-	return l.acquire(ctx, key, max, n, true)
+// given back. Input errors are those of TryAcquire.
+func (l *Limiter) Acquire(ctx context.Context, r admit.Request) (Permit, admit.Decision, error) {
+	return l.acquire(ctx, r.Key, l.maxOf(r.Limit), r.N, true)
 }
 
 func (l *Limiter) acquire(ctx context.Context, key string, max, n int64, wait bool) (Permit, admit.Decision, error) {
@@ -368,8 +369,9 @@ func (l *Limiter) track() {
 }
 
 // InFlight returns the number of slots of key held now (after reclaiming
-// expired leases).
-func (l *Limiter) InFlight(key string) int64 {
+// expired leases). The error is always nil and ctx is not used: the
+// signature is that of redisstore.ConcurrencyLimiter.InFlight.
+func (l *Limiter) InFlight(ctx context.Context, key string) (int64, error) {
 	s := l.shardFor(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -377,9 +379,9 @@ func (l *Limiter) InFlight(key string) int64 {
 		s.reclaim(l.now())
 	}
 	if ks := s.lookup(key); ks != nil {
-		return ks.inflight
+		return ks.inflight, nil
 	}
-	return 0
+	return 0, nil
 }
 
 // Waiting returns the number of callers waiting for key.

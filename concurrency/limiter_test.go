@@ -25,7 +25,7 @@ func mustNew(t testing.TB, max int64, opts ...concurrency.Option) *concurrency.L
 // try calls TryAcquire and fails the test on an error.
 func try(t testing.TB, l *concurrency.Limiter, key string, n int64) (concurrency.Permit, admit.Decision) {
 	t.Helper()
-	p, d, err := l.TryAcquire(context.Background(), key, n)
+	p, d, err := l.TryAcquire(context.Background(), admit.Request{Key: key, N: n})
 	if err != nil {
 		t.Fatalf("TryAcquire(%q, %d): %v", key, n, err)
 	}
@@ -68,7 +68,7 @@ func TestWeightedTryAcquire(t *testing.T) {
 		if d != want {
 			t.Fatalf("key %q: full: %+v, want %+v", key, d, want)
 		}
-		if got := l.InFlight(key); got != 10 {
+		if got := inFlightOf(l, key); got != 10 {
 			t.Fatalf("key %q: InFlight = %d, want 10", key, got)
 		}
 		p4.Release()
@@ -94,7 +94,7 @@ func TestZeroRequestHoldsNothing(t *testing.T) {
 	if p.Release() || p.Held() {
 		t.Fatal("the Permit of n=0 released or held something")
 	}
-	if got := l.InFlight("k"); got != 1 {
+	if got := inFlightOf(l, "k"); got != 1 {
 		t.Fatalf("InFlight = %d, want 1", got)
 	}
 }
@@ -110,14 +110,14 @@ func TestDoubleReleaseIsHarmless(t *testing.T) {
 	if a.Release() || cp.Release() || a.Held() {
 		t.Fatal("a second Release (or one of a copy) released again")
 	}
-	if got := l.InFlight("k"); got != 1 {
+	if got := inFlightOf(l, "k"); got != 1 {
 		t.Fatalf("InFlight = %d after double release, want 1 (b holds one)", got)
 	}
 	c := mustAllow(t, l, "k", 1) // may reuse a's record
 	if a.Release() {
 		t.Fatal("a stale Permit released a newer grant")
 	}
-	if got := l.InFlight("k"); got != 2 {
+	if got := inFlightOf(l, "k"); got != 2 {
 		t.Fatalf("InFlight = %d, want 2", got)
 	}
 	b.Release()
@@ -186,7 +186,7 @@ func TestMaxKeys(t *testing.T) {
 	l := mustNew(t, 1, concurrency.WithMaxKeys(2))
 	a := mustAllow(t, l, "a", 1)
 	mustAllow(t, l, "b", 1)
-	_, d, err := l.TryAcquire(context.Background(), "c", 1)
+	_, d, err := l.TryAcquire(context.Background(), admit.Request{Key: "c", N: 1})
 	if !errors.Is(err, concurrency.ErrTooManyKeys) {
 		t.Fatalf("a third key: err = %v, want ErrTooManyKeys", err)
 	}
@@ -205,18 +205,18 @@ func TestPerCallLimit(t *testing.T) {
 	ctx := context.Background()
 	free, pro := int64(2), int64(5)
 	for range 2 {
-		if _, d, _ := l.TryAcquireLimit(ctx, "t", free, 1); !d.Allowed {
+		if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "t", N: 1, Limit: admit.Limit{Rate: free}}); !d.Allowed {
 			t.Fatalf("free tier denied: %+v", d)
 		}
 	}
-	if _, d, _ := l.TryAcquireLimit(ctx, "t", free, 1); d.Allowed || d.Limit.Rate != 2 || d.Limit.Burst != 2 {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "t", N: 1, Limit: admit.Limit{Rate: free}}); d.Allowed || d.Limit.Rate != 2 || d.Limit.Burst != 2 {
 		t.Fatalf("a third free request: %+v", d)
 	}
-	if _, d, _ := l.TryAcquireLimit(ctx, "t", pro, 2); !d.Allowed || d.Remaining != 1 || d.Limit.Rate != 5 {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "t", N: 2, Limit: admit.Limit{Rate: pro}}); !d.Allowed || d.Remaining != 1 || d.Limit.Rate != 5 {
 		t.Fatalf("a pro request: %+v", d)
 	}
 	// 4 in flight: over the free limit, Remaining is 0, not negative.
-	if _, d, _ := l.TryAcquireLimit(ctx, "t", free, 0); !d.Allowed || d.Remaining != 0 {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "t", N: 0, Limit: admit.Limit{Rate: free}}); !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("a free peek with 4 in flight: %+v", d)
 	}
 }
@@ -261,9 +261,9 @@ func TestBadInput(t *testing.T) {
 				var d admit.Decision
 				var err error
 				if wait {
-					p, d, err = l.AcquireLimit(context.Background(), tt.key, tt.max, tt.n)
+					p, d, err = l.Acquire(context.Background(), admit.Request{Key: tt.key, N: tt.n, Limit: admit.Limit{Rate: tt.max, Period: time.Second}})
 				} else {
-					p, d, err = l.TryAcquireLimit(context.Background(), tt.key, tt.max, tt.n)
+					p, d, err = l.TryAcquire(context.Background(), admit.Request{Key: tt.key, N: tt.n, Limit: admit.Limit{Rate: tt.max, Period: time.Second}})
 				}
 				if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 					t.Fatalf("wait=%v: err = %v, want %v", wait, err, tt.want)
@@ -310,8 +310,8 @@ func TestObserver(t *testing.T) {
 	}
 	p := mustAllow(t, l, "k", 1)
 	mustDeny(t, l, "k", 1)
-	l.TryAcquire(context.Background(), "k", 2)  // exceeds: observed
-	l.TryAcquire(context.Background(), "k", -1) // invalid: not observed
+	l.TryAcquire(context.Background(), admit.Request{Key: "k", N: 2})  // exceeds: observed
+	l.TryAcquire(context.Background(), admit.Request{Key: "k", N: -1}) // invalid: not observed
 	p.Release()
 	if len(rec.decided) != 3 {
 		t.Fatalf("%d decisions observed, want 3: %+v", len(rec.decided), rec.decided)
@@ -352,7 +352,7 @@ func TestLeaseReclaimed(t *testing.T) {
 	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
 	a := mustAllow(t, l, "k", 2)
 	clk.Advance(10*time.Second - 1)
-	if !a.Held() || l.InFlight("k") != 2 {
+	if !a.Held() || inFlightOf(l, "k") != 2 {
 		t.Fatal("the lease expired early")
 	}
 	mustDeny(t, l, "k", 1)
@@ -360,7 +360,7 @@ func TestLeaseReclaimed(t *testing.T) {
 	if a.Held() {
 		t.Fatal("the lease did not expire at its deadline")
 	}
-	if got := l.InFlight("k"); got != 0 {
+	if got := inFlightOf(l, "k"); got != 0 {
 		t.Fatalf("InFlight = %d after the lease expired", got)
 	}
 	if st := l.Stats(); st.Keys != 0 || st.Reclaimed != 1 {
@@ -371,7 +371,7 @@ func TestLeaseReclaimed(t *testing.T) {
 	if a.Release() {
 		t.Fatal("Release of a reclaimed Permit reported true")
 	}
-	if got := l.InFlight("k"); got != 2 || !b.Held() {
+	if got := inFlightOf(l, "k"); got != 2 || !b.Held() {
 		t.Fatalf("InFlight = %d after a stale Release, want 2", got)
 	}
 	mustDeny(t, l, "k", 1)
@@ -401,7 +401,7 @@ func TestMaxKeysReclaimsExpiredLeases(t *testing.T) {
 	for i := range 50 {
 		mustAllow(t, l, itoa(i), 1) // leaked
 	}
-	if _, _, err := l.TryAcquire(context.Background(), "new", 1); !errors.Is(err, concurrency.ErrTooManyKeys) {
+	if _, _, err := l.TryAcquire(context.Background(), admit.Request{Key: "new", N: 1}); !errors.Is(err, concurrency.ErrTooManyKeys) {
 		t.Fatalf("err = %v, want ErrTooManyKeys", err)
 	}
 	clk.Advance(time.Minute)
@@ -483,4 +483,13 @@ func TestHugeLimitsDoNotOverflow(t *testing.T) {
 		t.Fatalf("Remaining = %d, want 1", d.Remaining)
 	}
 	p.Release()
+}
+
+// inFlightOf returns l.InFlight(key), which never fails in memory.
+func inFlightOf(l *concurrency.Limiter, key string) int64 {
+	n, err := l.InFlight(context.Background(), key)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 )
 
@@ -74,7 +75,7 @@ func randomWithWaiters(t *testing.T, seed uint64) {
 			w.cancel = cancel
 			ws = append(ws, w)
 			go func() {
-				p, d, err := l.Acquire(ctx, w.key, w.n)
+				p, d, err := l.Acquire(ctx, admit.Request{Key: w.key, N: w.n})
 				if d.Allowed != (err == nil && p.id != 0) {
 					t.Errorf("Acquire: %+v, %v, %+v", d, err, p)
 				}
@@ -107,7 +108,7 @@ func randomWithWaiters(t *testing.T, seed uint64) {
 					grants++
 				}
 			}
-			if got := l.InFlight(k); got != held || got > max {
+			if got := inFlightOf(l, k); got != held || got > max {
 				t.Fatalf("seed %d step %d: InFlight(%q) = %d, Permits hold %d", seed, step, k, got, held)
 			}
 		}

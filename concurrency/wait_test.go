@@ -34,7 +34,7 @@ type result struct {
 func goAcquire(ctx context.Context, l *concurrency.Limiter, key string, n int64) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		p, d, err := l.Acquire(ctx, key, n)
+		p, d, err := l.Acquire(ctx, admit.Request{Key: key, N: n})
 		ch <- result{p, d, err}
 	}()
 	return ch
@@ -114,7 +114,7 @@ func TestHeadOfQueueBlocksSmallerRequests(t *testing.T) {
 		synctest.Wait()
 		pb := mustGrant(t, big)
 		ps := mustGrant(t, small) // 5 + 1 <= 10: served in the same pass
-		if got := l.InFlight("k"); got != 6 {
+		if got := inFlightOf(l, "k"); got != 6 {
 			t.Fatalf("InFlight = %d, want 6", got)
 		}
 		pb.Release()
@@ -185,11 +185,11 @@ func TestCancelRacesWithGrant(t *testing.T) {
 			r := <-w
 			switch {
 			case r.err == nil && r.d.Allowed:
-				if l.InFlight("k") != 1 || !r.p.Release() {
+				if inFlightOf(l, "k") != 1 || !r.p.Release() {
 					t.Fatal("admitted without holding its slot")
 				}
 			case errors.Is(r.err, context.Canceled):
-				if l.InFlight("k") != 0 || r.p.Held() {
+				if inFlightOf(l, "k") != 0 || r.p.Held() {
 					t.Fatal("cancelled, yet its slot is held")
 				}
 			default:
@@ -207,12 +207,12 @@ func TestAcquireWithDoneContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Free slots are taken whatever the context, as semaphore.Acquire does.
-	p, d, err := l.Acquire(ctx, "k", 1)
+	p, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: 1})
 	if err != nil || !d.Allowed {
 		t.Fatalf("free slots with a done context: %+v, %v", d, err)
 	}
 	// A wait is not started.
-	_, d, err = l.Acquire(ctx, "k", 1)
+	_, d, err = l.Acquire(ctx, admit.Request{Key: "k", N: 1})
 	if !errors.Is(err, context.Canceled) || d.Allowed || l.Waiting("k") != 0 {
 		t.Fatalf("a wait with a done context: %+v, %v", d, err)
 	}
@@ -226,7 +226,7 @@ func TestContextDeadlineEndsTheWait(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		_, d, err := l.Acquire(ctx, "k", 1)
+		_, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: 1})
 		if !errors.Is(err, context.DeadlineExceeded) || d.Allowed {
 			t.Fatalf("%+v, %v; want DeadlineExceeded", d, err)
 		}
@@ -247,7 +247,7 @@ func TestMaxWaiters(t *testing.T) {
 		first := goAcquire(context.Background(), l, "k", 1)
 		synctest.Wait()
 		// The queue is full: denied at once, not an error.
-		p, d, err := l.Acquire(context.Background(), "k", 1)
+		p, d, err := l.Acquire(context.Background(), admit.Request{Key: "k", N: 1})
 		if err != nil || d.Allowed || p != (concurrency.Permit{}) {
 			t.Fatalf("a second waiter: %+v, %v; want a denial", d, err)
 		}
@@ -259,7 +259,7 @@ func TestMaxWaiters(t *testing.T) {
 		// WithMaxWaiters(0): never wait.
 		l0 := mustNew(t, 1, concurrency.WithMaxWaiters(0))
 		h := mustAllow(t, l0, "", 1)
-		if _, d, err := l0.Acquire(context.Background(), "", 1); err != nil || d.Allowed {
+		if _, d, err := l0.Acquire(context.Background(), admit.Request{Key: "", N: 1}); err != nil || d.Allowed {
 			t.Fatalf("WithMaxWaiters(0): %+v, %v", d, err)
 		}
 		h.Release()
@@ -382,7 +382,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			if i%2 == 0 {
 				c = context.Background()
 			}
-			if p, d, _ := l.Acquire(c, "k", 1); d.Allowed {
+			if p, d, _ := l.Acquire(c, admit.Request{Key: "k", N: 1}); d.Allowed {
 				p.Release()
 			}
 		}()
@@ -454,9 +454,9 @@ func TestStress(t *testing.T) {
 				var d admit.Decision
 				var err error
 				if r.IntN(2) == 0 {
-					p, d, err = l.Acquire(context.Background(), keys[k], n)
+					p, d, err = l.Acquire(context.Background(), admit.Request{Key: keys[k], N: n})
 				} else {
-					p, d, err = l.TryAcquire(context.Background(), keys[k], n)
+					p, d, err = l.TryAcquire(context.Background(), admit.Request{Key: keys[k], N: n})
 				}
 				if err != nil {
 					t.Error(err)
@@ -505,7 +505,7 @@ func TestStressWaitersOrder(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				n := int64(1 + i%max)
-				p, d, err := l.Acquire(context.Background(), "k", n)
+				p, d, err := l.Acquire(context.Background(), admit.Request{Key: "k", N: n})
 				if err != nil || !d.Allowed {
 					t.Errorf("waiter %d: %+v, %v", i, d, err)
 					return

@@ -5,12 +5,11 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // BenchmarkRateLanes measures a decision admitted by the lane's own
 // limit, one that borrows (the lane's own limit empty, a lender full),
-// one refused (everything empty), and the compose.Limiter form.
+// one refused (everything empty), and the admit.KeyedLimiter form.
 func BenchmarkRateLanes(b *testing.B) {
 	newLanes := func(b *testing.B, budget admit.Limit) *RateLanes {
 		r, err := NewRateLanes(budget, threeLanes, WithBorrowing(BorrowAny))
@@ -58,10 +57,10 @@ func BenchmarkRateLanes(b *testing.B) {
 		}
 	})
 	b.Run("Limiter", func(b *testing.B) {
-		var l compose.Limiter = newLanes(b, admit.PerSecond(1e9))
+		var l admit.KeyedLimiter = newLanes(b, admit.PerSecond(1e9))
 		b.ReportAllocs()
 		for b.Loop() {
-			l.Allow(ctx, "default", 1)
+			l.Allow(ctx, admit.Request{Key: "default", N: 1})
 		}
 	})
 }
@@ -101,7 +100,7 @@ func BenchmarkSlotLanes(b *testing.B) {
 		l := s.Layer()
 		b.ReportAllocs()
 		for b.Loop() {
-			r, _, _ := l.TryAcquire(ctx, "critical", 1)
+			r, _, _ := l.TryAcquire(ctx, admit.Request{Key: "critical", N: 1})
 			r.Release()
 		}
 	})

@@ -40,12 +40,13 @@
 //     client should simply have a limit of its own; they compose with
 //     these: a per-tenant rate in front of RateLanes shared by all.
 //
-// Every type is usable as a layer of a compose.Chain: RateLanes is a
-// compose.Limiter and Refunder whose key names the lane; SlotLanes.Layer
-// and Queue.Layer are compose.Slots whose key names the lane or the flow.
+// Every type is usable as a layer of a compose.Chain: RateLanes is an
+// admit.KeyedLimiter and admit.Refunder whose key names the lane;
+// SlotLanes.Layer and Queue.Layer are admit.Slots whose key names the lane
+// or the flow.
 //
-// Time is a parameter: RateLanes.AllowAt takes the instant (Allow reads
-// the Clock of WithClock); SlotLanes and Queue do not read the time at
+// Time is a parameter: RateLanes.AllowAt takes the instant, as does Allow
+// given a Request with At (without, it reads the Clock of WithClock); SlotLanes and Queue do not read the time at
 // all, and Queue.Acquire waits only for slots or its context. Nothing here
 // starts a goroutine or needs a Close.
 package fair

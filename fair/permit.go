@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // Permit holds the slots a SlotLanes or a Queue granted to one request,
@@ -47,13 +46,13 @@ func (p Permit) Held() bool {
 	return p.h.held(p.idx, p.id)
 }
 
-// releaser adapts a Permit to compose.Releaser.
+// releaser adapts a Permit to admit.Releaser.
 type releaser Permit
 
 func (r releaser) Release() { Permit(r).Release() }
 
-// asReleaser returns p as a compose.Releaser, or nil for the zero Permit.
-func asReleaser(p Permit) compose.Releaser {
+// asReleaser returns p as an admit.Releaser, or nil for the zero Permit.
+func asReleaser(p Permit) admit.Releaser {
 	if p.h == nil {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // Queue is a concurrency limit of max slots in flight whose waiters are
@@ -92,7 +91,7 @@ type qwaiter struct {
 	refused    bool
 }
 
-var _ compose.Slots = QueueLayer{}
+var _ admit.Slots = QueueLayer{}
 
 // NewQueue returns a Queue of max slots. It fails with an error wrapping
 // admit.ErrInvalidLimit if max <= 0 and ErrInvalidOption for an invalid
@@ -398,18 +397,18 @@ func (q *Queue) Stats() QueueStats {
 // Max returns the slots of the Queue.
 func (q *Queue) Max() int64 { return q.max }
 
-// Layer returns q as a compose.Slots: TryAcquire with the key as the
-// flow, its Permit as the Releaser. As compose.LocalSlots does, it reports
+// Layer returns q as a admit.Slots: TryAcquire with the key as the
+// flow, its Permit as the Releaser. As concurrency.Limiter.Slots does, it reports
 // a request that could never be admitted (admit.ErrExceedsBurst) as a
 // refusal, without an error.
 func (q *Queue) Layer() QueueLayer { return QueueLayer{q} }
 
-// QueueLayer is a Queue seen as a compose.Slots; see Queue.Layer.
+// QueueLayer is a Queue seen as a admit.Slots; see Queue.Layer.
 type QueueLayer struct{ q *Queue }
 
-// TryAcquire is Queue.TryAcquire, with the Permit as a compose.Releaser.
-func (l QueueLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	p, d, err := l.q.TryAcquire(ctx, key, n)
+// TryAcquire is Queue.TryAcquire, with the Permit as a admit.Releaser.
+func (l QueueLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	p, d, err := l.q.TryAcquire(ctx, r.Key, r.N)
 	if err != nil && errorsIsExceeds(err) {
 		err = nil
 	}

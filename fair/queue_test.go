@@ -303,11 +303,11 @@ func TestQueueBadWeight(t *testing.T) {
 func TestQueueLayer(t *testing.T) {
 	q := mustQueue(t, 2)
 	l := q.Layer()
-	r, d, err := l.TryAcquire(ctx, "a", 2)
+	r, d, err := l.TryAcquire(ctx, admit.Request{Key: "a", N: 2})
 	if err != nil || !d.Allowed || r == nil {
 		t.Fatalf("%v, %+v, %v", r, d, err)
 	}
-	if r2, d, err := l.TryAcquire(ctx, "a", 3); err != nil || d.Allowed || r2 != nil {
+	if r2, d, err := l.TryAcquire(ctx, admit.Request{Key: "a", N: 3}); err != nil || d.Allowed || r2 != nil {
 		t.Fatalf("n > max as a layer: %v, %+v, %v", r2, d, err)
 	}
 	r.Release()

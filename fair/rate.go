@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/timeline"
 )
@@ -98,8 +97,8 @@ type rateLane struct {
 }
 
 var (
-	_ compose.Limiter  = (*RateLanes)(nil)
-	_ compose.Refunder = (*RateLanes)(nil)
+	_ admit.KeyedLimiter = (*RateLanes)(nil)
+	_ admit.Refunder     = (*RateLanes)(nil)
 )
 
 // NewRateLanes returns lanes sharing the rate limit budget (see
@@ -233,10 +232,19 @@ func (r *RateLanes) now() int64 {
 	return timeline.Nanos(r.clock.Now())
 }
 
-// Allow is AllowAt(clock.Now(), key, n), with key naming the lane. It
-// makes RateLanes a compose.Limiter.
-func (r *RateLanes) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return r.allowKey(r.now(), key, n)
+// Allow is AllowAt(req.At, req.Key, req.N), with req.Key naming the lane
+// and the clock's now for a zero req.At (req.Limit is not used: each lane
+// has its own limit). It makes RateLanes an admit.KeyedLimiter.
+func (r *RateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	return r.allowKey(r.at(req.At), req.Key, req.N)
+}
+
+// at returns t on the time line, or the clock's now if t is zero.
+func (r *RateLanes) at(t time.Time) int64 {
+	if t.IsZero() {
+		return r.now()
+	}
+	return timeline.Nanos(t)
 }
 
 // AllowAt decides whether n events of lane may happen at instant now, and
@@ -324,10 +332,10 @@ func (r *RateLanes) lendable(t int64, i int) int64 {
 	return sum
 }
 
-// Refund is RefundAt(clock.Now(), key, n). It makes RateLanes a
-// compose.Refunder.
-func (r *RateLanes) Refund(ctx context.Context, key string, n int64) error {
-	return r.refundAt(r.now(), key, n)
+// Refund is RefundAt(req.At, req.Key, req.N), at the clock's now for a
+// zero req.At. It makes RateLanes an admit.Refunder.
+func (r *RateLanes) Refund(ctx context.Context, req admit.Request) error {
+	return r.refundAt(r.at(req.At), req.Key, req.N)
 }
 
 // RefundAt gives back n events admitted earlier in lane at instant now, to

@@ -166,11 +166,11 @@ func TestRateLanesDecision(t *testing.T) {
 	}
 	// The default lane takes unknown keys.
 	r = mustRate(t, admit.PerSecond(100), threeLanes, WithDefaultLane("batch"), WithClock(admittest.NewManualClock(t0)))
-	d, err = r.Allow(context.Background(), "anything", 1)
+	d, err = r.Allow(context.Background(), admit.Request{Key: "anything", N: 1})
 	if err != nil || !d.Allowed || d.Rule != "batch" {
 		t.Fatalf("%+v, %v", d, err)
 	}
-	if err := r.Refund(context.Background(), "anything", 1); err != nil {
+	if err := r.Refund(context.Background(), admit.Request{Key: "anything", N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.RefundAt(t0, "batch", 0); err != nil {

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // SlotLanes shares one concurrency limit, the budget of max slots in
@@ -270,22 +269,22 @@ func (s *SlotLanes) Stats() []LaneStats {
 	return st
 }
 
-// Layer returns s as a compose.Slots: TryAcquire with the key naming the
-// lane, its Permit as the Releaser. As compose.LocalSlots does, it reports
+// Layer returns s as a admit.Slots: TryAcquire with the key naming the
+// lane, its Permit as the Releaser. As concurrency.Limiter.Slots does, it reports
 // a request that could never be admitted (admit.ErrExceedsBurst) as a
 // refusal, without an error.
 func (s *SlotLanes) Layer() SlotLanesLayer { return SlotLanesLayer{s} }
 
-// SlotLanesLayer is a SlotLanes seen as a compose.Slots; see
+// SlotLanesLayer is a SlotLanes seen as a admit.Slots; see
 // SlotLanes.Layer.
 type SlotLanesLayer struct{ s *SlotLanes }
 
-var _ compose.Slots = SlotLanesLayer{}
+var _ admit.Slots = SlotLanesLayer{}
 
 // TryAcquire is SlotLanes.TryAcquire, with the Permit as a
-// compose.Releaser.
-func (l SlotLanesLayer) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	p, d, err := l.s.TryAcquire(ctx, key, n)
+// admit.Releaser.
+func (l SlotLanesLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	p, d, err := l.s.TryAcquire(ctx, r.Key, r.N)
 	if err != nil && errorsIsExceeds(err) {
 		err = nil
 	}

@@ -170,18 +170,18 @@ func TestSlotLanesBorrowAny(t *testing.T) {
 func TestSlotLanesLayerAndDefault(t *testing.T) {
 	s := mustSlots(t, 4, []Lane{{"a", 1}, {"b", 1}}, WithDefaultLane("b"), WithBorrowing(BorrowNone))
 	l := s.Layer()
-	r, d, err := l.TryAcquire(ctx, "unknown", 2)
+	r, d, err := l.TryAcquire(ctx, admit.Request{Key: "unknown", N: 2})
 	if err != nil || !d.Allowed || r == nil || d.Rule != "b" {
 		t.Fatalf("%v, %+v, %v", r, d, err)
 	}
-	if r2, d, err := l.TryAcquire(ctx, "b", 1); err != nil || d.Allowed || r2 != nil {
+	if r2, d, err := l.TryAcquire(ctx, admit.Request{Key: "b", N: 1}); err != nil || d.Allowed || r2 != nil {
 		t.Fatalf("%v, %+v, %v", r2, d, err)
 	}
 	// More than it could ever get: a refusal, not an error, as a layer.
-	if r2, d, err := l.TryAcquire(ctx, "b", 3); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || r2 != nil {
+	if r2, d, err := l.TryAcquire(ctx, admit.Request{Key: "b", N: 3}); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || r2 != nil {
 		t.Fatalf("%v, %+v, %v", r2, d, err)
 	}
-	if _, _, err := l.TryAcquire(ctx, "b", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, _, err := l.TryAcquire(ctx, admit.Request{Key: "b", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
 	r.Release()

@@ -89,7 +89,7 @@ func BenchmarkUnary(b *testing.B) {
 	// A key that has had its hour's call: refused with a RetryInfo whose
 	// delay (in ms) changes every millisecond.
 	hourly := newKeyed(b, admit.PerHour(1), admit.SystemClock, "hourly")
-	if _, err := hourly.Allow(context.Background(), "md:x-api-key:alice", 1); err != nil {
+	if _, err := hourly.Allow(context.Background(), admit.Request{Key: "md:x-api-key:alice", N: 1}); err != nil {
 		b.Fatal(err)
 	}
 	s, err = NewServer(hourly, MetadataKey("x-api-key"))
@@ -116,14 +116,14 @@ func BenchmarkUnary(b *testing.B) {
 // fixedLimiter answers every call with d.
 type fixedLimiter struct{ d admit.Decision }
 
-func (l fixedLimiter) Allow(context.Context, string, int64) (admit.Decision, error) { return l.d, nil }
+func (l fixedLimiter) Allow(context.Context, admit.Request) (admit.Decision, error) { return l.d, nil }
 
 // driftingLimiter refuses every call with a RetryAfter one millisecond
 // longer than the last (cycling over an hour), so that no two refusals in
 // a row have the same shape. It is not safe for concurrent use.
 type driftingLimiter struct{ n int64 }
 
-func (l *driftingLimiter) Allow(context.Context, string, int64) (admit.Decision, error) {
+func (l *driftingLimiter) Allow(context.Context, admit.Request) (admit.Decision, error) {
 	l.n = l.n%3_600_000 + 1
 	return admit.Decision{Limit: admit.PerHour(1), RetryAfter: time.Duration(l.n) * time.Millisecond}, nil
 }

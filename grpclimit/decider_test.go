@@ -18,7 +18,7 @@ import (
 
 // chainDecider decides with a compose chain of a rate limit per API key and
 // a concurrency limit for everyone.
-func chainDecider(t *testing.T, rate compose.Limiter, sl *slots) Decider {
+func chainDecider(t *testing.T, rate admit.KeyedLimiter, sl *slots) Decider {
 	chain, err := compose.All(
 		compose.Layer{Name: "per-key", Limiter: rate},
 		compose.Layer{Name: "in-flight", Slots: sl},

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/keyed"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -149,7 +148,7 @@ func newEnv(t testing.TB, s *Server, c *Client) *env {
 	return &env{svc: svc, conn: conn, client: testpb.NewTestServiceClient(conn), health: healthpb.NewHealthClient(conn)}
 }
 
-// scripted is a compose.Limiter answering from a script of results, then
+// scripted is a admit.KeyedLimiter answering from a script of results, then
 // admitting; it records the keys it was asked about.
 type scripted struct {
 	mu      sync.Mutex
@@ -162,7 +161,8 @@ type result struct {
 	err error
 }
 
-func (l *scripted) Allow(_ context.Context, key string, n int64) (admit.Decision, error) {
+func (l *scripted) Allow(_ context.Context, req admit.Request) (admit.Decision, error) {
+	key := req.Key
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keys = append(l.keys, key)
@@ -180,7 +180,7 @@ func (l *scripted) seen() []string {
 	return append([]string(nil), l.keys...)
 }
 
-// slots is a compose.Slots with a fixed number of slots for all keys.
+// slots is a admit.Slots with a fixed number of slots for all keys.
 type slots struct {
 	mu        sync.Mutex
 	max, used int64
@@ -202,7 +202,8 @@ func (r *slotRelease) Release() {
 	})
 }
 
-func (s *slots) TryAcquire(_ context.Context, _ string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s *slots) TryAcquire(_ context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	n := req.N
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := admit.Decision{Limit: admit.Limit{Rate: s.max, Burst: s.max}, Kind: admit.KindConcurrency}

@@ -141,7 +141,8 @@ func TestRefusalMemoEvictions(t *testing.T) {
 // shapedLimiter refuses the key "md:x-api-key:N" with shapedDecision(N).
 type shapedLimiter struct{}
 
-func (shapedLimiter) Allow(_ context.Context, key string, _ int64) (admit.Decision, error) {
+func (shapedLimiter) Allow(_ context.Context, req admit.Request) (admit.Decision, error) {
+	key := req.Key
 	n, err := strconv.Atoi(strings.TrimPrefix(key, "md:x-api-key:"))
 	if err != nil {
 		return admit.Decision{}, err

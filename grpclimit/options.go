@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // The defaults of the options.
@@ -63,7 +62,7 @@ type options struct {
 type methodRule struct {
 	pattern string
 	name    string
-	lim     compose.Limiter
+	lim     admit.KeyedLimiter
 }
 
 type optionFunc func(*options)
@@ -84,7 +83,7 @@ func (o *options) fail(err error) {
 // Rule of lim's decisions is used, or else the pattern. Only NewServer
 // takes it (a Decider routes calls itself). The default is none: every
 // method not exempt is limited by the default limiter.
-func WithMethod(pattern, name string, lim compose.Limiter) Option {
+func WithMethod(pattern, name string, lim admit.KeyedLimiter) Option {
 	return optionFunc(func(o *options) {
 		if err := checkPattern(pattern); err != nil {
 			o.fail(fmt.Errorf("WithMethod: %w", err))

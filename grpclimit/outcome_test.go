@@ -48,7 +48,7 @@ type finGrant struct{ plainGrant }
 
 func (g finGrant) Finish(failed bool) { g.o.add(fmt.Sprint("finish ", failed)) }
 
-func (o *outcomes) TryAcquire(context.Context, string, int64) (compose.Releaser, admit.Decision, error) {
+func (o *outcomes) TryAcquire(context.Context, admit.Request) (admit.Releaser, admit.Decision, error) {
 	d := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 5, Burst: 5}, Remaining: 4, Kind: admit.KindConcurrency}
 	if o.fin {
 		return finGrant{plainGrant{o}}, d, nil

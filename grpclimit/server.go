@@ -99,7 +99,7 @@ type Server struct {
 // NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
 // an invalid key, ErrInvalidMethod for a bad pattern, and ErrInvalidOption
 // for a bad option value.
-func NewServer(lim compose.Limiter, key Key, opts ...Option) (*Server, error) {
+func NewServer(lim admit.KeyedLimiter, key Key, opts ...Option) (*Server, error) {
 	if err := key.Err(); err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (s *Server) Decide(ctx context.Context, fullMethod string, h *compose.Held)
 	if len(key) > s.maxKeyLen {
 		key = digest(key)
 	}
-	d, err := r.lim.Allow(ctx, key, 1)
+	d, err := r.lim.Allow(ctx, admit.Request{Key: key, N: 1})
 	switch {
 	case r.name != "":
 		d.Rule = r.name

@@ -144,7 +144,7 @@ func TestRefusalWithoutRetryInfo(t *testing.T) {
 }
 
 func TestExempt(t *testing.T) {
-	deny := func() compose.Limiter {
+	deny := func() admit.KeyedLimiter {
 		return newKeyed(t, admit.Limit{}, admit.SystemClock, "none")
 	}
 	t.Run("health by default", func(t *testing.T) {

@@ -112,7 +112,7 @@ func BenchmarkLimiterAlone(b *testing.B) {
 	r := benchRequest()
 	b.ReportAllocs()
 	for range b.N {
-		if d, _ := lim.Allow(r.Context(), "192.0.2.1", 1); !d.Allowed {
+		if d, _ := lim.Allow(r.Context(), admit.Request{Key: "192.0.2.1", N: 1}); !d.Allowed {
 			b.Fatal("refused")
 		}
 	}
@@ -142,7 +142,7 @@ func BenchmarkRefused(b *testing.B) {
 // second longer than the previous refusal's, so that the field values are
 // built anew: a refusal that misses its answer's memo.
 func BenchmarkRefusedVarying(b *testing.B) {
-	m := mustNew(b, &shifting{Limiter: benchLimiter(b, admit.Every(time.Hour))}, RemoteIP)
+	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour))}, RemoteIP)
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
@@ -154,7 +154,7 @@ func BenchmarkRefusedRules(b *testing.B) {
 	for i := range rules {
 		rules[i] = "rule" + strconv.Itoa(i)
 	}
-	m := mustNew(b, &shifting{Limiter: benchLimiter(b, admit.Every(time.Hour)), rules: rules}, RemoteIP)
+	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour)), rules: rules}, RemoteIP)
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
@@ -162,13 +162,13 @@ func BenchmarkRefusedRules(b *testing.B) {
 // longer than the last one's (cycling over an hour), and its Rule is taken
 // in turn from rules, if any.
 type shifting struct {
-	compose.Limiter
+	admit.KeyedLimiter
 	i     int64
 	rules []string
 }
 
-func (s *shifting) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	d, err := s.Limiter.Allow(ctx, key, n)
+func (s *shifting) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	d, err := s.KeyedLimiter.Allow(ctx, req)
 	s.i++
 	d.RetryAfter += time.Duration(s.i%3600) * time.Second
 	if len(s.rules) > 0 {
@@ -221,7 +221,7 @@ func BenchmarkAdmittedChain(b *testing.B) {
 	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
 }
 
-// benchSlots is an allocation-free compose.Slots: a counter.
+// benchSlots is an allocation-free admit.Slots: a counter.
 type benchSlots struct {
 	max, used int64
 	rel       benchRelease
@@ -237,7 +237,8 @@ func newBenchSlots(max int64) *benchSlots {
 	return s
 }
 
-func (s *benchSlots) TryAcquire(_ context.Context, _ string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s *benchSlots) TryAcquire(_ context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	n := req.N
 	d := admit.Decision{Limit: admit.Limit{Rate: s.max, Burst: s.max}, Kind: admit.KindConcurrency, Rule: "inflight"}
 	if s.used+n > s.max {
 		return nil, d, nil
@@ -288,10 +289,10 @@ func BenchmarkKeys(b *testing.B) {
 func BenchmarkLimiterAloneRefused(b *testing.B) {
 	lim := benchLimiter(b, admit.Every(time.Hour))
 	r := benchRequest()
-	lim.Allow(r.Context(), "192.0.2.1", 1)
+	lim.Allow(r.Context(), admit.Request{Key: "192.0.2.1", N: 1})
 	b.ReportAllocs()
 	for range b.N {
-		if d, _ := lim.Allow(r.Context(), "192.0.2.1", 1); d.Allowed {
+		if d, _ := lim.Allow(r.Context(), admit.Request{Key: "192.0.2.1", N: 1}); d.Allowed {
 			b.Fatal("admitted")
 		}
 	}

@@ -51,7 +51,7 @@ func TestChain(t *testing.T) {
 		"X-RateLimit-Limit", "1",
 		"X-RateLimit-Remaining", "0",
 		"X-RateLimit-Reset", "60"), okBody)
-	if d, _ := perClient.AllowAt(context.Background(), clk.Now(), "192.0.2.1", 0); d.Remaining != 1 {
+	if d, _ := perClient.Allow(context.Background(), admit.Request{Key: "192.0.2.1", N: 0, At: clk.Now()}); d.Remaining != 1 {
 		t.Errorf("client layer remaining %d, want 1", d.Remaining)
 	}
 	// A key too long in any layer.
@@ -128,7 +128,7 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 	boom := errors.New("boom")
 	var inFlight int64 = -1
 	panicky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight = cl.InFlight("acme")
+		inFlight, _ = cl.InFlight(context.Background(), "acme")
 		panic(boom)
 	})
 	for name, m := range map[string]*Middleware{"decider": md, "chain": mc} {
@@ -145,7 +145,7 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 			if inFlight != 1 {
 				t.Errorf("%s: in flight during the handler: %d, want 1", name, inFlight)
 			}
-			if n := cl.InFlight("acme"); n != 0 {
+			if n, _ := cl.InFlight(context.Background(), "acme"); n != 0 {
 				t.Errorf("%s: in flight after the panic: %d, want 0", name, n)
 			}
 		}
@@ -156,7 +156,7 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 		defer func() { _ = recover() }()
 		do(md.Handler(abort), "/", "", "X-Tenant", "acme")
 	}()
-	if n := cl.InFlight("acme"); n != 0 {
+	if n, _ := cl.InFlight(context.Background(), "acme"); n != 0 {
 		t.Errorf("in flight after ErrAbortHandler: %d", n)
 	}
 }
@@ -182,7 +182,7 @@ func TestDecider(t *testing.T) {
 	if w.Code != 204 || nested.Code != 429 {
 		t.Errorf("outer %d, nested %d", w.Code, nested.Code)
 	}
-	if cl.InFlight("acme") != 0 {
+	if n, _ := cl.InFlight(context.Background(), "acme"); n != 0 {
 		t.Errorf("slot not released")
 	}
 	if got := ev.outcomes(); got != "admitted refused" {

@@ -3,6 +3,7 @@ package httplimit
 // The fields of a response (X-RateLimit-*, RateLimit, RateLimit-Policy) by limit and kind.
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -175,7 +176,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("blocked request: %d", w.Code)
 		}
 	}
-	if n := cl.InFlight(""); n != 0 {
+	if n, _ := cl.InFlight(context.Background(), ""); n != 0 {
 		t.Errorf("in flight after the requests: %d", n)
 	}
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
-	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
 )
@@ -35,7 +34,7 @@ func gcra(t testing.TB, l admit.Limit, name string) (*keyed.Limiter, *admittest.
 	return lim, clk
 }
 
-func mustNew(t testing.TB, lim compose.Limiter, key KeyFunc, opts ...Option) *Middleware {
+func mustNew(t testing.TB, lim admit.KeyedLimiter, key KeyFunc, opts ...Option) *Middleware {
 	t.Helper()
 	m, err := New(lim, key, opts...)
 	if err != nil {
@@ -97,22 +96,24 @@ type stub struct {
 	costs []int64
 }
 
-func (s *stub) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (s *stub) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	key, n := req.Key, req.N
 	s.calls.Add(1)
 	s.keys = append(s.keys, key)
 	s.costs = append(s.costs, n)
 	return s.d, s.err
 }
 
-// slots adapts a concurrency.Limiter to compose.Slots.
+// slots adapts a concurrency.Limiter to admit.Slots.
 type slots struct{ l *concurrency.Limiter }
 
 type permit struct{ p concurrency.Permit }
 
 func (p permit) Release() { p.p.Release() }
 
-func (s slots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	p, d, err := s.l.TryAcquire(ctx, key, n)
+func (s slots) TryAcquire(ctx context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	key, n := req.Key, req.N
+	p, d, err := s.l.TryAcquire(ctx, admit.Request{Key: key, N: n})
 	if err != nil || !d.Allowed {
 		return nil, d, err
 	}

@@ -191,7 +191,7 @@ const (
 // functions and observer are.
 type Middleware struct {
 	mode    mode
-	lim     compose.Limiter
+	lim     admit.KeyedLimiter
 	key     KeyFunc
 	chain   *compose.Chain
 	keys    []KeyFunc
@@ -211,10 +211,10 @@ type refusalBody struct {
 
 // New returns middleware that decides each request by asking lim for the
 // request's key (key(r)) and cost (1, or WithCost's). lim is any keyed
-// limiter: a keyed.Limiter, a redisstore.Limiter, a compose.Guard, a
-// compose.Chain whose layers share the key. New fails with ErrNilArgument
+// limiter (an admit.KeyedLimiter): a keyed.Limiter, a redisstore.Limiter,
+// a compose.Guard, a compose.Chain whose layers share the key. New fails with ErrNilArgument
 // for a nil lim or key, and with ErrInvalidOption for an invalid option.
-func New(lim compose.Limiter, key KeyFunc, opts ...Option) (*Middleware, error) {
+func New(lim admit.KeyedLimiter, key KeyFunc, opts ...Option) (*Middleware, error) {
 	if isNil(lim) || key == nil {
 		return nil, fmt.Errorf("%w: New needs a limiter and a key function", ErrNilArgument)
 	}
@@ -338,7 +338,7 @@ func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *htt
 		m.unkeyed(next, w, r, "", n, ErrKeyTooLong)
 		return
 	}
-	d, err := m.lim.Allow(r.Context(), key, n)
+	d, err := m.lim.Allow(r.Context(), admit.Request{Key: key, N: n})
 	if err != nil {
 		m.failed(next, w, r, key, n, &d, err)
 		return

@@ -16,7 +16,7 @@ import (
 	"github.com/admit-go/admit/compose"
 )
 
-// outcomeSlots is a compose.Slots whose grants are Finishers (when fin)
+// outcomeSlots is a admit.Slots whose grants are Finishers (when fin)
 // or plain Releasers, recording what each grant was told.
 type outcomeSlots struct {
 	fin bool
@@ -46,7 +46,7 @@ type finRel struct{ plainRel }
 
 func (r finRel) Finish(failed bool) { r.s.add(fmt.Sprint("finish ", failed)) }
 
-func (s *outcomeSlots) TryAcquire(_ context.Context, _ string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s *outcomeSlots) TryAcquire(_ context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
 	d := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 10, Burst: 10}, Remaining: 9, Kind: admit.KindConcurrency}
 	if s.fin {
 		return finRel{plainRel{s}}, d, nil
@@ -246,8 +246,9 @@ type benchFinish struct{ s *benchSlots }
 func (f benchFinish) Release()           { f.s.used-- }
 func (f benchFinish) Finish(failed bool) { f.s.used-- }
 
-func (s *benchFinSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	rel, d, err := s.benchSlots.TryAcquire(ctx, key, n)
+func (s *benchFinSlots) TryAcquire(ctx context.Context, req admit.Request) (admit.Releaser, admit.Decision, error) {
+	key, n := req.Key, req.N
+	rel, d, err := s.benchSlots.TryAcquire(ctx, admit.Request{Key: key, N: n})
 	if rel == nil {
 		return nil, d, err
 	}

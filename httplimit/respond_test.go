@@ -225,7 +225,8 @@ func TestRefusalValuesShared(t *testing.T) {
 // RetryAfter i s, Rule "r<i%k>".
 type byKey struct{ rules int }
 
-func (b byKey) Allow(_ context.Context, key string, _ int64) (admit.Decision, error) {
+func (b byKey) Allow(_ context.Context, req admit.Request) (admit.Decision, error) {
+	key := req.Key
 	i, err := strconv.Atoi(key)
 	if err != nil {
 		return admit.Decision{}, err
@@ -248,7 +249,7 @@ func TestRefusalsConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for j := range 300 {
 				i := 1 + (g*7+j)%40
-				d, _ := byKey{rules: answerCacheSize + 3}.Allow(context.Background(), strconv.Itoa(i), 1)
+				d, _ := byKey{rules: answerCacheSize + 3}.Allow(context.Background(), admit.Request{Key: strconv.Itoa(i), N: 1})
 				want, body := wantFields(d)
 				checkResponse(t, do(h, "/", "", "X-Key", strconv.Itoa(i)), 429, want, body)
 			}

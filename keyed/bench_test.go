@@ -32,7 +32,7 @@ func BenchmarkAllowAt(b *testing.B) {
 			now := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
-				lim.AllowAt(ctx, now, "key-42", 1)
+				lim.Allow(ctx, admit.Request{Key: "key-42", N: 1, At: now})
 			}
 		})
 	}
@@ -43,7 +43,7 @@ func BenchmarkAllowAt(b *testing.B) {
 		keys := keys1M()
 		i := 0
 		for b.Loop() {
-			lim.AllowAt(ctx, now, keys[i], 1)
+			lim.Allow(ctx, admit.Request{Key: keys[i], N: 1, At: now})
 			if i++; i == len(keys) {
 				i = 0
 			}
@@ -60,7 +60,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			lim.AllowAt(ctx, now, keys[i], 1)
+			lim.Allow(ctx, admit.Request{Key: keys[i], N: 1, At: now})
 			if i += 7; i >= len(keys) {
 				i -= len(keys)
 			}
@@ -85,7 +85,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 				lim, _ := New(alg, admit.PerHour(100), WithMaxKeys(2_000_000))
 				now := time.Now()
 				for _, k := range keys {
-					lim.AllowAt(ctx, now, k, 1)
+					lim.Allow(ctx, admit.Request{Key: k, N: 1, At: now})
 				}
 				after := heap()
 				if lim.Len() != len(keys) {

@@ -12,41 +12,40 @@ import (
 	"github.com/admit-go/admit/keyed"
 )
 
-// subject runs a keyed Limiter as an admittest.Subject.
-type subject struct{ lim *keyed.Limiter }
-
-func (s subject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
-	return s.lim.AllowAt(ctx, now, key, n)
-}
-
 // factory makes a keyed limiter with the given options. The suite's keys
 // are few, so the cap is never reached, and idle keys are evicted freely:
 // decisions must not change.
 func factory(opts ...keyed.Option) admittest.Factory {
-	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 		t.Helper()
 		lim, err := keyed.New(alg, l, opts...)
 		if err != nil {
 			t.Fatalf("keyed.New(%v, %v): %v", alg, l, err)
 		}
-		return subject{lim}
+		return lim
 	}
 }
 
-// limitSubject passes the scenario's limit per call to a limiter whose own
-// limit is something else: per-call limits decide exactly as own ones.
+// limitSubject passes the scenario's limit per call (Request.Limit) to a
+// limiter whose own limit is something else: per-call limits decide
+// exactly as own ones.
 type limitSubject struct {
 	lim *keyed.Limiter
 	l   admit.Limit
 }
 
-func (s limitSubject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
-	return s.lim.AllowLimitAt(ctx, now, key, s.l, n)
+func (s limitSubject) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	r.Limit = s.l
+	return s.lim.Allow(ctx, r)
 }
 
-func perCallFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+func perCallFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 	t.Helper()
-	lim, err := keyed.New(alg, admit.PerHour(7), keyed.WithForgetAfter(never))
+	own := admit.PerHour(7)
+	if l == (admit.Limit{}) {
+		own = l // the zero Limit per call asks for the own limit: make it the zero Limit
+	}
+	lim, err := keyed.New(alg, own, keyed.WithForgetAfter(never))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,23 @@
 //   - concurrency for limits on requests in flight rather than a rate, and
 //     quota for allowances per calendar day or month.
 //
-// Tiers: give the limit per call (AllowLimit) and one Limiter serves
+// A Limiter meets admit's contract for keyed limiters (admit.KeyedLimiter,
+// admit.Refunder, admit.Resetter): every call takes one admit.Request, so
+// the same code runs against this package, redisstore, or any other
+// backend.
+//
+// Tiers: give the limit per call (Request.Limit) and one Limiter serves
 // free, standard and enterprise clients alike.
 //
-// Refunds: Refund (and RefundAt, RefundLimit) gives back events that were
-// admitted for nothing, as when a later limit refused the request; it is
-// what compose.All calls to undo the layers before the one that refused.
+// Refunds: Refund gives back events that were admitted for nothing, as
+// when a later limit refused the request; it is what compose.All calls to
+// undo the layers before the one that refused.
 //
-// Time: Allow reads the limiter's Clock; AllowAt takes the instant, as
-// golang.org/x/time/rate's AllowN does, for exact tests and for deciding
-// several limits at one instant.
+// Time: a Request without At is decided on the limiter's Clock; one with
+// At is decided at that instant, as golang.org/x/time/rate's AllowN(t, n)
+// does, for exact tests and for deciding several limits at one instant.
+//
+// Fleets: LocalShare and LiveShare make the local limiter a fleet falls
+// back to when its shared store is down, holding this instance's share
+// (admit.Limit.Share) of the shared limit.
 package keyed

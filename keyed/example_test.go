@@ -17,7 +17,7 @@ func Example() {
 	}
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, ip := range []string{"192.0.2.1", "192.0.2.1", "192.0.2.1", "198.51.100.7"} {
-		d, err := lim.AllowAt(context.Background(), now, ip, 1)
+		d, err := lim.Allow(context.Background(), admit.Request{Key: ip, N: 1, At: now})
 		if err != nil {
 			panic(err)
 		}
@@ -30,7 +30,7 @@ func Example() {
 	// 198.51.100.7  allowed=true  remaining=1 retry-after=0s
 }
 
-func ExampleLimiter_AllowLimitAt() {
+func ExampleLimiter_Allow_tiers() {
 	// One limiter, two tiers: the limit comes with each call.
 	tiers := map[string]admit.Limit{
 		"free": admit.PerMinute(3),
@@ -44,7 +44,7 @@ func ExampleLimiter_AllowLimitAt() {
 	for _, tenant := range []struct{ name, tier string }{{"acme", "pro"}, {"bob", "free"}} {
 		admitted := 0
 		for range 10 {
-			d, _ := lim.AllowLimitAt(context.Background(), now, tenant.name, tiers[tenant.tier], 1)
+			d, _ := lim.Allow(context.Background(), admit.Request{Key: tenant.name, N: 1, Limit: tiers[tenant.tier], At: now})
 			if d.Allowed {
 				admitted++
 			}
@@ -56,7 +56,7 @@ func ExampleLimiter_AllowLimitAt() {
 	// bob (free, 3/min): 3 of 10 admitted
 }
 
-func ExampleLimiter_RefundAt() {
+func ExampleLimiter_Refund() {
 	// 3 per minute per user; a request admitted here but refused further
 	// on (by another limit, or a failed upstream call) is given back.
 	lim, err := keyed.New(admit.AlgGCRA, admit.PerMinute(3))
@@ -65,12 +65,12 @@ func ExampleLimiter_RefundAt() {
 	}
 	ctx := context.Background()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	d, _ := lim.AllowAt(ctx, now, "user-7", 2)
+	d, _ := lim.Allow(ctx, admit.Request{Key: "user-7", N: 2, At: now})
 	fmt.Println("admitted 2, remaining", d.Remaining)
-	if err := lim.RefundAt(ctx, now, "user-7", 2); err != nil {
+	if err := lim.Refund(ctx, admit.Request{Key: "user-7", N: 2, At: now}); err != nil {
 		panic(err)
 	}
-	d, _ = lim.AllowAt(ctx, now, "user-7", 0) // a peek
+	d, _ = lim.Allow(ctx, admit.Request{Key: "user-7", N: 0, At: now}) // a peek
 	fmt.Println("given back 2, remaining", d.Remaining)
 	// Output:
 	// admitted 2, remaining 1

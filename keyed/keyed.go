@@ -29,7 +29,7 @@ var (
 // admit with the same limit would: same decisions, same Remaining,
 // RetryAfter and ResetAfter (admittest's conformance suite checks it).
 //
-// The limit is the limiter's own (New), or given per call (AllowLimit), so
+// The limit is the limiter's own (New), or given per call (Request.Limit), so
 // one Limiter serves any number of tiers; a key keeps its state when the
 // limit it is checked under changes, which for GCRA and the buckets is a
 // debt in time (so it carries over naturally) and for the window algorithms
@@ -135,9 +135,42 @@ func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 // Len returns the number of keys the limiter holds state for.
 func (lim *Limiter) Len() int { return lim.eng.len() }
 
-// Allow is shorthand for AllowAt(ctx, clock.Now(), key, n).
-func (lim *Limiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return lim.decide(lim.now(), key, lim.own, n)
+// Allow decides whether r.N events may happen for r.Key at instant r.At
+// (the limiter's clock when r.At is zero), under r.Limit (the limiter's
+// own limit when r.Limit is zero), and if so consumes them.
+//
+// A denial is a Decision with Allowed false, not an error. r.N = 0 is a
+// peek: it reports Remaining and ResetAfter without consuming anything (or
+// storing the key). r.N above the burst is denied with RetryAfter
+// admit.InfDuration. A per-call limit lets one Limiter serve keys of
+// different tiers; compiled limits are cached, so a handful of tiers cost
+// nothing per call. The error is non-nil only for bad input: r.N < 0
+// (admit.ErrInvalidCost), an invalid r.Limit (admit.ErrInvalidLimit), a
+// key longer than the maximum (ErrKeyTooLong), or a full store
+// (ErrStoreFull); nothing is consumed then. ctx is not used (deciding in
+// memory never waits); it is there so that every keyed limiter, in memory
+// or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
+// allocate.
+func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	var now int64
+	if r.At.IsZero() {
+		now = lim.now()
+	} else {
+		now = timeline.Nanos(r.At)
+	}
+	if r.Limit == (admit.Limit{}) {
+		return lim.decide(now, r.Key, lim.own, r.N)
+	}
+	return lim.allowLimit(now, r.Key, r.Limit, r.N)
+}
+
+// allowLimit is Allow at now under limit l.
+func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
+	c := lim.limits.Get(lim.alg, l)
+	if c.Err != nil {
+		return c.Refusal(lim.name), c.Err
+	}
+	return lim.decide(now, key, c, n)
 }
 
 // now reads the limiter's clock on the time line.
@@ -148,104 +181,60 @@ func (lim *Limiter) now() int64 {
 	return timeline.Nanos(lim.clock.Now())
 }
 
-// AllowAt decides whether n events may happen for key at instant now under
-// the limiter's limit, and if so consumes them. A denial is a Decision with
-// Allowed false, not an error. n = 0 is a peek: it reports Remaining and
-// ResetAfter without consuming anything (or storing the key). n above the
-// burst is denied with RetryAfter admit.InfDuration. The error is non-nil
-// only for bad input: n < 0 (admit.ErrInvalidCost), a key longer than the
-// maximum (ErrKeyTooLong), or a full store (ErrStoreFull); nothing is
-// consumed then. ctx is not used (deciding in memory never waits); it is
-// there so that every keyed limiter, in memory or in Redis, has the same
-// signature.
-func (lim *Limiter) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return lim.decide(timeline.Nanos(now), key, lim.own, n)
-}
-
-// AllowLimit is shorthand for AllowLimitAt(ctx, clock.Now(), key, l, n).
-func (lim *Limiter) AllowLimit(ctx context.Context, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	return lim.allowLimit(lim.now(), key, l, n)
-}
-
-// AllowLimitAt is AllowAt under limit l instead of the limiter's own: one
-// Limiter then serves keys of different tiers. Compiled limits are cached,
-// so a handful of tiers cost nothing per call. An invalid l is an error
-// wrapping admit.ErrInvalidLimit.
-func (lim *Limiter) AllowLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	return lim.allowLimit(timeline.Nanos(now), key, l, n)
-}
-
-func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	c := lim.limits.Get(lim.alg, l)
-	if c.Err != nil {
-		return c.Refusal(lim.name), c.Err
+// at returns instant t on the time line, or the clock's now if t is zero.
+func (lim *Limiter) at(t time.Time) int64 {
+	if !t.IsZero() {
+		return timeline.Nanos(t)
 	}
-	return lim.decide(now, key, c, n)
+	return lim.now()
 }
 
-// Refund is shorthand for RefundAt(ctx, clock.Now(), key, n).
-func (lim *Limiter) Refund(ctx context.Context, key string, n int64) error {
-	return lim.refund(lim.now(), key, lim.own, n)
-}
-
-// RefundAt gives back n events admitted for key at instant now under the
-// limiter's limit, undoing an AllowAt that a later check (another layer
-// of a compose.All chain, a failed call downstream) made pointless. It
-// gives back what the algorithm can without ever exceeding the burst: GCRA
-// and the buckets move the key's state back by n emission intervals, but
-// not past full at now; the fixed and sliding windows take n off the count
-// of the window the events were counted in, and give back nothing in a
-// later window; the sliding log drops n of its newest events, never those
-// that have left the window. Right after an admission of n at now, a
-// RefundAt of n at now leaves the key deciding as if it had never been
-// admitted. A refund at a later instant (Refund reads the clock again) is
-// exact when no other request changed the key in between; otherwise the
-// algorithm gives back what it can of the latest events, so an admission
-// at the end of a window followed by others at the start of the next can
-// see the next window's count lowered instead. A key that is not stored is
-// full: there is nothing to give back, and nothing is stored.
+// Refund gives back r.N events admitted for r.Key at instant r.At (the
+// limiter's clock when zero) under r.Limit (the limiter's own when zero),
+// undoing an Allow that a later check (another layer of a compose.All
+// chain, a failed call downstream) made pointless. It gives back what the
+// algorithm can without ever exceeding the burst: GCRA and the buckets
+// move the key's state back by r.N emission intervals, but not past full
+// at r.At; the fixed and sliding windows take r.N off the count of the
+// window the events were counted in, and give back nothing in a later
+// window; the sliding log drops r.N of its newest events, never those that
+// have left the window. Right after an admission of n at an instant, a
+// refund of n at that instant leaves the key deciding as if it had never
+// been admitted. A refund at a later instant is exact when no other
+// request changed the key in between; otherwise the algorithm gives back
+// what it can of the latest events, so an admission at the end of a window
+// followed by others at the start of the next can see the next window's
+// count lowered instead. A key that is not stored is full: there is
+// nothing to give back, and nothing is stored.
 //
-// The error is non-nil only for bad input: n < 0 (admit.ErrInvalidCost) or
-// a key longer than the maximum (ErrKeyTooLong). n = 0 does nothing. ctx is
-// not used. RefundAt does not allocate.
-func (lim *Limiter) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
-	return lim.refund(timeline.Nanos(now), key, lim.own, n)
-}
-
-// RefundLimit is shorthand for RefundLimitAt(ctx, clock.Now(), key, l, n).
-func (lim *Limiter) RefundLimit(ctx context.Context, key string, l admit.Limit, n int64) error {
-	return lim.refundLimit(lim.now(), key, l, n)
-}
-
-// RefundLimitAt is RefundAt under limit l, for events that AllowLimitAt
-// admitted under l. An invalid l is an error wrapping
-// admit.ErrInvalidLimit.
-func (lim *Limiter) RefundLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) error {
-	return lim.refundLimit(timeline.Nanos(now), key, l, n)
-}
-
-func (lim *Limiter) refundLimit(now int64, key string, l admit.Limit, n int64) error {
-	c := lim.limits.Get(lim.alg, l)
-	if c.Err != nil {
-		return c.Err
+// The error is non-nil only for bad input: r.N < 0 (admit.ErrInvalidCost),
+// an invalid r.Limit (admit.ErrInvalidLimit) or a key longer than the
+// maximum (ErrKeyTooLong). r.N = 0 does nothing. ctx is not used. Refund
+// does not allocate.
+func (lim *Limiter) Refund(ctx context.Context, r admit.Request) error {
+	c := lim.own
+	if r.Limit != (admit.Limit{}) {
+		if c = lim.limits.Get(lim.alg, r.Limit); c.Err != nil {
+			return c.Err
+		}
 	}
-	return lim.refund(now, key, c, n)
-}
-
-func (lim *Limiter) refund(now int64, key string, c *limits.Compiled, n int64) error {
-	if n < 0 || len(key) > lim.maxKeyLen {
-		_, err := lim.refuse(key, c, n, nil)
+	if r.N < 0 || len(r.Key) > lim.maxKeyLen {
+		_, err := lim.refuse(r.Key, c, r.N, nil)
 		return err
 	}
-	if n > 0 {
-		lim.eng.refund(now, key, &c.P, n)
+	if r.N > 0 {
+		lim.eng.refund(lim.at(r.At), r.Key, &c.P, r.N)
 	}
 	return nil
 }
 
-// Reset forgets key, which then starts full. It reports whether the key was
-// held.
-func (lim *Limiter) Reset(key string) bool { return lim.eng.reset(key) }
+// Reset forgets key, which then starts full. Forgetting a key the limiter
+// does not hold does nothing. The error is always nil (ctx is not used):
+// Reset has the signature of admit.Resetter.
+func (lim *Limiter) Reset(ctx context.Context, key string) error {
+	lim.eng.reset(key)
+	return nil
+}
 
 func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
 	if n < 0 || len(key) > lim.maxKeyLen {
@@ -288,29 +277,31 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions)
 	}
 }
 
-// Request is one check of a batch (see AllowBatch).
-type Request struct {
-	Key   string
-	N     int64
-	Limit *admit.Limit // nil: the limiter's own limit
-}
-
-// AllowBatch decides each request of reqs at instant now, in order, as
-// AllowAt and AllowLimitAt would, and appends the decisions to dst, which
-// may be nil, returning the result. Each request is decided on its own (a
-// batch is not all or nothing: see package compose for that). A request
-// with bad input gets a refusal, and the first such error is returned,
-// naming its index, after every request has been decided.
-func (lim *Limiter) AllowBatch(ctx context.Context, now time.Time, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+// AllowBatch decides each request of reqs in order, as Allow would, and
+// appends the decisions to dst, which may be nil, returning the result. The
+// requests whose At is zero are decided at one reading of the clock. Each
+// request is decided on its own (a batch is not all or nothing: see
+// package compose for that). A request with bad input gets a refusal, and
+// the first such error is returned, naming its index, after every request
+// has been decided.
+func (lim *Limiter) AllowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {
 	var first error
-	t := timeline.Nanos(now)
-	for i, r := range reqs {
+	now := int64(-1) // the clock's reading, once needed
+	for i := range reqs {
+		r := &reqs[i]
+		t := now
+		if !r.At.IsZero() {
+			t = timeline.Nanos(r.At)
+		} else if t < 0 {
+			now = lim.at(time.Time{})
+			t = now
+		}
 		var d admit.Decision
 		var err error
-		if r.Limit == nil {
+		if r.Limit == (admit.Limit{}) {
 			d, err = lim.decide(t, r.Key, lim.own, r.N)
 		} else {
-			d, err = lim.allowLimit(t, r.Key, *r.Limit, r.N)
+			d, err = lim.allowLimit(t, r.Key, r.Limit, r.N)
 		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("keyed: request %d: %w", i, err)
@@ -319,3 +310,10 @@ func (lim *Limiter) AllowBatch(ctx context.Context, now time.Time, reqs []Reques
 	}
 	return dst, first
 }
+
+// The contract of admit that a Limiter meets.
+var (
+	_ admit.KeyedLimiter = (*Limiter)(nil)
+	_ admit.Refunder     = (*Limiter)(nil)
+	_ admit.Resetter     = (*Limiter)(nil)
+)

@@ -29,7 +29,7 @@ func mustNew(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.Opt
 
 func allow(t testing.TB, lim *keyed.Limiter, at time.Time, key string, n int64) admit.Decision {
 	t.Helper()
-	d, err := lim.AllowAt(ctx, at, key, n)
+	d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: at})
 	if err != nil {
 		t.Fatalf("AllowAt(%q, %d): %v", key, n, err)
 	}
@@ -112,7 +112,7 @@ func TestTiers(t *testing.T) {
 	lim := mustNew(t, admit.AlgGCRA, free)
 	count := func(key string, l admit.Limit) (n int) {
 		for range 20 {
-			d, err := lim.AllowLimitAt(ctx, admittest.T0, key, l, 1)
+			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, Limit: l, At: admittest.T0})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestTiers(t *testing.T) {
 		t.Fatalf("pro tier admitted %d", n)
 	}
 	// A bad per-call limit is an error, and consumes nothing.
-	if _, err := lim.AllowLimitAt(ctx, admittest.T0, "carol", admit.Limit{Rate: -1}, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "carol", N: 1, Limit: admit.Limit{Rate: -1}, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Fatalf("negative rate: %v", err)
 	}
 	if lim.Len() != 2 {
@@ -214,8 +214,14 @@ func TestReset(t *testing.T) {
 	if d := allow(t, lim, admittest.T0, "a", 1); d.Allowed {
 		t.Fatal("second request admitted")
 	}
-	if !lim.Reset("a") || lim.Reset("a") || lim.Len() != 0 {
-		t.Fatal("Reset did not forget the key once")
+	if lim.Len() != 1 {
+		t.Fatalf("holds %d keys before Reset", lim.Len())
+	}
+	if err := lim.Reset(ctx, "a"); err != nil || lim.Len() != 0 {
+		t.Fatalf("Reset did not forget the key: %v, %d keys", err, lim.Len())
+	}
+	if err := lim.Reset(ctx, "a"); err != nil || lim.Len() != 0 {
+		t.Fatalf("Reset of a key not held: %v, %d keys", err, lim.Len())
 	}
 	if d := allow(t, lim, admittest.T0, "a", 1); !d.Allowed {
 		t.Fatal("not admitted after Reset")
@@ -225,8 +231,9 @@ func TestReset(t *testing.T) {
 func TestBatch(t *testing.T) {
 	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2))
 	pro := admit.PerSecond(5)
-	reqs := []keyed.Request{{Key: "a", N: 2}, {Key: "a", N: 1}, {Key: "b", N: 5, Limit: &pro}, {Key: "c", N: -1}, {Key: "d", N: 1}}
-	ds, err := lim.AllowBatch(ctx, admittest.T0, reqs, nil)
+	t0 := admittest.T0
+	reqs := []admit.Request{{Key: "a", N: 2, At: t0}, {Key: "a", N: 1, At: t0}, {Key: "b", N: 5, Limit: pro, At: t0}, {Key: "c", N: -1, At: t0}, {Key: "d", N: 1, At: t0}}
+	ds, err := lim.AllowBatch(ctx, reqs, nil)
 	if !errors.Is(err, admit.ErrInvalidCost) || !strings.Contains(err.Error(), "request 3") {
 		t.Fatalf("err = %v", err)
 	}
@@ -240,21 +247,21 @@ func TestBatch(t *testing.T) {
 		t.Fatalf("per-request limit not used: %+v", ds[2])
 	}
 	buf := make([]admit.Decision, 0, 8)
-	if avg := testing.AllocsPerRun(100, func() { buf, _ = lim.AllowBatch(ctx, admittest.T0, reqs[:3], buf[:0]) }); avg != 0 {
+	if avg := testing.AllocsPerRun(100, func() { buf, _ = lim.AllowBatch(ctx, reqs[:3], buf[:0]) }); avg != 0 {
 		t.Fatalf("AllowBatch allocates %v times", avg)
 	}
 }
 
 func TestBadInput(t *testing.T) {
 	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2), keyed.WithMaxKeyLength(8))
-	if _, err := lim.AllowAt(ctx, admittest.T0, "a", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n < 0: %v", err)
 	}
-	d, err := lim.AllowAt(ctx, admittest.T0, "123456789", 1)
+	d, err := lim.Allow(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0})
 	if !errors.Is(err, keyed.ErrKeyTooLong) || d.Allowed {
 		t.Errorf("long key: %+v, %v", d, err)
 	}
-	if _, err := lim.AllowAt(ctx, admittest.T0, "12345678", 1); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "12345678", N: 1, At: admittest.T0}); err != nil {
 		t.Errorf("key of the maximum length: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -313,11 +320,11 @@ func TestZeroAllocs(t *testing.T) {
 		lim := mustNew(t, alg, admit.PerSecond(1e6))
 		now := time.Now()
 		allow(t, lim, now, "existing", 1)
-		if avg := testing.AllocsPerRun(1000, func() { lim.AllowAt(ctx, now, "existing", 1) }); avg != 0 {
+		if avg := testing.AllocsPerRun(1000, func() { lim.Allow(ctx, admit.Request{Key: "existing", N: 1, At: now}) }); avg != 0 {
 			t.Errorf("%v: AllowAt on an existing key allocates %v times", alg, avg)
 		}
-		if avg := testing.AllocsPerRun(1000, func() { lim.AllowLimitAt(ctx, now, "existing", admit.PerSecond(1e6), 1) }); avg != 0 {
-			t.Errorf("%v: AllowLimitAt allocates %v times", alg, avg)
+		if avg := testing.AllocsPerRun(1000, func() { lim.Allow(ctx, admit.Request{Key: "existing", N: 1, Limit: admit.PerSecond(1e6), At: now}) }); avg != 0 {
+			t.Errorf("%v: Allow(Limit, At) allocates %v times", alg, avg)
 		}
 		if alg == admit.AlgSlidingLog {
 			continue // a new key's log is allocated to decide on it
@@ -325,9 +332,9 @@ func TestZeroAllocs(t *testing.T) {
 		// A key that is not stored: peeks and denials store nothing and
 		// allocate nothing.
 		if avg := testing.AllocsPerRun(1000, func() {
-			lim.AllowAt(ctx, now, "new", 0)
-			lim.AllowAt(ctx, now, "new", 2e6)
-			lim.AllowLimitAt(ctx, now, "new", admit.Limit{}, 1)
+			lim.Allow(ctx, admit.Request{Key: "new", N: 0, At: now})
+			lim.Allow(ctx, admit.Request{Key: "new", N: 2e6, At: now})
+			lim.Allow(ctx, admit.Request{Key: "new", N: 1, Limit: admit.Limit{}, At: now})
 		}); avg != 0 {
 			t.Errorf("%v: peeks and denials of a new key allocate %v times", alg, avg)
 		}

@@ -40,8 +40,8 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithClock sets the clock that Allow and AllowLimit read. The default is
-// admit.SystemClock.
+// WithClock sets the clock that Allow and Refund read for a Request whose
+// At is zero. The default is admit.SystemClock.
 func WithClock(c admit.Clock) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {

@@ -16,7 +16,7 @@ import (
 
 func refund(t testing.TB, lim *keyed.Limiter, at time.Time, key string, n int64) {
 	t.Helper()
-	if err := lim.RefundAt(ctx, at, key, n); err != nil {
+	if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: at}); err != nil {
 		t.Fatalf("RefundAt(%q, %d): %v", key, n, err)
 	}
 }
@@ -48,14 +48,14 @@ func TestRefund(t *testing.T) {
 			}
 			// Under a per-call limit.
 			pro := admit.PerSecond(50)
-			if d, err := lim.AllowLimitAt(ctx, admittest.T0, "b", pro, 40); err != nil || d.Remaining != 10 {
-				t.Fatalf("AllowLimitAt: %+v, %v", d, err)
+			if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: admittest.T0}); err != nil || d.Remaining != 10 {
+				t.Fatalf("Allow(Limit, At): %+v, %v", d, err)
 			}
-			if err := lim.RefundLimitAt(ctx, admittest.T0, "b", pro, 30); err != nil {
+			if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: admittest.T0}); err != nil {
 				t.Fatal(err)
 			}
-			if d, _ := lim.AllowLimitAt(ctx, admittest.T0, "b", pro, 0); d.Remaining != 40 {
-				t.Fatalf("after RefundLimitAt: %+v", d)
+			if d, _ := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: admittest.T0}); d.Remaining != 40 {
+				t.Fatalf("after Refund(Limit, At): %+v", d)
 			}
 		})
 	}
@@ -107,7 +107,7 @@ func TestRefundUndoesAdmission(t *testing.T) {
 				b := mustNew(t, alg, l, keyed.WithForgetAfter(grace), keyed.WithShards(1))
 				do := func(lim *keyed.Limiter, now time.Time, key string, n int64) admit.Decision {
 					if perCall {
-						d, err := lim.AllowLimitAt(ctx, now, key, l, n)
+						d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, Limit: l, At: now})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -127,7 +127,7 @@ func TestRefundUndoesAdmission(t *testing.T) {
 							continue
 						}
 						if perCall {
-							if err := a.RefundLimitAt(ctx, now, key, l, n); err != nil {
+							if err := a.Refund(ctx, admit.Request{Key: key, N: n, Limit: l, At: now}); err != nil {
 								t.Fatal(err)
 							}
 						} else {
@@ -158,13 +158,13 @@ func TestRefundConcurrent(t *testing.T) {
 				for i := range 300 {
 					key := fmt.Sprint("key", (g+i)%3)
 					n := int64(1 + i%3)
-					d, err := lim.AllowAt(ctx, admittest.T0, key, n)
+					d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.T0})
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					if d.Allowed {
-						if err := lim.RefundAt(ctx, admittest.T0, key, n); err != nil {
+						if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.T0}); err != nil {
 							t.Error(err)
 							return
 						}
@@ -185,20 +185,20 @@ func TestRefundBadInput(t *testing.T) {
 	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2), keyed.WithMaxKeyLength(8))
 	allow(t, lim, admittest.T0, "a", 2)
 	for name, err := range map[string]error{
-		"negative n":     lim.RefundAt(ctx, admittest.T0, "a", -1),
-		"negative n now": lim.Refund(ctx, "a", -1),
-		"per-call n":     lim.RefundLimitAt(ctx, admittest.T0, "a", admit.PerSecond(2), -1),
-		"per-call n now": lim.RefundLimit(ctx, "a", admit.PerSecond(2), -1),
+		"negative n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
+		"negative n now": lim.Refund(ctx, admit.Request{Key: "a", N: -1}),
+		"per-call n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.T0}),
+		"per-call n now": lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2)}),
 	} {
 		if !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.RefundAt(ctx, admittest.T0, "123456789", 1); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
 	for _, l := range []admit.Limit{{Rate: -1, Period: time.Second}, {Rate: 5}} {
-		if err := lim.RefundLimitAt(ctx, admittest.T0, "a", l, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+		if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: l, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("limit %+v: %v", l, err)
 		}
 	}
@@ -208,24 +208,24 @@ func TestRefundBadInput(t *testing.T) {
 	}
 }
 
-// TestRefundClock: Refund and RefundLimit read the limiter's clock.
+// TestRefundClock: Refund and Refund(Limit) read the limiter's clock.
 func TestRefundClock(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0)
 	lim := mustNew(t, admit.AlgFixedWindow, admit.PerMinute(3), keyed.WithClock(clk))
-	lim.Allow(ctx, "k", 3)
+	lim.Allow(ctx, admit.Request{Key: "k", N: 3})
 	clk.Advance(time.Minute) // the next window: nothing comes back
-	if err := lim.Refund(ctx, "k", 3); err != nil {
+	if err := lim.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := lim.AllowAt(ctx, admittest.T0, "k", 0); d.Remaining != 0 {
+	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.T0}); d.Remaining != 0 {
 		t.Fatalf("a refund in the next window gave back: %+v", d)
 	}
 	clk.Set(admittest.T0.Add(30 * time.Second))
-	if err := lim.RefundLimit(ctx, "k", admit.PerMinute(3), 2); err != nil {
+	if err := lim.Refund(ctx, admit.Request{Key: "k", N: 2, Limit: admit.PerMinute(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := lim.AllowAt(ctx, admittest.T0, "k", 0); d.Remaining != 2 {
-		t.Fatalf("after RefundLimit in the window: %+v", d)
+	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.T0}); d.Remaining != 2 {
+		t.Fatalf("after Refund(Limit) in the window: %+v", d)
 	}
 }
 
@@ -235,15 +235,15 @@ func TestRefundZeroAllocs(t *testing.T) {
 		now := time.Now()
 		allow(t, lim, now, "existing", 1)
 		if avg := testing.AllocsPerRun(1000, func() {
-			lim.AllowAt(ctx, now, "existing", 1)
-			lim.RefundAt(ctx, now, "existing", 1)
+			lim.Allow(ctx, admit.Request{Key: "existing", N: 1, At: now})
+			lim.Refund(ctx, admit.Request{Key: "existing", N: 1, At: now})
 		}); avg != 0 {
 			t.Errorf("%v: AllowAt and RefundAt allocate %v times", alg, avg)
 		}
 		if avg := testing.AllocsPerRun(1000, func() {
-			lim.RefundLimitAt(ctx, now, "existing", admit.PerSecond(1e6), 1)
-			lim.RefundAt(ctx, now, "missing", 1)
-			lim.Refund(context.Background(), "existing", 1)
+			lim.Refund(ctx, admit.Request{Key: "existing", N: 1, Limit: admit.PerSecond(1e6), At: now})
+			lim.Refund(ctx, admit.Request{Key: "missing", N: 1, At: now})
+			lim.Refund(context.Background(), admit.Request{Key: "existing", N: 1})
 		}); avg != 0 {
 			t.Errorf("%v: refunds allocate %v times", alg, avg)
 		}

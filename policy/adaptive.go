@@ -137,7 +137,7 @@ func (e *Engine) maxKeysOf() int {
 }
 
 // gradientSlots is an adaptive_concurrency limit: an adaptive.Gradient per
-// key, as a compose.Slots whose grants are Finishers.
+// key, as an admit.Slots whose grants are Finishers.
 type gradientSlots struct {
 	keys  *perKey[*adaptive.Gradient]
 	clock admit.Clock
@@ -162,12 +162,12 @@ func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) e
 	return nil
 }
 
-func (s *gradientSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	g, err := s.keys.get(key)
+func (s *gradientSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	g, err := s.keys.get(r.Key)
 	if err != nil {
 		return nil, admit.Decision{RetryAfter: admit.InfDuration, Kind: admit.KindConcurrency}, err
 	}
-	tok, d, err := g.TryAcquireN(s.clock.Now(), n)
+	tok, d, err := g.TryAcquireN(s.clock.Now(), r.N)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			// More slots than max: never admitted, a refusal.
@@ -214,7 +214,7 @@ func (b *tokenBox) Finish(failed bool) {
 }
 
 // aimdLimiter is an adaptive_rate limit: an adaptive.AIMD per key, as a
-// compose.Limiter, Refunder and Learner.
+// admit.KeyedLimiter, admit.Refunder and compose.Learner.
 type aimdLimiter struct {
 	keys  *perKey[*adaptive.AIMD]
 	clock admit.Clock
@@ -240,20 +240,20 @@ func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
 	return nil
 }
 
-func (s *aimdLimiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	a, err := s.keys.get(key)
+func (s *aimdLimiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	a, err := s.keys.get(r.Key)
 	if err != nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, err
 	}
-	return a.Layer().Allow(ctx, key, n)
+	return a.Layer().Allow(ctx, r)
 }
 
-func (s *aimdLimiter) Refund(ctx context.Context, key string, n int64) error {
-	a, ok := s.keys.lookup(key)
+func (s *aimdLimiter) Refund(ctx context.Context, r admit.Request) error {
+	a, ok := s.keys.lookup(r.Key)
 	if !ok {
 		return nil
 	}
-	return a.Layer().Refund(ctx, key, n)
+	return a.Layer().Refund(ctx, r)
 }
 
 // Track returns a Finisher reporting the outcome of a request the AIMD of
@@ -321,7 +321,7 @@ func splitLane(key string) (lane, budget string) {
 }
 
 // rateLanes is a lanes limit with a budget: a fair.RateLanes per key of
-// the budget, as a compose.Limiter and Refunder.
+// the budget, as an admit.KeyedLimiter and admit.Refunder.
 type rateLanes struct {
 	keys *perKey[*fair.RateLanes]
 }
@@ -354,26 +354,28 @@ func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
 	return nil
 }
 
-func (s *rateLanes) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	lane, budget := splitLane(key)
+func (s *rateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+	lane, budget := splitLane(req.Key)
 	r, err := s.keys.get(budget)
 	if err != nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, err
 	}
-	return r.Allow(ctx, lane, n)
+	req.Key = lane
+	return r.Allow(ctx, req)
 }
 
-func (s *rateLanes) Refund(ctx context.Context, key string, n int64) error {
-	lane, budget := splitLane(key)
+func (s *rateLanes) Refund(ctx context.Context, req admit.Request) error {
+	lane, budget := splitLane(req.Key)
 	r, ok := s.keys.lookup(budget)
 	if !ok {
 		return nil
 	}
-	return r.Refund(ctx, lane, n)
+	req.Key = lane
+	return r.Refund(ctx, req)
 }
 
 // slotLanes is a lanes limit with concurrency: a fair.SlotLanes per key
-// of the budget, as a compose.Slots.
+// of the budget, as an admit.Slots.
 type slotLanes struct {
 	keys  *perKey[*fair.SlotLanes]
 	boxes boxes[lanePermitBox]
@@ -401,13 +403,13 @@ func (e *Engine) buildSlotLanes(c *clayer, l *Lanes, single bool) error {
 	return nil
 }
 
-func (s *slotLanes) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	lane, budget := splitLane(key)
+func (s *slotLanes) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	lane, budget := splitLane(r.Key)
 	x, err := s.keys.get(budget)
 	if err != nil {
 		return nil, admit.Decision{RetryAfter: admit.InfDuration, Kind: admit.KindConcurrency}, err
 	}
-	p, d, err := x.TryAcquire(ctx, lane, n)
+	p, d, err := x.TryAcquire(ctx, lane, r.N)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			return nil, d, nil // never admitted: a refusal

@@ -282,17 +282,19 @@ func (c *call) record(d admit.Decision, err error) admit.Decision {
 }
 
 // Allow asks the call's limiter, with the call's cost.
-func (c *call) Allow(ctx context.Context, key string, _ int64) (admit.Decision, error) {
-	d, err := c.l.lim.Allow(ctx, key, c.n)
+func (c *call) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	r.N = c.n
+	d, err := c.l.lim.Allow(ctx, r)
 	return c.record(d, err), err
 }
 
 // Refund gives back the call's cost (compose.Admit undoing it).
-func (c *call) Refund(ctx context.Context, key string, _ int64) error {
+func (c *call) Refund(ctx context.Context, r admit.Request) error {
 	if c.n == 0 || c.l.refund == nil {
 		return nil
 	}
-	return c.l.refund.Refund(ctx, key, c.n)
+	r.N = c.n
+	return c.l.refund.Refund(ctx, r)
 }
 
 // Track gives compose.Admit what an adaptive rate keeps of an admitted
@@ -305,8 +307,9 @@ func (c *call) Track(key string, _ int64) compose.Finisher {
 }
 
 // TryAcquire asks the call's concurrency cap for the call's cost.
-func (c *call) TryAcquire(ctx context.Context, key string, _ int64) (compose.Releaser, admit.Decision, error) {
-	rel, d, err := c.l.slots.TryAcquire(ctx, key, c.n)
+func (c *call) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	r.N = c.n
+	rel, d, err := c.l.slots.TryAcquire(ctx, r)
 	return rel, c.record(d, err), err
 }
 

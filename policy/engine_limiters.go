@@ -43,7 +43,7 @@ func (e *Engine) keyedOptions(name string) []keyed.Option {
 	return opts
 }
 
-func (e *Engine) guard(primary compose.Limiter, label string, f Failure, local compose.Limiter) (compose.Limiter, compose.Refunder, error) {
+func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, admit.Refunder, error) {
 	var p compose.Policy
 	switch f.Policy {
 	case FailClosed:
@@ -73,9 +73,7 @@ func (e *Engine) guard(primary compose.Limiter, label string, f Failure, local c
 	if err != nil {
 		return nil, nil, err
 	}
-	var lim compose.Limiter = g
-	r, _ := lim.(compose.Refunder)
-	return g, r, nil
+	return g, g, nil
 }
 
 func share(f Failure) int {
@@ -98,13 +96,13 @@ func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, redis 
 	if err != nil {
 		return err
 	}
-	var primary compose.Limiter = rl
+	var primary admit.KeyedLimiter = rl
 	if e.o.storeClock != nil {
 		primary = &clocked{lim: rl, clock: e.o.storeClock}
 	}
-	var local compose.Limiter
+	var local admit.KeyedLimiter
 	if f.Policy == Fallback {
-		if local, err = compose.LocalShare(alg, l, share(f), e.keyedOptions(e.name(c.label+"/fallback", false))...); err != nil {
+		if local, err = keyed.LocalShare(alg, l, share(f), e.keyedOptions(e.name(c.label+"/fallback", false))...); err != nil {
 			return err
 		}
 	}
@@ -120,9 +118,9 @@ func location(q *Quota) *time.Location {
 	return q.Location
 }
 
-// refunder returns l as a compose.Refunder, or nil.
-func refunder(l any) compose.Refunder {
-	r, _ := l.(compose.Refunder)
+// refunder returns l as an admit.Refunder, or nil.
+func refunder(l any) admit.Refunder {
+	r, _ := l.(admit.Refunder)
 	return r
 }
 
@@ -148,11 +146,11 @@ func (e *Engine) buildQuota(c *clayer, q *Quota, redis bool, f Failure) error {
 	if err != nil {
 		return err
 	}
-	var primary compose.Limiter = rq
+	var primary admit.KeyedLimiter = rq
 	if e.o.storeClock != nil {
 		primary = &clocked{lim: rq, clock: e.o.storeClock}
 	}
-	var local compose.Limiter
+	var local admit.KeyedLimiter
 	if f.Policy == Fallback {
 		n := (q.Limit + int64(share(f)) - 1) / int64(share(f))
 		if local, err = quota.New(n, q.Period, e.quotaOptions(e.name(c.label+"/fallback", false), q)...); err != nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -22,9 +23,9 @@ type clayer struct {
 	label  string // Decision.Rule: the rule [/tier] [/kind]
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
-	lim    compose.Limiter
-	refund compose.Refunder
-	slots  compose.Slots
+	lim    admit.KeyedLimiter
+	refund admit.Refunder
+	slots  admit.Slots
 	learn  compose.Learner // an adaptive rate, learning from outcomes
 	print  string          // the definition, for WithPrevious
 	// shortKey: the limiter keeps no reference to the keys it is given
@@ -80,50 +81,49 @@ func (c *call) failure() error {
 	return nil
 }
 
-// atLimiter is a Redis limiter deciding at explicit instants.
-type atLimiter interface {
-	AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error)
-}
-
 // clocked makes a Redis limiter decide at its clock's instants (see
 // WithStoreClock).
 type clocked struct {
-	lim   atLimiter
+	lim   admit.KeyedLimiter
 	clock admit.Clock
 }
 
-func (c *clocked) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return c.lim.AllowAt(ctx, c.clock.Now(), key, n)
-}
-
-// Refund gives back n events at the clock's instant, or as the limiter
-// can.
-func (c *clocked) Refund(ctx context.Context, key string, n int64) error {
-	switch r := c.lim.(type) {
-	case interface {
-		RefundAt(ctx context.Context, now time.Time, key string, n int64) error
-	}:
-		return r.RefundAt(ctx, c.clock.Now(), key, n)
-	case compose.Refunder:
-		return r.Refund(ctx, key, n)
+func (c *clocked) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	if r.At.IsZero() {
+		r.At = c.clock.Now()
 	}
-	return nil
+	return c.lim.Allow(ctx, r)
 }
 
-// Reset forwards to the limiter (see compose.ResetKey).
+// Refund gives back r.N events at the clock's instant.
+func (c *clocked) Refund(ctx context.Context, r admit.Request) error {
+	rf, ok := c.lim.(admit.Refunder)
+	if !ok {
+		return nil
+	}
+	if r.At.IsZero() {
+		r.At = c.clock.Now()
+	}
+	return rf.Refund(ctx, r)
+}
+
+// Reset forwards to the limiter.
 func (c *clocked) Reset(ctx context.Context, key string) error {
-	return compose.ResetKey(ctx, c.lim, key)
+	if r, ok := c.lim.(admit.Resetter); ok {
+		return r.Reset(ctx, key)
+	}
+	return fmt.Errorf("%w: %T", compose.ErrNotResetter, c.lim)
 }
 
 // Healthy forwards the limiter's health (see compose.Guard).
 func (c *clocked) Healthy() bool {
-	if h, ok := c.lim.(interface{ Healthy() bool }); ok {
+	if h, ok := c.lim.(admit.HealthReporter); ok {
 		return h.Healthy()
 	}
 	return true
 }
 
-// localSlots adapts a concurrency.Limiter to compose.Slots. Its Releasers
+// localSlots adapts a concurrency.Limiter to admit.Slots. Its Releasers
 // are recycled (a free list, not a sync.Pool, so that the count of
 // allocations is deterministic), so a grant allocates nothing once the
 // list holds as many as are in flight.
@@ -159,8 +159,8 @@ func (s *localSlots) put(b *permitBox) {
 	s.mu.Unlock()
 }
 
-func (s *localSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	p, d, err := s.c.TryAcquire(ctx, key, n)
+func (s *localSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	p, d, err := s.c.TryAcquire(ctx, r)
 	if err != nil {
 		if errors.Is(err, admit.ErrExceedsBurst) {
 			// More slots than the cap: never admitted, a refusal.
@@ -193,11 +193,11 @@ func (b *permitBox) Release() {
 	b.s.put(b)
 }
 
-// redisSlots adapts a redisstore.ConcurrencyLimiter to compose.Slots, with
+// redisSlots adapts a redisstore.ConcurrencyLimiter to admit.Slots, with
 // a failure policy applied to each call that fails (there is no breaker
 // for concurrency: each call asks Redis, within the Store's timeout).
 type redisSlots struct {
-	primary    compose.Slots // the limiter's own adapter (leases released once)
+	primary    admit.Slots // the limiter's own adapter (leases released once)
 	policy     FailurePolicy
 	local      *localSlots // Fallback's
 	retryAfter time.Duration
@@ -222,8 +222,8 @@ func newRedisSlots(c *redisstore.ConcurrencyLimiter, label string, f Failure, lo
 	}
 }
 
-func (s *redisSlots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
-	rel, d, err := s.primary.TryAcquire(ctx, key, n)
+func (s *redisSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	rel, d, err := s.primary.TryAcquire(ctx, r)
 	if err == nil || ctx.Err() != nil || !compose.IsFailure(err) {
 		return rel, d, err
 	}
@@ -231,12 +231,12 @@ func (s *redisSlots) TryAcquire(ctx context.Context, key string, n int64) (compo
 	case FailOpen:
 		return nil, s.openD, nil
 	case FailClosed:
-		if n == 0 {
+		if r.N == 0 {
 			return nil, admit.Decision{Allowed: true, Rule: s.closedD.Rule, Kind: admit.KindConcurrency}, nil
 		}
 		return nil, s.closedD, nil
 	}
-	rel, d, err = s.local.TryAcquire(ctx, key, n)
+	rel, d, err = s.local.TryAcquire(ctx, r)
 	d.Rule = s.fallback
 	return rel, d, err
 }

@@ -469,7 +469,7 @@ const (
 	// FailClosed refuses them (compose.FailClosed).
 	FailClosed
 	// Fallback decides them by a local limiter holding this instance's
-	// share of the limit (compose.Fallback with compose.LocalShare).
+	// share of the limit (compose.Fallback with keyed.LocalShare).
 	Fallback
 )
 
@@ -497,7 +497,7 @@ type Failure struct {
 	Breaker bool
 	// LocalShare is the number of instances the limit is shared among
 	// while Fallback decides: each enforces 1/LocalShare of it
-	// (compose.Share). 0 means 1 (the whole limit on each instance).
+	// (admit.Limit.Share). 0 means 1 (the whole limit on each instance).
 	LocalShare int
 	// Timeout bounds each call of Redis (compose.WithTimeout); 0 means
 	// compose.DefaultTimeout.

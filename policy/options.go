@@ -69,7 +69,7 @@ func WithClock(c admit.Clock) Option {
 }
 
 // WithStoreClock makes the rules kept in Redis decide at c.Now() (the
-// redisstore limiters' AllowAt) instead of on Redis's clock: for exact
+// Request.At of the redisstore limiters) instead of on Redis's clock: for exact
 // tests and simulations with a manual clock. A fleet must not use it,
 // since Redis's clock is what makes the instances agree. The default is
 // nil: Redis's clock.

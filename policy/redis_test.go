@@ -119,7 +119,7 @@ func TestRedisExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := l.AllowAt(ctx, clock.Now(), "5:newco", 0); err != nil || d.Remaining != 980 {
+	if d, err := l.Allow(ctx, admit.Request{Key: "5:newco", N: 0, At: clock.Now()}); err != nil || d.Remaining != 980 {
 		t.Errorf("newco's quota in Redis: %+v, %v", d, err)
 	}
 	h.Release()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 )
 
@@ -47,7 +48,11 @@ func (e *Engine) Reset(ctx context.Context, req *Request) (int, error) {
 		if c.l.lim == nil || c.l.slots != nil || c.l.learn != nil || c.l.lanes {
 			continue
 		}
-		err := compose.ResetKey(ctx, c.l.lim, c.key)
+		r, ok := c.l.lim.(admit.Resetter)
+		if !ok {
+			continue // no state to forget
+		}
+		err := r.Reset(ctx, c.key)
 		switch {
 		case errors.Is(err, compose.ErrNotResetter):
 		case err != nil:

@@ -37,15 +37,15 @@ func Example() {
 	ctx := context.Background()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 3 { // a burst of 2: the third is denied
-		if _, err := api.AllowAt(ctx, now, "alice", 1); err != nil {
+		if _, err := api.Allow(ctx, admit.Request{Key: "alice", N: 1, At: now}); err != nil {
 			panic(err)
 		}
 	}
-	p, _, err := uploads.TryAcquire(ctx, "alice", 1)
+	p, _, err := uploads.TryAcquire(ctx, admit.Request{Key: "alice", N: 1})
 	if err != nil {
 		panic(err)
 	}
-	if _, _, err := uploads.TryAcquire(ctx, "alice", 1); err != nil { // denied: in use
+	if _, _, err := uploads.TryAcquire(ctx, admit.Request{Key: "alice", N: 1}); err != nil { // denied: in use
 		panic(err)
 	}
 	p.Release()

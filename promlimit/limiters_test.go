@@ -31,17 +31,17 @@ func TestKeyedLimiter(t *testing.T) {
 	}
 	t0 := admittest.Epoch
 	for _, key := range []string{"alice", "alice", "alice", "bob"} {
-		if _, err := lim.AllowAt(ctx, t0, key, 1); err != nil {
+		if _, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, At: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A third key at the cap of 2, none idle: one is evicted under pressure.
-	if _, err := lim.AllowAt(ctx, t0, "carol", 1); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "carol", N: 1, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	// A second later every key is full again, so idle: a new key makes
 	// the limiter forget them.
-	if _, err := lim.AllowAt(ctx, t0.Add(time.Second), "dave", 1); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "dave", N: 1, At: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	compare(t, reg, decisionsHeader+`
@@ -66,15 +66,15 @@ func TestConcurrencyLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, d, err := lim.TryAcquire(ctx, "report", 1)
+	p, d, err := lim.TryAcquire(ctx, admit.Request{Key: "report", N: 1})
 	if err != nil || !d.Allowed {
 		t.Fatalf("first TryAcquire: %+v, %v", d, err)
 	}
-	if _, d, err := lim.TryAcquire(ctx, "report", 1); err != nil || d.Allowed {
+	if _, d, err := lim.TryAcquire(ctx, admit.Request{Key: "report", N: 1}); err != nil || d.Allowed {
 		t.Fatalf("second TryAcquire: %+v, %v; want a denial", d, err)
 	}
 	p.Release()
-	p, d, err = lim.TryAcquire(ctx, "report", 1)
+	p, d, err = lim.TryAcquire(ctx, admit.Request{Key: "report", N: 1})
 	if err != nil || !d.Allowed {
 		t.Fatalf("TryAcquire after Release: %+v, %v", d, err)
 	}
@@ -82,7 +82,7 @@ func TestConcurrencyLimiter(t *testing.T) {
 	// The limiter reports the keys it holds when their number has moved
 	// by 16.
 	for i := range 20 {
-		if _, d, err := lim.TryAcquire(ctx, fmt.Sprint("job-", i), 1); err != nil || !d.Allowed {
+		if _, d, err := lim.TryAcquire(ctx, admit.Request{Key: fmt.Sprint("job-", i), N: 1}); err != nil || !d.Allowed {
 			t.Fatalf("TryAcquire of a new key: %+v, %v", d, err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestQuota(t *testing.T) {
 	}
 	t0 := admittest.Epoch
 	for range 3 {
-		if _, err := q.AllowAt(ctx, t0, "tenant", 1); err != nil {
+		if _, err := q.Allow(ctx, admit.Request{Key: "tenant", N: 1, At: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,10 +138,10 @@ func TestKeysTrackedFromStart(t *testing.T) {
 	}
 	for i := 1; i <= 100; i++ {
 		key := fmt.Sprint("client-", i)
-		if _, err := lim.AllowAt(ctx, admittest.Epoch, key, 1); err != nil {
+		if _, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, At: admittest.Epoch}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.AllowAt(ctx, admittest.Epoch, key, 1); err != nil {
+		if _, err := q.Allow(ctx, admit.Request{Key: key, N: 1, At: admittest.Epoch}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"api", "daily"} {
@@ -158,7 +158,7 @@ func TestKeysTrackedFromStart(t *testing.T) {
 // flaky stands for a shared store that is up or down.
 type flaky struct{ down atomic.Bool }
 
-func (f *flaky) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
+func (f *flaky) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
 	if f.down.Load() {
 		return admit.Decision{}, errors.New("dial tcp: connection refused")
 	}
@@ -177,7 +177,7 @@ func TestGuard(t *testing.T) {
 	}
 	allow := func() {
 		t.Helper()
-		if _, err := g.Allow(ctx, "client", 1); err != nil {
+		if _, err := g.Allow(ctx, admit.Request{Key: "client", N: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

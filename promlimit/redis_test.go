@@ -39,7 +39,7 @@ func TestRedisGuard(t *testing.T) {
 	key := redistest.Prefix(t) + "client"
 	allow := func() {
 		t.Helper()
-		d, err := g.Allow(t.Context(), key, 1)
+		d, err := g.Allow(t.Context(), admit.Request{Key: key, N: 1})
 		if err != nil || !d.Allowed {
 			t.Fatalf("Allow = %+v, %v; want an admission", d, err)
 		}

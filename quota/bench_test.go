@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/quota"
 )
 
@@ -15,20 +16,20 @@ var benchNow = time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
 // quota is large enough never to run out). It must not allocate.
 func BenchmarkAllowAt(b *testing.B) {
 	q, _ := quota.New(1<<62, quota.Day)
-	q.AllowAt(context.Background(), benchNow, "user:12345", 1)
+	q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	b.ReportAllocs()
 	for b.Loop() {
-		q.AllowAt(context.Background(), benchNow, "user:12345", 1)
+		q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	}
 }
 
 // BenchmarkAllowAtDenied decides on an exhausted key: the reject path.
 func BenchmarkAllowAtDenied(b *testing.B) {
 	q, _ := quota.New(1, quota.Day)
-	q.AllowAt(context.Background(), benchNow, "user:12345", 1)
+	q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	b.ReportAllocs()
 	for b.Loop() {
-		q.AllowAt(context.Background(), benchNow, "user:12345", 1)
+		q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	}
 }
 
@@ -37,10 +38,10 @@ func BenchmarkAllow(b *testing.B) {
 	paris, _ := time.LoadLocation("Europe/Paris")
 	q, _ := quota.New(1<<62, quota.Day, quota.WithLocation(paris))
 	ctx := context.Background()
-	q.Allow(ctx, "user:12345", 1)
+	q.Allow(ctx, admit.Request{Key: "user:12345", N: 1})
 	b.ReportAllocs()
 	for b.Loop() {
-		q.Allow(ctx, "user:12345", 1)
+		q.Allow(ctx, admit.Request{Key: "user:12345", N: 1})
 	}
 }
 
@@ -51,12 +52,12 @@ func BenchmarkAllowAtManyKeys(b *testing.B) {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
-		q.AllowAt(context.Background(), benchNow, keys[i], 1)
+		q.Allow(context.Background(), admit.Request{Key: keys[i], N: 1, At: benchNow})
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		q.AllowAt(context.Background(), benchNow, keys[i], 1)
+		q.Allow(context.Background(), admit.Request{Key: keys[i], N: 1, At: benchNow})
 		if i++; i == n {
 			i = 0
 		}
@@ -75,7 +76,7 @@ func BenchmarkAllowAtNewKeys(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		q.AllowAt(context.Background(), benchNow.Add(time.Duration(i/100_000)*24*time.Hour), keys[i&(len(keys)-1)], 1)
+		q.Allow(context.Background(), admit.Request{Key: keys[i&(len(keys)-1)], N: 1, At: benchNow.Add(time.Duration(i/100_000) * 24 * time.Hour)})
 		i++
 	}
 }
@@ -86,13 +87,13 @@ func BenchmarkAllowAtParallel(b *testing.B) {
 	keys := make([]string, 1024)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
-		q.AllowAt(context.Background(), benchNow, keys[i], 1)
+		q.Allow(context.Background(), admit.Request{Key: keys[i], N: 1, At: benchNow})
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			q.AllowAt(context.Background(), benchNow, keys[i&1023], 1)
+			q.Allow(context.Background(), admit.Request{Key: keys[i&1023], N: 1, At: benchNow})
 			i += 7
 		}
 	})
@@ -101,11 +102,11 @@ func BenchmarkAllowAtParallel(b *testing.B) {
 // BenchmarkAllowAtParallelOneKey is the worst case: every CPU on one key.
 func BenchmarkAllowAtParallelOneKey(b *testing.B) {
 	q, _ := quota.New(1<<62, quota.Day)
-	q.AllowAt(context.Background(), benchNow, "hot", 1)
+	q.Allow(context.Background(), admit.Request{Key: "hot", N: 1, At: benchNow})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			q.AllowAt(context.Background(), benchNow, "hot", 1)
+			q.Allow(context.Background(), admit.Request{Key: "hot", N: 1, At: benchNow})
 		}
 	})
 }

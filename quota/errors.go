@@ -7,7 +7,7 @@ import "errors"
 // errors.Is.
 var (
 	// ErrInvalidQuota reports a quota size below 1, given to New or per
-	// call (AllowLimit).
+	// call (Request.Limit.Rate).
 	ErrInvalidQuota = errors.New("quota: invalid quota size")
 
 	// ErrInvalidPeriod reports a Period this package does not define.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/quota"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 		panic(err)
 	}
 	show := func(now time.Time, n int64) {
-		d, _ := q.AllowAt(context.Background(), now, "alice", n)
+		d, _ := q.Allow(context.Background(), admit.Request{Key: "alice", N: n, At: now})
 		fmt.Printf("%s n=%d allowed=%-5v remaining=%d", now.Format("Mon 15:04"), n, d.Allowed, d.Remaining)
 		if !d.Allowed {
 			fmt.Printf(" retry in %v", d.RetryAfter)
@@ -50,11 +51,11 @@ func ExampleNew() {
 		panic(err)
 	}
 	feb1 := time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)
-	d, _ := q.AllowAt(context.Background(), feb1, "acme", 30000)
+	d, _ := q.Allow(context.Background(), admit.Request{Key: "acme", N: 30000, At: feb1})
 	fmt.Println("1 Feb, all at once:", d.Allowed, d.Remaining)
-	d, _ = q.AllowAt(context.Background(), feb1.Add(20*24*time.Hour), "acme", 1)
+	d, _ = q.Allow(context.Background(), admit.Request{Key: "acme", N: 1, At: feb1.Add(20 * 24 * time.Hour)})
 	fmt.Println("21 Feb:", d.Allowed, "retry in", d.RetryAfter)
-	d, _ = q.AllowAt(context.Background(), time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), "acme", 1)
+	d, _ = q.Allow(context.Background(), admit.Request{Key: "acme", N: 1, At: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)})
 	fmt.Println("1 Mar:", d.Allowed, d.Remaining, "month of", int64(d.Limit.Period/(24*time.Hour)), "days")
 	// Output:
 	// 1 Feb, all at once: true 0
@@ -63,7 +64,7 @@ func ExampleNew() {
 }
 
 // One Quota serves every tier of a plan: each call gives its key's size.
-func ExampleQuota_AllowLimitAt() {
+func ExampleQuota_Allow_tiers() {
 	q, err := quota.New(100, quota.Month) // 100 for calls that give no size
 	if err != nil {
 		panic(err)
@@ -72,7 +73,7 @@ func ExampleQuota_AllowLimitAt() {
 	customers := []struct{ key, tier string }{{"ann", "free"}, {"ann", "free"}, {"ann", "free"}, {"bob", "pro"}}
 	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
 	for _, c := range customers {
-		d, _ := q.AllowLimitAt(context.Background(), now, c.key, tiers[c.tier], 1)
+		d, _ := q.Allow(context.Background(), admit.Request{Key: c.key, N: 1, Limit: admit.Limit{Rate: tiers[c.tier]}, At: now})
 		fmt.Printf("%s (%s): allowed=%v remaining=%d of %d\n", c.key, c.tier, d.Allowed, d.Remaining, d.Limit.Rate)
 	}
 	// Output:
@@ -83,14 +84,14 @@ func ExampleQuota_AllowLimitAt() {
 }
 
 // A request that a later check refuses gives its events back.
-func ExampleQuota_RefundAt() {
+func ExampleQuota_Refund() {
 	q, _ := quota.New(10, quota.Day)
 	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
-	d, _ := q.AllowAt(context.Background(), now, "k", 4)
+	d, _ := q.Allow(context.Background(), admit.Request{Key: "k", N: 4, At: now})
 	fmt.Println("remaining", d.Remaining)
 	// ... a rate limit checked after the quota refuses the request:
-	_ = q.RefundAt(context.Background(), now, "k", 4)
-	d, _ = q.AllowAt(context.Background(), now, "k", 0) // peek
+	_ = q.Refund(context.Background(), admit.Request{Key: "k", N: 4, At: now})
+	d, _ = q.Allow(context.Background(), admit.Request{Key: "k", N: 0, At: now}) // peek
 	fmt.Println("remaining", d.Remaining)
 	// Output:
 	// remaining 6

@@ -95,13 +95,17 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 					at := time.Unix(0, now)
 					switch op := rng.IntN(20); {
 					case op == 0:
-						if got, live := q.Reset(key), m.states[key].Used > 0 && !ended(m.states[key], cur); live && !got {
+						got := q.holds(key)
+						if err := q.Reset(context.Background(), key); err != nil || q.holds(key) {
+							t.Fatalf("op %d: Reset(%q): %v, still held %v", i, key, err, q.holds(key))
+						}
+						if live := m.states[key].Used > 0 && !ended(m.states[key], cur); live && !got {
 							t.Fatalf("op %d: Reset(%q) = false, but it has a count in the current period", i, key)
 						}
 						delete(m.states, key)
 					case op <= 2:
 						k := rng.Int64N(4)
-						if err := q.RefundAt(context.Background(), at, key, k); err != nil {
+						if err := q.Refund(context.Background(), admit.Request{Key: key, N: k, At: at}); err != nil {
 							t.Fatal(err)
 						}
 						m.states[key] = refund(m.states[key], m.window(now), k)
@@ -111,12 +115,12 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 							limit = 1 + rng.Int64N(8)
 						}
 						n := rng.Int64N(limit + 2)
-						got, err := q.AllowLimitAt(context.Background(), at, key, limit, n)
+						got, err := q.Allow(context.Background(), admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: at})
 						if err != nil {
-							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d): %v", i, at, key, limit, n, err)
+							t.Fatalf("op %d: Allow(At %v, Key %q, Limit.Rate %d, N %d): %v", i, at, key, limit, n, err)
 						}
 						if want := m.allow(timeline.Wall(at), key, limit, n); got != want {
-							t.Fatalf("op %d: AllowLimitAt(%v, %q, %d, %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
+							t.Fatalf("op %d: Allow(At %v, Key %q, Limit.Rate %d, N %d)\n = %+v\nwant %+v", i, at, key, limit, n, got, want)
 						}
 					}
 				}
@@ -150,18 +154,18 @@ func TestCapRefusesOnlyLiveKeys(t *testing.T) {
 	}
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 500 {
-		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint(i), 1); err != nil {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint(i), N: 1, At: d0}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 10 {
-		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint("x", i), 1); !errors.Is(err, ErrTooManyKeys) {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("x", i), N: 1, At: d0}); !errors.Is(err, ErrTooManyKeys) {
 			t.Fatalf("key %d over the cap: %v", i, err)
 		}
 	}
 	// On the next day, every new key finds room.
 	for i := range 500 {
-		if d, err := q.AllowAt(context.Background(), d0.Add(24*time.Hour), fmt.Sprint("y", i), 1); err != nil || !d.Allowed {
+		if d, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("y", i), N: 1, At: d0.Add(24 * time.Hour)}); err != nil || !d.Allowed {
 			t.Fatalf("next day, key %d: %+v, %v", i, d, err)
 		}
 	}
@@ -181,4 +185,12 @@ func TestCapRefusesOnlyLiveKeys(t *testing.T) {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// holds reports whether q holds state for key.
+func (q *Quota) holds(key string) bool {
+	sh := q.t.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.find(key) >= 0
 }

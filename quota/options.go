@@ -66,7 +66,8 @@ func WithWeekStart(d time.Weekday) Option {
 	})
 }
 
-// WithClock sets the clock that Allow, AllowLimit and Refund read. The
+// WithClock sets the clock that Allow and Refund read for a Request whose At
+// is zero. The
 // default is admit.SystemClock. A nil clock leaves the default.
 func WithClock(c admit.Clock) Option {
 	return optionFunc(func(o *options) {

@@ -19,11 +19,11 @@ import (
 // at most N; admitted, they are counted. A denied request counts nothing.
 // A request is never partly admitted.
 //
-// AllowAt(ctx, now, key, n) decides at an explicit instant, AllowLimitAt under a
-// size given per call (so one Quota serves every tier of a plan), and the
-// shorthands without an instant (Allow, AllowLimit) read the Quota's
-// Clock. RefundAt gives back events that a later check refused, and Reset
-// forgets a key.
+// Allow(ctx, admit.Request{Key: key, N: n}) decides on the Quota's Clock;
+// the request's At gives an explicit instant instead, and its Limit.Rate a
+// size per call (so one Quota serves every tier of a plan). Refund gives
+// back events that a later check refused, and Reset forgets a key. A Quota
+// is an admit.KeyedLimiter, admit.Refunder and admit.Resetter.
 //
 // # Time
 //
@@ -34,9 +34,9 @@ import (
 // 2116, as in package admit.
 //
 // The current period of a Quota is the latest period holding an instant
-// any call (AllowAt, RefundAt, or their shorthands) was made at; it never
+// any call (Allow or Refund) was made at; it never
 // moves back. An instant earlier than its start (the wall clock stepped
-// back, or AllowAt was given an older instant) is decided in the current
+// back, or a Request's At was an older instant) is decided in the current
 // period, against the key's count there, whatever the key: going back in
 // time never resets or refills a quota. RetryAfter and ResetAfter are
 // still measured from the instant given (so they exceed the period's
@@ -151,16 +151,14 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 // Len returns the number of keys the quota holds state for.
 func (q *Quota) Len() int { return int(q.t.count.Load()) }
 
-// Allow is shorthand for AllowAt(ctx, clock.Now(), key, n). ctx is not
-// used by the in-memory Quota (deciding never waits); it is there so that
-// every method has the signature of the keyed limiters, in memory or in a
-// store.
-func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return q.decide(timeline.Wall(q.clock.Now()), key, q.limit, n)
-}
-
-// AllowAt decides whether n events may happen for key at instant now, and
-// if so counts them in the current period.
+// Allow decides whether r.N events may happen for r.Key at instant r.At
+// (the quota's clock when r.At is zero), and if so counts them in the
+// current period. r.Limit.Rate, unless r.Limit is zero, replaces the
+// quota's own size N for this call (its Period and Burst are ignored): one
+// Quota then serves the keys of every tier, each call giving the size of
+// its key's tier. A key's count carries over when its size changes within
+// a period: a key that used 500 events and is then checked against a
+// limit of 100 has Remaining 0.
 //
 // The Decision's Kind is admit.KindQuota; its Limit is {Rate: N, Burst: N,
 // Period: the length of the period decided in} (a day can last 23 or 25
@@ -171,54 +169,50 @@ func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision,
 // period ends, when the count starts over. All are exact to the
 // nanosecond. A denial is a Decision with Allowed false, not an error.
 //
-// n = 0 is a peek: allowed, counting nothing (nor storing the key), it
-// reports Remaining and ResetAfter. n > N is denied with RetryAfter
+// r.N = 0 is a peek: allowed, counting nothing (nor storing the key), it
+// reports Remaining and ResetAfter. r.N > N is denied with RetryAfter
 // admit.InfDuration: it can never be admitted (as package admit decides
 // n > burst; it is a denial, not an error).
 //
 // The error is non-nil only when the request could not be decided; it is
-// then refused (Allowed false) and nothing is counted: n < 0 (an error
-// wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a key longer
-// than the maximum (ErrKeyTooLong, RetryAfter InfDuration), or a new key
-// beyond the cap (ErrTooManyKeys, RetryAfter until the period ends, when
-// keys are freed).
-func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return q.decide(timeline.Wall(now), key, q.limit, n)
+// then refused (Allowed false) and nothing is counted: r.N < 0 (an error
+// wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a per-call size
+// below 1 (ErrInvalidQuota), a key longer than the maximum (ErrKeyTooLong,
+// RetryAfter InfDuration), or a new key beyond the cap (ErrTooManyKeys,
+// RetryAfter until the period ends, when keys are freed). ctx is not used
+// by the in-memory Quota (deciding never waits); it is there so that
+// every backend has the signature of admit.KeyedLimiter.
+func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	limit := q.limit
+	if r.Limit != (admit.Limit{}) {
+		limit = r.Limit.Rate
+	}
+	return q.decide(q.at(r.At), r.Key, limit, r.N)
 }
 
-// AllowLimit is shorthand for AllowLimitAt(ctx, clock.Now(), key, limit, n).
-func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(timeline.Wall(q.clock.Now()), key, limit, n)
+// at returns instant t on the wall-clock time line, or the clock's now if
+// t is zero.
+func (q *Quota) at(t time.Time) int64 {
+	if t.IsZero() {
+		t = q.clock.Now()
+	}
+	return timeline.Wall(t)
 }
 
-// AllowLimitAt is AllowAt with a quota of limit events per period instead
-// of the Quota's own N (which it ignores): one Quota then serves the keys
-// of every tier, each call giving the size of its key's tier. A key's
-// count carries over when its size changes within a period: a key that
-// used 500 events and is then checked against a limit of 100 has
-// Remaining 0. limit must be at least 1; otherwise the error wraps
-// ErrInvalidQuota and the request is refused.
-func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(timeline.Wall(now), key, limit, n)
-}
-
-// Refund is shorthand for RefundAt(ctx, clock.Now(), key, n).
-func (q *Quota) Refund(ctx context.Context, key string, n int64) error {
-	return q.RefundAt(ctx, q.clock.Now(), key, n)
-}
-
-// RefundAt gives back up to n events counted for key in the current period
-// at instant now, as if they had not been admitted: for a request that a
-// later check refused after this quota admitted it. Events counted in a
-// period that has ended are not given back (the count started over
-// anyway), and a refund never takes a count below zero. The error is
-// non-nil only for bad input: n < 0 (admit.ErrInvalidCost) or a key longer
-// than the maximum (ErrKeyTooLong).
-func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
+// Refund gives back up to r.N events counted for r.Key in the current
+// period at instant r.At (the quota's clock when zero), as if they had not
+// been admitted: for a request that a later check refused after this quota
+// admitted it. r.Limit is not needed (a count is given back whatever the
+// size). Events counted in a period that has ended are not given back (the
+// count started over anyway), and a refund never takes a count below zero.
+// The error is non-nil only for bad input: r.N < 0 (admit.ErrInvalidCost)
+// or a key longer than the maximum (ErrKeyTooLong). ctx is not used.
+func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
+	key, n := r.Key, r.N
 	if err := q.checkInput(key, n); err != nil {
 		return err
 	}
-	w := q.window(timeline.Wall(now))
+	w := q.window(q.at(r.At))
 	sh := q.t.shard(key)
 	sh.mu.Lock()
 	w = q.latest(w)
@@ -233,21 +227,27 @@ func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64
 	return nil
 }
 
-// Reset forgets key, whose whole quota is then available again. It reports
-// whether the key was held.
-func (q *Quota) Reset(key string) bool {
+// Reset forgets key, whose whole quota is then available again. Forgetting
+// a key the quota does not hold does nothing. The error is always nil (ctx
+// is not used): Reset has the signature of admit.Resetter.
+func (q *Quota) Reset(ctx context.Context, key string) error {
 	sh := q.t.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	i := sh.find(key)
-	if i < 0 {
-		return false
+	if i := sh.find(key); i >= 0 {
+		q.t.remove(sh, i)
 	}
-	q.t.remove(sh, i)
-	return true
+	return nil
 }
 
-// decide is AllowLimitAt on the time line.
+// The contract of admit that a Quota meets.
+var (
+	_ admit.KeyedLimiter = (*Quota)(nil)
+	_ admit.Refunder     = (*Quota)(nil)
+	_ admit.Resetter     = (*Quota)(nil)
+)
+
+// decide is Allow on the time line, under a size of limit.
 func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, error) {
 	if n < 0 || limit < 1 || len(key) > q.maxKeyLen {
 		return q.refuse(now, key, limit, n)

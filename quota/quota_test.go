@@ -32,8 +32,8 @@ func newQuota(t testing.TB, n int64, p quota.Period, opts ...quota.Option) *quot
 	return q
 }
 
-// step is one call of a timeline: AllowAt(at, key, n) (or AllowLimitAt
-// when limit > 0) and the decision expected.
+// step is one call of a timeline: Allow of n for key at instant at (under
+// Limit.Rate = limit when limit > 0) and the decision expected.
 type step struct {
 	at      time.Time
 	key     string
@@ -56,9 +56,9 @@ func run(t *testing.T, q *quota.Quota, steps []step) {
 		var d admit.Decision
 		var err error
 		if s.limit > 0 {
-			d, err = q.AllowLimitAt(context.Background(), s.at, key, s.limit, s.n)
+			d, err = q.Allow(context.Background(), admit.Request{Key: key, N: s.n, Limit: admit.Limit{Rate: s.limit}, At: s.at})
 		} else {
-			d, err = q.AllowAt(context.Background(), s.at, key, s.n)
+			d, err = q.Allow(context.Background(), admit.Request{Key: key, N: s.n, At: s.at})
 		}
 		if err != nil {
 			t.Fatalf("step %d: AllowAt(%v, %q, %d): %v", i, s.at, key, s.n, err)
@@ -268,7 +268,7 @@ func TestPerCallLimits(t *testing.T) {
 		{at: d0, key: "free", n: 1, allowed: true, remain: 995, reset: day, period: day},
 		{at: d0, key: "free", limit: 3, n: 5, remain: 0, retry: inf, reset: day, period: day},
 	})
-	if _, err := q.AllowLimitAt(context.Background(), d0, "x", 0, 1); !errors.Is(err, quota.ErrInvalidQuota) {
+	if _, err := q.Allow(context.Background(), admit.Request{Key: "x", N: 1, Limit: admit.Limit{Rate: 0, Period: day}, At: d0}); !errors.Is(err, quota.ErrInvalidQuota) {
 		t.Errorf("limit 0: error %v, want ErrInvalidQuota", err)
 	}
 }
@@ -294,11 +294,11 @@ func TestResetAndRefund(t *testing.T) {
 	q := newQuota(t, 5, quota.Day)
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{{at: d0, n: 5, allowed: true, remain: 0, reset: day, period: day}})
-	if err := q.RefundAt(context.Background(), d0, "k", 2); err != nil {
+	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: 2, At: d0}); err != nil {
 		t.Fatal(err)
 	}
 	run(t, q, []step{{at: d0, n: 0, allowed: true, remain: 2, reset: day, period: day}})
-	if err := q.RefundAt(context.Background(), d0, "k", 100); err != nil { // no lower than zero
+	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: 100, At: d0}); err != nil { // no lower than zero
 		t.Fatal(err)
 	}
 	if q.Len() != 0 {
@@ -309,15 +309,22 @@ func TestResetAndRefund(t *testing.T) {
 		{at: d0.Add(day - time.Hour), n: 5, allowed: true, remain: 0, reset: time.Hour, period: day},
 	})
 	// A refund after the period ended gives nothing to the new period.
-	if err := q.RefundAt(context.Background(), d0.Add(day), "k", 3); err != nil {
+	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: 3, At: d0.Add(day)}); err != nil {
 		t.Fatal(err)
 	}
 	run(t, q, []step{{at: d0.Add(day), n: 5, allowed: true, remain: 0, reset: day, period: day}})
-	if !q.Reset("k") || q.Reset("k") || q.Reset("never seen") {
-		t.Error("Reset reports the wrong keys as held")
+	ctx := context.Background()
+	if n := q.Len(); n != 1 {
+		t.Fatalf("holds %d keys before Reset, want 1", n)
+	}
+	if err := q.Reset(ctx, "k"); err != nil || q.Len() != 0 {
+		t.Errorf("Reset did not forget the key: %v, %d keys", err, q.Len())
+	}
+	if q.Reset(ctx, "k") != nil || q.Reset(ctx, "never seen") != nil || q.Len() != 0 {
+		t.Error("Reset of keys not held")
 	}
 	run(t, q, []step{{at: d0.Add(day), n: 5, allowed: true, remain: 0, reset: day, period: day}})
-	if err := q.RefundAt(context.Background(), d0, "unknown", 1); err != nil {
+	if err := q.Refund(context.Background(), admit.Request{Key: "unknown", N: 1, At: d0}); err != nil {
 		t.Errorf("refund of an unknown key: %v", err)
 	}
 }
@@ -348,7 +355,7 @@ func TestInstantsOutsideTheTimeLine(t *testing.T) {
 		{at: time.Date(1900, 6, 1, 0, 0, 0, 0, time.UTC), key: "a", n: 1, allowed: true, remain: 0, reset: 365 * day, period: 365 * day},
 	})
 	far := newQuota(t, 1, quota.Year)
-	d, err := far.AllowAt(context.Background(), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), "a", 1)
+	d, err := far.Allow(context.Background(), admit.Request{Key: "a", N: 1, At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil || !d.Allowed || d.Limit.Period != 366*day { // 2116 is a leap year
 		t.Errorf("far future: %+v, %v", d, err)
 	}
@@ -358,21 +365,21 @@ func TestUsesClock(t *testing.T) {
 	clk := admittest.NewManualClock(time.Date(2025, 1, 1, 23, 0, 0, 0, time.UTC))
 	q := newQuota(t, 1, quota.Day, quota.WithClock(clk), quota.WithName("daily"))
 	ctx := context.Background()
-	d, err := q.Allow(ctx, "k", 1)
+	d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1})
 	if err != nil || !d.Allowed || d.Rule != "daily" || d.ResetAfter != time.Hour {
 		t.Fatalf("Allow = %+v, %v", d, err)
 	}
-	if d, _ := q.AllowLimit(ctx, "k", 1, 1); d.Allowed || d.RetryAfter != time.Hour {
-		t.Fatalf("AllowLimit = %+v", d)
+	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 1}}); d.Allowed || d.RetryAfter != time.Hour {
+		t.Fatalf("Allow(Limit) = %+v", d)
 	}
-	if err := q.Refund(ctx, "k", 1); err != nil {
+	if err := q.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := q.Allow(ctx, "k", 1); !d.Allowed {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1}); !d.Allowed {
 		t.Fatalf("after Refund: %+v", d)
 	}
 	clk.Advance(time.Hour)
-	if d, _ := q.Allow(ctx, "k", 1); !d.Allowed || d.ResetAfter != day {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1}); !d.Allowed || d.ResetAfter != day {
 		t.Fatalf("next day: %+v", d)
 	}
 }
@@ -415,19 +422,19 @@ func TestAllowBadInput(t *testing.T) {
 	refused := func(d admit.Decision) bool {
 		return !d.Allowed && d.RetryAfter == inf && d.Rule == "q" && d.Kind == admit.KindQuota
 	}
-	if d, err := q.AllowAt(context.Background(), d0, "k", -1); !errors.Is(err, admit.ErrInvalidCost) || !refused(d) {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "k", N: -1, At: d0}); !errors.Is(err, admit.ErrInvalidCost) || !refused(d) {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
-	if d, err := q.AllowAt(context.Background(), d0, "123456789", 1); !errors.Is(err, quota.ErrKeyTooLong) || !refused(d) {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, quota.ErrKeyTooLong) || !refused(d) {
 		t.Errorf("long key: %+v, %v", d, err)
 	}
-	if d, err := q.AllowLimitAt(context.Background(), d0, "k", -3, 1); !errors.Is(err, quota.ErrInvalidQuota) || !refused(d) || d.Limit.Period != day {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: -3}, At: d0}); !errors.Is(err, quota.ErrInvalidQuota) || !refused(d) || d.Limit.Period != day {
 		t.Errorf("limit -3: %+v, %v", d, err)
 	}
-	if err := q.RefundAt(context.Background(), d0, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: -1, At: d0}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("refund -1: %v", err)
 	}
-	if err := q.RefundAt(context.Background(), d0, "123456789", 1); !errors.Is(err, quota.ErrKeyTooLong) {
+	if err := q.Refund(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, quota.ErrKeyTooLong) {
 		t.Errorf("refund with a long key: %v", err)
 	}
 	if q.Len() != 0 {
@@ -435,10 +442,10 @@ func TestAllowBadInput(t *testing.T) {
 	}
 	// Keys of any bytes, up to the maximum length, are accepted.
 	for _, key := range []string{"", "\x00", "\xff\xfe", "{a}:b", "12345678", "é"} {
-		if d, err := q.AllowAt(context.Background(), d0, key, 5); err != nil || !d.Allowed {
+		if d, err := q.Allow(context.Background(), admit.Request{Key: key, N: 5, At: d0}); err != nil || !d.Allowed {
 			t.Errorf("key %q: %+v, %v", key, d, err)
 		}
-		if d, _ := q.AllowAt(context.Background(), d0, key, 1); d.Allowed {
+		if d, _ := q.Allow(context.Background(), admit.Request{Key: key, N: 1, At: d0}); d.Allowed {
 			t.Errorf("key %q: not counted on its own", key)
 		}
 	}
@@ -453,7 +460,7 @@ func TestConcurrentOneKey(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range tries {
-				d, err := q.AllowAt(context.Background(), at, "shared", 1)
+				d, err := q.Allow(context.Background(), admit.Request{Key: "shared", N: 1, At: at})
 				if err != nil {
 					t.Error(err)
 					return
@@ -492,7 +499,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 			for i := range 3000 {
 				at = at.Add(time.Duration(g+1) * time.Second)
 				key := fmt.Sprint("k", (i*7+g)%40)
-				d, err := q.AllowAt(context.Background(), at, key, int64(1+i%3))
+				d, err := q.Allow(context.Background(), admit.Request{Key: key, N: int64(1 + i%3), At: at})
 				if err != nil {
 					if !errors.Is(err, quota.ErrTooManyKeys) {
 						t.Error(err)
@@ -505,7 +512,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 					mu.Unlock()
 				}
 				if i%50 == 0 {
-					_ = q.RefundAt(context.Background(), at, key, 0)
+					_ = q.Refund(context.Background(), admit.Request{Key: key, N: 0, At: at})
 				}
 			}
 		})

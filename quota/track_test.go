@@ -27,7 +27,7 @@ func TestTrackedGrows(t *testing.T) {
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	const keys = 5000
 	for i := 1; i <= keys; i++ {
-		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint("k", i), 1); err != nil {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("k", i), N: 1, At: d0}); err != nil {
 			t.Fatal(err)
 		}
 		if got := obs.tracked[len(obs.tracked)-1]; got > i || got < i-i/8 {
@@ -74,11 +74,11 @@ func TestTooManyKeys(t *testing.T) {
 	q := newQuota(t, 10, quota.Day, quota.WithMaxKeys(3), quota.WithObserver(obs), quota.WithName("daily"))
 	d0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, k := range []string{"a", "b", "c"} {
-		if _, err := q.AllowAt(context.Background(), d0, k, 1); err != nil {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: k, N: 1, At: d0}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := q.AllowAt(context.Background(), d0, "d", 1)
+	d, err := q.Allow(context.Background(), admit.Request{Key: "d", N: 1, At: d0})
 	if !errors.Is(err, quota.ErrTooManyKeys) {
 		t.Fatalf("a fourth key: %+v, %v; want ErrTooManyKeys", d, err)
 	}
@@ -94,17 +94,17 @@ func TestTooManyKeys(t *testing.T) {
 	}
 	// The keys held still work, a peek of a new key needs no room, and
 	// nothing was evicted.
-	if d, err := q.AllowAt(context.Background(), d0, "a", 9); err != nil || !d.Allowed {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "a", N: 9, At: d0}); err != nil || !d.Allowed {
 		t.Errorf("a held key at the cap: %+v, %v", d, err)
 	}
-	if d, err := q.AllowAt(context.Background(), d0, "d", 0); err != nil || d.Remaining != 10 {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "d", N: 0, At: d0}); err != nil || d.Remaining != 10 {
 		t.Errorf("a peek at the cap: %+v, %v", d, err)
 	}
 	if obs.evicted != 0 || q.Len() != 3 {
 		t.Errorf("evicted %d, holding %d", obs.evicted, q.Len())
 	}
 	// Once the day is over, the keys of the day before make room.
-	if d, err := q.AllowAt(context.Background(), d0.Add(day), "d", 1); err != nil || !d.Allowed {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "d", N: 1, At: d0.Add(day)}); err != nil || !d.Allowed {
 		t.Errorf("next day: %+v, %v", d, err)
 	}
 	if obs.evicted != 3 || q.Len() != 1 {
@@ -117,7 +117,7 @@ func TestExpiredKeysAreSwept(t *testing.T) {
 	q := newQuota(t, 1, quota.Day, quota.WithObserver(obs))
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {
-		if _, err := q.AllowAt(context.Background(), d0, fmt.Sprint("old", i), 1); err != nil {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("old", i), N: 1, At: d0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestExpiredKeysAreSwept(t *testing.T) {
 	// per two old ones clears them.
 	d1 := d0.Add(day)
 	for i := range 3000 {
-		if _, err := q.AllowAt(context.Background(), d1, fmt.Sprint("new", i), 1); err != nil {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("new", i), N: 1, At: d1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +139,7 @@ func TestExpiredKeysAreSwept(t *testing.T) {
 		t.Errorf("tracked %v", obs.tracked)
 	}
 	// An old key comes back as new.
-	if d, _ := q.AllowAt(context.Background(), d1, "old1", 1); !d.Allowed {
+	if d, _ := q.Allow(context.Background(), admit.Request{Key: "old1", N: 1, At: d1}); !d.Allowed {
 		t.Errorf("old key on a new day: %+v", d)
 	}
 }
@@ -148,11 +148,11 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 	obs := &recorder{}
 	q := newQuota(t, 2, quota.Day, quota.WithObserver(obs), quota.WithName("n"))
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 2)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 1)
-	_, _ = q.AllowAt(context.Background(), d0, "a", 0)
-	_, _ = q.AllowAt(context.Background(), d0, "a", -1)
-	_, _ = q.AllowAt(context.Background(), d0, strings.Repeat("x", quota.DefaultMaxKeyLength+1), 1)
+	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 2, At: d0})
+	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 1, At: d0})
+	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 0, At: d0})
+	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: -1, At: d0})
+	_, _ = q.Allow(context.Background(), admit.Request{Key: strings.Repeat("x", quota.DefaultMaxKeyLength+1), N: 1, At: d0})
 	if len(obs.decisions) != 5 {
 		t.Fatalf("observed %d decisions, want 5", len(obs.decisions))
 	}

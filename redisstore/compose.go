@@ -10,22 +10,17 @@ import (
 	"github.com/admit-go/admit/compose"
 )
 
-// The limiters of a Store are layers of a compose.All chain: the rate
-// Limiter and the Quota as limits that can be refunded, the
-// ConcurrencyLimiter through Slots.
+// The ConcurrencyLimiter is admit.Slots through Slots, whose grants are
+// compose.Renewers.
 var (
-	_ compose.Limiter  = (*Limiter)(nil)
-	_ compose.Refunder = (*Limiter)(nil)
-	_ compose.Limiter  = (*Quota)(nil)
-	_ compose.Refunder = (*Quota)(nil)
-	_ compose.Slots    = slots{}
-	_ compose.Renewer  = (*leaseReleaser)(nil)
+	_ admit.Slots     = slots{}
+	_ compose.Renewer = (*leaseReleaser)(nil)
 )
 
-// Slots returns l as a concurrency layer of a compose.All chain (the Slots
-// field of a compose.Layer): its TryAcquire is l.TryAcquire, except that a
-// request of more slots than the max is a refusal (RetryAfter
-// admit.InfDuration) rather than an error, as a rate layer refuses more
+// Slots returns l as admit.Slots, a concurrency layer of a compose.All
+// chain (the Slots field of a compose.Layer): its TryAcquire is
+// l.TryAcquire, except that a request of more slots than the max is a
+// refusal (RetryAfter admit.InfDuration) rather than an error, as a rate layer refuses more
 // than its burst. The slots are held by a Lease until the compose.Held the
 // chain recorded them in is released, or given back at once when a later
 // layer refuses the request. Releasing is a call to Redis, bounded by the
@@ -36,25 +31,26 @@ var (
 // a method Lease() Lease, which returns the Lease it holds (for a holder
 // that hands it to another process: see Store.SaveLeases). Slots of a nil
 // l is nil, which compose.All refuses.
-func (l *ConcurrencyLimiter) Slots() compose.Slots {
+func (l *ConcurrencyLimiter) Slots() admit.Slots {
 	if l == nil {
 		return nil
 	}
 	return slots{l}
 }
 
-// slots adapts a ConcurrencyLimiter to compose.Slots.
+// slots is a ConcurrencyLimiter seen as admit.Slots.
 type slots struct{ l *ConcurrencyLimiter }
 
-func (s slots) TryAcquire(ctx context.Context, key string, n int64) (compose.Releaser, admit.Decision, error) {
+func (s slots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	key, n, max := r.Key, r.N, s.l.maxOf(r.Limit)
 	ms := s.l.leaseMS
 	if ttl, ok := compose.LeaseTTL(ctx); ok {
 		var err error
 		if ms, err = leaseMillis(ttl); err != nil {
-			return nil, s.l.refusal(s.l.max), err
+			return nil, s.l.refusal(max), err
 		}
 	}
-	lease, d, err := s.l.tryFor(ctx, key, s.l.max, n, ms)
+	lease, d, err := s.l.tryFor(ctx, key, max, n, ms)
 	s.l.observe(key, n, d, err)
 	if errors.Is(err, admit.ErrExceedsBurst) {
 		return nil, d, nil // never admitted: a refusal

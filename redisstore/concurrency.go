@@ -47,8 +47,8 @@ const (
 // and is then held by a Lease. n = 0 is always admitted and holds nothing;
 // n > max can never be (a refusal with RetryAfter admit.InfDuration and an
 // error wrapping admit.ErrExceedsBurst, as package concurrency reports it).
-// AcquireLimit and TryAcquireLimit take the max per call, for tiers: each
-// call compares the key's in-flight count with its own max.
+// A Request's Limit.Rate gives the max per call, for tiers: each call
+// compares the key's in-flight count with its own max.
 //
 // # Leases
 //
@@ -224,46 +224,48 @@ func (l *ConcurrencyLimiter) Max() int64 { return l.max }
 // Name returns the limiter's name.
 func (l *ConcurrencyLimiter) Name() string { return l.name }
 
-// TryAcquire is shorthand for TryAcquireLimit(ctx, key, l.Max(), n).
-func (l *ConcurrencyLimiter) TryAcquire(ctx context.Context, key string, n int64) (Lease, admit.Decision, error) {
-	return l.TryAcquireLimit(ctx, key, l.max, n)
-}
-
-// TryAcquireLimit takes n slots of key under a limit of max in flight, if
-// they are free; it never waits. If the request is admitted, the Lease
-// holds the slots until its Release or until its lease expires; otherwise
-// it is the zero Lease. n = 0 is always admitted and holds nothing (a
-// peek: the Decision reports the key's state).
+// TryAcquire takes r.N slots of r.Key, if they are free; it never waits.
+// The limit is r.Limit.Rate slots in flight, or the limiter's own max (Max)
+// when r.Limit is zero; r.Limit's Period and Burst and r.At are not used.
+// If the request is admitted, the Lease holds the slots until its Release
+// or until its lease expires; otherwise it is the zero Lease. r.N = 0 is
+// always admitted and holds nothing (a peek: the Decision reports the
+// key's state).
 //
 // The error is non-nil when nothing was decided, and the Decision then
 // denies with RetryAfter admit.InfDuration: bad input (an error wrapping
-// admit.ErrInvalidLimit for max outside [1, 2^53], admit.ErrInvalidCost
-// for n < 0, admit.ErrExceedsBurst for n > max, which can never be
-// admitted, or ErrKeyTooLong), Redis failing (ErrStore), ctx ending
-// (its error), or a closed Store (ErrClosed). If the call failed after
-// Redis may have granted the slots (a timeout, a lost connection, ctx
-// ending mid-call), the limiter tries once to give them back, within the
-// Store's timeout; failing that, their lease expires.
-func (l *ConcurrencyLimiter) TryAcquireLimit(ctx context.Context, key string, max, n int64) (Lease, admit.Decision, error) {
-	p, d, err := l.try(ctx, key, max, n)
-	l.observe(key, n, d, err)
+// admit.ErrInvalidLimit for a max outside [1, 2^53], admit.ErrInvalidCost
+// for r.N < 0, admit.ErrExceedsBurst for r.N above the max, which can
+// never be admitted, or ErrKeyTooLong), Redis failing (ErrStore), ctx
+// ending (its error), or a closed Store (ErrClosed). If the call failed
+// after Redis may have granted the slots (a timeout, a lost connection,
+// ctx ending mid-call), the limiter tries once to give them back, within
+// the Store's timeout; failing that, their lease expires.
+func (l *ConcurrencyLimiter) TryAcquire(ctx context.Context, r admit.Request) (Lease, admit.Decision, error) {
+	p, d, err := l.try(ctx, r.Key, l.maxOf(r.Limit), r.N)
+	l.observe(r.Key, r.N, d, err)
 	return p, d, err
 }
 
-// Acquire is shorthand for AcquireLimit(ctx, key, l.Max(), n).
-func (l *ConcurrencyLimiter) Acquire(ctx context.Context, key string, n int64) (Lease, admit.Decision, error) {
-	return l.AcquireLimit(ctx, key, l.max, n)
+// maxOf returns the slots of a per-call limit: l's own for the zero Limit.
+func (l *ConcurrencyLimiter) maxOf(lim admit.Limit) int64 {
+	if lim == (admit.Limit{}) {
+		return l.max
+	}
+	return lim.Rate
 }
 
-// AcquireLimit takes n slots of key under a limit of max in flight,
-// waiting for them if it must: it polls Redis (see ConcurrencyLimiter on
-// waiting, which is not FIFO) until the request is admitted or ctx ends.
-// Without a deadline or cancellation of ctx it may wait forever. If ctx
-// ends first it returns ctx's error with the last denying Decision. It
-// sends nothing once ctx is done, so a caller whose ctx is already done
-// gets its error at once, even if the slots are free. Input and Redis
-// errors are those of TryAcquireLimit, and end the wait.
-func (l *ConcurrencyLimiter) AcquireLimit(ctx context.Context, key string, max, n int64) (Lease, admit.Decision, error) {
+// Acquire takes r.N slots of r.Key under a limit of r.Limit.Rate in flight
+// (the limiter's own max when r.Limit is zero), waiting for them if it
+// must: it polls Redis (see ConcurrencyLimiter on waiting, which is not
+// FIFO) until the request is admitted or ctx ends. Without a deadline or
+// cancellation of ctx it may wait forever. If ctx ends first it returns
+// ctx's error with the last denying Decision. It sends nothing once ctx is
+// done, so a caller whose ctx is already done gets its error at once, even
+// if the slots are free. Input and Redis errors are those of TryAcquire,
+// and end the wait.
+func (l *ConcurrencyLimiter) Acquire(ctx context.Context, r admit.Request) (Lease, admit.Decision, error) {
+	key, n, max := r.Key, r.N, l.maxOf(r.Limit)
 	backoff := l.pollMin
 	d, denied := l.refusal(max), false
 	for {

@@ -21,7 +21,7 @@ func TestConcurrencyAcquireWaits(t *testing.T) {
 	l := newConcurrency(t, s, 1, redisstore.WithLease(200*time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	holder, _, _ := l.TryAcquire(ctx, "k", 1)
+	holder, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	type result struct {
 		p   redisstore.Lease
 		d   admit.Decision
@@ -29,7 +29,7 @@ func TestConcurrencyAcquireWaits(t *testing.T) {
 	}
 	got := make(chan result)
 	go func() {
-		p, d, err := l.Acquire(ctx, "k", 1)
+		p, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: 1})
 		got <- result{p, d, err}
 	}()
 	if ok, _ := holder.Extend(ctx); !ok {
@@ -42,7 +42,7 @@ func TestConcurrencyAcquireWaits(t *testing.T) {
 	}
 	// r.p is never released: a waiter gets the slot when its lease ends.
 	go func() {
-		p, d, err := l.Acquire(ctx, "k", 1)
+		p, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: 1})
 		got <- result{p, d, err}
 	}()
 	r2 := <-got
@@ -54,7 +54,7 @@ func TestConcurrencyAcquireWaits(t *testing.T) {
 	}
 	r2.p.Release(ctx)
 	// n = 0 never waits.
-	if _, d, err := l.Acquire(ctx, "k", 0); err != nil || !d.Allowed {
+	if _, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: 0}); err != nil || !d.Allowed {
 		t.Errorf("Acquire of 0: %+v, %v", d, err)
 	}
 }
@@ -66,14 +66,14 @@ func TestConcurrencyAcquireCancel(t *testing.T) {
 	s := newStore(t, client)
 	l := newConcurrency(t, s, 2)
 	ctx := t.Context()
-	holder, _, _ := l.TryAcquire(ctx, "k", 2)
+	holder, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	defer holder.Release(ctx)
 	// Warm the connection pool, so that its goroutines are counted.
 	l.InFlight(ctx, "k")
 	before := runtime.NumGoroutine()
 
 	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	p, d, err := l.Acquire(wctx, "k", 1)
+	p, d, err := l.Acquire(wctx, admit.Request{Key: "k", N: 1})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || d.Allowed || p != (redisstore.Lease{}) {
 		t.Errorf("Acquire until a deadline: %+v, %v", d, err)
@@ -85,7 +85,7 @@ func TestConcurrencyAcquireCancel(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() {
-		_, _, err := l.Acquire(cctx, "k", 1)
+		_, _, err := l.Acquire(cctx, admit.Request{Key: "k", N: 1})
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // let it poll a few times
@@ -96,7 +96,7 @@ func TestConcurrencyAcquireCancel(t *testing.T) {
 
 	// A done context: nothing is sent, even though a slot is free.
 	holder.Release(ctx)
-	if _, _, err := l.Acquire(cctx, "k", 1); !errors.Is(err, context.Canceled) {
+	if _, _, err := l.Acquire(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Acquire with a done context: %v", err)
 	}
 	if n, _ := l.InFlight(ctx, "k"); n != 0 {
@@ -123,7 +123,7 @@ func TestConcurrencyAcquireUnderContention(t *testing.T) {
 				wg.Go(func() {
 					for range 3 {
 						n := int64(1 + w%2)
-						p, d, err := l.Acquire(ctx, "k", n)
+						p, d, err := l.Acquire(ctx, admit.Request{Key: "k", N: n})
 						if err != nil || !d.Allowed {
 							t.Errorf("Acquire: %+v, %v", d, err)
 							return

@@ -58,7 +58,7 @@ func TestConcurrencyAdmitsExactlyMax(t *testing.T) {
 			for range workers {
 				wg.Go(func() {
 					for range each {
-						p, d, err := l.TryAcquire(ctx, "hot", 1)
+						p, d, err := l.TryAcquire(ctx, admit.Request{Key: "hot", N: 1})
 						if err != nil {
 							t.Error(err)
 							return
@@ -139,20 +139,20 @@ func TestConcurrencyWeighted(t *testing.T) {
 	s := newStore(t, standalone(t))
 	l := newConcurrency(t, s, 5, redisstore.WithLease(time.Minute))
 	ctx := t.Context()
-	p1, d, err := l.TryAcquire(ctx, "k", 3)
+	p1, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 3})
 	if err != nil || !d.Allowed || d.Remaining != 2 || d.RetryAfter != 0 || d.ResetAfter <= 59*time.Second || d.ResetAfter > time.Minute {
 		t.Fatalf("3 of 5: %+v, %v", d, err)
 	}
-	_, d, err = l.TryAcquire(ctx, "k", 3)
+	_, d, err = l.TryAcquire(ctx, admit.Request{Key: "k", N: 3})
 	if err != nil || d.Allowed || d.Remaining != 2 || d.RetryAfter <= 59*time.Second || d.RetryAfter > time.Minute {
 		t.Fatalf("3 more of 5: %+v, %v; want a denial until the first lease expires", d, err)
 	}
-	p2, d, err := l.TryAcquire(ctx, "k", 2)
+	p2, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	if err != nil || !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("2 more of 5: %+v, %v", d, err)
 	}
 	// A peek holds nothing.
-	p0, d, err := l.TryAcquire(ctx, "k", 0)
+	p0, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 0})
 	if err != nil || !d.Allowed || d.Remaining != 0 || p0 != (redisstore.Lease{}) {
 		t.Fatalf("peek: %+v, %+v, %v", p0, d, err)
 	}
@@ -160,13 +160,13 @@ func TestConcurrencyWeighted(t *testing.T) {
 		t.Fatal("Release of 3 slots: false")
 	}
 	// Per-call limits compare the same in-flight count (2).
-	if _, d, _ := l.TryAcquireLimit(ctx, "k", 4, 3); d.Allowed || d.Remaining != 2 || d.Limit.Rate != 4 {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 3, Limit: admit.Limit{Rate: 4}}); d.Allowed || d.Remaining != 2 || d.Limit.Rate != 4 {
 		t.Errorf("3 under a limit of 4 with 2 in flight: %+v", d)
 	}
-	if _, d, _ := l.TryAcquireLimit(ctx, "k", 1, 0); !d.Allowed || d.Remaining != 0 {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 0, Limit: admit.Limit{Rate: 1}}); !d.Allowed || d.Remaining != 0 {
 		t.Errorf("a peek under a limit of 1 with 2 in flight: %+v", d)
 	}
-	p3, d, _ := l.TryAcquireLimit(ctx, "k", 4, 2)
+	p3, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2, Limit: admit.Limit{Rate: 4}})
 	if !d.Allowed || d.Remaining != 0 {
 		t.Errorf("2 under a limit of 4 with 2 in flight: %+v", d)
 	}
@@ -174,7 +174,7 @@ func TestConcurrencyWeighted(t *testing.T) {
 		t.Errorf("InFlight = %d, want 4", n)
 	}
 	// Keys are independent.
-	if _, d, _ := l.TryAcquire(ctx, "other", 5); !d.Allowed {
+	if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "other", N: 5}); !d.Allowed {
 		t.Errorf("another key: %+v", d)
 	}
 	p2.Release(ctx)
@@ -191,7 +191,7 @@ func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 	s, prefix := prefixedStore(t, client)
 	l := newConcurrency(t, s, 2)
 	ctx := t.Context()
-	p, _, _ := l.TryAcquire(ctx, "k", 2)
+	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	q := p
 	if held, err := q.Held(ctx); !held || err != nil {
 		t.Fatalf("Held = %v, %v", held, err)
@@ -211,7 +211,7 @@ func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 		}
 	}
 	// A released lease never frees the slots of a later grant.
-	p2, d, _ := l.TryAcquire(ctx, "k", 2)
+	p2, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	if !d.Allowed {
 		t.Fatalf("after Release: %+v", d)
 	}
@@ -223,11 +223,11 @@ func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 	// released from either.
 	s2 := newStore(t, client, redisstore.WithPrefix(prefix))
 	l2 := newConcurrency(t, s2, 2)
-	if _, d, _ := l2.TryAcquire(ctx, "k", 1); d.Allowed {
+	if _, d, _ := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); d.Allowed {
 		t.Errorf("another store, same prefix and name: %+v; want the slots shared", d)
 	}
 	other := newConcurrency(t, s2, 2, redisstore.WithName("other"))
-	if _, d, _ := other.TryAcquire(ctx, "k", 2); !d.Allowed {
+	if _, d, _ := other.TryAcquire(ctx, admit.Request{Key: "k", N: 2}); !d.Allowed {
 		t.Errorf("another name: %+v; want its own slots", d)
 	}
 	if ok, _ := p2.Release(ctx); !ok {
@@ -242,18 +242,18 @@ func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
 	const lease = 200 * time.Millisecond
 	l := newConcurrency(t, s, 1, redisstore.WithLease(lease))
 	ctx := t.Context()
-	crashed, d, err := l.TryAcquire(ctx, "k", 1)
+	crashed, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	if err != nil || !d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
 	}
 	start := time.Now()
-	_, d, _ = l.TryAcquire(ctx, "k", 1)
+	_, d, _ = l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > lease || d.ResetAfter != d.RetryAfter {
 		t.Fatalf("while held: %+v; want a denial until the lease expires, at most %v", d, lease)
 	}
 	var p redisstore.Lease
 	eventually(t, 5*time.Second, "the slot of a crashed holder is reclaimed", func() bool {
-		p, d, err = l.TryAcquire(ctx, "k", 1)
+		p, d, err = l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
 	client := standalone(t)
 	s2, prefix := prefixedStore(t, client)
 	l2 := newConcurrency(t, s2, 1, redisstore.WithLease(lease))
-	if _, d, err := l2.TryAcquire(ctx, "vanish", 1); err != nil || !d.Allowed {
+	if _, d, err := l2.TryAcquire(ctx, admit.Request{Key: "vanish", N: 1}); err != nil || !d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
 	}
 	eventually(t, 5*time.Second, "the keys of an expired lease vanish", func() bool {
@@ -295,7 +295,7 @@ func TestConcurrencyExtendKeepsTheLease(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	l := newConcurrency(t, s, 1, redisstore.WithLease(lease))
 	ctx := t.Context()
-	p, d, _ := l.TryAcquire(ctx, "k", 1)
+	p, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	if !d.Allowed {
 		t.Fatalf("%+v", d)
 	}
@@ -304,7 +304,7 @@ func TestConcurrencyExtendKeepsTheLease(t *testing.T) {
 		if ok, err := p.Extend(ctx); !ok || err != nil {
 			t.Fatalf("Extend = %v, %v", ok, err)
 		}
-		if _, d, _ := l.TryAcquire(ctx, "k", 1); d.Allowed {
+		if _, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); d.Allowed {
 			t.Fatal("admitted while an extended lease holds the slot")
 		}
 		time.Sleep(lease / 6)
@@ -323,15 +323,15 @@ func TestConcurrencyExceedsMax(t *testing.T) {
 	s := newStore(t, standalone(t))
 	l := newConcurrency(t, s, 3)
 	ctx := t.Context()
-	for name, acquire := range map[string]func(context.Context, string, int64) (redisstore.Lease, admit.Decision, error){
+	for name, acquire := range map[string]func(context.Context, admit.Request) (redisstore.Lease, admit.Decision, error){
 		"TryAcquire": l.TryAcquire, "Acquire": l.Acquire,
 	} {
-		p, d, err := acquire(ctx, "k", 4)
+		p, d, err := acquire(ctx, admit.Request{Key: "k", N: 4})
 		if !errors.Is(err, admit.ErrExceedsBurst) || d.Allowed || d.RetryAfter != admit.InfDuration || p != (redisstore.Lease{}) {
 			t.Errorf("%s of 4 under 3: %+v, %v", name, d, err)
 		}
 	}
-	if _, d, err := l.TryAcquireLimit(ctx, "k", 2, 3); !errors.Is(err, admit.ErrExceedsBurst) || d.Limit.Rate != 2 {
+	if _, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 3, Limit: admit.Limit{Rate: 2}}); !errors.Is(err, admit.ErrExceedsBurst) || d.Limit.Rate != 2 {
 		t.Errorf("3 under a per-call 2: %+v, %v", d, err)
 	}
 }
@@ -355,13 +355,13 @@ func TestConcurrencyBadInput(t *testing.T) {
 		}
 	}
 	l := newConcurrency(t, s, 2)
-	if _, d, err := l.TryAcquire(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration {
+	if _, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
-	if _, _, err := l.TryAcquireLimit(ctx, "k", 0, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, _, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Second}}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("a per-call limit of 0: %v", err)
 	}
-	if _, _, err := l.Acquire(ctx, "key-too-long", 1); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, _, err := l.Acquire(ctx, admit.Request{Key: "key-too-long", N: 1}); !errors.Is(err, redisstore.ErrKeyTooLong) {
 		t.Errorf("a long key: %v", err)
 	}
 	if _, err := l.InFlight(ctx, "key-too-long"); !errors.Is(err, redisstore.ErrKeyTooLong) {
@@ -369,7 +369,7 @@ func TestConcurrencyBadInput(t *testing.T) {
 	}
 	// Any bytes in a key, braces included.
 	for _, key := range []string{"", "{", "}", "{a}", "a}{b", "\x00\xff"} {
-		p, d, err := l.TryAcquire(ctx, key, 2)
+		p, d, err := l.TryAcquire(ctx, admit.Request{Key: key, N: 2})
 		if err != nil || !d.Allowed {
 			t.Errorf("key %q: %+v, %v", key, d, err)
 		}
@@ -380,9 +380,9 @@ func TestConcurrencyBadInput(t *testing.T) {
 	// After Close, acquisitions fail; leases can still be released.
 	s2 := newStore(t, client)
 	l2 := newConcurrency(t, s2, 1)
-	p, _, _ := l2.TryAcquire(ctx, "k", 1)
+	p, _, _ := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	s2.Close()
-	if _, _, err := l2.TryAcquire(ctx, "k", 1); !errors.Is(err, redisstore.ErrClosed) {
+	if _, _, err := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 	if ok, err := p.Release(ctx); !ok || err != nil {
@@ -397,7 +397,7 @@ func TestConcurrencyWrongTypeKey(t *testing.T) {
 	s, prefix := prefixedStore(t, client)
 	l := newConcurrency(t, s, 2, redisstore.WithName("api"))
 	ctx := t.Context()
-	p, _, _ := l.TryAcquire(ctx, "k", 1)
+	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	keys, _ := client.Keys(ctx, prefix+"*").Result()
 	if len(keys) != 2 {
 		t.Fatalf("keys %q, want a sorted set and a hash", keys)
@@ -427,7 +427,7 @@ func TestConcurrencyWrongTypeKey(t *testing.T) {
 	p.Release(ctx)
 
 	client.HSet(ctx, zkey, "f", "v")
-	if _, _, err := l.TryAcquire(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, _, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("a hash at the sorted set's key: %v, want ErrStore", err)
 	}
 	if v, _ := client.HGet(ctx, zkey, "f").Result(); v != "v" {
@@ -436,7 +436,7 @@ func TestConcurrencyWrongTypeKey(t *testing.T) {
 	client.Del(ctx, zkey)
 	client.ZAdd(ctx, zkey, redis.Z{Score: 1e15, Member: "x"})
 	client.HSet(ctx, hkey, "n", "garbage")
-	if _, _, err := l.TryAcquire(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, _, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("garbage for the total: %v, want ErrStore", err)
 	}
 	if _, err := l.InFlight(ctx, "k"); !errors.Is(err, redisstore.ErrStore) {
@@ -451,9 +451,9 @@ func TestConcurrencyObserver(t *testing.T) {
 	s := newStore(t, standalone(t), redisstore.WithObserver(obs))
 	l := newConcurrency(t, s, 1, redisstore.WithObserver(obs), redisstore.WithName("api"))
 	ctx := t.Context()
-	p, _, _ := l.TryAcquire(ctx, "k", 1)
-	l.TryAcquire(ctx, "k", 1)
-	l.TryAcquire(ctx, "k", 2)
+	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
+	l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
+	l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	p.Release(ctx)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

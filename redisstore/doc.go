@@ -31,8 +31,8 @@
 // line with exact integer arithmetic, and the conformance suite of package
 // admittest runs unchanged against a standalone Redis and a Redis Cluster.
 // Allow reads Redis's clock (TIME) inside the script, so the clocks of the
-// clients cannot change a decision; AllowAt takes the instant from the
-// caller, for exact tests.
+// clients cannot change a decision; a Request with an explicit At takes the
+// instant from the caller, for exact tests.
 //
 // # Keys
 //
@@ -50,7 +50,7 @@
 // included, without moving its slot, and every key one script call touches
 // is in one slot. Each written key expires (PEXPIRE) when its state is full
 // again, so idle keys vanish by themselves; WithMinTTL sets a lower bound
-// for callers of AllowAt whose instants are not on Redis's clock.
+// for callers passing their own instants (Request.At) whose instants are not on Redis's clock.
 //
 // # Speed
 //
@@ -79,11 +79,11 @@
 // erring on the side of the limit). An admission, a Reset or a Refund
 // through the same Store forgets the key's denial. The argument needs instants that do not go backwards between
 // clients: a bucket treats an instant earlier than the latest it saw as
-// that latest one, so with callers' own instants (AllowAt) on skewed
+// that latest one, so with callers' own instants (Request.At) on skewed
 // clocks, one client's admission at a later instant could end another's
 // cached denial early. On Redis's clock this cannot happen (unless the
 // server's wall clock is stepped back); disable the cache (WithDenyCache(0))
-// for AllowAt on clocks that disagree.
+// for explicit instants on clocks that disagree.
 //
 // # When Redis fails
 //
@@ -112,8 +112,8 @@
 // all or nothing, when they all live in this Redis. To chain Redis limits
 // with local ones (a per-IP keyed.Limiter before a per-tenant Limiter here,
 // a concurrency cap after), use compose.All: a Limiter and a Quota are
-// layers whose admission a refusal further down is refunded from (Refund,
-// RefundLimit: a refund mode of the same script), and
+// layers whose admission a refusal further down is refunded from (Refund:
+// a refund mode of the same script), and
 // ConcurrencyLimiter.Slots makes a concurrency layer whose leases are
 // released.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/quota"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -27,7 +28,7 @@ func ExampleStore_Concurrency() {
 	ctx := context.Background()
 	var leases []redisstore.Lease
 	for i := range 3 {
-		lease, d, err := exports.TryAcquire(ctx, "acme", 1)
+		lease, d, err := exports.TryAcquire(ctx, admit.Request{Key: "acme", N: 1})
 		if err != nil {
 			panic(err) // Redis failed, or bad input
 		}
@@ -40,7 +41,7 @@ func ExampleStore_Concurrency() {
 	released, _ := leases[0].Release(ctx)
 	again, _ := leases[0].Release(ctx)
 	fmt.Println("released:", released, "again:", again)
-	_, d, _ := exports.TryAcquire(ctx, "acme", 1)
+	_, d, _ := exports.TryAcquire(ctx, admit.Request{Key: "acme", N: 1})
 	fmt.Printf("export 3: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
 	// Output:
 	// export 0: allowed=true remaining=1
@@ -64,14 +65,14 @@ func ExampleConcurrencyLimiter_Acquire() {
 		panic(err)
 	}
 	ctx := context.Background()
-	first, _, _ := reports.TryAcquire(ctx, "", 1) // the empty key: one global limit
+	first, _, _ := reports.TryAcquire(ctx, admit.Request{Key: "", N: 1}) // the empty key: one global limit
 	go func() {
 		time.Sleep(20 * time.Millisecond) // the first report takes a while
 		first.Release(ctx)
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	second, d, err := reports.Acquire(wctx, "", 1)
+	second, d, err := reports.Acquire(wctx, admit.Request{Key: "", N: 1})
 	if err != nil {
 		fmt.Println("gave up:", err)
 		return
@@ -107,7 +108,7 @@ func ExampleStore_Quota() {
 	}
 	ctx := context.Background()
 	show := func(now time.Time, n int64) {
-		d, err := exports.AllowAt(ctx, now, "acme", n)
+		d, err := exports.Allow(ctx, admit.Request{Key: "acme", N: n, At: now})
 		if err != nil {
 			panic(err)
 		}
@@ -144,13 +145,13 @@ func ExampleQuota_Refund() {
 		panic(err)
 	}
 	ctx := context.Background()
-	d, _ := calls.Allow(ctx, "acme", 10)
+	d, _ := calls.Allow(ctx, admit.Request{Key: "acme", N: 10})
 	fmt.Println("allowed:", d.Allowed, "remaining:", d.Remaining)
 	// The request was refused further on: give its 10 calls back.
-	if err := calls.Refund(ctx, "acme", 10); err != nil {
+	if err := calls.Refund(ctx, admit.Request{Key: "acme", N: 10}); err != nil {
 		panic(err)
 	}
-	d, _ = calls.Allow(ctx, "acme", 0) // a peek
+	d, _ = calls.Allow(ctx, admit.Request{Key: "acme", N: 0}) // a peek
 	fmt.Println("after the refund:", d.Remaining)
 	// Output:
 	// allowed: true remaining: 990
@@ -176,7 +177,7 @@ func ExampleStore_SaveLeases() {
 	if err != nil {
 		panic(err)
 	}
-	lease, d, err := jobs.TryAcquire(ctx, "etl", 1)
+	lease, d, err := jobs.TryAcquire(ctx, admit.Request{Key: "etl", N: 1})
 	if err != nil || !d.Allowed {
 		panic(fmt.Sprint(d, err))
 	}
@@ -203,7 +204,7 @@ func ExampleStore_SaveLeases() {
 	}
 	_, found, _ = b.TakeLeases(ctx, "job-42")
 	fmt.Println("found again:", found)
-	_, d, _ = jobs.TryAcquire(ctx, "etl", 0) // a peek
+	_, d, _ = jobs.TryAcquire(ctx, admit.Request{Key: "etl", N: 0}) // a peek
 	fmt.Println("slots free:", d.Remaining)
 	// Output:
 	// found: true released: true

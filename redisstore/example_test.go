@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -45,7 +46,7 @@ func Example() {
 	// this output exact.
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 3 {
-		d, err := lim.AllowAt(ctx, now, "client-42", 1)
+		d, err := lim.Allow(ctx, admit.Request{Key: "client-42", N: 1, At: now})
 		if err != nil {
 			panic(err) // Redis failed: see package compose for policies
 		}
@@ -100,10 +101,10 @@ func Example_failurePolicy() {
 	defer store.Close()
 	shared := admit.PerSecond(100)
 	lim, _ := store.Limiter(admit.AlgGCRA, shared, redisstore.WithName("api"))
-	local, _ := compose.LocalShare(admit.AlgGCRA, shared, 4)
+	local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
 	guard, _ := compose.NewGuard(lim, compose.Breaker(compose.Fallback(local)), compose.WithName("api"))
 
-	d, err := guard.Allow(context.Background(), "client-42", 1)
+	d, err := guard.Allow(context.Background(), admit.Request{Key: "client-42", N: 1})
 	fmt.Println(d.Allowed, d.Rule, d.Limit, err)
 	// Output:
 	// true api/fallback 25/s <nil>

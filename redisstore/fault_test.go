@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -47,7 +48,7 @@ func startLoad(t *testing.T, g *compose.Guard) *load {
 					return
 				default:
 				}
-				d, err := g.Allow(context.Background(), "user-"+string(rune('a'+(w+i)%8)), 1)
+				d, err := g.Allow(context.Background(), admit.Request{Key: "user-" + string(rune('a'+(w+i)%8)), N: 1})
 				if err != nil {
 					l.errs.Add(1)
 					continue
@@ -95,8 +96,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // the outage, the store decides again after the restart (within the
 // breaker's probe interval), and no goroutines pile up.
 func TestFaultRedisKilledUnderLoad(t *testing.T) {
-	local := func(t *testing.T) compose.Limiter {
-		l, err := compose.LocalShare(admit.AlgGCRA, admit.PerSecond(1e6), 4)
+	local := func(t *testing.T) admit.KeyedLimiter {
+		l, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(1e6), 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestFaultHungRedisCostsMilliseconds(t *testing.T) {
 	s := newStore(t, c)
 	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(100))
 	g, _ := compose.NewGuard(lim, compose.FailOpen, compose.WithTimeout(20*time.Millisecond))
-	if _, err := g.Allow(t.Context(), "k", 1); err != nil {
+	if _, err := g.Allow(t.Context(), admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// CLIENT PAUSE makes Redis hold every client's commands.
@@ -187,7 +188,7 @@ func TestFaultHungRedisCostsMilliseconds(t *testing.T) {
 	defer srv.Client(t).Do(context.Background(), "CLIENT", "UNPAUSE")
 	for range 5 {
 		start := time.Now()
-		d, err := g.Allow(t.Context(), "k", 1)
+		d, err := g.Allow(t.Context(), admit.Request{Key: "k", N: 1})
 		if el := time.Since(start); err != nil || !d.Allowed || el > 500*time.Millisecond {
 			t.Fatalf("a paused Redis: %+v, %v after %v", d, err, el)
 		}
@@ -217,17 +218,17 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 		}
 	}
 	for _, k := range []string{dead, alive} {
-		if d, err := g.Allow(ctx, k, 1); err != nil || d.Rule != "api" {
+		if d, err := g.Allow(ctx, admit.Request{Key: k, N: 1}); err != nil || d.Rule != "api" {
 			t.Fatalf("before the kill, %q: %+v %v", k, d, err)
 		}
 	}
 	cl.Node(0).Kill()
 	for range 20 {
-		d, err := g.Allow(ctx, dead, 1)
+		d, err := g.Allow(ctx, admit.Request{Key: dead, N: 1})
 		if err != nil || d.Allowed || !strings.HasSuffix(d.Rule, "fail-closed") {
 			t.Fatalf("a key of the dead node: %+v %v, want the policy's denial", d, err)
 		}
-		d, err = g.Allow(ctx, alive, 1)
+		d, err = g.Allow(ctx, admit.Request{Key: alive, N: 1})
 		if err != nil || !d.Allowed || d.Rule != "api" {
 			t.Fatalf("a key of a live node: %+v %v, want the store's admission", d, err)
 		}
@@ -236,7 +237,7 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the dead node's key is not decided by the store after its restart", func() bool {
-		d, err := g.Allow(ctx, dead, 1)
+		d, err := g.Allow(ctx, admit.Request{Key: dead, N: 1})
 		return err == nil && d.Rule == "api"
 	})
 }
@@ -257,13 +258,13 @@ func TestFaultClusterMissingSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the slot is still served", func() bool {
-		_, err := lim.Allow(ctx, key, 1)
+		_, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 		return errors.Is(err, redisstore.ErrStore)
 	})
-	_, err := lim.Allow(ctx, key, 1)
+	_, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 	t.Logf("a key of the missing slot: %v", err)
 	g, _ := compose.NewGuard(lim, compose.FailOpen)
-	if d, err := g.Allow(ctx, key, 1); err != nil || !d.Allowed || !strings.HasSuffix(d.Rule, "fail-open") {
+	if d, err := g.Allow(ctx, admit.Request{Key: key, N: 1}); err != nil || !d.Allowed || !strings.HasSuffix(d.Rule, "fail-open") {
 		t.Errorf("through a fail-open Guard: %+v %v", d, err)
 	}
 	var other string
@@ -273,15 +274,15 @@ func TestFaultClusterMissingSlot(t *testing.T) {
 			other = k
 		}
 	}
-	if d, err := lim.Allow(ctx, other, 1); err != nil || !d.Allowed {
+	if d, err := lim.Allow(ctx, admit.Request{Key: other, N: 1}); err != nil || !d.Allowed {
 		t.Errorf("a key of a served slot: %+v %v", d, err)
 	}
 }
 
 // The Redis limiters fit the failure policies.
 var (
-	_ compose.Limiter = (*redisstore.Limiter)(nil)
-	_ compose.Limiter = (*redisstore.Quota)(nil)
+	_ admit.KeyedLimiter = (*redisstore.Limiter)(nil)
+	_ admit.KeyedLimiter = (*redisstore.Quota)(nil)
 )
 
 // A key denied before Redis dies stays denied from the deny cache during
@@ -300,16 +301,16 @@ func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 			}
 			g, _ := compose.NewGuard(lim, policy, compose.WithThreshold(1), compose.WithProbeInterval(time.Millisecond))
 			hot := "hot-" + policy.String()
-			g.Allow(ctx, hot, 1) // the burst
-			if d, err := g.Allow(ctx, hot, 1); err != nil || d.Allowed {
+			g.Allow(ctx, admit.Request{Key: hot, N: 1}) // the burst
+			if d, err := g.Allow(ctx, admit.Request{Key: hot, N: 1}); err != nil || d.Allowed {
 				t.Fatalf("the hot key: %+v %v, want denied", d, err)
 			}
 			srv.Kill()
-			if d, _ := g.Allow(ctx, "cold-"+policy.String(), 1); !strings.HasSuffix(d.Rule, "fail-open") {
+			if d, _ := g.Allow(ctx, admit.Request{Key: "cold-" + policy.String(), N: 1}); !strings.HasSuffix(d.Rule, "fail-open") {
 				t.Fatalf("a key Redis must decide, during the outage: %+v", d)
 			}
 			for i := range 200 {
-				d, err := g.Allow(ctx, hot, 1)
+				d, err := g.Allow(ctx, admit.Request{Key: hot, N: 1})
 				if err != nil {
 					t.Fatalf("the hot key during the outage, check %d: %v", i, err)
 				}
@@ -317,7 +318,7 @@ func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 					t.Fatalf("the hot key during the outage, check %d: %+v, want the cached denial", i, d)
 				}
 				if i%20 == 0 {
-					g.Allow(ctx, "cold-"+policy.String(), 1)
+					g.Allow(ctx, admit.Request{Key: "cold-" + policy.String(), N: 1})
 					time.Sleep(time.Millisecond) // a probe interval
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -26,14 +27,14 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 			ctx := t.Context()
 			retry := func(what string, want time.Duration) {
 				t.Helper()
-				_, d, err := l.TryAcquire(ctx, "k", 1)
+				_, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 				// Redis's clock runs while the test does: allow it 5 s.
 				if err != nil || d.Allowed || d.RetryAfter > want || d.RetryAfter < want-5*time.Second {
 					t.Fatalf("%s: %+v, %v; want a refusal for about %v", what, d, err, want)
 				}
 			}
 
-			rel, d, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, time.Minute), "k", 1)
+			rel, d, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, time.Minute), admit.Request{Key: "k", N: 1})
 			if err != nil || !d.Allowed || rel == nil {
 				t.Fatalf("Slots under WithLeaseTTL(1m): %v, %+v, %v", rel, d, err)
 			}
@@ -63,7 +64,7 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 			}
 
 			// Without WithLeaseTTL: the limiter's lease.
-			rel, d, err = l.Slots().TryAcquire(ctx, "k", 1)
+			rel, d, err = l.Slots().TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 			if err != nil || !d.Allowed {
 				t.Fatalf("%+v, %v", d, err)
 			}
@@ -71,7 +72,7 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 			rel.Release()
 
 			// The Lease itself.
-			p, d, err := l.TryAcquire(ctx, "k", 1)
+			p, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 			if err != nil || !d.Allowed {
 				t.Fatalf("%+v, %v", d, err)
 			}
@@ -86,12 +87,12 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 			}
 			// WithLeaseTTL of 0 or less sets nothing; over a year is an
 			// error, and nothing is held.
-			rel, d, err = l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, -time.Second), "other", 1)
+			rel, d, err = l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, -time.Second), admit.Request{Key: "other", N: 1})
 			if err != nil || !d.Allowed {
 				t.Fatalf("Slots under WithLeaseTTL(-1s): %+v, %v", d, err)
 			}
 			rel.Release()
-			if rel, _, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, 366*24*time.Hour), "other", 1); rel != nil || !errors.Is(err, redisstore.ErrInvalidOption) {
+			if rel, _, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, 366*24*time.Hour), admit.Request{Key: "other", N: 1}); rel != nil || !errors.Is(err, redisstore.ErrInvalidOption) {
 				t.Errorf("Slots under WithLeaseTTL(366 days): %v, %v; want ErrInvalidOption", rel, err)
 			}
 			if n, err := l.InFlight(ctx, "other"); n != 0 || err != nil {
@@ -124,7 +125,7 @@ func TestLeaseRecords(t *testing.T) {
 			keys := []string{"a", "b\x00{c}\xff|:", strings.Repeat("k", 1000)}
 			var leases []redisstore.Lease
 			for _, k := range keys {
-				p, d, err := l.TryAcquire(ctx, k, 1)
+				p, d, err := l.TryAcquire(ctx, admit.Request{Key: k, N: 1})
 				if err != nil || !d.Allowed {
 					t.Fatalf("%q: %+v, %v", k, d, err)
 				}
@@ -193,7 +194,7 @@ func TestLeaseRecords(t *testing.T) {
 			// Bad arguments write nothing.
 			other := newStore(t, client)
 			lo := newConcurrency(t, other, 1)
-			po, _, err := lo.TryAcquire(ctx, "o", 1)
+			po, _, err := lo.TryAcquire(ctx, admit.Request{Key: "o", N: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,42 +72,43 @@ func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 // Name returns the limiter's name.
 func (lim *Limiter) Name() string { return lim.name }
 
-// Allow decides whether n events may happen for key now, on Redis's clock,
-// under the limiter's limit, and if so consumes them. A denial is a
-// Decision with Allowed false, not an error. n = 0 is a peek. The error is
-// non-nil when nothing was decided: bad input (admit.ErrInvalidCost,
-// ErrKeyTooLong), Redis failing (ErrStore), ctx ending first (its error),
-// or a closed store (ErrClosed). Keys may hold any bytes.
-func (lim *Limiter) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return lim.decide(ctx, -1, key, lim.own, n)
-}
-
-// AllowAt is Allow at instant now instead of Redis's clock: for exact
-// tests, and for callers that keep their own time line. Keys written this
-// way still expire on Redis's clock (see WithMinTTL).
-func (lim *Limiter) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return lim.decide(ctx, algo.Clamp(timeline.Nanos(now)), key, lim.own, n)
-}
-
-// AllowLimit is Allow under limit l instead of the limiter's own: one
-// Limiter then serves keys of several tiers. A key's state is kept across
-// limits, as in package keyed. An invalid l is an error wrapping
-// admit.ErrInvalidLimit.
-func (lim *Limiter) AllowLimit(ctx context.Context, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	return lim.allowLimit(ctx, -1, key, l, n)
-}
-
-// AllowLimitAt is AllowLimit at instant now.
-func (lim *Limiter) AllowLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	return lim.allowLimit(ctx, algo.Clamp(timeline.Nanos(now)), key, l, n)
-}
-
-func (lim *Limiter) allowLimit(ctx context.Context, now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	c := lim.limits.Get(lim.alg, l)
-	if c.Err != nil {
-		return c.Refusal(lim.name), c.Err
+// Allow decides whether r.N events may happen for r.Key at instant r.At,
+// or now on Redis's clock when r.At is zero, under r.Limit (the limiter's
+// own limit when r.Limit is zero), and if so consumes them. A denial is a
+// Decision with Allowed false, not an error. r.N = 0 is a peek. A per-call
+// limit lets one Limiter serve keys of several tiers; a key's state is kept
+// across limits, as in package keyed. An explicit r.At is for exact tests
+// and for callers that keep their own time line; keys written this way
+// still expire on Redis's clock (see WithMinTTL).
+//
+// The error is non-nil when nothing was decided: bad input
+// (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong), Redis
+// failing (ErrStore), ctx ending first (its error), or a closed store
+// (ErrClosed). Keys may hold any bytes.
+func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	c, err := lim.compiled(r.Limit)
+	if err != nil {
+		return c.Refusal(lim.name), err
 	}
-	return lim.decide(ctx, now, key, c, n)
+	return lim.decide(ctx, instant(r.At), r.Key, c, r.N)
+}
+
+// compiled returns the compiled limit of a request: the limiter's own for
+// the zero Limit.
+func (lim *Limiter) compiled(l admit.Limit) (*limits.Compiled, error) {
+	if l == (admit.Limit{}) {
+		return lim.own, nil
+	}
+	c := lim.limits.Get(lim.alg, l)
+	return c, c.Err
+}
+
+// instant returns t on the time line, or -1 (Redis's clock) if t is zero.
+func instant(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return algo.Clamp(timeline.Nanos(t))
 }
 
 // check refuses bad input.
@@ -181,23 +182,33 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision) admit.Decisio
 // Healthy reports whether the Store's latest round trip to Redis got an
 // answer. Decisions from the deny cache are made without Redis and say
 // nothing of its health, so a failure policy (package compose) asks this
-// before it takes a success for a sign that Redis is back.
+// before it takes a success for a sign that Redis is back. It makes the
+// Limiter an admit.HealthReporter.
 func (lim *Limiter) Healthy() bool { return !lim.s.down.Load() }
 
-// Cached returns the decision for n events of key under the limiter's own
-// limit if the Store's deny cache holds it (see the package
-// documentation), without calling Redis; ok is false otherwise. An open
-// circuit breaker (package compose) uses it to keep denying known denied
-// keys while Redis is down.
-func (lim *Limiter) Cached(key string, n int64) (d admit.Decision, ok bool) {
-	if lim.s.deny == nil || lim.check(key, n) != nil {
+// Cached returns the decision for r if the Store's deny cache holds it (see
+// the package documentation), without calling Redis; ok is false
+// otherwise. An open circuit breaker (package compose) uses it to keep
+// denying known denied keys while Redis is down. It makes the Limiter an
+// admit.Cacher.
+func (lim *Limiter) Cached(r admit.Request) (d admit.Decision, ok bool) {
+	if lim.s.deny == nil || lim.check(r.Key, r.N) != nil {
 		return admit.Decision{}, false
 	}
-	r, ok := lim.s.deny.get(lim.redisKey(hashOf(key), key), lim.own.Key, false, timeline.Now(), n)
+	c, err := lim.compiled(r.Limit)
+	if err != nil {
+		return admit.Decision{}, false
+	}
+	now := instant(r.At)
+	explicit := now >= 0
+	if !explicit {
+		now = timeline.Now()
+	}
+	res, ok := lim.s.deny.get(lim.redisKey(hashOf(r.Key), r.Key), c.Key, explicit, now, r.N)
 	if !ok {
 		return admit.Decision{}, false
 	}
-	return lim.observe(key, n, lim.own.Decision(r, lim.name)), true
+	return lim.observe(r.Key, r.N, c.Decision(res, lim.name)), true
 }
 
 // Reset forgets key's state in Redis (and in this store's deny cache): the
@@ -217,15 +228,16 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-// Refund gives back n events admitted for key, on Redis's clock, under the
-// limiter's limit: it undoes an Allow that a later check made pointless (a
-// later layer of a compose.All chain refused the request). The script gives
-// them back exactly as keyed.Limiter.RefundAt does at the instant Redis
-// reads (see there): GCRA and the buckets move the key's state back by n
-// emission intervals, never past full; the windows take n off the count of
-// the window they were counted in, and give back nothing in a later one;
-// the sliding log drops n of its newest events. A key Redis does not hold
-// is full: nothing is given back or written. The refund is one script call,
+// Refund gives back r.N events admitted for r.Key at instant r.At (Redis's
+// clock when zero), under r.Limit (the limiter's own when zero): it undoes
+// an Allow that a later check made pointless (a later layer of a
+// compose.All chain refused the request). The script gives them back
+// exactly as keyed.Limiter.Refund does at the instant Redis reads (see
+// there): GCRA and the buckets move the key's state back by r.N emission
+// intervals, never past full; the windows take r.N off the count of the
+// window they were counted in, and give back nothing in a later one; the
+// sliding log drops r.N of its newest events. A key Redis does not hold is
+// full: nothing is given back or written. The refund is one script call,
 // pipelined with the other calls in flight; the key's expiry follows its
 // new state.
 //
@@ -235,36 +247,15 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 // limit.
 //
 // The error is non-nil when nothing may have been given back: bad input
-// (admit.ErrInvalidCost, ErrKeyTooLong), Redis failing (ErrStore), ctx
-// ending first (its error; the refund may then still happen), or a closed
-// store (ErrClosed). n = 0 does nothing.
-func (lim *Limiter) Refund(ctx context.Context, key string, n int64) error {
-	return lim.refund(ctx, -1, key, lim.own, n)
-}
-
-// RefundAt is Refund at instant now instead of Redis's clock: it gives back
-// n events that AllowAt admitted at now.
-func (lim *Limiter) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
-	return lim.refund(ctx, algo.Clamp(timeline.Nanos(now)), key, lim.own, n)
-}
-
-// RefundLimit is Refund under limit l, for events AllowLimit admitted under
-// l. An invalid l is an error wrapping admit.ErrInvalidLimit.
-func (lim *Limiter) RefundLimit(ctx context.Context, key string, l admit.Limit, n int64) error {
-	return lim.refundLimit(ctx, -1, key, l, n)
-}
-
-// RefundLimitAt is RefundLimit at instant now.
-func (lim *Limiter) RefundLimitAt(ctx context.Context, now time.Time, key string, l admit.Limit, n int64) error {
-	return lim.refundLimit(ctx, algo.Clamp(timeline.Nanos(now)), key, l, n)
-}
-
-func (lim *Limiter) refundLimit(ctx context.Context, now int64, key string, l admit.Limit, n int64) error {
-	c := lim.limits.Get(lim.alg, l)
-	if c.Err != nil {
-		return c.Err
+// (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong), Redis
+// failing (ErrStore), ctx ending first (its error; the refund may then
+// still happen), or a closed store (ErrClosed). r.N = 0 does nothing.
+func (lim *Limiter) Refund(ctx context.Context, r admit.Request) error {
+	c, err := lim.compiled(r.Limit)
+	if err != nil {
+		return err
 	}
-	return lim.refund(ctx, now, key, c, n)
+	return lim.refund(ctx, instant(r.At), r.Key, c, r.N)
 }
 
 // refund gives back n events of key at now (-1: Redis's clock).
@@ -339,52 +330,43 @@ func (lim *Limiter) redisKey(h uint64, key string) string {
 	return b.String()
 }
 
-// Request is one check of a batch (see AllowBatch).
-type Request struct {
-	Key   string
-	N     int64
-	Limit *admit.Limit // nil: the limiter's own limit
+// AllowBatch decides each request of reqs as Allow would, in as few round
+// trips as the keys' slots allow (one on a standalone Redis), and appends
+// the decisions to dst, which may be nil. Each request is decided on its
+// own (see Store.AllowLayers for all or nothing). A request that could not
+// be decided gets a refusal, and the first such error is returned, naming
+// its index.
+func (lim *Limiter) AllowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {
+	return lim.allowBatch(ctx, reqs, dst)
 }
 
-// AllowBatch decides each request of reqs on Redis's clock, as Allow and
-// AllowLimit would, in as few round trips as the keys' slots allow (one on
-// a standalone Redis), and appends the decisions to dst, which may be nil.
-// Each request is decided on its own (see Store.AllowLayers for all or
-// nothing). A request that could not be decided gets a refusal, and the
-// first such error is returned, naming its index.
-func (lim *Limiter) AllowBatch(ctx context.Context, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
-	return lim.allowBatch(ctx, -1, reqs, dst)
-}
+// The contract of admit that a Limiter meets.
+var (
+	_ admit.KeyedLimiter   = (*Limiter)(nil)
+	_ admit.Refunder       = (*Limiter)(nil)
+	_ admit.Resetter       = (*Limiter)(nil)
+	_ admit.HealthReporter = (*Limiter)(nil)
+	_ admit.Cacher         = (*Limiter)(nil)
+)
 
-// AllowBatchAt is AllowBatch at instant now.
-func (lim *Limiter) AllowBatchAt(ctx context.Context, now time.Time, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
-	return lim.allowBatch(ctx, algo.Clamp(timeline.Nanos(now)), reqs, dst)
-}
-
-func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, dst []admit.Decision) ([]admit.Decision, error) {
+func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {
 	s := lim.s
-	explicit := now >= 0
-	local := now
-	if !explicit {
-		local = timeline.Now()
-	}
+	clock := int64(-1) // the local clock, once read
 	type pending struct {
-		c    *limits.Compiled
-		rkey string
-		p    *op
-		err  error
-		d    admit.Decision
-		done bool
+		c        *limits.Compiled
+		rkey     string
+		p        *op
+		err      error
+		d        admit.Decision
+		done     bool
+		explicit bool
+		local    int64 // the instant on the local time line
 	}
 	ps := make([]pending, len(reqs))
 	var sent []*op
 	for i, r := range reqs {
 		q := &ps[i]
-		q.c = lim.own
-		if r.Limit != nil {
-			q.c = lim.limits.Get(lim.alg, *r.Limit)
-		}
-		if q.err = q.c.Err; q.err == nil {
+		if q.c, q.err = lim.compiled(r.Limit); q.err == nil {
 			q.err = lim.check(r.Key, r.N)
 		}
 		if q.err != nil {
@@ -393,8 +375,16 @@ func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, d
 		}
 		tag := hashOf(r.Key)
 		q.rkey = lim.redisKey(tag, r.Key)
+		now := instant(r.At)
+		q.explicit, q.local = now >= 0, now
+		if !q.explicit {
+			if clock < 0 {
+				clock = timeline.Now()
+			}
+			q.local = clock
+		}
 		if s.deny != nil {
-			if res, ok := s.deny.get(q.rkey, q.c.Key, explicit, local, r.N); ok {
+			if res, ok := s.deny.get(q.rkey, q.c.Key, q.explicit, q.local, r.N); ok {
 				q.d, q.done = q.c.Decision(res, lim.name), true
 				continue
 			}
@@ -422,7 +412,7 @@ func (lim *Limiter) allowBatch(ctx context.Context, now int64, reqs []Request, d
 			} else {
 				res := q.p.results[0]
 				if s.deny != nil {
-					s.deny.record(q.rkey, q.c.Key, explicit, local, r.N, res)
+					s.deny.record(q.rkey, q.c.Key, q.explicit, q.local, r.N, res)
 				}
 				q.d = q.c.Decision(res, lim.name)
 			}

@@ -155,7 +155,7 @@ func WithMaxKeyLength(n int) Option {
 
 // WithMinTTL sets a lower bound on the expiry of every key the store writes
 // (a Store option). Keys normally expire when their state is back to full,
-// on Redis's clock; a caller that passes its own instants (AllowAt) on a
+// on Redis's clock; a caller that passes its own instants (Request.At) on a
 // clock other than Redis's, such as a test's simulated one, should set a
 // bound longer than its run. The default is 0: no bound.
 func WithMinTTL(d time.Duration) Option {

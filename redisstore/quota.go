@@ -22,7 +22,7 @@ var quotaScript = redis.NewScript(quotaSource)
 // QuotaGrace is how long a Quota's count outlives its period in Redis: a
 // key expires (PEXPIREAT) at its period's end plus QuotaGrace, on Redis's
 // clock, so that a check from a client whose instant is slightly behind
-// (AllowAt), or a Redis whose clock stepped back, still finds the count
+// (Request.At), or a Redis whose clock stepped back, still finds the count
 // instead of a fresh one.
 const QuotaGrace = time.Minute
 
@@ -48,7 +48,8 @@ const QuotaGrace = time.Minute
 //
 // The period must be known before the script runs, because it names the
 // Redis key (and, in a cluster, a key must be named before the call). So
-// Allow, AllowLimit and Refund guess the period from the local clock, and
+// Allow and Refund (of a Request without At) guess the period from the
+// local clock, and
 // the script checks the guess against Redis's clock (TIME): if they
 // disagree, which happens only when the clocks differ across a period
 // boundary, nothing is changed and the call is repeated in the period
@@ -57,7 +58,7 @@ const QuotaGrace = time.Minute
 // RetryAfter and ResetAfter are measured from Redis's instant, to the
 // microsecond.
 //
-// AllowAt, AllowLimitAt and RefundAt decide at the caller's instant, for
+// A Request with an explicit At is decided at the caller's instant, for
 // exact tests and callers that keep their own time line, with package
 // quota's rule for time going back: each Quota value remembers the latest
 // period it decided an explicit instant in, and decides an earlier instant
@@ -207,60 +208,57 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 	return q.period.Bounds(t, q.loc, q.weekStart)
 }
 
-// Allow is shorthand for AllowLimit(ctx, key, q.Limit(), n).
-func (q *Quota) Allow(ctx context.Context, key string, n int64) (admit.Decision, error) {
-	return q.decide(ctx, -1, key, q.limit, n)
-}
-
-// AllowAt decides whether n events may happen for key at instant now, and
-// if so counts them, as AllowLimitAt with the quota's own size.
-func (q *Quota) AllowAt(ctx context.Context, now time.Time, key string, n int64) (admit.Decision, error) {
-	return q.decide(ctx, timeline.Wall(now), key, q.limit, n)
-}
-
-// AllowLimit decides whether n events may happen for key now, on Redis's
-// clock (see Quota on time), under a quota of limit events per period, and
-// if so counts them. The Decision is described on Quota. n = 0 is a peek:
-// allowed, counting nothing, it reports Remaining and ResetAfter. n >
-// limit is denied with RetryAfter admit.InfDuration (a denial, not an
-// error, as in package quota).
-//
-// limit replaces the quota's own size for this call, so that one Quota
-// serves every tier of a plan; a key's count carries over when its size
-// changes within a period.
+// Allow decides whether r.N events may happen for r.Key at instant r.At,
+// or now on Redis's clock when r.At is zero (see Quota on time), and if so
+// counts them. r.Limit.Rate, unless r.Limit is zero, replaces the quota's
+// own size for this call (its Period and Burst are ignored), so that one
+// Quota serves every tier of a plan; a key's count carries over when its
+// size changes within a period. The Decision is described on Quota; with
+// an explicit r.At, RetryAfter and ResetAfter are measured from it, to the
+// nanosecond. r.N = 0 is a peek: allowed, counting nothing, it reports
+// Remaining and ResetAfter. r.N above the size is denied with RetryAfter
+// admit.InfDuration (a denial, not an error, as in package quota).
 //
 // The error is non-nil when nothing was decided, and the request is then
-// refused with RetryAfter admit.InfDuration: bad input (n < 0:
-// admit.ErrInvalidCost; limit outside [1, 2^53]: quota.ErrInvalidQuota;
+// refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
+// admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
 // ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
 // closed Store (ErrClosed).
-func (q *Quota) AllowLimit(ctx context.Context, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(ctx, -1, key, limit, n)
+func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	limit := q.limit
+	if r.Limit != (admit.Limit{}) {
+		limit = r.Limit.Rate
+	}
+	return q.decide(ctx, wallInstant(r.At), r.Key, limit, r.N)
 }
 
-// AllowLimitAt is AllowLimit at instant now instead of Redis's clock (see
-// Quota on time): for exact tests and callers that keep their own time
-// line. RetryAfter and ResetAfter are measured from now, to the
-// nanosecond.
-func (q *Quota) AllowLimitAt(ctx context.Context, now time.Time, key string, limit, n int64) (admit.Decision, error) {
-	return q.decide(ctx, timeline.Wall(now), key, limit, n)
+// wallInstant returns t as wall-clock nanoseconds since the Unix epoch, or
+// -1 (Redis's clock) if t is zero.
+func wallInstant(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return timeline.Wall(t)
 }
 
-// Refund gives back up to n events counted for key in the current period,
-// on Redis's clock, as if they had not been admitted: for a request that a
-// later check refused after this quota admitted it. A refund never takes
-// a count below zero, and events counted in a period that has ended are
-// not given back. The error reports bad input (admit.ErrInvalidCost,
-// ErrKeyTooLong), Redis failing (ErrStore), ctx ending or a closed Store.
-func (q *Quota) Refund(ctx context.Context, key string, n int64) error {
-	return q.refund(ctx, -1, key, n)
+// Refund gives back up to r.N events counted for r.Key in the current
+// period, at instant r.At (Redis's clock when zero; the period is chosen
+// as Allow chooses it), as if they had not been admitted: for a request
+// that a later check refused after this quota admitted it. r.Limit is not
+// needed. A refund never takes a count below zero, and events counted in
+// a period that has ended are not given back. The error reports bad input
+// (admit.ErrInvalidCost, ErrKeyTooLong), Redis failing (ErrStore), ctx
+// ending or a closed Store.
+func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
+	return q.refund(ctx, wallInstant(r.At), r.Key, r.N)
 }
 
-// RefundAt is Refund in the period of instant now, chosen as AllowAt
-// chooses it.
-func (q *Quota) RefundAt(ctx context.Context, now time.Time, key string, n int64) error {
-	return q.refund(ctx, timeline.Wall(now), key, n)
-}
+// The contract of admit that a Quota meets.
+var (
+	_ admit.KeyedLimiter = (*Quota)(nil)
+	_ admit.Refunder     = (*Quota)(nil)
+	_ admit.Resetter     = (*Quota)(nil)
+)
 
 // Reset forgets key's counts in the period holding the current time on the
 // local clock and in the periods either side of it (so that a clock a
@@ -288,7 +286,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 	})
 }
 
-// decide is AllowLimitAt at now (ns since the Unix epoch), or on Redis's
+// decide is Allow under a size of limit at now (ns since the Unix epoch), or on Redis's
 // clock if now < 0.
 func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int64) (admit.Decision, error) {
 	err := checkQuota(limit)

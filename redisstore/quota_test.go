@@ -79,9 +79,9 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 							var d admit.Decision
 							var err error
 							if explicit {
-								d, err = q.AllowAt(ctx, now, "hot", 1)
+								d, err = q.Allow(ctx, admit.Request{Key: "hot", N: 1, At: now})
 							} else {
-								d, err = q.Allow(ctx, "hot", 1)
+								d, err = q.Allow(ctx, admit.Request{Key: "hot", N: 1})
 							}
 							if err != nil {
 								t.Error(err)
@@ -111,63 +111,63 @@ func TestQuotaDecisions(t *testing.T) {
 	end := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	month := end.Sub(time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC))
 
-	d, err := q.AllowAt(ctx, feb, "k", 0)
+	d, err := q.Allow(ctx, admit.Request{Key: "k", N: 0, At: feb})
 	want := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 10, Period: month, Burst: 10}, Remaining: 10, Rule: "plan", Kind: admit.KindQuota}
 	if err != nil || d != want {
 		t.Errorf("a peek of a new key: %+v, %v; want %+v", d, err, want)
 	}
-	d, _ = q.AllowAt(ctx, feb, "k", 7)
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 7, At: feb})
 	want.Remaining, want.ResetAfter = 3, end.Sub(feb)
 	if d != want {
 		t.Errorf("7 of 10: %+v; want %+v", d, want)
 	}
-	d, _ = q.AllowAt(ctx, feb, "k", 4)
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 4, At: feb})
 	want.Allowed, want.RetryAfter = false, end.Sub(feb)
 	if d != want {
 		t.Errorf("4 more: %+v; want %+v", d, want)
 	}
-	d, _ = q.AllowAt(ctx, feb, "k", 11)
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 11, At: feb})
 	want.RetryAfter = admit.InfDuration
 	if d != want {
 		t.Errorf("11 of 10: %+v; want %+v", d, want)
 	}
 	// A smaller per-call size: the count carries over.
-	d, err = q.AllowLimitAt(ctx, feb, "k", 5, 0)
+	d, err = q.Allow(ctx, admit.Request{Key: "k", N: 0, Limit: admit.Limit{Rate: 5}, At: feb})
 	if err != nil || !d.Allowed || d.Remaining != 0 || d.Limit.Rate != 5 {
 		t.Errorf("a peek under a size of 5 with 7 used: %+v, %v", d, err)
 	}
-	d, _ = q.AllowLimitAt(ctx, feb, "k", 20, 13)
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 13, Limit: admit.Limit{Rate: 20}, At: feb})
 	if !d.Allowed || d.Remaining != 0 {
 		t.Errorf("13 under a size of 20 with 7 used: %+v", d)
 	}
 	// Refunds give back what was counted, never below zero.
-	if err := q.RefundAt(ctx, feb, "k", 15); err != nil {
+	if err := q.Refund(ctx, admit.Request{Key: "k", N: 15, At: feb}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := q.AllowAt(ctx, feb, "k", 0); d.Remaining != 5 {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 0, At: feb}); d.Remaining != 5 {
 		t.Errorf("after a refund of 15 of 20: Remaining %d, want 5", d.Remaining)
 	}
-	if err := q.RefundAt(ctx, feb, "k", 1000); err != nil {
+	if err := q.Refund(ctx, admit.Request{Key: "k", N: 1000, At: feb}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := q.AllowAt(ctx, feb, "k", 0); d.Remaining != 10 || d.ResetAfter != 0 {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 0, At: feb}); d.Remaining != 10 || d.ResetAfter != 0 {
 		t.Errorf("after refunding more than used: %+v; want Remaining 10, ResetAfter 0", d)
 	}
 	// The next month starts over; a refund there leaves February alone.
-	q.AllowAt(ctx, feb, "k", 10)
-	d, _ = q.AllowAt(ctx, end, "k", 1)
+	q.Allow(ctx, admit.Request{Key: "k", N: 10, At: feb})
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 1, At: end})
 	mar := time.Date(2025, 4, 1, 0, 0, 0, 0, time.UTC).Sub(end)
 	if !d.Allowed || d.Remaining != 9 || d.Limit.Period != mar || d.ResetAfter != mar {
 		t.Errorf("1 March: %+v", d)
 	}
 	// Going back in time decides in the latest period, as package quota
 	// does: February's count is not seen again.
-	d, _ = q.AllowAt(ctx, feb, "k", 0)
+	d, _ = q.Allow(ctx, admit.Request{Key: "k", N: 0, At: feb})
 	if d.Remaining != 9 || d.ResetAfter != time.Date(2025, 4, 1, 0, 0, 0, 0, time.UTC).Sub(feb) {
 		t.Errorf("back in February: %+v; want March's count, measured from the instant given", d)
 	}
 	// Keys are independent.
-	if d, _ := q.AllowAt(ctx, end, "other", 10); !d.Allowed {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "other", N: 10, At: end}); !d.Allowed {
 		t.Errorf("another key: %+v", d)
 	}
 }
@@ -188,18 +188,18 @@ func TestQuotaDaylightSaving(t *testing.T) {
 	} {
 		q := qQuota(t, s, 2, quota.Day, WithLocation(loc), WithName(c.day.Format("20060102")))
 		before := c.day.Add(-time.Nanosecond)
-		if d, _ := q.AllowAt(ctx, before, "k", 2); !d.Allowed || d.ResetAfter != time.Nanosecond {
+		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 2, At: before}); !d.Allowed || d.ResetAfter != time.Nanosecond {
 			t.Errorf("%v: the last ns of the day before: %+v", c.day, d)
 		}
-		if d, _ := q.AllowAt(ctx, before, "k", 1); d.Allowed || d.RetryAfter != time.Nanosecond {
+		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: before}); d.Allowed || d.RetryAfter != time.Nanosecond {
 			t.Errorf("%v: one more the last ns of the day before: %+v; want a retry in 1ns", c.day, d)
 		}
-		d, _ := q.AllowAt(ctx, c.day, "k", 2)
+		d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 2, At: c.day})
 		if !d.Allowed || d.Remaining != 0 || d.Limit.Period != c.hour || d.ResetAfter != c.hour {
 			t.Errorf("%v: at midnight: %+v; want a day of %v", c.day, d, c.hour)
 		}
 		noon := c.day.Add(12 * time.Hour)
-		if d, _ := q.AllowAt(ctx, noon, "k", 1); d.Allowed || d.RetryAfter != c.hour-12*time.Hour {
+		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: noon}); d.Allowed || d.RetryAfter != c.hour-12*time.Hour {
 			t.Errorf("%v: at noon: %+v", c.day, d)
 		}
 	}
@@ -245,15 +245,15 @@ func TestQuotaMatchesMemory(t *testing.T) {
 				var em, er error
 				switch x := r.IntN(10); {
 				case x < 2:
-					em = mem.RefundAt(ctx, now, key, n)
-					er = red.RefundAt(ctx, now, key, n)
+					em = mem.Refund(ctx, admit.Request{Key: key, N: n, At: now})
+					er = red.Refund(ctx, admit.Request{Key: key, N: n, At: now})
 				case x < 4:
 					limit := int64(1 + r.IntN(8))
-					dm, em = mem.AllowLimitAt(ctx, now, key, limit, n)
-					dr, er = red.AllowLimitAt(ctx, now, key, limit, n)
+					dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: now})
+					dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: now})
 				default:
-					dm, em = mem.AllowAt(ctx, now, key, n)
-					dr, er = red.AllowAt(ctx, now, key, n)
+					dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, At: now})
+					dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, At: now})
 				}
 				switch {
 				case dm.Allowed && dm.Remaining < 5:
@@ -288,11 +288,11 @@ func TestQuotaDurable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := q.AllowAt(ctx, now, "acme", 3)
+		d, err := q.Allow(ctx, admit.Request{Key: "acme", N: 3, At: now})
 		if err != nil || !d.Allowed || d.Remaining != want {
 			t.Errorf("store %d: %+v, %v; want Remaining %d", i, d, err, want)
 		}
-		d, err = q.Allow(ctx, "acme", 2)
+		d, err = q.Allow(ctx, admit.Request{Key: "acme", N: 2})
 		if err != nil || !d.Allowed || d.Remaining != 10-2*int64(i+1) {
 			t.Errorf("store %d on Redis's clock: %+v, %v", i, d, err)
 		}
@@ -313,7 +313,7 @@ func TestQuotaExpiry(t *testing.T) {
 	}
 	defer s.Close()
 	q := qQuota(t, s, 10, quota.Hour, WithName("api"))
-	d, err := q.Allow(ctx, "a}{b", 1)
+	d, err := q.Allow(ctx, admit.Request{Key: "a}{b", N: 1})
 	if err != nil || !d.Allowed || d.ResetAfter <= 0 || d.ResetAfter > time.Hour || d.Limit.Period != time.Hour {
 		t.Fatalf("%+v, %v", d, err)
 	}
@@ -347,7 +347,7 @@ func TestQuotaExpiry(t *testing.T) {
 	// At an instant whose period has ended on Redis's clock, the count
 	// expires at once, unless WithMinTTL keeps it.
 	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	if d, _ := q.AllowAt(ctx, past, "old", 1); !d.Allowed {
+	if d, _ := q.Allow(ctx, admit.Request{Key: "old", N: 1, At: past}); !d.Allowed {
 		t.Fatalf("%+v", d)
 	}
 	if keys, _ := client.Keys(ctx, prefix+"*old").Result(); len(keys) != 0 {
@@ -355,7 +355,7 @@ func TestQuotaExpiry(t *testing.T) {
 	}
 	s2, prefix2 := qStore(t, client)
 	q2 := qQuota(t, s2, 10, quota.Hour)
-	q2.AllowAt(ctx, past, "old", 1)
+	q2.Allow(ctx, admit.Request{Key: "old", N: 1, At: past})
 	keys, _ = client.Keys(ctx, prefix2+"*old").Result()
 	if len(keys) != 1 {
 		t.Fatalf("keys %q", keys)
@@ -376,7 +376,7 @@ func TestQuotaRedisClockDecides(t *testing.T) {
 		q := qQuota(t, s, 3, quota.Hour, WithName(fmt.Sprint("off", int64(off/time.Hour))))
 		q.guess = func() time.Time { return time.Now().Add(off) }
 		obs.calls.Store(0)
-		d, err := q.Allow(ctx, "k", 2)
+		d, err := q.Allow(ctx, admit.Request{Key: "k", N: 2})
 		if err != nil || !d.Allowed || d.Remaining != 1 || d.ResetAfter > time.Hour || d.ResetAfter <= 0 {
 			t.Fatalf("clock off by %v: %+v, %v", off, d, err)
 		}
@@ -393,10 +393,10 @@ func TestQuotaRedisClockDecides(t *testing.T) {
 		if len(keys) != 1 || !strings.Contains(keys[0], fmt.Sprintf("@%d:", st.Unix())) {
 			t.Errorf("clock off by %v: keys %q, want the hour of Redis's instant, starting at %d", off, keys, st.Unix())
 		}
-		if err := q.Refund(ctx, "k", 1); err != nil {
+		if err := q.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if d, _ := q.Allow(ctx, "k", 0); d.Remaining != 2 {
+		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 0}); d.Remaining != 2 {
 			t.Errorf("clock off by %v: after a refund of 1: %+v", off, d)
 		}
 	}
@@ -433,16 +433,16 @@ func TestQuotaBadInput(t *testing.T) {
 		}
 	}
 	q := qQuota(t, s, 5, quota.Day)
-	if d, err := q.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration || d.Kind != admit.KindQuota {
+	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration || d.Kind != admit.KindQuota {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
-	if d, err := q.AllowLimit(ctx, "k", 0, 1); !errors.Is(err, quota.ErrInvalidQuota) || d.Allowed {
+	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Hour}}); !errors.Is(err, quota.ErrInvalidQuota) || d.Allowed {
 		t.Errorf("a size of 0: %+v, %v", d, err)
 	}
-	if _, err := q.AllowAt(ctx, time.Now(), "too-long-key", 1); !errors.Is(err, ErrKeyTooLong) {
+	if _, err := q.Allow(ctx, admit.Request{Key: "too-long-key", N: 1, At: time.Now()}); !errors.Is(err, ErrKeyTooLong) {
 		t.Errorf("a long key: %v", err)
 	}
-	if err := q.Refund(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := q.Refund(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("a refund of -1: %v", err)
 	}
 	if err := q.Reset(ctx, "too-long-key"); !errors.Is(err, ErrKeyTooLong) {
@@ -450,12 +450,12 @@ func TestQuotaBadInput(t *testing.T) {
 	}
 	// Any bytes in a key, braces included.
 	for _, key := range []string{"", "{", "}", "{a}", "a}{b", "\x00\xff"} {
-		if d, err := q.Allow(ctx, key, 5); err != nil || !d.Allowed {
+		if d, err := q.Allow(ctx, admit.Request{Key: key, N: 5}); err != nil || !d.Allowed {
 			t.Errorf("key %q: %+v, %v", key, d, err)
 		}
 	}
 	s.Close()
-	if _, err := q.Allow(ctx, "k", 1); !errors.Is(err, ErrClosed) {
+	if _, err := q.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
@@ -471,7 +471,7 @@ func TestQuotaWrongTypeKey(t *testing.T) {
 	start, _ := q.PeriodAt(now)
 	key := q.redisKey(start.UnixNano(), "k")
 	client.HSet(ctx, key, "f", "v")
-	if _, err := q.AllowAt(ctx, now, "k", 1); !errors.Is(err, ErrStore) {
+	if _, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: now}); !errors.Is(err, ErrStore) {
 		t.Errorf("a hash at the key: %v, want ErrStore", err)
 	}
 	if v, _ := client.HGet(ctx, key, "f").Result(); v != "v" {
@@ -480,10 +480,10 @@ func TestQuotaWrongTypeKey(t *testing.T) {
 	for _, garbage := range []string{"garbage", "-3", "1.5"} {
 		client.Del(ctx, key)
 		client.Set(ctx, key, garbage, time.Hour)
-		if _, err := q.AllowAt(ctx, now, "k", 1); !errors.Is(err, ErrStore) {
+		if _, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: now}); !errors.Is(err, ErrStore) {
 			t.Errorf("%q at the key: %v, want ErrStore", garbage, err)
 		}
-		if err := q.RefundAt(ctx, now, "k", 1); !errors.Is(err, ErrStore) {
+		if err := q.Refund(ctx, admit.Request{Key: "k", N: 1, At: now}); !errors.Is(err, ErrStore) {
 			t.Errorf("a refund of %q: %v, want ErrStore", garbage, err)
 		}
 	}
@@ -500,7 +500,7 @@ func TestQuotaWeekStart(t *testing.T) {
 		reset time.Duration
 	}{{time.Monday, 36 * time.Hour}, {time.Sunday, 12 * time.Hour}, {time.Saturday, 6*24*time.Hour + 12*time.Hour}} {
 		q := qQuota(t, s, 1, quota.Week, WithWeekStart(c.start), WithName(c.start.String()))
-		if d, _ := q.AllowAt(ctx, sat, "k", 1); !d.Allowed || d.ResetAfter != c.reset || d.Limit.Period != 7*24*time.Hour {
+		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: sat}); !d.Allowed || d.ResetAfter != c.reset || d.Limit.Period != 7*24*time.Hour {
 			t.Errorf("weeks from %v: %+v; want a reset in %v", c.start, d, c.reset)
 		}
 	}

@@ -33,32 +33,26 @@ func newStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Opt
 	return s
 }
 
-// subject runs a Limiter as an admittest.Subject at explicit instants.
-type subject struct{ lim *redisstore.Limiter }
-
-func (s subject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
-	return s.lim.AllowAt(ctx, now, key, n)
-}
-
-// limitSubject passes the scenario's limit per call.
+// limitSubject passes the scenario's limit per call (Request.Limit).
 type limitSubject struct {
 	lim *redisstore.Limiter
 	l   admit.Limit
 }
 
-func (s limitSubject) Decide(ctx context.Context, key string, now time.Time, n int64) (admit.Decision, error) {
-	return s.lim.AllowLimitAt(ctx, now, key, s.l, n)
+func (s limitSubject) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	r.Limit = s.l
+	return s.lim.Allow(ctx, r)
 }
 
 // factory makes limiters on client, each under its own prefix.
 func factory(client func(t testing.TB) redis.UniversalClient, opts ...redisstore.Option) admittest.Factory {
-	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
+	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 		t.Helper()
 		lim, err := newStore(t, client(t), opts...).Limiter(alg, l)
 		if err != nil {
 			t.Fatalf("Limiter(%v, %v): %v", alg, l, err)
 		}
-		return subject{lim}
+		return lim
 	}
 }
 
@@ -78,8 +72,12 @@ func TestConformanceCluster(t *testing.T) {
 }
 
 func TestConformancePerCallLimit(t *testing.T) {
-	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admittest.Subject {
-		lim, err := newStore(t, standalone(t)).Limiter(alg, admit.PerHour(7))
+	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
+		own := admit.PerHour(7)
+		if l == (admit.Limit{}) {
+			own = l // the zero Limit per call asks for the own limit: make it the zero Limit
+		}
+		lim, err := newStore(t, standalone(t)).Limiter(alg, own)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +115,7 @@ func TestConcurrentChecksAdmitExactlyTheBurst(t *testing.T) {
 						if i%2 == 1 {
 							key = "other-" + string(rune('a'+w))
 						}
-						d, err := lim.AllowAt(ctx, now, key, 1)
+						d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, At: now})
 						if err != nil {
 							t.Error(err)
 						}
@@ -146,18 +144,18 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, err := lim.Allow(ctx, strings.Repeat("k", 1<<20), 1); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: strings.Repeat("k", 1<<20), N: 1}); !errors.Is(err, redisstore.ErrKeyTooLong) {
 		t.Errorf("a 1 MB key: err = %v, want ErrKeyTooLong", err)
 	}
-	if _, err := lim.Allow(ctx, "k", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n = -1: err = %v, want ErrInvalidCost", err)
 	}
-	if _, err := lim.AllowLimit(ctx, "k", admit.Limit{Rate: -1}, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: -1}}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("a negative limit: err = %v, want ErrInvalidLimit", err)
 	}
 	// Any bytes in a key, braces included, are fine.
 	for _, key := range []string{"", "{", "}", "{a}", "a}{b", "\x00\xff", strings.Repeat("é", 1000)} {
-		if d, err := lim.Allow(ctx, key, 1); err != nil || !d.Allowed {
+		if d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1}); err != nil || !d.Allowed {
 			t.Errorf("key %q: %+v, %v", key, d, err)
 		}
 	}
@@ -196,7 +194,7 @@ func TestWrongTypeKey(t *testing.T) {
 	defer s.Close()
 	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10), redisstore.WithName("api"))
 	ctx := t.Context()
-	if _, err := lim.Allow(ctx, "k", 1); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := client.Keys(ctx, prefix+"*").Result()
@@ -205,7 +203,7 @@ func TestWrongTypeKey(t *testing.T) {
 	}
 	client.Del(ctx, keys[0])
 	client.HSet(ctx, keys[0], "f", "v")
-	if _, err := lim.Allow(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("a hash at the key: err = %v, want ErrStore", err)
 	}
 	if v, _ := client.HGet(ctx, keys[0], "f").Result(); v != "v" {
@@ -213,7 +211,7 @@ func TestWrongTypeKey(t *testing.T) {
 	}
 	client.Del(ctx, keys[0])
 	client.Set(ctx, keys[0], "garbage", 0)
-	if _, err := lim.Allow(ctx, "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("garbage at the key: err = %v, want ErrStore", err)
 	}
 }
@@ -227,7 +225,7 @@ func TestKeyLayoutAndExpiry(t *testing.T) {
 	defer s.Close()
 	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 10, Period: time.Second, Burst: 10}, redisstore.WithName("api"))
 	ctx := t.Context()
-	if _, err := lim.Allow(ctx, "a}{b", 5); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "a}{b", N: 5}); err != nil {
 		t.Fatal(err)
 	}
 	keys, _ := client.Keys(ctx, prefix+"*").Result()
@@ -263,7 +261,7 @@ func TestScriptFlushMidRun(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if _, err := lim.Allow(ctx, "k"+string(rune('a'+i%26)), 1); err != nil {
+				if _, err := lim.Allow(ctx, admit.Request{Key: "k" + string(rune('a'+i%26)), N: 1}); err != nil {
 					t.Fatalf("check %d after SCRIPT FLUSH: %v", i, err)
 				}
 			}
@@ -278,11 +276,11 @@ func TestBatchAndLayers(t *testing.T) {
 	tenant, _ := s.Limiter(admit.AlgFixedWindow, admit.Limit{Rate: 3, Period: time.Hour, Burst: 3}, redisstore.WithName("tenant"))
 	ctx := t.Context()
 	now := admittest.At(0)
-	var reqs []redisstore.Request
+	var reqs []admit.Request
 	for i := range 40 {
-		reqs = append(reqs, redisstore.Request{Key: "k" + string(rune('a'+i%20)), N: 1})
+		reqs = append(reqs, admit.Request{Key: "k" + string(rune('a'+i%20)), N: 1, At: now})
 	}
-	ds, err := ip.AllowBatchAt(ctx, now, reqs, nil)
+	ds, err := ip.AllowBatch(ctx, reqs, nil)
 	if err != nil || len(ds) != 40 {
 		t.Fatalf("batch: %d decisions, %v", len(ds), err)
 	}
@@ -331,7 +329,7 @@ func TestUnreachableAndAuth(t *testing.T) {
 	defer s.Close()
 	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
 	start := time.Now()
-	if _, err := lim.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("unreachable: err = %v, want ErrStore", err)
 	}
 	if el := time.Since(start); el > 2*time.Second {
@@ -348,7 +346,7 @@ func TestUnreachableAndAuth(t *testing.T) {
 	s2, _ := redisstore.New(bad)
 	defer s2.Close()
 	lim2, _ := s2.Limiter(admit.AlgGCRA, admit.PerSecond(10))
-	if _, err := lim2.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrStore) {
+	if _, err := lim2.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("wrong password: err = %v, want ErrStore", err)
 	}
 }
@@ -361,7 +359,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
 	s.Close()
 	s.Close()
-	if _, err := lim.Allow(t.Context(), "k", 1); !errors.Is(err, redisstore.ErrClosed) {
+	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
 		t.Errorf("after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -388,7 +386,7 @@ func TestCloseUnderLoad(t *testing.T) {
 	for w := range 32 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
-				_, err := lim.Allow(context.Background(), "k"+strconv.Itoa(w*1000+i%50), 1)
+				_, err := lim.Allow(context.Background(), admit.Request{Key: "k" + strconv.Itoa(w*1000+i%50), N: 1})
 				if errors.Is(err, redisstore.ErrClosed) {
 					return
 				}
@@ -438,7 +436,7 @@ func TestObserver(t *testing.T) {
 	ctx := t.Context()
 	now := admittest.At(0)
 	for _, want := range []bool{true, false, false} {
-		if d, err := lim.AllowAt(ctx, now, "k", 1); err != nil || d.Allowed != want {
+		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1, At: now}); err != nil || d.Allowed != want {
 			t.Fatalf("%+v %v, want allowed %v", d, err, want)
 		}
 	}

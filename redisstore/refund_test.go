@@ -39,80 +39,80 @@ func TestRefund(t *testing.T) {
 				lim := mustLimiter(t, s, alg, admit.PerSecond(5))
 				peek := func(key string) admit.Decision {
 					t.Helper()
-					d, err := lim.AllowAt(ctx, t0, key, 0)
+					d, err := lim.Allow(ctx, admit.Request{Key: key, N: 0, At: t0})
 					if err != nil {
 						t.Fatal(err)
 					}
 					return d
 				}
 				// A key Redis does not hold is full: nothing is written.
-				if err := lim.RefundAt(ctx, t0, "a", 3); err != nil {
+				if err := lim.Refund(ctx, admit.Request{Key: "a", N: 3, At: t0}); err != nil {
 					t.Fatal(err)
 				}
 				if n := client.Exists(ctx, redisstore.RedisKey(lim, "a")).Val(); n != 0 {
 					t.Fatalf("%v: a refund of a missing key wrote it", alg)
 				}
-				if d, err := lim.AllowAt(ctx, t0, "a", 3); err != nil || d.Remaining != 2 {
+				if d, err := lim.Allow(ctx, admit.Request{Key: "a", N: 3, At: t0}); err != nil || d.Remaining != 2 {
 					t.Fatalf("%v: AllowAt: %+v, %v", alg, d, err)
 				}
-				if err := lim.RefundAt(ctx, t0, "a", 2); err != nil {
+				if err := lim.Refund(ctx, admit.Request{Key: "a", N: 2, At: t0}); err != nil {
 					t.Fatal(err)
 				}
 				if d := peek("a"); d.Remaining != 4 {
 					t.Fatalf("%v: after giving back 2 of 3: %+v", alg, d)
 				}
-				if err := lim.RefundAt(ctx, t0, "a", 100); err != nil {
+				if err := lim.Refund(ctx, admit.Request{Key: "a", N: 100, At: t0}); err != nil {
 					t.Fatal(err)
 				}
 				if d := peek("a"); d.Remaining != 5 || d.ResetAfter != 0 {
 					t.Fatalf("%v: after giving back 100: %+v", alg, d)
 				}
-				if err := lim.RefundAt(ctx, t0, "a", 0); err != nil {
+				if err := lim.Refund(ctx, admit.Request{Key: "a", N: 0, At: t0}); err != nil {
 					t.Fatal(err)
 				}
 				// Per-call limits.
 				pro := admit.PerSecond(50)
-				if d, err := lim.AllowLimitAt(ctx, t0, "b", pro, 40); err != nil || d.Remaining != 10 {
-					t.Fatalf("%v: AllowLimitAt: %+v, %v", alg, d, err)
+				if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: t0}); err != nil || d.Remaining != 10 {
+					t.Fatalf("%v: Allow(Limit, At): %+v, %v", alg, d, err)
 				}
-				if err := lim.RefundLimitAt(ctx, t0, "b", pro, 30); err != nil {
+				if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: t0}); err != nil {
 					t.Fatal(err)
 				}
-				if d, err := lim.AllowLimitAt(ctx, t0, "b", pro, 0); err != nil || d.Remaining != 40 {
-					t.Fatalf("%v: after RefundLimitAt: %+v, %v", alg, d, err)
+				if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: t0}); err != nil || d.Remaining != 40 {
+					t.Fatalf("%v: after Refund(Limit, At): %+v, %v", alg, d, err)
 				}
 			}
 		})
 	}
 }
 
-// TestRefundRedisClock: Refund and RefundLimit give back at Redis's TIME.
+// TestRefundRedisClock: Refund and Refund(Limit) give back at Redis's TIME.
 func TestRefundRedisClock(t *testing.T) {
 	s := newStore(t, standalone(t))
 	ctx := t.Context()
 	for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgSlidingLog} {
 		lim := mustLimiter(t, s, alg, admit.PerHour(5))
-		if d, err := lim.Allow(ctx, "k", 5); err != nil || !d.Allowed {
+		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 5}); err != nil || !d.Allowed {
 			t.Fatalf("%v: %+v, %v", alg, d, err)
 		}
-		if err := lim.Refund(ctx, "k", 3); err != nil {
+		if err := lim.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := lim.Allow(ctx, "k", 0); err != nil || d.Remaining != 3 {
+		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 0}); err != nil || d.Remaining != 3 {
 			t.Fatalf("%v: after Refund: %+v, %v", alg, d, err)
 		}
-		before, err := lim.AllowLimit(ctx, "k", admit.PerHour(10), 0)
+		before, err := lim.Allow(ctx, admit.Request{Key: "k", N: 0, Limit: admit.PerHour(10)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, err := lim.AllowLimit(ctx, "k", admit.PerHour(10), 4); err != nil || !d.Allowed {
-			t.Fatalf("%v: AllowLimit: %+v, %v", alg, d, err)
+		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 4, Limit: admit.PerHour(10)}); err != nil || !d.Allowed {
+			t.Fatalf("%v: Allow(Limit): %+v, %v", alg, d, err)
 		}
-		if err := lim.RefundLimit(ctx, "k", admit.PerHour(10), 4); err != nil {
+		if err := lim.Refund(ctx, admit.Request{Key: "k", N: 4, Limit: admit.PerHour(10)}); err != nil {
 			t.Fatal(err)
 		}
-		if d, err := lim.AllowLimit(ctx, "k", admit.PerHour(10), 0); err != nil || d.Remaining != before.Remaining {
-			t.Fatalf("%v: after RefundLimit: %+v, %v; before AllowLimit: %+v", alg, d, err, before)
+		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 0, Limit: admit.PerHour(10)}); err != nil || d.Remaining != before.Remaining {
+			t.Fatalf("%v: after Refund(Limit): %+v, %v; before Allow(Limit): %+v", alg, d, err, before)
 		}
 	}
 }
@@ -135,30 +135,30 @@ func TestRefundForgetsDenial(t *testing.T) {
 	ctx := t.Context()
 	a, b := mustLimiter(t, open(), admit.AlgGCRA, admit.PerMinute(2)), mustLimiter(t, open(), admit.AlgGCRA, admit.PerMinute(2))
 	t0 := admittest.T0
-	if d, _ := a.AllowAt(ctx, t0, "k", 2); !d.Allowed {
+	if d, _ := a.Allow(ctx, admit.Request{Key: "k", N: 2, At: t0}); !d.Allowed {
 		t.Fatalf("admission: %+v", d)
 	}
 	for _, lim := range []*redisstore.Limiter{a, b} {
-		if d, _ := lim.AllowAt(ctx, t0, "k", 1); d.Allowed {
+		if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 1, At: t0}); d.Allowed {
 			t.Fatalf("over the burst: %+v", d)
 		}
 	}
-	if err := a.RefundAt(ctx, t0, "k", 1); err != nil {
+	if err := a.Refund(ctx, admit.Request{Key: "k", N: 1, At: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := a.AllowAt(ctx, t0, "k", 1); !d.Allowed {
+	if d, _ := a.Allow(ctx, admit.Request{Key: "k", N: 1, At: t0}); !d.Allowed {
 		t.Fatalf("after the refund, through the same Store: %+v", d)
 	}
 	// Give one back again: Redis would admit one at t0+10s, but b cached
 	// its denial until t0+30s, and still denies.
-	if err := a.RefundAt(ctx, t0, "k", 1); err != nil {
+	if err := a.Refund(ctx, admit.Request{Key: "k", N: 1, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	at := t0.Add(10 * time.Second)
-	if d, _ := b.AllowAt(ctx, at, "k", 1); d.Allowed {
+	if d, _ := b.Allow(ctx, admit.Request{Key: "k", N: 1, At: at}); d.Allowed {
 		t.Fatalf("another Store's cached denial: %+v", d)
 	}
-	if d, _ := a.AllowAt(ctx, at, "k", 1); !d.Allowed {
+	if d, _ := a.Allow(ctx, admit.Request{Key: "k", N: 1, At: at}); !d.Allowed {
 		t.Fatalf("Redis itself: %+v", d)
 	}
 }
@@ -168,28 +168,28 @@ func TestRefundBadInput(t *testing.T) {
 	lim := mustLimiter(t, s, admit.AlgGCRA, admit.PerSecond(2))
 	ctx := t.Context()
 	for name, err := range map[string]error{
-		"negative n":      lim.RefundAt(ctx, admittest.T0, "a", -1),
-		"negative n, now": lim.Refund(ctx, "a", -1),
-		"per-call":        lim.RefundLimitAt(ctx, admittest.T0, "a", admit.PerSecond(2), -1),
-		"per-call, now":   lim.RefundLimit(ctx, "a", admit.PerSecond(2), -1),
+		"negative n":      lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
+		"negative n, now": lim.Refund(ctx, admit.Request{Key: "a", N: -1}),
+		"per-call":        lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.T0}),
+		"per-call, now":   lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2)}),
 	} {
 		if !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.RefundAt(ctx, admittest.T0, "123456789", 1); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
-	if err := lim.RefundLimitAt(ctx, admittest.T0, "a", admit.Limit{Rate: 3}, 1); !errors.Is(err, admit.ErrInvalidLimit) {
+	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: admit.Limit{Rate: 3}, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("bad limit: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := lim.RefundAt(cctx, admittest.T0, "a", 1); !errors.Is(err, context.Canceled) {
+	if err := lim.Refund(cctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
 	}
 	s.Close()
-	if err := lim.RefundAt(ctx, admittest.T0, "a", 1); !errors.Is(err, redisstore.ErrClosed) {
+	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrClosed) {
 		t.Errorf("closed store: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func TestRefundWrongType(t *testing.T) {
 	if err := client.HSet(ctx, rkey, "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := lim.RefundAt(ctx, admittest.T0, "h", 1); !errors.Is(err, redisstore.ErrStore) {
+	if err := lim.Refund(ctx, admit.Request{Key: "h", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("refund of a hash: %v", err)
 	}
 	if typ := client.Type(ctx, rkey).Val(); typ != "hash" {
@@ -229,13 +229,13 @@ func TestRefundConcurrent(t *testing.T) {
 						for i := range 25 {
 							key := fmt.Sprint("key", (g+i)%3)
 							n := int64(1 + i%3)
-							d, err := lim.AllowAt(ctx, admittest.T0, key, n)
+							d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.T0})
 							if err != nil {
 								t.Error(err)
 								return
 							}
 							if d.Allowed {
-								if err := lim.RefundAt(ctx, admittest.T0, key, n); err != nil {
+								if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.T0}); err != nil {
 									t.Error(err)
 									return
 								}
@@ -245,7 +245,7 @@ func TestRefundConcurrent(t *testing.T) {
 				}
 				wg.Wait()
 				for k := range 3 {
-					if d, err := lim.AllowAt(ctx, admittest.T0, fmt.Sprint("key", k), 0); err != nil || d.Remaining != 10 {
+					if d, err := lim.Allow(ctx, admit.Request{Key: fmt.Sprint("key", k), N: 0, At: admittest.T0}); err != nil || d.Remaining != 10 {
 						t.Errorf("%v key%d: %+v, %v; want full", alg, k, d, err)
 					}
 				}
@@ -301,17 +301,17 @@ func TestRefundMatchesKeyed(t *testing.T) {
 						switch {
 						case rng.IntN(3) == 0 && perCall:
 							op = "refund-limit"
-							em, er = mem.RefundLimitAt(ctx, now, key, l, n), red.RefundLimitAt(ctx, now, key, l, n)
+							em, er = mem.Refund(ctx, admit.Request{Key: key, N: n, Limit: l, At: now}), red.Refund(ctx, admit.Request{Key: key, N: n, Limit: l, At: now})
 						case rng.IntN(3) == 0:
 							op = "refund"
-							em, er = mem.RefundAt(ctx, now, key, n), red.RefundAt(ctx, now, key, n)
+							em, er = mem.Refund(ctx, admit.Request{Key: key, N: n, At: now}), red.Refund(ctx, admit.Request{Key: key, N: n, At: now})
 						case perCall:
 							op = "allow-limit"
-							dm, em = mem.AllowLimitAt(ctx, now, key, l, n)
-							dr, er = red.AllowLimitAt(ctx, now, key, l, n)
+							dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, Limit: l, At: now})
+							dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, Limit: l, At: now})
 						default:
-							dm, em = mem.AllowAt(ctx, now, key, n)
-							dr, er = red.AllowAt(ctx, now, key, n)
+							dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, At: now})
+							dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, At: now})
 						}
 						history = append(history, fmt.Sprintf("%d: %s %s n=%d %v at +%v: %+v", i, op, key, n, l, now.Sub(admittest.T0), dm))
 						if em != nil || er != nil {
@@ -330,7 +330,7 @@ func TestRefundMatchesKeyed(t *testing.T) {
 
 func joinLines(lines []string) string { return strings.Join(lines, "\n") }
 
-// TestSlots: ConcurrencyLimiter.Slots is a compose.Slots whose releaser
+// TestSlots: ConcurrencyLimiter.Slots is a admit.Slots whose releaser
 // gives the lease back once.
 func TestSlots(t *testing.T) {
 	for _, c := range clients {
@@ -339,20 +339,20 @@ func TestSlots(t *testing.T) {
 			l := newConcurrency(t, s, 3)
 			slots := l.Slots()
 			ctx := t.Context()
-			rel, d, err := slots.TryAcquire(ctx, "k", 2)
+			rel, d, err := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 			if err != nil || !d.Allowed || rel == nil || d.Remaining != 1 {
 				t.Fatalf("TryAcquire: %v, %+v, %v", rel, d, err)
 			}
-			if rel2, d, err := slots.TryAcquire(ctx, "k", 2); err != nil || d.Allowed || rel2 != nil {
+			if rel2, d, err := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 2}); err != nil || d.Allowed || rel2 != nil {
 				t.Fatalf("over the max: %v, %+v, %v", rel2, d, err)
 			}
-			if rel0, d, err := slots.TryAcquire(ctx, "k", 0); err != nil || !d.Allowed || rel0 != nil {
+			if rel0, d, err := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 0}); err != nil || !d.Allowed || rel0 != nil {
 				t.Fatalf("n = 0 holds nothing: %v, %+v, %v", rel0, d, err)
 			}
-			if rel4, d, err := slots.TryAcquire(ctx, "k", 4); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || rel4 != nil {
+			if rel4, d, err := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 4}); err != nil || d.Allowed || d.RetryAfter != admit.InfDuration || rel4 != nil {
 				t.Fatalf("n > max is a refusal: %v, %+v, %v", rel4, d, err)
 			}
-			rel3, _, _ := slots.TryAcquire(ctx, "k", 1)
+			rel3, _, _ := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 			rel.Release()
 			rel.Release() // idempotent
 			if n, err := l.InFlight(ctx, "k"); err != nil || n != 1 {

@@ -1,9 +1,13 @@
 // Command gatewaylat measures the latency a reverse proxy adds to an
 // HTTP request, side by side: `admit serve --upstream` (built from this
 // checkout), nginx with limit_req, and optionally a bare
-// httputil.ReverseProxy, in front of the same upstream (a Go net/http
+// httputil.ReverseProxy, other admit binaries (-admits), and the floor
+// targets (floor.go: the least a Go proxy does, with and without
+// net/http's server), in front of the same upstream (a Go net/http
 // server answering 200 with a 3-byte body), under the same open-loop
-// load, with the upstream alone ("direct") as the baseline.
+// load, with the upstream alone ("direct") as the baseline. A Go
+// target's name followed by /1 (admit/1, floor-raw/1) runs it with
+// GOMAXPROCS=1.
 //
 // Every server is a child process on 127.0.0.1, killed at the end (and if
 // the driver dies). The load is constant-rate: requests are scheduled at
@@ -17,7 +21,7 @@
 // the maximum, the p99 added over the direct run of the same round, and
 // the CPU time the proxy's process used per request (user + system, from
 // /proc/PID/stat; the driver, the upstream and the proxy share the
-// machine's cores).
+// machine's cores) and its threads' context switches per request.
 //
 // Usage (from bench/):
 //
@@ -44,7 +48,11 @@ import (
 )
 
 func main() {
-	if child, err := serveChild(); child {
+	child, err := serveChild()
+	if !child {
+		child, err = serveFloor()
+	}
+	if child {
 		fmt.Fprintln(os.Stderr, "gatewaylat child:", err)
 		os.Exit(1)
 	}
@@ -64,6 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		targets   string
 		admitBin  string
 		beforeBin string
+		admits    string
 		nginxBin  string
 		reqTimout time.Duration
 	)
@@ -72,9 +81,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&l.dur, "duration", 15*time.Second, "length of each run")
 	fs.IntVar(&l.warm, "warm", 20, "requests each connection sends before a run, not counted")
 	fs.IntVar(&rounds, "rounds", 3, "rounds of all the targets")
-	fs.StringVar(&targets, "targets", "direct,nginx,admit", "targets, in the order of each round: direct, nginx, admit, admit-before, reverseproxy")
+	fs.StringVar(&targets, "targets", "direct,nginx,admit", "targets, in the order of each round: direct, nginx, admit, admit-before, reverseproxy, floor-http, floor-raw, and the labels of -admits; a Go target's name followed by /1 runs it with GOMAXPROCS=1")
 	fs.StringVar(&admitBin, "admit", "", "the admit binary (default: built from this checkout)")
 	fs.StringVar(&beforeBin, "admit-before", "", "another admit binary, run as the target admit-before (to compare two versions in one run)")
+	fs.StringVar(&admits, "admits", "", "more admit binaries, as `label=path,...`, each run as the target label (a path may be a script that sets the environment and execs admit)")
 	fs.StringVar(&nginxBin, "nginx", "nginx", "the nginx binary")
 	fs.DurationVar(&reqTimout, "timeout", 5*time.Second, "give up on a request after this long (it counts as failed)")
 	if err := fs.Parse(args); err != nil {
@@ -83,9 +93,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if l.rate <= 0 || l.conns <= 0 || l.dur <= 0 || l.dur > 10*time.Minute || rounds <= 0 || rounds > 20 {
 		return errors.New("want 0 < -rate, 0 < -conns, 0 < -duration <= 10m, 0 < -rounds <= 20")
 	}
+	known := []string{"direct", "nginx", "admit", "admit-before", "reverseproxy", "floor-http", "floor-raw"}
+	extra := map[string]string{}
+	if admits != "" {
+		for _, kv := range strings.Split(admits, ",") {
+			label, path, ok := strings.Cut(kv, "=")
+			if !ok || label == "" || path == "" || slices.Contains(known, label) {
+				return fmt.Errorf("-admits: want label=path, a label not among %v: %q", known, kv)
+			}
+			extra[label] = path
+		}
+	}
 	names := strings.Split(targets, ",")
 	for _, n := range names {
-		if !slices.Contains([]string{"direct", "nginx", "admit", "admit-before", "reverseproxy"}, n) {
+		b, one := strings.CutSuffix(n, "/1")
+		if (!slices.Contains(known, b) && extra[b] == "") || (one && (b == "direct" || b == "nginx")) {
 			return fmt.Errorf("unknown target %q", n)
 		}
 	}
@@ -114,17 +136,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ts := map[string]*target{"direct": up}
 	for _, n := range names {
 		var t *target
-		switch n {
+		b, one := strings.CutSuffix(n, "/1")
+		var env []string
+		if one {
+			env = []string{"GOMAXPROCS=1"}
+		}
+		switch b {
+		case "direct":
+			continue
 		case "nginx":
 			t, err = startNginx(nginxBin, dir, up.url)
 		case "admit":
-			t, err = startAdmit(admitBin, dir, up.url)
+			t, err = startAdmit(admitBin, dir, up.url, env...)
 		case "admit-before":
-			t, err = startAdmit(beforeBin, dir, up.url)
-		case "reverseproxy":
-			t, err = startReverseProxy(up.url)
+			t, err = startAdmit(beforeBin, dir, up.url, env...)
+		case "reverseproxy", "floor-http", "floor-raw":
+			t, err = startSelfProxy(b, up.url, env...)
 		default:
-			continue
+			t, err = startAdmit(extra[b], dir, up.url, env...)
 		}
 		if err != nil {
 			return err
@@ -137,9 +166,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "load: %d req/s open loop over %d connections, %v per run, %d rounds; upstream: Go net/http, 200 with %d bytes\n",
 		l.rate, l.conns, l.dur, rounds, len(upstreamBody))
 	fmt.Fprintf(out, "latencies in µs; +p99: p99 less the direct p99 of the same round; cpu/req: the target's CPU time (user+system) per request;\n")
-	fmt.Fprintf(out, "lag p99: how late the driver released the requests, its p99\n")
-	fmt.Fprintf(out, "%-5s %-12s %7s %7s %7s %7s %7s %7s %9s %6s %9s %8s  %s\n",
-		"round", "target", "reqs", "p50", "p90", "p99", "p99.9", "max", "+p99", "fail", "cpu/req", "lag p99", "loadavg before → after")
+	fmt.Fprintf(out, "cs/req: the target's context switches (its threads', voluntary and not) per request; lag p99: how late the driver released the requests, its p99\n")
+	fmt.Fprintf(out, "%-5s %-12s %7s %7s %7s %7s %7s %7s %9s %6s %9s %6s %8s  %s\n",
+		"round", "target", "reqs", "p50", "p90", "p99", "p99.9", "max", "+p99", "fail", "cpu/req", "cs/req", "lag p99", "loadavg before → after")
 	type row struct{ p50, p99, added, cpu []time.Duration }
 	rows := map[string]*row{}
 	for round := 1; round <= rounds; round++ {
@@ -148,11 +177,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			t := ts[n]
 			before := loadAvg()
 			cpu0, _ := cpuTime(t.pid())
+			cs0 := switches(t.pid())
 			r, err := l.run(ctx, t.url, reqTimout)
 			if err != nil {
 				return err
 			}
 			cpu1, _ := cpuTime(t.pid())
+			cs := float64(switches(t.pid())-cs0) / float64(max(1, len(r.lat)))
 			cpu := (cpu1 - cpu0) / time.Duration(max(1, len(r.lat)))
 			p99 := pct(r.lat, 0.99)
 			rw := rows[n]
@@ -170,9 +201,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				added = us(p99 - direct)
 				rw.added = append(rw.added, p99-direct)
 			}
-			fmt.Fprintf(out, "%-5d %-12s %7d %7s %7s %7s %7s %7s %9s %6d %9s %8s  %s → %s\n",
+			fmt.Fprintf(out, "%-5d %-12s %7d %7s %7s %7s %7s %7s %9s %6d %9s %6.1f %8s  %s → %s\n",
 				round, n, len(r.lat), us(pct(r.lat, 0.5)), us(pct(r.lat, 0.9)), us(p99), us(pct(r.lat, 0.999)),
-				us(pct(r.lat, 1)), added, r.failed, us(cpu), us(pct(r.lag, 0.99)), before, loadAvg())
+				us(pct(r.lat, 1)), added, r.failed, us(cpu), cs, us(pct(r.lag, 0.99)), before, loadAvg())
 		}
 	}
 	fmt.Fprintf(out, "\nsummary over the rounds, median (min-max), µs:\n")

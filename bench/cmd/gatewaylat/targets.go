@@ -128,18 +128,20 @@ func startUpstream() (*target, error) {
 	return start("direct", "http://"+addr+"/", cmd)
 }
 
-// startReverseProxy starts a bare httputil.ReverseProxy (default
-// transport, X-Forwarded-* set) in front of upstream.
-func startReverseProxy(upstream string) (*target, error) {
+// startSelfProxy starts this program as a proxy in front of upstream:
+// name is reverseproxy (a bare httputil.ReverseProxy, default transport,
+// X-Forwarded-* set), floor-http or floor-raw (see floor.go).
+func startSelfProxy(name, upstream string, env ...string) (*target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd, err := self(envProxy+"="+addr, envProxyTo+"="+upstream)
+	key := map[string]string{"reverseproxy": envProxy, "floor-http": envFloorHTTP, "floor-raw": envFloorRaw}[name]
+	cmd, err := self(append(env, key+"="+addr, envProxyTo+"="+upstream)...)
 	if err != nil {
 		return nil, err
 	}
-	return start("reverseproxy", "http://"+addr+"/", cmd)
+	return start(name, "http://"+addr+"/", cmd)
 }
 
 // admitPolicy admits every request of the load: the shape of the
@@ -152,8 +154,8 @@ rules:
 `
 
 // startAdmit starts `admit serve --upstream` (the binary bin) with
-// admitPolicy, in memory.
-func startAdmit(bin, dir, upstream string) (*target, error) {
+// admitPolicy, in memory, with env added to its environment.
+func startAdmit(bin, dir, upstream string, env ...string) (*target, error) {
 	config := filepath.Join(dir, "admit.yaml")
 	if err := os.WriteFile(config, []byte(admitPolicy), 0o644); err != nil {
 		return nil, err
@@ -169,6 +171,9 @@ func startAdmit(bin, dir, upstream string) (*target, error) {
 	cmd := exec.Command(bin, "serve", "--config", config, "--upstream", upstream,
 		"--http-addr", addr, "--admin-addr", admin, "--grpc-addr", "",
 		"--reload-interval", "0", "--log-level", "error")
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	return start("admit", "http://"+addr+"/", cmd)
 }
 
@@ -264,4 +269,24 @@ func cpuTime(pid int) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// switches returns the context switches, voluntary and not, of process
+// pid's threads alive now (/proc/PID/task/*/status), or 0.
+func switches(pid int) int64 {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/status")
+	var n int64
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "voluntary_ctxt_switches") {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
 }

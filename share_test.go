@@ -1,19 +1,14 @@
-package compose_test
+package admit_test
 
 import (
 	"errors"
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/admittest"
-	"github.com/admit-go/admit/compose"
-	"github.com/admit-go/admit/keyed"
 )
 
 func TestShare(t *testing.T) {
@@ -51,19 +46,19 @@ func TestShare(t *testing.T) {
 		{admit.Unlimited, 5, admit.Unlimited, nil},
 		{admit.Limit{}, 5, admit.Limit{}, nil},
 		// Errors.
-		{admit.PerSecond(10), 0, admit.Limit{}, compose.ErrInvalidInstances},
-		{admit.PerSecond(10), -3, admit.Limit{}, compose.ErrInvalidInstances},
+		{admit.PerSecond(10), 0, admit.Limit{}, admit.ErrInvalidInstances},
+		{admit.PerSecond(10), -3, admit.Limit{}, admit.ErrInvalidInstances},
 		{admit.Limit{Rate: -1, Period: time.Second}, 2, admit.Limit{}, admit.ErrInvalidLimit},
 		{admit.Limit{Rate: 1, Period: 0}, 2, admit.Limit{}, admit.ErrInvalidLimit},
 		{admit.PerSecond(math.MaxInt64 - 1), 2, admit.Limit{}, admit.ErrInvalidLimit}, // too fine to share
 	} {
-		got, err := compose.Share(tc.shared, tc.instances)
+		got, err := tc.shared.Share(tc.instances)
 		if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) || got != tc.want {
-			t.Errorf("Share(%v, %d) = %+v, %v; want %+v, %v", tc.shared, tc.instances, got, err, tc.want, tc.err)
+			t.Errorf("%v.Share(%d) = %+v, %v; want %+v, %v", tc.shared, tc.instances, got, err, tc.want, tc.err)
 		}
 		if err == nil {
 			if verr := got.Validate(); verr != nil {
-				t.Errorf("Share(%v, %d) = %v: %v", tc.shared, tc.instances, got, verr)
+				t.Errorf("%v.Share(%d) = %v: %v", tc.shared, tc.instances, got, verr)
 			}
 		}
 	}
@@ -85,23 +80,23 @@ func TestShareProperties(t *testing.T) {
 			continue
 		}
 		n := r.IntN(1<<uint(r.IntN(21))) + 1
-		got, err := compose.Share(shared, n)
+		got, err := shared.Share(n)
 		if err != nil {
 			// Only a share with a capacity beyond the domain may fail.
 			if !errors.Is(err, admit.ErrInvalidLimit) {
-				t.Fatalf("Share(%v, %d): %v", shared, n, err)
+				t.Fatalf("%v.Share(%d): %v", shared, n, err)
 			}
 			continue
 		}
 		if err := got.Validate(); err != nil {
-			t.Fatalf("Share(%v, %d) = %v: %v", shared, n, got, err)
+			t.Fatalf("%v.Share(%d) = %v: %v", shared, n, got, err)
 		}
 		b := shared.Burst
 		if b == 0 {
 			b = shared.Rate
 		}
 		if want := (b + int64(n) - 1) / int64(n); got.Burst != want {
-			t.Fatalf("Share(%v, %d) = %+v: burst, want %d", shared, n, got, want)
+			t.Fatalf("%v.Share(%d) = %+v: burst, want %d", shared, n, got, want)
 		}
 		// got.Rate/got.Period against shared.Rate/(n×shared.Period).
 		lhs := new(big.Int).Mul(big.NewInt(got.Rate), new(big.Int).Mul(big.NewInt(int64(n)), big.NewInt(int64(shared.Period))))
@@ -115,105 +110,11 @@ func TestShareProperties(t *testing.T) {
 			if int64(shared.Period) <= math.MaxInt64/m {
 				exact := admit.Limit{Rate: shared.Rate / g, Period: shared.Period * time.Duration(m), Burst: got.Burst}
 				if exact.Validate() == nil {
-					t.Fatalf("Share(%v, %d) = %v, rounded, but %v is exact and valid", shared, n, got, exact)
+					t.Fatalf("%v.Share(%d) = %v, rounded, but %v is exact and valid", shared, n, got, exact)
 				}
 			}
 		default:
-			t.Fatalf("Share(%v, %d) = %+v: not the shared rate divided by %d", shared, n, got, n)
+			t.Fatalf("%v.Share(%d) = %+v: not the shared rate divided by %d", shared, n, got, n)
 		}
 	}
-}
-
-func TestLocalShare(t *testing.T) {
-	if _, err := compose.LocalShare(admit.AlgGCRA, admit.PerSecond(10), 0); !errors.Is(err, compose.ErrInvalidInstances) {
-		t.Errorf("0 instances: %v", err)
-	}
-	if _, err := compose.LocalShare(admit.Algorithm(99), admit.PerSecond(10), 2); !errors.Is(err, admit.ErrUnknownAlgorithm) {
-		t.Errorf("unknown algorithm: %v", err)
-	}
-	for _, alg := range admit.Algorithms() {
-		lim, err := compose.LocalShare(alg, admit.PerMinute(100), 4, keyed.WithName("local"))
-		if err != nil {
-			t.Fatalf("%v: %v", alg, err)
-		}
-		if want := (admit.Limit{Rate: 25, Period: time.Minute, Burst: 25}); lim.Limit() != want {
-			t.Errorf("%v: limit %v, want %v", alg, lim.Limit(), want)
-		}
-		// Each instance admits its share at once.
-		admitted := 0
-		for range 100 {
-			if d, _ := lim.AllowAt(ctx, admittest.Epoch, "k", 1); d.Allowed {
-				admitted++
-			}
-		}
-		if admitted != 25 {
-			t.Errorf("%v: admitted %d at once, want 25", alg, admitted)
-		}
-	}
-}
-
-func TestLiveShare(t *testing.T) {
-	if _, err := compose.LiveShare(admit.AlgGCRA, admit.PerSecond(10), nil); !errors.Is(err, compose.ErrInvalidInstances) {
-		t.Errorf("nil live: %v", err)
-	}
-	if _, err := compose.LiveShare(admit.AlgGCRA, admit.Limit{Rate: -1}, func() int { return 1 }); !errors.Is(err, admit.ErrInvalidLimit) {
-		t.Errorf("invalid limit: %v", err)
-	}
-	clk := admittest.NewManualClock(admittest.Epoch)
-	var live atomic.Int64
-	s, err := compose.LiveShare(admit.AlgGCRA, admit.PerSecond(12), func() int { return int(live.Load()) },
-		keyed.WithClock(clk), keyed.WithName("local"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		live int64
-		want admit.Limit
-	}{
-		{0, admit.PerSecond(12)}, // below 1 counts as 1
-		{-5, admit.PerSecond(12)},
-		{1, admit.PerSecond(12)},
-		{4, admit.PerSecond(3)},
-		{5, admit.Limit{Rate: 12, Period: 5 * time.Second, Burst: 3}},
-		{2, admit.PerSecond(6)},
-	} {
-		live.Store(tc.live)
-		if got := s.Limit(); got != tc.want {
-			t.Errorf("live %d: limit %v, want %v", tc.live, got, tc.want)
-		}
-		key := "k" + time.Duration(tc.live).String()
-		admitted := 0
-		for range 20 {
-			d, err := s.Allow(ctx, key, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allowed {
-				admitted++
-			}
-			if d.Rule != "local" || d.Limit != tc.want {
-				t.Errorf("live %d: decision %+v", tc.live, d)
-			}
-		}
-		if admitted != int(tc.want.Burst) && tc.live > 0 {
-			t.Errorf("live %d: admitted %d, want %d", tc.live, admitted, tc.want.Burst)
-		}
-	}
-	if s.Limiter().Len() == 0 {
-		t.Errorf("Limiter() holds no keys")
-	}
-
-	// The count may change under concurrent calls.
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for j := range 500 {
-				live.Store(int64(i*j%7 + 1))
-				if _, err := s.Allow(ctx, "k", 1); err != nil {
-					t.Errorf("Allow: %v", err)
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
