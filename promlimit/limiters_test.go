@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
+	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/quota"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -21,7 +22,7 @@ import (
 // check the series their events produce.
 
 func TestKeyedLimiter(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2),
 		keyed.WithName("api"), keyed.WithObserver(obs),
@@ -60,7 +61,7 @@ admit_decisions_total{decision="denied",kind="rate",limiter="api",rule="api"} 1
 }
 
 func TestConcurrencyLimiter(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs))
 	if err != nil {
@@ -96,7 +97,7 @@ admit_decisions_total{decision="denied",kind="concurrency",limiter="jobs",rule="
 }
 
 func TestQuota(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	q, err := quota.New(2, quota.Day, quota.WithName("daily"), quota.WithObserver(obs), quota.WithLocation(time.UTC))
 	if err != nil {
@@ -118,7 +119,7 @@ admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily
 // limiter from its creation, at 0, and follows the keys as they are added,
 // before any eviction, so that their growth can be watched before the cap.
 func TestKeysTrackedFromStart(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := keyed.New(admit.AlgGCRA, admit.PerHour(10), keyed.WithName("api"), keyed.WithObserver(obs), keyed.WithShards(1))
 	if err != nil {
@@ -166,7 +167,7 @@ func (f *flaky) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 }
 
 func TestGuard(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	primary := &flaky{}
 	g, err := compose.NewGuard(primary, compose.FailClosed,
