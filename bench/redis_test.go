@@ -344,7 +344,7 @@ func BenchmarkRedisOutage(b *testing.B) {
 			defer s.Close()
 			shared := admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
 			lim, _ := s.Limiter(admit.AlgGCRA, shared)
-			local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
+			local, _ := keyed.LocalShare(keyed.Config{Limit: shared}, 4)
 			policy := compose.Fallback(local)
 			if breaker {
 				policy = compose.Breaker(policy)

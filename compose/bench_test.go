@@ -21,7 +21,7 @@ import (
 // is down: a clock read and FailOpen's decision.
 func BenchmarkGuard(b *testing.B) {
 	newKeyed := func(b *testing.B) *keyed.Limiter {
-		lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(1e9))
+		lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(1e9)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func BenchmarkGuard(b *testing.B) {
 // BenchmarkGuard/keyed, one layer alone.
 func BenchmarkAll(b *testing.B) {
 	layer := func(b *testing.B, name string, l admit.Limit) compose.Layer {
-		lim, err := keyed.New(admit.AlgGCRA, l)
+		lim, err := keyed.New(keyed.Config{Limit: l})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,7 +19,7 @@ import (
 // layer consumes nothing from the first.
 func TestChain(t *testing.T) {
 	perClient, clk := gcra(t, admit.PerMinute(3), "client")
-	perRoute, err := keyed.New(admit.AlgGCRA, admit.PerMinute(1), keyed.WithClock(clk), keyed.WithName("route"))
+	perRoute, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk, Name: "route"}, Limit: admit.PerMinute(1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func TestKinds(t *testing.T) {
 	}
 
 	clk := time.Date(2030, 3, 10, 23, 0, 0, 0, time.UTC)
-	q, err := quota.New(1, quota.Day, quota.WithName("daily"), quota.WithClock(fixedClock(clk)))
+	q, err := quota.New(quota.Config{Options: admit.Options{Name: "daily", Clock: fixedClock(clk)}, Limit: 1, Period: quota.Day})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,7 @@ func Example() {
 		panic(err)
 	}
 	// One Observer for every limiter of the process, told apart by name.
-	api, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2),
-		keyed.WithName("api"), keyed.WithObserver(obs))
+	api, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		panic(err)
 	}

@@ -101,7 +101,7 @@ func Example_failurePolicy() {
 	defer store.Close()
 	shared := admit.PerSecond(100)
 	lim, _ := store.Limiter(admit.AlgGCRA, shared, redisstore.WithName("api"))
-	local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
+	local, _ := keyed.LocalShare(keyed.Config{Limit: shared}, 4)
 	guard, _ := compose.NewGuard(lim, compose.Breaker(compose.Fallback(local)), compose.WithName("api"))
 
 	d, err := guard.Allow(context.Background(), admit.Request{Key: "client-42", N: 1})

@@ -97,7 +97,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // breaker's probe interval), and no goroutines pile up.
 func TestFaultRedisKilledUnderLoad(t *testing.T) {
 	local := func(t *testing.T) admit.KeyedLimiter {
-		l, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(1e6), 4)
+		l, err := keyed.LocalShare(keyed.Config{Limit: admit.PerSecond(1e6)}, 4)
 		if err != nil {
 			t.Fatal(err)
 		}

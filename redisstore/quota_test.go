@@ -224,7 +224,7 @@ func TestQuotaMatchesMemory(t *testing.T) {
 		for _, p := range periods {
 			name := fmt.Sprintf("m%d%v", i, p)
 			week := time.Weekday(r.IntN(7))
-			mem, err := quota.New(5, p, quota.WithLocation(loc), quota.WithWeekStart(week), quota.WithName(name))
+			mem, err := quota.New(quota.Config{Options: admit.Options{Name: name}, Limit: 5, Period: p, Location: loc, WeekStart: new(week)})
 			if err != nil {
 				t.Fatal(err)
 			}

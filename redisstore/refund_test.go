@@ -274,7 +274,7 @@ func TestRefundMatchesKeyed(t *testing.T) {
 				for _, alg := range admit.Algorithms() {
 					own := limits[rng.IntN(len(limits))]
 					red := mustLimiter(t, s, alg, own, redisstore.WithName(fmt.Sprint("t", rng.Uint32())))
-					mem, err := keyed.New(alg, own)
+					mem, err := keyed.New(keyed.Config{Algorithm: alg, Limit: own})
 					if err != nil {
 						t.Fatal(err)
 					}
