@@ -65,7 +65,7 @@ type keyedLib struct {
 
 var keyedLibs = []keyedLib{
 	{"admit-keyed", func(b *testing.B) (func(string) bool, func()) {
-		lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(keyRate), MaxKeys: 2*keyCount})
+		lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(keyRate), MaxKeys: 2 * keyCount})
 		if err != nil {
 			b.Fatal(err)
 		}

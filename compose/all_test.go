@@ -126,20 +126,20 @@ func TestAllUndoesRealLimiters(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0)
 	ip := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(10)})
 	window := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(100)})
-	conc, err := concurrency.New(3)
+	conc, err := concurrency.New(concurrency.Config{Max: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tenant, err := s.Limiter(admit.AlgGCRA, admit.PerHour(50))
+	tenant, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerHour(50)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rconc, err := s.Concurrency(4)
+	rconc, err := s.Concurrency(redisstore.ConcurrencyConfig{Max: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestHeld(t *testing.T) {
 func TestAllPeek(t *testing.T) {
 	lim := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(5)})
 	lim.Allow(ctx, admit.Request{Key: "k", N: 2, At: time.Now()})
-	conc, _ := concurrency.New(2)
+	conc, _ := concurrency.New(concurrency.Config{Max: 2})
 	p := newProbe("p", admits(1))
 	chain := mustAll(t, compose.Layer{Name: "rate", Limiter: lim}, compose.Layer{Name: "conc", Slots: conc.Slots()}, compose.Layer{Name: "p", Limiter: p})
 	var h compose.Held
@@ -469,12 +469,12 @@ func TestAllLayerFails(t *testing.T) {
 // TestAllCanceledMidChain: a context that ends in the middle of a chain
 // still lets the refunds through, to the local and to the Redis layers.
 func TestAllCanceledMidChain(t *testing.T) {
-	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tenant, err := s.Limiter(admit.AlgSlidingLog, admit.PerHour(5))
+	tenant, err := s.Limiter(redisstore.LimiterConfig{Algorithm: admit.AlgSlidingLog, Limit: admit.PerHour(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,7 @@ func TestAllConcurrent(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0) // one instant: refunds are exact
 	wide := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}})
 	narrow := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgSlidingWindow, Limit: admit.Limit{Rate: 150, Period: time.Hour, Burst: 150}})
-	conc, _ := concurrency.New(6)
+	conc, _ := concurrency.New(concurrency.Config{Max: 6})
 	chain := mustAll(t,
 		compose.Layer{Name: "wide", Limiter: wide},
 		compose.Layer{Name: "conc", Slots: conc.Slots()},

@@ -123,7 +123,7 @@ func BenchmarkAll(b *testing.B) {
 		}
 	})
 	b.Run("slots", func(b *testing.B) {
-		conc, err := concurrency.New(1 << 30)
+		conc, err := concurrency.New(concurrency.Config{Max: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func BenchmarkAll(b *testing.B) {
 	// "slots/finish" is "slots" as a middleware that reports outcomes
 	// does it: WantsOutcome, then Release (no grant is a Finisher).
 	b.Run("slots/finish", func(b *testing.B) {
-		conc, err := concurrency.New(1 << 30)
+		conc, err := concurrency.New(concurrency.Config{Max: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}

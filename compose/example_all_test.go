@@ -57,7 +57,7 @@ func ExampleChain_AllowKeys() {
 	if err != nil {
 		panic(err)
 	}
-	inFlight, err := concurrency.New(2)
+	inFlight, err := concurrency.New(concurrency.Config{Max: 2})
 	if err != nil {
 		panic(err)
 	}

@@ -108,7 +108,7 @@ func (d *decider) Decide(r *http.Request, h *compose.Held) (admit.Decision, erro
 // TestHeldReleasedOnPanic: a Decider's and a Chain's slots are released
 // when the handler panics, and the panic goes on.
 func TestHeldReleasedOnPanic(t *testing.T) {
-	cl, err := concurrency.New(1, concurrency.WithName("conc"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "conc"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 }
 
 func TestDecider(t *testing.T) {
-	cl, err := concurrency.New(1, concurrency.WithName("conc"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "conc"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

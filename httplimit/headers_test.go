@@ -130,7 +130,7 @@ func TestFieldsOptions(t *testing.T) {
 
 // TestKinds: a concurrency limit's fields and body, and a quota's.
 func TestKinds(t *testing.T) {
-	cl, err := concurrency.New(2, concurrency.WithName("inflight"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "inflight"}, Max: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	uploads, err := concurrency.New(1,
-		concurrency.WithName("uploads"), concurrency.WithObserver(obs))
+	uploads, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "uploads", Observer: obs}, Max: 1})
 	if err != nil {
 		panic(err)
 	}

@@ -23,7 +23,7 @@ import (
 func TestKeyedLimiter(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2), Shards: 1, MaxKeys: 2, ForgetAfter: 0})
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2), Shards: 1, MaxKeys: 2, ForgetAfter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ admit_decisions_total{decision="denied",kind="rate",limiter="api",rule="api"} 1
 func TestConcurrencyLimiter(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	lim, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs))
+	lim, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "jobs", Observer: obs}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestKeysTrackedFromStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs)); err != nil {
+	if _, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "jobs", Observer: obs}, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"api", "daily", "jobs"} {

@@ -74,14 +74,12 @@ func Quota(s Spec) (admit.KeyedLimiter, error) {
 // so that the count of allocations is deterministic), so a grant
 // allocates nothing once the list holds as many as are in flight.
 func Slots(s Spec) (admit.Slots, error) {
-	opts := []concurrency.Option{concurrency.WithClock(clock(&s)), concurrency.WithName(s.Name), concurrency.WithObserver(s.Observer)}
-	if s.Lease > 0 {
-		opts = append(opts, concurrency.WithLease(s.Lease))
-	}
-	if s.MaxKeys > 0 {
-		opts = append(opts, concurrency.WithMaxKeys(s.MaxKeys))
-	}
-	lim, err := concurrency.New(s.Limit.Rate, opts...)
+	lim, err := concurrency.New(concurrency.Config{
+		Options: options(&s),
+		Max:     s.Limit.Rate,
+		Lease:   max(s.Lease, 0),
+		MaxKeys: max(s.MaxKeys, 0),
+	})
 	if err != nil {
 		return nil, err
 	}
