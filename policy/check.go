@@ -241,22 +241,25 @@ type scratch struct {
 	calls  []call
 	rules  []*crule
 	names  []string
-	layers []compose.Layer
-	keys   []string
+	layers []compose.Layer  // the calls' layers, in the order asked
+	reqs   []admit.Request  // the request of each layer
+	decs   []admit.Decision // the decision of each layer
+	order  []int            // the call of each layer
 }
 
 func (sc *scratch) reset() {
 	clear(sc.calls)
 	clear(sc.rules)
 	clear(sc.layers)
-	clear(sc.keys)
+	clear(sc.reqs)
+	clear(sc.decs)
 	clear(sc.names)
-	sc.buf, sc.calls, sc.rules, sc.layers, sc.keys, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.layers[:0], sc.keys[:0], sc.names[:0]
+	sc.buf, sc.calls, sc.rules, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.names[:0]
+	sc.layers, sc.reqs, sc.decs, sc.order = sc.layers[:0], sc.reqs[:0], sc.decs[:0], sc.order[:0]
 }
 
-// call is one limiter asked for one descriptor of a request. It stands for
-// the limiter in the layers given to compose.Admit, with its own cost
-// (compose.Admit gives every layer the same), and records its decision.
+// call is one limiter asked for one descriptor of a request, with its own
+// cost, and what it decided.
 type call struct {
 	l      *clayer
 	n      int64
@@ -270,6 +273,9 @@ type call struct {
 	done   bool
 }
 
+// record records what the call's limiter decided, naming the call's layer
+// as its Rule (unless its failure policy decided: see failure) and giving
+// it the layer's Kind (a failure policy's decisions have none).
 func (c *call) record(d admit.Decision, err error) admit.Decision {
 	if !strings.HasPrefix(d.Rule, c.l.prefix) {
 		d.Rule = c.l.label
@@ -279,38 +285,6 @@ func (c *call) record(d admit.Decision, err error) admit.Decision {
 	}
 	c.d, c.err, c.done = d, err, true
 	return d
-}
-
-// Allow asks the call's limiter, with the call's cost.
-func (c *call) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	r.N = c.n
-	d, err := c.l.lim.Allow(ctx, r)
-	return c.record(d, err), err
-}
-
-// Refund gives back the call's cost (compose.Admit undoing it).
-func (c *call) Refund(ctx context.Context, r admit.Request) error {
-	if c.n == 0 || c.l.refund == nil {
-		return nil
-	}
-	r.N = c.n
-	return c.l.refund.Refund(ctx, r)
-}
-
-// Track gives compose.Admit what an adaptive rate keeps of an admitted
-// request, to learn its outcome (makes a call a compose.Learner).
-func (c *call) Track(key string, _ int64) compose.Finisher {
-	if c.l.learn == nil || c.n == 0 {
-		return nil
-	}
-	return c.l.learn.Track(key, c.n)
-}
-
-// TryAcquire asks the call's concurrency cap for the call's cost.
-func (c *call) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
-	r.N = c.n
-	rel, d, err := c.l.slots.TryAcquire(ctx, r)
-	return rel, c.record(d, err), err
 }
 
 func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
@@ -332,14 +306,14 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	for class := classLocal; class <= classAdaptiveSlots; class++ {
 		for j := range sc.calls {
 			if c := &sc.calls[j]; !c.shadow && c.l.class == class {
-				sc.add(c)
+				sc.add(j)
 			}
 		}
 	}
 	enforcing := len(sc.layers)
 	for j := range sc.calls {
-		if c := &sc.calls[j]; c.shadow {
-			sc.add(c)
+		if sc.calls[j].shadow {
+			sc.add(j)
 		}
 	}
 	if slots && h == nil {
@@ -348,16 +322,13 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	var dec admit.Decision
 	var err error
 	if enforcing > 0 {
-		dec, err = compose.Admit(ctx, sc.layers[:enforcing], sc.keys[:enforcing], 1, h)
-		if err != nil {
-			dec.Allowed = false
-		}
+		dec, err = sc.admit(ctx, 0, enforcing, h)
 	} else {
 		dec = allowAll
 	}
 	if dec.Allowed {
 		for j := enforcing; j < len(sc.layers); j++ {
-			_, _ = compose.Admit(ctx, sc.layers[j:j+1], sc.keys[j:j+1], 1, h)
+			_, _ = sc.admit(ctx, j, j+1, h)
 		}
 	}
 	out.Decision = dec
@@ -365,14 +336,40 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	return err
 }
 
-// add appends call c as a layer.
-func (sc *scratch) add(c *call) {
+// add appends the layer of call j, with its request.
+func (sc *scratch) add(j int) {
+	c := &sc.calls[j]
 	if c.l.slots != nil {
-		sc.layers = append(sc.layers, compose.Layer{Slots: c})
+		sc.layers = append(sc.layers, compose.Layer{Slots: c.l.slots})
 	} else {
-		sc.layers = append(sc.layers, compose.Layer{Limiter: c})
+		sc.layers = append(sc.layers, compose.Layer{Limiter: c.l.lim})
 	}
-	sc.keys = append(sc.keys, c.key)
+	sc.reqs = append(sc.reqs, admit.Request{Key: c.key, N: c.n})
+	sc.decs = append(sc.decs, admit.Decision{})
+	sc.order = append(sc.order, j)
+}
+
+// admit asks layers [from, to) as one compose.Admit, records the
+// decisions of the calls asked, and returns the request's: the refusal
+// (or failure) of the layer that decided, else the most restrictive
+// admission, as compose.Admit chooses it but with the calls' Rule and
+// Kind (see record).
+func (sc *scratch) admit(ctx context.Context, from, to int, h *compose.Held) (admit.Decision, error) {
+	decs := sc.decs[from:to]
+	_, err := compose.Admit(ctx, sc.layers[from:to], sc.reqs[from:to], h, decs)
+	var best admit.Decision
+	for k := range decs {
+		c := &sc.calls[sc.order[from+k]]
+		if !decs[k].Allowed {
+			// The layer that decided; those after it were not asked.
+			// (Bad input, which asks none, cannot come from a plan.)
+			return c.record(decs[k], err), err
+		}
+		if r := c.record(decs[k], nil); k == 0 || restrictive(r, best) {
+			best = r
+		}
+	}
+	return best, err
 }
 
 // statuses fills the descriptors' statuses from the calls' decisions.
