@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -81,8 +80,9 @@ func (c Code) String() string {
 
 // Status is the outcome of one descriptor of a request: what an Envoy
 // descriptor status reports (code, current limit, remaining, duration until
-// reset), and which rule decided and why. The zero Status (CodeUnknown)
-// is never reported.
+// reset), and which rule decided and why. The limit's side of it is an
+// admit.Decision, as the request's is in Result. The zero Status
+// (CodeUnknown) is never reported.
 type Status struct {
 	// Code is CodeOverLimit if one of the descriptor's limits refused the
 	// request (and the rule is not in shadow mode), else CodeOK.
@@ -94,17 +94,21 @@ type Status struct {
 	Rule string
 	Tier string
 
-	// Kind, Limit, Remaining, RetryAfter and ResetAfter are those of the
-	// most restrictive of the descriptor's limits (the one that refused,
-	// if one did), as in admit.Decision: Limit is the current limit
-	// (Rate per Period, Burst), ResetAfter the time until it is full
-	// again. When a later layer refused the request, the events this one
-	// had admitted are given back, and Remaining counts them again.
-	Kind       admit.Kind
-	Limit      admit.Limit
-	Remaining  int64
-	RetryAfter time.Duration
-	ResetAfter time.Duration
+	// Decision is that of the most restrictive of the descriptor's limits
+	// (the one that refused, if one did): its Kind, its Limit (the
+	// current limit: Rate per Period, Burst), Remaining, RetryAfter and
+	// ResetAfter (the time until it is full again). Its Rule names the
+	// limit: the rule, then its tier, then the kind of limit if the rule
+	// has several ("api/gold/quota"), followed by "/fail-open",
+	// "/fail-closed" or "/fallback" when a failure policy decided.
+	// Decision.Allowed is false iff that limit refused the request (or
+	// failed), in shadow mode too; Code is what the descriptor reports. When a later
+	// limit refused the request, the events this one had admitted are
+	// given back, and Remaining counts them again. With no limit asked
+	// (no rule matched, Exempt, Replaced), Decision is
+	// admit.Decision{Allowed: true}; for Unlimited, its Limit is
+	// admit.Unlimited and Remaining math.MaxInt64.
+	Decision admit.Decision
 
 	// Shadow reports that the rule is in shadow mode (its own, its
 	// domain's, or the engine's), so Code is CodeOK whatever it decided;
@@ -113,8 +117,8 @@ type Status struct {
 	WouldRefuse bool
 
 	// Exempt: the descriptor has an exempt value of the rule (nothing was
-	// checked). Unlimited: the rule (or tier) is unlimited (Limit is
-	// admit.Unlimited, Remaining math.MaxInt64). Replaced: the rule was
+	// checked). Unlimited: the rule (or tier) is unlimited (see
+	// Decision). Replaced: the rule was
 	// replaced by another matched rule (see Rule.Replaces). Override: the
 	// descriptor gave its limit inline.
 	Exempt    bool
@@ -124,9 +128,10 @@ type Status struct {
 
 	// Skipped reports that some of the descriptor's limits were not
 	// asked, because the request was refused (by another descriptor's
-	// limit) before their turn; nothing was consumed from them, and the
-	// fields above describe those that were asked, if any (else Limit
-	// is the configured limit of the first, Remaining 0).
+	// limit) before their turn; nothing was consumed from them, and
+	// Decision describes those that were asked, if any (else it admits,
+	// with the configured Limit, Kind and name of the first, Remaining
+	// 0).
 	Skipped bool
 
 	// Err is the error of one of the descriptor's limits (a shadow rule's
@@ -216,7 +221,7 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 			out.Decision = refusal
 			return fmt.Errorf("%w: descriptor %d: cost %d is negative", ErrInvalidRequest, i, d.Hits)
 		}
-		out.Statuses[i].Code = CodeOK
+		out.Statuses[i].Code, out.Statuses[i].Decision.Allowed = CodeOK, true
 	}
 	dom := e.domains[req.Domain]
 	if dom == nil {
@@ -386,8 +391,8 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 			}
 			if !c.done {
 				st.Skipped = true
-				if !have && st.Limit == (admit.Limit{}) {
-					st.Kind, st.Limit = c.l.kind, c.l.limit
+				if !have && st.Decision.Limit == (admit.Limit{}) {
+					st.Decision = admit.Decision{Allowed: true, Limit: c.l.limit, Rule: c.l.label, Kind: c.l.kind}
 				}
 				continue
 			}
@@ -409,8 +414,7 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 		if !have {
 			continue
 		}
-		st.Kind, st.Limit, st.Remaining = worst.Kind, worst.Limit, worst.Remaining
-		st.RetryAfter, st.ResetAfter = worst.RetryAfter, worst.ResetAfter
+		st.Decision = worst
 		if !worst.Allowed {
 			if st.Shadow {
 				st.WouldRefuse = true
