@@ -121,7 +121,7 @@ func (c *Chain) Allow(ctx context.Context, r admit.Request) (admit.Decision, err
 	if c.slots {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	return run(ctx, c.layers, requests{base: r}, nil, false, nil)
+	return run(ctx, c.layers, &requests{base: r}, nil, false, nil)
 }
 
 // AllowKeys decides whether n events may happen now, keys[i] being the key
@@ -135,7 +135,7 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 	if c.slots && h == nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	return run(ctx, c.layers, requests{keys: keys, base: admit.Request{N: n}}, h, c.learners, nil)
+	return run(ctx, c.layers, &requests{keys: keys, base: admit.Request{N: n}}, h, c.learners, nil)
 }
 
 // Admit checks a request against layers in order, reqs[i] being what
@@ -206,7 +206,7 @@ func Admit(ctx context.Context, layers []Layer, reqs []admit.Request, h *Held, d
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, ErrNeedHeld
 		}
 	}
-	return run(ctx, layers, requests{reqs: reqs}, h, true, dst)
+	return run(ctx, layers, &requests{reqs: reqs}, h, true, dst)
 }
 
 // check refuses a request of a chain's that no layer should see.
@@ -246,7 +246,7 @@ func (q *requests) at(i int) admit.Request {
 // and Slots, q has a request of N >= 0 per layer, h is not nil if a Slots
 // layer is among them, and dst is nil or has a decision per layer. learn
 // says whether a Limiter may be a Learner (Chain knows which are).
-func run(ctx context.Context, layers []Layer, q requests, h *Held, learn bool, dst []admit.Decision) (admit.Decision, error) {
+func run(ctx context.Context, layers []Layer, q *requests, h *Held, learn bool, dst []admit.Decision) (admit.Decision, error) {
 	var (
 		best admit.Decision
 		mark int
@@ -288,7 +288,7 @@ func run(ctx context.Context, layers []Layer, q requests, h *Held, learn bool, d
 				dst[i] = d
 				clear(dst[i+1:])
 			}
-			undo(ctx, layers[:i], &q, h, mark)
+			undo(ctx, layers[:i], q, h, mark)
 			return d, err
 		}
 		if dst != nil {

@@ -102,10 +102,10 @@ type Status struct {
 	// has several ("api/gold/quota"), followed by "/fail-open",
 	// "/fail-closed" or "/fallback" when a failure policy decided.
 	// Decision.Allowed is false iff that limit refused the request (or
-	// failed), in shadow mode too; Code is what the descriptor reports. When a later
-	// limit refused the request, the events this one had admitted are
-	// given back, and Remaining counts them again. With no limit asked
-	// (no rule matched, Exempt, Replaced), Decision is
+	// failed), in shadow mode too; Code is what the descriptor reports.
+	// When a later limit refused the request, the events this one had
+	// admitted are given back, and Remaining counts them again. With no
+	// limit asked (no rule matched, Exempt, Replaced), Decision is
 	// admit.Decision{Allowed: true}; for Unlimited, its Limit is
 	// admit.Unlimited and Remaining math.MaxInt64.
 	Decision admit.Decision
@@ -118,9 +118,8 @@ type Status struct {
 
 	// Exempt: the descriptor has an exempt value of the rule (nothing was
 	// checked). Unlimited: the rule (or tier) is unlimited (see
-	// Decision). Replaced: the rule was
-	// replaced by another matched rule (see Rule.Replaces). Override: the
-	// descriptor gave its limit inline.
+	// Decision). Replaced: the rule was replaced by another matched rule
+	// (see Rule.Replaces). Override: the descriptor gave its limit inline.
 	Exempt    bool
 	Unlimited bool
 	Replaced  bool
@@ -252,12 +251,14 @@ type scratch struct {
 	order  []int            // the call of each layer
 }
 
+// reset empties sc, dropping its references to the engine's limiters and
+// to the request (decs, whose Rules name the engine's limits, need not be
+// cleared: compose.Admit sets every one it is given).
 func (sc *scratch) reset() {
 	clear(sc.calls)
 	clear(sc.rules)
 	clear(sc.layers)
 	clear(sc.reqs)
-	clear(sc.decs)
 	clear(sc.names)
 	sc.buf, sc.calls, sc.rules, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.names[:0]
 	sc.layers, sc.reqs, sc.decs, sc.order = sc.layers[:0], sc.reqs[:0], sc.decs[:0], sc.order[:0]
@@ -278,18 +279,18 @@ type call struct {
 	done   bool
 }
 
-// record records what the call's limiter decided, naming the call's layer
-// as its Rule (unless its failure policy decided: see failure) and giving
-// it the layer's Kind (a failure policy's decisions have none).
-func (c *call) record(d admit.Decision, err error) admit.Decision {
+// record records what the call's limiter decided (d, which it updates),
+// naming the call's layer as its Rule (unless its failure policy decided:
+// see failure) and giving it the layer's Kind (a failure policy's
+// decisions have none).
+func (c *call) record(d *admit.Decision, err error) {
 	if !strings.HasPrefix(d.Rule, c.l.prefix) {
 		d.Rule = c.l.label
 	}
 	if c.l.kind != admit.KindRate && d.Kind == admit.KindRate {
 		d.Kind = c.l.kind
 	}
-	c.d, c.err, c.done = d, err, true
-	return d
+	c.d, c.err, c.done = *d, err, true
 }
 
 func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
@@ -324,6 +325,11 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	if slots && h == nil {
 		h = &sc.held // peeks only: nothing will be held
 	}
+	// Room for the layers' decisions, which compose.Admit sets (or zeroes).
+	if cap(sc.decs) < len(sc.layers) {
+		sc.decs = make([]admit.Decision, len(sc.layers))
+	}
+	sc.decs = sc.decs[:len(sc.layers)]
 	var dec admit.Decision
 	var err error
 	if enforcing > 0 {
@@ -344,13 +350,8 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 // add appends the layer of call j, with its request.
 func (sc *scratch) add(j int) {
 	c := &sc.calls[j]
-	if c.l.slots != nil {
-		sc.layers = append(sc.layers, compose.Layer{Slots: c.l.slots})
-	} else {
-		sc.layers = append(sc.layers, compose.Layer{Limiter: c.l.lim})
-	}
+	sc.layers = append(sc.layers, compose.Layer{Limiter: c.l.lim, Slots: c.l.slots})
 	sc.reqs = append(sc.reqs, admit.Request{Key: c.key, N: c.n})
-	sc.decs = append(sc.decs, admit.Decision{})
 	sc.order = append(sc.order, j)
 }
 
@@ -362,19 +363,21 @@ func (sc *scratch) add(j int) {
 func (sc *scratch) admit(ctx context.Context, from, to int, h *compose.Held) (admit.Decision, error) {
 	decs := sc.decs[from:to]
 	_, err := compose.Admit(ctx, sc.layers[from:to], sc.reqs[from:to], h, decs)
-	var best admit.Decision
+	best := 0
 	for k := range decs {
-		c := &sc.calls[sc.order[from+k]]
-		if !decs[k].Allowed {
+		d := &decs[k]
+		if !d.Allowed {
 			// The layer that decided; those after it were not asked.
 			// (Bad input, which asks none, cannot come from a plan.)
-			return c.record(decs[k], err), err
+			sc.calls[sc.order[from+k]].record(d, err)
+			return *d, err
 		}
-		if r := c.record(decs[k], nil); k == 0 || restrictive(r, best) {
-			best = r
+		sc.calls[sc.order[from+k]].record(d, nil)
+		if restrictive(d, &decs[best]) {
+			best = k
 		}
 	}
-	return best, err
+	return decs[best], err
 }
 
 // statuses fills the descriptors' statuses from the calls' decisions.
@@ -402,7 +405,7 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 				d.Remaining = min(satAdd(d.Remaining, c.n), max(d.Limit.Burst, d.Remaining))
 			}
 			if c.shadow && !d.Allowed {
-				if !out.ShadowRefused || restrictive(d, out.Shadow) {
+				if !out.ShadowRefused || restrictive(&d, &out.Shadow) {
 					out.Shadow = d
 				}
 				out.ShadowRefused = true
@@ -431,12 +434,12 @@ func worse(a, b admit.Decision) bool {
 	if a.Allowed != b.Allowed {
 		return !a.Allowed
 	}
-	return restrictive(a, b)
+	return restrictive(&a, &b)
 }
 
 // restrictive reports whether a leaves less room than b (compose.Admit's
 // order).
-func restrictive(a, b admit.Decision) bool {
+func restrictive(a, b *admit.Decision) bool {
 	if a.Remaining != b.Remaining {
 		return a.Remaining < b.Remaining
 	}
