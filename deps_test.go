@@ -66,6 +66,13 @@ var forbiddenDeps = []struct {
 	{"quota", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
 	{"concurrency", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore"}},
 	{"redisstore", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy"}},
+	// The middleware and the layers above compose know neither the
+	// service nor any backend: they take the root's contract.
+	{"httplimit", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	{"grpclimit", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	{"transport", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	{"adaptive", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	{"fair", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
 	// policy is given its stores through policy.Backend (principle 8).
 	{"policy", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/internal/stores", "github.com/admit-go/admit/policy/backends"}},
 }

@@ -31,6 +31,11 @@ var (
 	// ErrWaitTooLong reports that a Pacer's wait would exceed its maximum.
 	ErrWaitTooLong = errors.New("admit: wait would exceed the pacer's maximum wait")
 
+	// ErrInvalidConfig reports a Config (of any package of this module)
+	// with a field outside its documented domain; the error wrapping it
+	// names the package and the field.
+	ErrInvalidConfig = errors.New("admit: invalid config")
+
 	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.
 	// The keyed limiters (packages keyed, redisstore) return it, so that a
 	// failure policy can tell a bad request from a failing store.

@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/concurrency.lua
+//go:embed internal/lua/concurrency.lua
 var concurrencySource string
 
 var concurrencyScript = redis.NewScript(concurrencySource)

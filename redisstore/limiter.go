@@ -11,7 +11,7 @@ import (
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/limits"
 	"github.com/admit-go/admit/internal/timeline"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // Limiter is a keyed limiter whose states live in Redis, so that every

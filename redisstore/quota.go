@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/quota.lua
+//go:embed internal/lua/quota.lua
 var quotaSource string
 
 var quotaScript = redis.NewScript(quotaSource)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 	"github.com/redis/go-redis/v9"
 )
 

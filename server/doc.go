@@ -17,6 +17,35 @@
 // gRPC APIs, health, readiness and metrics, and in gateway mode a
 // Gateway. Shutdown drains the requests in flight within a deadline.
 //
+// # Configuration
+//
+// An embedder builds a Server from a Config literal, writing only what
+// differs from the defaults, and may check it first with Validate, whose
+// *ConfigError names the field at fault:
+//
+//	cfg := server.Config{
+//		HTTPAddr:    "127.0.0.1:9000",
+//		GRPCAddr:    "off",                  // no gRPC listener
+//		PolicyFiles: []string{"/etc/admit/policy.yaml"},
+//		Redis:       "redis://redis:6379/0", // "" keeps everything in memory
+//		Logger:      logger,
+//	}
+//	if err := cfg.Validate(); err != nil {
+//		var ce *server.ConfigError
+//		if errors.As(err, &ce) { ... ce.Field, such as "Redis" ... }
+//	}
+//	srv, err := server.New(cfg) // validates too
+//	...
+//	err = srv.Run(ctx) // serves until ctx ends, then drains
+//
+// DefaultConfig returns every default spelled out (New(DefaultConfig())
+// and New(Config{}) are the same Server). The fields that text can set
+// are `admit serve`'s settings, each a flag, an ADMIT_* variable and a
+// key of its --server-config file, named in the field's comment; the
+// others (Policy, RedisClient, Logger, Registry, Transport, ...) hold Go
+// values. NewGateway, NewAPI and RegisterGRPC take the same Config and
+// read the fields that concern them.
+//
 // Which one should I use?
 //
 //   - A rate-limit service for gateways and services in any language: run

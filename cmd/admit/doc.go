@@ -47,7 +47,12 @@
 // the command line wins over its variable, and a variable with an invalid
 // value is an error naming it. Flags that may repeat (--config,
 // --descriptor, --trusted-proxies) take several items in their variable,
-// separated by commas (';' for ADMIT_DESCRIPTOR). docs/SERVE.md lists
+// separated by commas (';' for ADMIT_DESCRIPTOR). --server-config FILE
+// (ADMIT_SERVER_CONFIG) reads the settings from a YAML file whose keys
+// are the flags' names (http-addr: ":9000"); a variable wins over the
+// file's key, and a flag over both. One table, serveSettings in
+// config.go, defines every setting: its flag, variable, key, help and
+// line of docs/SERVE.md. docs/SERVE.md lists
 // every flag with its default, the Redis URL forms, the gateway's
 // descriptors and headers, the metrics and the signals; `admit help
 // serve` prints the flags.

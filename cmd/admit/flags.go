@@ -28,6 +28,9 @@ type command struct {
 	fs      *flag.FlagSet
 	noEnv   map[string]bool // flags without an environment variable
 	envOf   map[string]string
+	// settings, if any, are the flags' table (serve's): the help lists
+	// them from it.
+	settings []setting
 }
 
 func newCommand(name, usage, summary string) *command {
@@ -83,6 +86,10 @@ func (c *command) parse(args []string, getenv func(string) string) ([]string, er
 // and environment variable.
 func (c *command) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: admit %s %s\n\n%s\n", c.name, c.usage, c.summary)
+	if c.settings != nil {
+		printSettings(w, c.settings)
+		return
+	}
 	var flags []*flag.Flag
 	c.fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
 	if len(flags) == 0 {
@@ -159,54 +166,6 @@ func (l *listFlag) add(s string) error {
 	return nil
 }
 
-// prefixesFlag is a list of IP prefixes (CIDRs) or addresses, comma
-// separated, which may be given several times.
-type prefixesFlag struct {
-	list listFlag
-}
-
-func newPrefixesFlag() *prefixesFlag {
-	p := &prefixesFlag{}
-	p.list = listFlag{sep: ",", check: func(s string) error {
-		_, err := parsePrefix(s)
-		return err
-	}}
-	return p
-}
-
-func (p *prefixesFlag) String() string {
-	if p == nil {
-		return ""
-	}
-	return p.list.String()
-}
-
-func (p *prefixesFlag) Set(s string) error {
-	if p.list.fromEnv {
-		p.list.items, p.list.fromEnv = nil, false
-	}
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			if err := p.list.add(item); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (p *prefixesFlag) setEnv(s string) error { return p.list.setEnv(s) }
-
-// prefixes returns the parsed prefixes.
-func (p *prefixesFlag) prefixes() []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(p.list.items))
-	for _, s := range p.list.items {
-		pf, _ := parsePrefix(s) // checked by Set
-		out = append(out, pf)
-	}
-	return out
-}
-
 // parsePrefix reads a CIDR prefix ("10.0.0.0/8", "2001:db8::/32") or an
 // address (a prefix of its full length).
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -214,13 +173,13 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix", s)
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix", truncate(s, 64))
 		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
+		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", truncate(s, 64))
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
@@ -250,26 +209,6 @@ func (c *choiceFlag) Set(s string) error {
 	return fmt.Errorf("%q: want one of %s", s, strings.Join(c.choices, ", "))
 }
 
-// sizeFlag is a size in bytes: an integer, optionally with a unit (KiB,
-// MiB, GiB, or kB, MB, GB; B).
-type sizeFlag struct{ n int64 }
-
-func (f *sizeFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return formatSize(f.n)
-}
-
-func (f *sizeFlag) Set(s string) error {
-	n, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	f.n = n
-	return nil
-}
-
 var sizeUnits = []struct {
 	suffix string
 	mult   int64
@@ -291,18 +230,18 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	if t == "" || len(t) > 19 || strings.TrimLeft(t, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB, kB, MB, GB)", s)
+		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB, kB, MB, GB)", truncate(s, 32))
 	}
 	var n int64
 	for _, c := range t {
 		d := int64(c - '0')
 		if n > (1<<63-1-d)/10 {
-			return 0, fmt.Errorf("%q is too large", s)
+			return 0, fmt.Errorf("%q is too large", truncate(s, 32))
 		}
 		n = n*10 + d
 	}
 	if n > (1<<63-1)/mult {
-		return 0, fmt.Errorf("%q is too large", s)
+		return 0, fmt.Errorf("%q is too large", truncate(s, 32))
 	}
 	return n * mult, nil
 }

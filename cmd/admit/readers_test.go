@@ -61,3 +61,29 @@ func TestCheckConfigPositions(t *testing.T) {
 		}
 	}
 }
+
+// serve reads its settings file (--server-config) through a limit: one
+// that never ends stops there and is reported too large, naming the file,
+// with exit status 2.
+func TestServerConfigEndless(t *testing.T) {
+	tooLarge := fmt.Sprintf("larger than the limit of %d bytes", maxSettingsFile)
+	ok := t.Run("fifo", func(t *testing.T) {
+		const bound = 2 * maxSettingsFile
+		path := filepath.Join(t.TempDir(), "serve.yaml")
+		written := endless.FIFO(t, path, bound)
+		_, errOut, code := runCmd(t, nil, "serve", "--server-config", path)
+		if code != exitUsage || !strings.Contains(errOut, "--server-config: "+path+": "+tooLarge) {
+			t.Errorf("serve --server-config of an endless FIFO: %d %q", code, errOut)
+		}
+		if w := written(); w >= bound {
+			t.Errorf("serve read all %d bytes the FIFO's writer wrote: it has no limit", w)
+		}
+	})
+	if !ok || runtime.GOOS != "linux" {
+		return
+	}
+	_, errOut, code := runCmd(t, map[string]string{"ADMIT_SERVER_CONFIG": "/dev/zero"}, "serve")
+	if code != exitUsage || !strings.Contains(errOut, "/dev/zero: "+tooLarge) {
+		t.Errorf("ADMIT_SERVER_CONFIG=/dev/zero: %d %q", code, errOut)
+	}
+}

@@ -96,7 +96,7 @@ var commands = []struct {
 	summary string
 	build   func() *command
 }{
-	{"serve", "Run the rate-limit service (HTTP and gRPC APIs, Envoy's rate-limit service, gateway).", func() *command { return newServeCommand(&serveConfig{}) }},
+	{"serve", "Run the rate-limit service (HTTP and gRPC APIs, Envoy's rate-limit service, gateway).", func() *command { c, _ := newServeCommand(); return c }},
 	{"check-config", "Check policy files and report their problems as file:line:column: field: message.", func() *command { return newCheckCommand(&checkConfigFlags{}) }},
 	{"version", "Print admit's version and the Go version it was built with.", nil},
 	{"help", "Print this help, or a command's: admit help serve.", nil},

@@ -36,8 +36,8 @@ func TestHelp(t *testing.T) {
 		t.Fatal(code)
 	}
 	// Every flag is listed with its environment variable.
-	var c serveConfig
-	newServeCommand(&c).fs.VisitAll(func(f *flag.Flag) {
+	cmd, _ := newServeCommand()
+	cmd.fs.VisitAll(func(f *flag.Flag) {
 		if !strings.Contains(out, "--"+f.Name) || !strings.Contains(out, envName(f.Name)) {
 			t.Errorf("help serve lacks --%s or %s", f.Name, envName(f.Name))
 		}
@@ -119,16 +119,15 @@ func TestUsageErrors(t *testing.T) {
 func TestServeFlagsAndEnvironment(t *testing.T) {
 	parse := func(env map[string]string, args ...string) *serveConfig {
 		t.Helper()
-		var c serveConfig
-		cmd := newServeCommand(&c)
-		if _, err := cmd.parse(args, func(k string) string { return env[k] }); err != nil {
+		l, err := loadServe(args, func(k string) string { return env[k] })
+		if err != nil {
 			t.Fatal(err)
 		}
-		return &c
+		return &l.cfg
 	}
 	c := parse(nil)
-	if c.httpAddr != ":8080" || c.grpcAddr != ":8081" || c.shutdown != 10*time.Second || c.reload != 2*time.Second ||
-		c.maxBody.n != 1<<20 || c.logFormat.value != "text" || c.logLevel.value != "info" || len(c.config.items) != 0 {
+	if c.HTTPAddr != ":8080" || c.GRPCAddr != ":8081" || c.ShutdownTimeout != 10*time.Second || c.ReloadInterval != 2*time.Second ||
+		c.MaxRequestBytes != 1<<20 || c.LogFormat != "text" || c.LogLevel != "info" || len(c.PolicyFiles) != 0 {
 		t.Errorf("defaults: %+v", c)
 	}
 	env := map[string]string{
@@ -142,17 +141,17 @@ func TestServeFlagsAndEnvironment(t *testing.T) {
 		"ADMIT_LOG_FORMAT":       "JSON",
 	}
 	c = parse(env)
-	if c.httpAddr != ":9000" || strings.Join(c.config.items, "|") != "a.yaml|b.yaml" || len(c.descriptors.items) != 2 ||
-		len(c.trusted.prefixes()) != 2 || c.trusted.prefixes()[1].String() != "192.168.1.1/32" || c.shutdown != 3*time.Second ||
-		c.maxBody.n != 64<<10 || !c.shadow || c.logFormat.value != "json" {
+	if c.HTTPAddr != ":9000" || strings.Join(c.PolicyFiles, "|") != "a.yaml|b.yaml" || len(c.Descriptors) != 2 ||
+		len(c.TrustedProxies) != 2 || c.TrustedProxies[1].String() != "192.168.1.1/32" || c.ShutdownTimeout != 3*time.Second ||
+		c.MaxRequestBytes != 64<<10 || !c.Shadow || c.LogFormat != "json" {
 		t.Errorf("from the environment: %+v", c)
 	}
 	// Flags win over the environment; a list flag replaces the
 	// variable's items rather than adding to them.
 	c = parse(env, "--http-addr", ":9001", "--config", "c.yaml", "--config", "d.yaml", "--trusted-proxies", "::1",
-		"--shutdown-timeout", "1s")
-	if c.httpAddr != ":9001" || strings.Join(c.config.items, "|") != "c.yaml|d.yaml" || len(c.trusted.prefixes()) != 1 ||
-		c.shutdown != time.Second {
+		"--shutdown-timeout", "1s", "--upstream", "http://up")
+	if c.HTTPAddr != ":9001" || strings.Join(c.PolicyFiles, "|") != "c.yaml|d.yaml" || len(c.TrustedProxies) != 1 ||
+		c.ShutdownTimeout != time.Second {
 		t.Errorf("flags over the environment: %+v", c)
 	}
 }

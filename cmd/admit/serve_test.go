@@ -300,3 +300,17 @@ func TestServeStartErrors(t *testing.T) {
 		t.Errorf("a taken port: %d %q", code, errOut)
 	}
 }
+
+// TestServeServerConfig: admit serve runs from a settings file, a flag
+// overriding one of its keys.
+func TestServeServerConfig(t *testing.T) {
+	policyPath := writeTemp(t, "policy.yaml", ourPolicy)
+	file := writeTemp(t, "serve.yaml", "http-addr: \"127.0.0.1:0\"\ngrpc-addr: \"127.0.0.1:0\"\nconfig:\n  - "+policyPath+"\nallow-reset: true\n")
+	s := runServe(t, nil, nil, "--server-config", file, "--grpc-addr", "")
+	if s.http == "" || s.grpc != "" || !strings.Contains(s.try, `"domain":"shop"`) {
+		t.Fatalf("banner: %+v", s.banner)
+	}
+	if got := check(t, s.http, "shop", "route", "/checkout"); !got.Allowed || got.Decision.Rule != "checkout" {
+		t.Fatalf("the file's policy: %+v", got)
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/internal/algo"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // A key met several times in one call, its state kept decoded between the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // The differential test: random timelines of calls, each deciding one or

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit/internal/algo"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // The tests' side of the stored forms (see the package documentation), the

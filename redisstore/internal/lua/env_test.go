@@ -12,7 +12,7 @@ import (
 
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // t0 is an instant on the time line the tests start from.

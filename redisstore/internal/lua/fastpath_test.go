@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit/internal/algo"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // TestFastPathEdges compares script and Go around the bounds of the fast

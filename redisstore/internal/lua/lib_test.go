@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // libDriver runs operations of lib.lua given as triples (op, a, b) of

@@ -33,7 +33,7 @@ var modules = []string{
 	"slow",          // the general path of main.lua
 }
 
-const prelude = `-- admit decision script (github.com/admit-go/admit/redisstore/lua)
+const prelude = `-- admit decision script (github.com/admit-go/admit/redisstore/internal/lua)
 
 local loaded, L = {}, {}
 

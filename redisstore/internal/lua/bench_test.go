@@ -11,7 +11,7 @@ import (
 
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 var usecPerCall = regexp.MustCompile(`cmdstat_evalsha:calls=(\d+),usec=(\d+)`)

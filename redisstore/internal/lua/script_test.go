@@ -15,7 +15,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/redisstore/lua"
+	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 func TestCode(t *testing.T) {
