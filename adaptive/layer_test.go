@@ -17,7 +17,7 @@ func TestLayers(t *testing.T) {
 	clk := admittest.NewManualClock(t0)
 	a := mustAIMD(t, 1, 100, WithInitial(3), WithClock(clk), WithName("rate"))
 	g := mustGradient(t, 2, 10, WithClock(clk), WithName("inflight"), WithWindow(1000, 0))
-	perUser, err := keyed.New(admit.AlgGCRA, admit.PerSecond(100), keyed.WithClock(clk))
+	perUser, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(100)})
 	if err != nil {
 		t.Fatal(err)
 	}

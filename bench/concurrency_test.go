@@ -34,7 +34,7 @@ func BenchmarkConcurrencyTryAcquireRelease(b *testing.B) {
 			name = "admit-key"
 		}
 		b.Run(name, func(b *testing.B) {
-			lim, err := concurrency.New(100)
+			lim, err := concurrency.New(concurrency.Config{Max: 100})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 		}
 	})
 	b.Run("admit-global", func(b *testing.B) {
-		lim, err := concurrency.New(100)
+		lim, err := concurrency.New(concurrency.Config{Max: 100})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -62,7 +62,7 @@ func middlewares(b *testing.B, n int, period time.Duration) []struct {
 	wrap func(http.Handler) http.Handler
 } {
 	b.Helper()
-	lim, err := keyed.New(admit.AlgGCRA, admit.Limit{Rate: int64(n), Period: period, Burst: int64(n)}, keyed.WithName("api"))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api"}, Limit: admit.Limit{Rate: int64(n), Period: period, Burst: int64(n)}})
 	if err != nil {
 		b.Fatal(err)
 	}

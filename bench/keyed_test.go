@@ -65,7 +65,7 @@ type keyedLib struct {
 
 var keyedLibs = []keyedLib{
 	{"admit-keyed", func(b *testing.B) (func(string) bool, func()) {
-		lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(keyRate), keyed.WithMaxKeys(2*keyCount))
+		lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(keyRate), MaxKeys: 2 * keyCount})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -207,7 +207,7 @@ func BenchmarkKeyedFlood(b *testing.B) {
 	heavy(b)
 	const flood, capKeys = 10_000_000, 1_000_000
 	for b.Loop() {
-		lim, err := keyed.New(admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(capKeys))
+		lim, err := keyed.New(keyed.Config{Limit: admit.PerHour(1), MaxKeys: capKeys})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -112,12 +112,12 @@ type redisLib struct {
 
 var redisLibs = []redisLib{
 	{"admit", func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
-		s, err := redisstore.New(c, redisstore.WithPrefix("bench:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
+		s, err := redisstore.New(c, redisstore.Config{Prefix: "bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: int64(rate), Period: period, Burst: int64(burst)})
+		lim, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.Limit{Rate: int64(rate), Period: period, Burst: int64(burst)}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -268,12 +268,12 @@ func BenchmarkRedisFleet(b *testing.B) {
 				first = c
 			}
 			defer c.Close()
-			s, err := redisstore.New(c, redisstore.WithPrefix(prefix))
+			s, err := redisstore.New(c, redisstore.Config{Prefix: prefix})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: rate, Period: time.Second, Burst: burst})
+			lim, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.Limit{Rate: rate, Period: time.Second, Burst: burst}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -337,14 +337,14 @@ func BenchmarkRedisOutage(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1})
 			defer c.Close()
-			s, err := redisstore.New(c)
+			s, err := redisstore.New(c, redisstore.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
 			shared := admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
-			lim, _ := s.Limiter(admit.AlgGCRA, shared)
-			local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
+			lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: shared})
+			local, _ := keyed.LocalShare(keyed.Config{Limit: shared}, 4)
 			policy := compose.Fallback(local)
 			if breaker {
 				policy = compose.Breaker(policy)

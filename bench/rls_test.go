@@ -171,7 +171,7 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 	}
 	var opts []policy.Option
 	if c != nil {
-		store, err := redisstore.New(c, redisstore.WithPrefix("bench-rls:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":"))
+		store, err := redisstore.New(c, redisstore.Config{Prefix: "bench-rls:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -43,9 +43,9 @@ func (o *oneWay) Allow(context.Context, admit.Request) (admit.Decision, error) {
 	return admit.Decision{Allowed: true, Remaining: 1}, nil
 }
 
-func mustKeyed(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.Option) *keyed.Limiter {
+func mustKeyed(t testing.TB, cfg keyed.Config) *keyed.Limiter {
 	t.Helper()
-	lim, err := keyed.New(alg, l, opts...)
+	lim, err := keyed.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,22 +124,22 @@ func TestAllMostRestrictive(t *testing.T) {
 // capacity it had.
 func TestAllUndoesRealLimiters(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0)
-	ip := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(10), keyed.WithClock(clk))
-	window := mustKeyed(t, admit.AlgFixedWindow, admit.PerMinute(100), keyed.WithClock(clk))
-	conc, err := concurrency.New(3)
+	ip := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(10)})
+	window := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(100)})
+	conc, err := concurrency.New(concurrency.Config{Max: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tenant, err := s.Limiter(admit.AlgGCRA, admit.PerHour(50))
+	tenant, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerHour(50)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rconc, err := s.Concurrency(4)
+	rconc, err := s.Concurrency(redisstore.ConcurrencyConfig{Max: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +227,8 @@ func TestAllNoOverConsumption(t *testing.T) {
 			var counted [3]*probe
 			var layers []compose.Layer
 			for i := range lims {
-				lims[i] = mustKeyed(t, alg, limits[i], keyed.WithClock(clk))
-				twins[i] = mustKeyed(t, alg, limits[i])
+				lims[i] = mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: alg, Limit: limits[i]})
+				twins[i] = mustKeyed(t, keyed.Config{Algorithm: alg, Limit: limits[i]})
 				lim := lims[i]
 				counted[i] = newProbe(fmt.Sprint("layer", i), func(ctx context.Context, key string, n int64) (admit.Decision, error) {
 					return lim.Allow(ctx, admit.Request{Key: key, N: n})
@@ -338,9 +338,9 @@ func TestHeld(t *testing.T) {
 
 // TestAllPeek: n = 0 asks every layer, consumes nothing and holds nothing.
 func TestAllPeek(t *testing.T) {
-	lim := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(5))
+	lim := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(5)})
 	lim.Allow(ctx, admit.Request{Key: "k", N: 2, At: time.Now()})
-	conc, _ := concurrency.New(2)
+	conc, _ := concurrency.New(concurrency.Config{Max: 2})
 	p := newProbe("p", admits(1))
 	chain := mustAll(t, compose.Layer{Name: "rate", Limiter: lim}, compose.Layer{Name: "conc", Slots: conc.Slots()}, compose.Layer{Name: "p", Limiter: p})
 	var h compose.Held
@@ -365,7 +365,7 @@ func TestAllPeek(t *testing.T) {
 // TestAllErrors: bad chains and bad calls fail before any layer is asked.
 func TestAllErrors(t *testing.T) {
 	p := newProbe("p", admits(1))
-	lim := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(5))
+	lim := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(5)})
 	var nilKeyed *keyed.Limiter
 	var nilConc *concurrency.Limiter
 	noRefundGuard := mustGuard(t, &oneWay{}, compose.FailOpen)
@@ -469,12 +469,12 @@ func TestAllLayerFails(t *testing.T) {
 // TestAllCanceledMidChain: a context that ends in the middle of a chain
 // still lets the refunds through, to the local and to the Redis layers.
 func TestAllCanceledMidChain(t *testing.T) {
-	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.WithPrefix(redistest.Prefix(t)))
+	s, err := redisstore.New(redistest.Standalone(t).Client(t), redisstore.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tenant, err := s.Limiter(admit.AlgSlidingLog, admit.PerHour(5))
+	tenant, err := s.Limiter(redisstore.LimiterConfig{Algorithm: admit.AlgSlidingLog, Limit: admit.PerHour(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,9 +503,9 @@ func TestAllCanceledMidChain(t *testing.T) {
 // each layer consumed, and every slot comes back.
 func TestAllConcurrent(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0) // one instant: refunds are exact
-	wide := mustKeyed(t, admit.AlgGCRA, admit.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}, keyed.WithClock(clk))
-	narrow := mustKeyed(t, admit.AlgSlidingWindow, admit.Limit{Rate: 150, Period: time.Hour, Burst: 150}, keyed.WithClock(clk))
-	conc, _ := concurrency.New(6)
+	wide := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}})
+	narrow := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgSlidingWindow, Limit: admit.Limit{Rate: 150, Period: time.Hour, Burst: 150}})
+	conc, _ := concurrency.New(concurrency.Config{Max: 6})
 	chain := mustAll(t,
 		compose.Layer{Name: "wide", Limiter: wide},
 		compose.Layer{Name: "conc", Slots: conc.Slots()},

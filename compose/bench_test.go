@@ -21,7 +21,7 @@ import (
 // is down: a clock read and FailOpen's decision.
 func BenchmarkGuard(b *testing.B) {
 	newKeyed := func(b *testing.B) *keyed.Limiter {
-		lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(1e9))
+		lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(1e9)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func BenchmarkGuard(b *testing.B) {
 // BenchmarkGuard/keyed, one layer alone.
 func BenchmarkAll(b *testing.B) {
 	layer := func(b *testing.B, name string, l admit.Limit) compose.Layer {
-		lim, err := keyed.New(admit.AlgGCRA, l)
+		lim, err := keyed.New(keyed.Config{Limit: l})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func BenchmarkAll(b *testing.B) {
 		}
 	})
 	b.Run("slots", func(b *testing.B) {
-		conc, err := concurrency.New(1 << 30)
+		conc, err := concurrency.New(concurrency.Config{Max: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func BenchmarkAll(b *testing.B) {
 	// "slots/finish" is "slots" as a middleware that reports outcomes
 	// does it: WantsOutcome, then Release (no grant is a Finisher).
 	b.Run("slots/finish", func(b *testing.B) {
-		conc, err := concurrency.New(1 << 30)
+		conc, err := concurrency.New(concurrency.Config{Max: 1 << 30})
 		if err != nil {
 			b.Fatal(err)
 		}

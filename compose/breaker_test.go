@@ -298,7 +298,7 @@ func TestSwitchesReportedOnceUnderLoad(t *testing.T) {
 
 func TestBreakerFallback(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	local, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(10), 2, keyed.WithClock(clk))
+	local, err := keyed.LocalShare(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(10)}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

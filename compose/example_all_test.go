@@ -15,11 +15,11 @@ func ExampleAll() {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	// 5 requests per second per client address, and 2 per minute per
 	// tenant: a request must pass both.
-	perIP, err := keyed.New(admit.AlgGCRA, admit.PerSecond(5), keyed.WithClock(clk))
+	perIP, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(5)})
 	if err != nil {
 		panic(err)
 	}
-	perTenant, err := keyed.New(admit.AlgGCRA, admit.PerMinute(2), keyed.WithClock(clk))
+	perTenant, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerMinute(2)})
 	if err != nil {
 		panic(err)
 	}
@@ -53,11 +53,11 @@ func ExampleAll() {
 func ExampleChain_AllowKeys() {
 	// 100 requests per minute per tenant, and at most 2 of its requests in
 	// flight at once.
-	rate, err := keyed.New(admit.AlgGCRA, admit.PerMinute(100))
+	rate, err := keyed.New(keyed.Config{Limit: admit.PerMinute(100)})
 	if err != nil {
 		panic(err)
 	}
-	inFlight, err := concurrency.New(2)
+	inFlight, err := concurrency.New(concurrency.Config{Max: 2})
 	if err != nil {
 		panic(err)
 	}

@@ -36,7 +36,7 @@ func Example() {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	// 100/s per client, shared by 4 instances through the store; when the
 	// store is down, each instance enforces its share, 25/s.
-	local, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(100), 4, keyed.WithClock(clk))
+	local, err := keyed.LocalShare(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(100)}, 4)
 	if err != nil {
 		panic(err)
 	}

@@ -81,7 +81,7 @@ func TestFailClosed(t *testing.T) {
 
 func TestFallback(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	local, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2), keyed.WithClock(clk), keyed.WithName("local"))
+	local, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk, Name: "local"}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestFallback(t *testing.T) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 	// The local limiter's own errors are returned.
-	if _, err := g.Allow(ctx, admit.Request{Key: strings.Repeat("x", keyed.DefaultMaxKeyLength+1), N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: strings.Repeat("x", 4096+1), N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
 	if s := g.Stats(); s.Failures != 4 || s.Decided != 3 {
@@ -112,7 +112,7 @@ func TestFallback(t *testing.T) {
 func TestRequestErrorsAreReturned(t *testing.T) {
 	// A key too long, a negative cost: the primary is fine, the request is
 	// not, and failing open on it would let it past the limit.
-	prim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(1), keyed.WithMaxKeyLength(8))
+	prim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(1), MaxKeyLength: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

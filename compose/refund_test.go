@@ -151,7 +151,7 @@ func (h *hangingRefunder) Refund(ctx context.Context, req admit.Request) error {
 // TestSharedRefund: a Shared gives back under its current share.
 func TestSharedRefund(t *testing.T) {
 	live := 2
-	sh, err := keyed.LiveShare(admit.AlgGCRA, admit.PerSecond(10), func() int { return live })
+	sh, err := keyed.LiveShare(keyed.Config{Limit: admit.PerSecond(10)}, func() int { return live })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func (r *resettable) Reset(_ context.Context, key string) error {
 // limiter is reset too; a primary that is not an admit.Resetter is
 // refused.
 func TestGuardReset(t *testing.T) {
-	local, err := keyed.New(admit.AlgGCRA, admit.PerMinute(1))
+	local, err := keyed.New(keyed.Config{Limit: admit.PerMinute(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestGuardReset(t *testing.T) {
 		t.Error("the local limiter was not reset while the primary failed")
 	}
 
-	sh, err := keyed.LiveShare(admit.AlgGCRA, admit.PerMinute(2), func() int { return 1 })
+	sh, err := keyed.LiveShare(keyed.Config{Limit: admit.PerMinute(2)}, func() int { return 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

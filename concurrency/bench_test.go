@@ -23,15 +23,17 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		key  string
-		opts []concurrency.Option
+		cfg  concurrency.Config
 	}{
-		{"global", "", nil},
-		{"key", "user-12345", nil},
-		{"global/lease", "", []concurrency.Option{concurrency.WithLease(time.Minute)}},
-		{"key/lease", "user-12345", []concurrency.Option{concurrency.WithLease(time.Minute)}},
+		{"global", "", concurrency.Config{}},
+		{"key", "user-12345", concurrency.Config{}},
+		{"global/lease", "", concurrency.Config{Lease: time.Minute}},
+		{"key/lease", "user-12345", concurrency.Config{Lease: time.Minute}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			l := mustNew(b, 100, bc.opts...)
+			cfg := bc.cfg
+			cfg.Max = 100
+			l := mustNew(b, cfg)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -48,7 +50,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // BenchmarkAcquireReleaseBusyKey holds a slot of the key throughout, so the
 // key's state is never forgotten (no map insert nor delete per call).
 func BenchmarkAcquireReleaseBusyKey(b *testing.B) {
-	l := mustNew(b, 100)
+	l := mustNew(b, concurrency.Config{Max: 100})
 	ctx := context.Background()
 	held, _, _ := l.Acquire(ctx, admit.Request{Key: "user-12345", N: 1})
 	defer held.Release()
@@ -64,14 +66,16 @@ func BenchmarkDenied(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		key  string
-		opts []concurrency.Option
+		cfg  concurrency.Config
 	}{
-		{"global", "", nil},
-		{"key", "user-12345", nil},
-		{"key/lease", "user-12345", []concurrency.Option{concurrency.WithLease(time.Minute)}},
+		{"global", "", concurrency.Config{}},
+		{"key", "user-12345", concurrency.Config{}},
+		{"key/lease", "user-12345", concurrency.Config{Lease: time.Minute}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			l := mustNew(b, 1, bc.opts...)
+			cfg := bc.cfg
+			cfg.Max = 1
+			l := mustNew(b, cfg)
 			ctx := context.Background()
 			held, _, _ := l.TryAcquire(ctx, admit.Request{Key: bc.key, N: 1})
 			defer held.Release()
@@ -94,7 +98,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 			name = "global"
 		}
 		b.Run(name, func(b *testing.B) {
-			l := mustNew(b, 1<<40)
+			l := mustNew(b, concurrency.Config{Max: 1 << 40})
 			ctx := context.Background()
 			var id atomic.Int64
 			b.ReportAllocs()

@@ -7,7 +7,7 @@
 // a slow or expensive one (a report, an upload, a call to a fragile
 // dependency) needs its concurrency bounded too.
 //
-//	lim, err := concurrency.New(10, concurrency.WithLease(time.Minute))
+//	lim, err := concurrency.New(concurrency.Config{Max: 10, Lease: time.Minute})
 //	...
 //	p, d, err := lim.TryAcquire(ctx, admit.Request{Key: tenant, N: 1})
 //	if err != nil {
@@ -25,15 +25,15 @@
 //     choice in a server, where a refused client retries later and holding
 //     its request costs memory.
 //   - Limiter.Acquire to wait for a slot, in FIFO order, bounded by the
-//     context, the queue length (WithMaxWaiters) and the wait
-//     (WithMaxWait): for clients of a dependency, job workers, and servers
+//     context, the queue length (Config.MaxWaiters) and the wait
+//     (Config.MaxWait): for clients of a dependency, job workers, and servers
 //     that would rather queue a short burst than refuse it.
 //   - The empty key for a single, global limit; other keys for one limit
 //     per key, with memory bounded by what is in flight. A Request's
 //     Limit.Rate gives the limit per call, for tiers.
 //   - Limiter.Slots for a concurrency layer of a compose chain (an
 //     admit.Slots, the contract every backend of slots meets).
-//   - WithLease whenever a holder could fail to release: across process
+//   - Config.Lease whenever a holder could fail to release: across process
 //     boundaries, in code with many exits, or with callbacks you do not
 //     control. A slot not released within the lease is reclaimed.
 //   - golang.org/x/sync/semaphore.Weighted for one weighted semaphore
@@ -66,7 +66,7 @@
 // # Time
 //
 // Time matters only to leases and bounded waits, and is read from the
-// Limiter's Clock (WithClock): admittest.ManualClock drives a Limiter in
-// tests without sleeping. Without leases or WithMaxWait, a Limiter never
+// Limiter's Clock (Config.Clock): admittest.ManualClock drives a Limiter in
+// tests without sleeping. Without leases or Config.MaxWait, a Limiter never
 // reads the clock.
 package concurrency

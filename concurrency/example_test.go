@@ -14,7 +14,7 @@ import (
 func ExampleLimiter_TryAcquire() {
 	// At most 4 slots in flight; an export weighs 3, a query 1. The empty
 	// key is the global limit.
-	lim, err := concurrency.New(4)
+	lim, err := concurrency.New(concurrency.Config{Max: 4})
 	if err != nil {
 		panic(err)
 	}
@@ -39,11 +39,11 @@ func ExampleLimiter_TryAcquire() {
 	// export: allowed=true remaining=0
 }
 
-func ExampleWithLease() {
+func Example_lease() {
 	// A manual clock makes the example deterministic; real code leaves the
 	// default, the system clock.
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, _ := concurrency.New(1, concurrency.WithClock(clk), concurrency.WithLease(30*time.Second))
+	lim, _ := concurrency.New(concurrency.Config{Options: admit.Options{Clock: clk}, Max: 1, Lease: 30 * time.Second})
 	ctx := context.Background()
 
 	crashed, _, _ := lim.TryAcquire(ctx, admit.Request{Key: "tenant-7", N: 1}) // never released
@@ -68,7 +68,7 @@ func ExampleWithLease() {
 }
 
 func ExampleLimiter_Acquire() {
-	lim, _ := concurrency.New(2, concurrency.WithMaxWaiters(10))
+	lim, _ := concurrency.New(concurrency.Config{Max: 2, MaxWaiters: 10})
 	ctx := context.Background()
 
 	held, _, _ := lim.Acquire(ctx, admit.Request{Key: "db", N: 2}) // free: at once
@@ -91,7 +91,7 @@ func ExampleLimiter_Acquire() {
 
 func ExampleLimiter_Acquire_tiers() {
 	// One Limiter for every tier: the limit comes with each call.
-	lim, _ := concurrency.New(1)
+	lim, _ := concurrency.New(concurrency.Config{Max: 1})
 	tiers := map[string]int64{"free": 1, "pro": 3}
 	ctx := context.Background()
 	for _, tenant := range []string{"free", "free", "pro", "pro", "pro", "pro"} {

@@ -176,11 +176,7 @@ func fuzzBody(t *testing.T, data []byte) {
 		start := admittest.Epoch
 		clk := admittest.NewManualClock(start)
 		lease := time.Duration(data[0]%8) * time.Second // 0: no lease
-		opts := []Option{WithClock(clk), WithMaxKeys(3)}
-		if lease > 0 {
-			opts = append(opts, WithLease(lease))
-		}
-		l, err := New(limit, opts...)
+		l, err := New(Config{Options: admit.Options{Clock: clk}, Max: limit, Lease: lease, MaxKeys: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

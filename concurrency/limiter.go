@@ -18,13 +18,13 @@ import (
 //	in-flight(key) + n <= max
 //
 // and no caller is already waiting for the key; admitting it adds n to the
-// key's in-flight count until its Permit is released (or, with WithLease,
-// reclaimed). Keys are independent: one Limiter holds the limit of every
+// key's in-flight count until its Permit is released (or, with a
+// Config.Lease, reclaimed). Keys are independent: one Limiter holds the limit of every
 // key, and a key with nothing in flight and no caller waiting is forgotten
 // at once, so memory follows what is in flight. The empty key is the one
 // to use for a global limit (a Limiter used with the empty key only is one
 // weighted semaphore of max slots); it lives apart from the other keys, is
-// never forgotten, and does not count towards WithMaxKeys.
+// never forgotten, and does not count towards Config.MaxKeys.
 //
 // The max given to New is the default; a Request's Limit.Rate gives it per
 // call, so that one Limiter serves several tiers (each call compares
@@ -33,7 +33,7 @@ import (
 // in-flight count leaves room under its own limit.
 //
 // TryAcquire decides at once. Acquire waits, if it must, in a FIFO queue
-// per key, bounded by WithMaxWaiters and WithMaxWait and by its context.
+// per key, bounded by Config.MaxWaiters and Config.MaxWait and by its context.
 // The queue is strict FIFO, as in golang.org/x/sync/semaphore: the first
 // waiter is served as soon as its n slots are free, and blocks those
 // behind it until then, so a large request is never overtaken (starved) by
@@ -49,7 +49,7 @@ import (
 //   - RetryAfter is 0 when the request is admitted, and admit.InfDuration
 //     when it can never be (n > max). Otherwise capacity comes back when
 //     holders release it, which the Limiter cannot foresee, so without
-//     leases RetryAfter is 0, meaning unknown. With leases (WithLease) it
+//     leases RetryAfter is 0, meaning unknown. With leases (Config.Lease) it
 //     is the time until enough of the slots held now reach their lease
 //     deadlines for this request to fit, had no one been waiting (or until
 //     the earliest deadline, if the request is denied only because callers
@@ -66,7 +66,7 @@ import (
 //
 // A Limiter is safe for concurrent use. It starts no goroutine and needs no
 // Close: expired leases are reclaimed by the calls themselves (see
-// WithLease). The zero Limiter is not usable; create one with New.
+// Config.Lease). The zero Limiter is not usable; create one with New.
 type Limiter struct {
 	max        int64
 	name       string
@@ -106,32 +106,44 @@ const (
 	trackEvery   = 4096
 )
 
-// New returns a Limiter of max slots in flight per key. The error wraps
-// admit.ErrInvalidLimit if max <= 0.
-func New(max int64, opts ...Option) (*Limiter, error) {
-	if max <= 0 {
-		return nil, fmt.Errorf("%w: concurrency limit %d, must be positive", admit.ErrInvalidLimit, max)
+// New returns a Limiter configured by cfg: of cfg.Max slots in flight per
+// key. The error wraps admit.ErrInvalidConfig, and admit.ErrInvalidLimit
+// if cfg.Max <= 0.
+func New(cfg Config) (*Limiter, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
+	clock := cfg.ClockOrDefault()
 	l := &Limiter{
-		max:        max,
-		name:       o.name,
-		clock:      o.clock,
-		sys:        o.clock == admit.SystemClock,
-		observer:   o.observer,
-		maxWaiters: o.maxWaiters,
-		maxWait:    o.maxWait,
-		maxKeys:    o.maxKeys,
-		maxKeyLen:  o.maxKeyLen,
+		max:        cfg.Max,
+		name:       cfg.Name,
+		clock:      clock,
+		sys:        clock == admit.SystemClock,
+		observer:   cfg.Observer,
+		lease:      int64(cfg.Lease),
+		maxWaiters: cfg.MaxWaiters,
+		maxWait:    cfg.MaxWait,
+		maxKeys:    cfg.MaxKeys,
+		maxKeyLen:  cfg.MaxKeyLength,
 		seed:       maphash.MakeSeed(),
 	}
-	if o.lease > 0 {
-		l.lease = int64(o.lease)
+	// The fields' defaults, and their negative values, in the form the
+	// Limiter reads: a negative maxWaiters and maxWait, no bound; 0, no
+	// waiting; a negative maxKeyLen, no bound.
+	switch {
+	case cfg.MaxWaiters == 0:
+		l.maxWaiters = -1
+	case cfg.MaxWaiters < 0:
+		l.maxWaiters = 0
+	}
+	switch {
+	case cfg.MaxWait == 0:
+		l.maxWait = -1
+	case cfg.MaxWait < 0:
+		l.maxWait = 0
+	}
+	if cfg.MaxKeyLength == 0 {
+		l.maxKeyLen = defaultMaxKeyLength
 	}
 	l.base = l.clock.Now()
 	l.global.init(l, true)
@@ -161,7 +173,7 @@ func (l *Limiter) Max() int64 { return l.max }
 // (a per-call max <= 0), admit.ErrInvalidCost (r.N < 0),
 // admit.ErrExceedsBurst (r.N above the max: the request can never be
 // admitted) or ErrKeyTooLong; or, for a new key when the Limiter holds
-// WithMaxKeys keys, an error wrapping ErrTooManyKeys, with RetryAfter 0
+// Config.MaxKeys keys, an error wrapping ErrTooManyKeys, with RetryAfter 0
 // (unknown: the request may succeed once other keys are released). The
 // context is not consulted by this in-memory Limiter; it is there so that
 // the signature is that of limiters backed by a store.
@@ -185,8 +197,8 @@ func (l *Limiter) maxOf(lim admit.Limit) int64 {
 // admits, and the Permit holds the slots until its Release.
 //
 // It does not wait, and denies at once (a Decision, not an error), when the
-// queue holds WithMaxWaiters callers; it denies (again without error) a
-// caller that has waited WithMaxWait in vain. If ctx ends first it returns
+// queue holds Config.MaxWaiters callers; it denies (again without error) a
+// caller that has waited Config.MaxWait in vain. If ctx ends first it returns
 // ctx's error, with a denying Decision: the caller leaves the queue, and
 // the callers behind it move up (and are served, if the caller was first
 // and they fit). If its slots were granted just as ctx ended, they are
@@ -398,7 +410,7 @@ func (l *Limiter) Waiting(key string) int {
 // Stats is a snapshot of a Limiter's state, for metrics and tests.
 type Stats struct {
 	// Keys is the number of keys with state (slots held or callers
-	// waiting), the empty key excepted: the number WithMaxKeys bounds.
+	// waiting), the empty key excepted: the number Config.MaxKeys bounds.
 	Keys int
 	// InFlight is the number of slots held, over all keys.
 	InFlight int64
@@ -407,7 +419,7 @@ type Stats struct {
 	// Holders is the number of Permits holding slots.
 	Holders int
 	// Reclaimed is the number of leases reclaimed since New: Permits not
-	// released within the lease (see WithLease).
+	// released within the lease (see Config.Lease).
 	Reclaimed uint64
 }
 

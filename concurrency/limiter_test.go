@@ -13,11 +13,11 @@ import (
 	"github.com/admit-go/admit/concurrency"
 )
 
-func mustNew(t testing.TB, max int64, opts ...concurrency.Option) *concurrency.Limiter {
+func mustNew(t testing.TB, cfg concurrency.Config) *concurrency.Limiter {
 	t.Helper()
-	l, err := concurrency.New(max, opts...)
+	l, err := concurrency.New(cfg)
 	if err != nil {
-		t.Fatalf("New(%d): %v", max, err)
+		t.Fatalf("New(%+v): %v", cfg, err)
 	}
 	return l
 }
@@ -54,7 +54,7 @@ func mustDeny(t testing.TB, l *concurrency.Limiter, key string, n int64) admit.D
 }
 
 func TestWeightedTryAcquire(t *testing.T) {
-	l := mustNew(t, 10, concurrency.WithName("uploads"))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Name: "uploads"}, Max: 10})
 	for _, key := range []string{"", "tenant-1"} {
 		p3 := mustAllow(t, l, key, 3)
 		p4 := mustAllow(t, l, key, 4)
@@ -85,7 +85,7 @@ func TestWeightedTryAcquire(t *testing.T) {
 }
 
 func TestZeroRequestHoldsNothing(t *testing.T) {
-	l := mustNew(t, 1)
+	l := mustNew(t, concurrency.Config{Max: 1})
 	mustAllow(t, l, "k", 1)
 	p, d := try(t, l, "k", 0)
 	if !d.Allowed || d.Remaining != 0 {
@@ -100,7 +100,7 @@ func TestZeroRequestHoldsNothing(t *testing.T) {
 }
 
 func TestDoubleReleaseIsHarmless(t *testing.T) {
-	l := mustNew(t, 2)
+	l := mustNew(t, concurrency.Config{Max: 2})
 	a := mustAllow(t, l, "k", 1)
 	b := mustAllow(t, l, "k", 1)
 	cp := a
@@ -132,7 +132,7 @@ func TestDoubleReleaseIsHarmless(t *testing.T) {
 
 func TestIdleKeysAreForgotten(t *testing.T) {
 	const keys = 20000 // enough for the shards to shrink their maps
-	l := mustNew(t, 3)
+	l := mustNew(t, concurrency.Config{Max: 3})
 	if l.Max() != 3 {
 		t.Fatalf("Max() = %d", l.Max())
 	}
@@ -152,7 +152,7 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 		}
 	}
 	// The global key is never counted as a key.
-	big := mustNew(t, 5000)
+	big := mustNew(t, concurrency.Config{Max: 5000})
 	var ps []concurrency.Permit
 	for range 5000 {
 		ps = append(ps, mustAllow(t, big, "", 1))
@@ -183,7 +183,7 @@ func itoa(i int) string {
 }
 
 func TestMaxKeys(t *testing.T) {
-	l := mustNew(t, 1, concurrency.WithMaxKeys(2))
+	l := mustNew(t, concurrency.Config{Max: 1, MaxKeys: 2})
 	a := mustAllow(t, l, "a", 1)
 	mustAllow(t, l, "b", 1)
 	_, d, err := l.TryAcquire(context.Background(), admit.Request{Key: "c", N: 1})
@@ -201,7 +201,7 @@ func TestMaxKeys(t *testing.T) {
 }
 
 func TestPerCallLimit(t *testing.T) {
-	l := mustNew(t, 100)
+	l := mustNew(t, concurrency.Config{Max: 100})
 	ctx := context.Background()
 	free, pro := int64(2), int64(5)
 	for range 2 {
@@ -223,14 +223,23 @@ func TestPerCallLimit(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	for _, max := range []int64{0, -1, -1 << 63} {
-		if l, err := concurrency.New(max); l != nil || !errors.Is(err, admit.ErrInvalidLimit) {
+		if l, err := concurrency.New(concurrency.Config{Max: max}); l != nil || !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("New(%d) = %v, %v; want an error wrapping ErrInvalidLimit", max, l, err)
 		}
 	}
-	long := strings.Repeat("k", concurrency.DefaultMaxKeyLength+1)
+	for name, cfg := range map[string]concurrency.Config{
+		"zero max":          {},
+		"negative lease":    {Max: 1, Lease: -time.Second},
+		"negative max keys": {Max: 1, MaxKeys: -1},
+	} {
+		if l, err := concurrency.New(cfg); l != nil || !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v, %v; want an error wrapping admit.ErrInvalidConfig", name, l, err)
+		}
+	}
+	long := strings.Repeat("k", 1024+1) // the default Config.MaxKeyLength
 	tests := []struct {
 		name     string
-		opts     []concurrency.Option
+		cfg      concurrency.Config
 		key      string
 		max, n   int64
 		want     error // nil: no error
@@ -249,14 +258,16 @@ func TestBadInput(t *testing.T) {
 		{name: "empty key", key: "", max: 3, n: 3, allowed: true},
 		{name: "max int64", key: "k", max: 1<<63 - 1, n: 1<<63 - 1, allowed: true},
 		{name: "n = 0 = max", key: "k", max: 1, n: 0, allowed: true},
-		{name: "short max length", opts: []concurrency.Option{concurrency.WithMaxKeyLength(2)}, key: "abc", max: 3, n: 1, want: concurrency.ErrKeyTooLong, infRetry: true},
-		{name: "only the empty key", opts: []concurrency.Option{concurrency.WithMaxKeyLength(0)}, key: "", max: 3, n: 1, allowed: true},
-		{name: "no key length bound", opts: []concurrency.Option{concurrency.WithMaxKeyLength(-1)}, key: long + long, max: 3, n: 1, allowed: true},
+		{name: "short max length", cfg: concurrency.Config{MaxKeyLength: 2}, key: "abc", max: 3, n: 1, want: concurrency.ErrKeyTooLong, infRetry: true},
+		{name: "the empty key under the shortest max length", cfg: concurrency.Config{MaxKeyLength: 1}, key: "", max: 3, n: 1, allowed: true},
+		{name: "no key length bound", cfg: concurrency.Config{MaxKeyLength: -1}, key: long + long, max: 3, n: 1, allowed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, wait := range []bool{false, true} {
-				l := mustNew(t, 10, tt.opts...)
+				cfg := tt.cfg
+				cfg.Max = 10
+				l := mustNew(t, cfg)
 				var p concurrency.Permit
 				var d admit.Decision
 				var err error
@@ -304,7 +315,7 @@ func (r *recorder) Tracked(name string, keys int) {
 
 func TestObserver(t *testing.T) {
 	rec := &recorder{}
-	l := mustNew(t, 1, concurrency.WithObserver(rec), concurrency.WithName("db"))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Observer: rec, Name: "db"}, Max: 1})
 	if len(rec.tracked) != 1 || rec.tracked[0] != 0 {
 		t.Fatalf("Tracked %v after New, want [0]", rec.tracked)
 	}
@@ -349,7 +360,7 @@ func TestObserver(t *testing.T) {
 
 func TestLeaseReclaimed(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 2, Lease: 10 * time.Second})
 	a := mustAllow(t, l, "k", 2)
 	clk.Advance(10*time.Second - 1)
 	if !a.Held() || inFlightOf(l, "k") != 2 {
@@ -384,7 +395,7 @@ func TestLeaseExpiresWithoutAnyCallForTheKey(t *testing.T) {
 	// A Release that comes too late finds the lease expired even if no
 	// other call reclaimed it.
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 1, concurrency.WithClock(clk), concurrency.WithLease(time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 1, Lease: time.Second})
 	p := mustAllow(t, l, "k", 1)
 	clk.Advance(time.Second)
 	if p.Release() {
@@ -397,7 +408,7 @@ func TestLeaseExpiresWithoutAnyCallForTheKey(t *testing.T) {
 
 func TestMaxKeysReclaimsExpiredLeases(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 1, concurrency.WithClock(clk), concurrency.WithLease(time.Minute), concurrency.WithMaxKeys(50))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 1, Lease: time.Minute, MaxKeys: 50})
 	for i := range 50 {
 		mustAllow(t, l, itoa(i), 1) // leaked
 	}
@@ -415,7 +426,7 @@ func TestMaxKeysReclaimsExpiredLeases(t *testing.T) {
 
 func TestRetryAfter(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 5, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 5, Lease: 10 * time.Second})
 	mustAllow(t, l, "k", 2) // deadline 10s
 	clk.Advance(time.Second)
 	p := mustAllow(t, l, "k", 3) // deadline 11s
@@ -436,7 +447,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 
 	// Without leases the Limiter cannot tell: 0.
-	l2 := mustNew(t, 1)
+	l2 := mustNew(t, concurrency.Config{Max: 1})
 	mustAllow(t, l2, "k", 1)
 	if d := mustDeny(t, l2, "k", 1); d.RetryAfter != 0 || d.ResetAfter != 0 {
 		t.Fatalf("without leases: %+v", d)
@@ -445,7 +456,7 @@ func TestRetryAfter(t *testing.T) {
 
 func TestEndlessLease(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 1, concurrency.WithClock(clk), concurrency.WithLease(1<<63-1))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 1, Lease: 1<<63 - 1})
 	clk.Advance(time.Hour)
 	p := mustAllow(t, l, "k", 1) // the deadline saturates
 	clk.Advance(100 * 365 * 24 * time.Hour)
@@ -456,7 +467,7 @@ func TestEndlessLease(t *testing.T) {
 
 func TestLeasesWhenTheClockGoesBack(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 2, Lease: 10 * time.Second})
 	clk.Advance(100 * time.Second)
 	a := mustAllow(t, l, "k", 1) // deadline 110s
 	clk.Advance(-50 * time.Second)
@@ -475,7 +486,7 @@ func TestLeasesWhenTheClockGoesBack(t *testing.T) {
 }
 
 func TestHugeLimitsDoNotOverflow(t *testing.T) {
-	l := mustNew(t, 1<<63-1)
+	l := mustNew(t, concurrency.Config{Max: 1<<63 - 1})
 	p := mustAllow(t, l, "k", 1<<63-2)
 	mustAllow(t, l, "k", 1).Release()
 	d := mustDeny(t, l, "k", 10) // in-flight + 10 overflows int64

@@ -6,7 +6,7 @@ package concurrency
 //
 // Each grant has an identity that is never reused, so releasing is safe
 // whatever happened before: the second Release of a Permit (or of a copy),
-// the Release of a Permit whose lease was reclaimed (see WithLease) and the
+// the Release of a Permit whose lease was reclaimed (see Config.Lease) and the
 // Release of the zero Permit do nothing and report false. They can never
 // free slots granted to someone else.
 //

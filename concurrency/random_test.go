@@ -36,17 +36,17 @@ func randomWithWaiters(t *testing.T, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 99))
 	const max = 4
 	clk := admittest.NewManualClock(admittest.Epoch)
-	opts := []Option{WithClock(clk)}
+	cfg := Config{Options: admit.Options{Clock: clk}, Max: max}
 	if seed%2 == 0 {
-		opts = append(opts, WithLease(time.Duration(1+r.IntN(5))*time.Second))
+		cfg.Lease = time.Duration(1+r.IntN(5)) * time.Second
 	}
 	if seed%3 == 0 {
-		opts = append(opts, WithMaxWait(time.Duration(1+r.IntN(5))*time.Second))
+		cfg.MaxWait = time.Duration(1+r.IntN(5)) * time.Second
 	}
 	if seed%5 == 0 {
-		opts = append(opts, WithMaxWaiters(2))
+		cfg.MaxWaiters = 2
 	}
-	l, err := New(max, opts...)
+	l, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestSlots(t *testing.T) {
 	if none.Slots() != nil {
 		t.Fatal("Slots of a nil Limiter is not nil")
 	}
-	conc, _ := concurrency.New(3)
+	conc, _ := concurrency.New(concurrency.Config{Max: 3})
 	s := conc.Slots()
 	rel, d, err := s.TryAcquire(context.Background(), admit.Request{Key: "k", N: 2})
 	if err != nil || !d.Allowed || rel == nil || d.Remaining != 1 || d.Kind != admit.KindConcurrency {

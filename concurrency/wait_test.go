@@ -66,7 +66,7 @@ func mustGrant(t *testing.T, ch <-chan result) concurrency.Permit {
 
 func TestAcquireWaitsInFIFOOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 1)
+		l := mustNew(t, concurrency.Config{Max: 1})
 		ctx := context.Background()
 		for _, key := range []string{"", "k"} {
 			holder := mustAllow(t, l, key, 1)
@@ -97,7 +97,7 @@ func TestAcquireWaitsInFIFOOrder(t *testing.T) {
 
 func TestHeadOfQueueBlocksSmallerRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 10)
+		l := mustNew(t, concurrency.Config{Max: 10})
 		ctx := context.Background()
 		p8 := mustAllow(t, l, "k", 8)
 		big := goAcquire(ctx, l, "k", 5)
@@ -124,7 +124,7 @@ func TestHeadOfQueueBlocksSmallerRequests(t *testing.T) {
 
 func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 1)
+		l := mustNew(t, concurrency.Config{Max: 1})
 		holder := mustAllow(t, l, "k", 1)
 		ctxA, cancelA := context.WithCancel(context.Background())
 		a := goAcquire(ctxA, l, "k", 1)
@@ -151,7 +151,7 @@ func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 
 func TestCancelledHeadLetsTheOthersThrough(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 10)
+		l := mustNew(t, concurrency.Config{Max: 10})
 		p8 := mustAllow(t, l, "k", 8)
 		ctx, cancel := context.WithCancel(context.Background())
 		big := goAcquire(ctx, l, "k", 5)
@@ -174,7 +174,7 @@ func TestCancelRacesWithGrant(t *testing.T) {
 	// sees first, the slot is held iff Acquire admitted.
 	for range 50 {
 		synctest.Test(t, func(t *testing.T) {
-			l := mustNew(t, 1)
+			l := mustNew(t, concurrency.Config{Max: 1})
 			holder := mustAllow(t, l, "k", 1)
 			ctx, cancel := context.WithCancel(context.Background())
 			w := goAcquire(ctx, l, "k", 1)
@@ -203,7 +203,7 @@ func TestCancelRacesWithGrant(t *testing.T) {
 }
 
 func TestAcquireWithDoneContext(t *testing.T) {
-	l := mustNew(t, 1)
+	l := mustNew(t, concurrency.Config{Max: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Free slots are taken whatever the context, as semaphore.Acquire does.
@@ -221,7 +221,7 @@ func TestAcquireWithDoneContext(t *testing.T) {
 
 func TestContextDeadlineEndsTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 1)
+		l := mustNew(t, concurrency.Config{Max: 1})
 		holder := mustAllow(t, l, "k", 1)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -242,7 +242,7 @@ func TestContextDeadlineEndsTheWait(t *testing.T) {
 
 func TestMaxWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, 1, concurrency.WithMaxWaiters(1))
+		l := mustNew(t, concurrency.Config{Max: 1, MaxWaiters: 1})
 		holder := mustAllow(t, l, "k", 1)
 		first := goAcquire(context.Background(), l, "k", 1)
 		synctest.Wait()
@@ -256,11 +256,11 @@ func TestMaxWaiters(t *testing.T) {
 		synctest.Wait()
 		mustGrant(t, first).Release()
 
-		// WithMaxWaiters(0): never wait.
-		l0 := mustNew(t, 1, concurrency.WithMaxWaiters(0))
+		// MaxWaiters < 0: never wait.
+		l0 := mustNew(t, concurrency.Config{Max: 1, MaxWaiters: -1})
 		h := mustAllow(t, l0, "", 1)
 		if _, d, err := l0.Acquire(context.Background(), admit.Request{Key: "", N: 1}); err != nil || d.Allowed {
-			t.Fatalf("WithMaxWaiters(0): %+v, %v", d, err)
+			t.Fatalf("MaxWaiters -1: %+v, %v", d, err)
 		}
 		h.Release()
 	})
@@ -268,7 +268,7 @@ func TestMaxWaiters(t *testing.T) {
 
 func TestMaxWait(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 1, concurrency.WithClock(clk), concurrency.WithMaxWait(time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 1, MaxWait: time.Second})
 	holder := mustAllow(t, l, "k", 1)
 	ctx := context.Background()
 	w := goAcquire(ctx, l, "k", 1)
@@ -297,7 +297,7 @@ func TestMaxWait(t *testing.T) {
 
 func TestLeaseExpiryWakesTheWaiter(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 2, Lease: 10 * time.Second})
 	ctx := context.Background()
 	mustAllow(t, l, "k", 1) // leaked, deadline 10s
 	clk.Advance(5 * time.Second)
@@ -343,7 +343,7 @@ func TestLeaseTimerFollowsReleases(t *testing.T) {
 	// The first waiter's timer is set for the earliest lease; if that one
 	// is released, the timer fires for nothing and is set again.
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(10*time.Second))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 2, Lease: 10 * time.Second})
 	ctx := context.Background()
 	a := mustAllow(t, l, "k", 1) // 10s
 	clk.Advance(5 * time.Second)
@@ -370,7 +370,7 @@ func mustGrantWait(t *testing.T, ch <-chan result) concurrency.Permit {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	clk := admittest.NewManualClock(admittest.Epoch)
-	l := mustNew(t, 2, concurrency.WithClock(clk), concurrency.WithLease(time.Minute), concurrency.WithMaxWait(time.Hour))
+	l := mustNew(t, concurrency.Config{Options: admit.Options{Clock: clk}, Max: 2, Lease: time.Minute, MaxWait: time.Hour})
 	holder := mustAllow(t, l, "k", 2)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -437,7 +437,7 @@ func TestStress(t *testing.T) {
 	if testing.Short() {
 		ops = 200
 	}
-	l := mustNew(t, max, concurrency.WithLease(time.Hour), concurrency.WithMaxWaiters(8))
+	l := mustNew(t, concurrency.Config{Max: max, Lease: time.Hour, MaxWaiters: 8})
 	keys := []string{"", "a", "b", "c"}
 	var inflight [4]atomic.Int64
 	var admitted, denied atomic.Int64
@@ -496,7 +496,7 @@ func TestStressWaitersOrder(t *testing.T) {
 	// in-flight never exceeds the limit.
 	synctest.Test(t, func(t *testing.T) {
 		const max = 7
-		l := mustNew(t, max)
+		l := mustNew(t, concurrency.Config{Max: max})
 		var inflight atomic.Int64
 		var served [100]time.Time
 		var wg sync.WaitGroup

@@ -5,7 +5,7 @@
 //
 // On the server, build a Server and install both interceptors:
 //
-//	lim, _ := keyed.New(admit.AlgGCRA, admit.PerSecond(100))
+//	lim, _ := keyed.New(keyed.Config{Limit: admit.PerSecond(100)})
 //	s, _ := grpclimit.NewServer(lim, grpclimit.FirstKey(
 //		grpclimit.MetadataKey("x-api-key"), grpclimit.PeerKey()))
 //	srv := grpc.NewServer(

@@ -33,9 +33,9 @@ func (service) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) 
 
 func Example() {
 	// 2 calls per second per API key (a manual clock keeps the example
-	// exact; leave keyed.WithClock out in a server).
+	// exact; leave the Clock out in a server).
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2), keyed.WithName("per-key"), keyed.WithClock(clk))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "per-key", Clock: clk}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		panic(err)
 	}

@@ -224,7 +224,7 @@ func (s *slots) inUse() int64 {
 
 func newKeyed(t testing.TB, l admit.Limit, clk admit.Clock, name string) *keyed.Limiter {
 	t.Helper()
-	lim, err := keyed.New(admit.AlgGCRA, l, keyed.WithClock(clk), keyed.WithName(name))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk, Name: name}, Limit: l})
 	if err != nil {
 		t.Fatal(err)
 	}

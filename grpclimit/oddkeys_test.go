@@ -33,8 +33,7 @@ func TestOddMetadataNeverLiftsTheLimit(t *testing.T) {
 		{"empty", func(int) metadata.MD { return metadata.Pairs("x-api-key", "") }},
 		{"absent", func(int) metadata.MD { return metadata.MD{} }},
 	} {
-		lim, err := keyed.New(admit.AlgGCRA, admit.Limit{Rate: 5, Period: 3600e9},
-			keyed.WithClock(admittest.NewManualClock(admittest.Epoch)))
+		lim, err := keyed.New(keyed.Config{Options: admit.Options{Clock: admittest.NewManualClock(admittest.Epoch)}, Limit: admit.Limit{Rate: 5, Period: 3600e9}})
 		if err != nil {
 			t.Fatal(err)
 		}

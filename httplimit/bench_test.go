@@ -83,7 +83,7 @@ func runBench(b *testing.B, h http.Handler, r *http.Request, status int) {
 var generous = admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1e9}
 
 func benchLimiter(b *testing.B, l admit.Limit) *keyed.Limiter {
-	lim, err := keyed.New(admit.AlgGCRA, l, keyed.WithName("api"))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api"}, Limit: l})
 	if err != nil {
 		b.Fatal(err)
 	}

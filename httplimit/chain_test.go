@@ -19,7 +19,7 @@ import (
 // layer consumes nothing from the first.
 func TestChain(t *testing.T) {
 	perClient, clk := gcra(t, admit.PerMinute(3), "client")
-	perRoute, err := keyed.New(admit.AlgGCRA, admit.PerMinute(1), keyed.WithClock(clk), keyed.WithName("route"))
+	perRoute, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk, Name: "route"}, Limit: admit.PerMinute(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func (d *decider) Decide(r *http.Request, h *compose.Held) (admit.Decision, erro
 // TestHeldReleasedOnPanic: a Decider's and a Chain's slots are released
 // when the handler panics, and the panic goes on.
 func TestHeldReleasedOnPanic(t *testing.T) {
-	cl, err := concurrency.New(1, concurrency.WithName("conc"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "conc"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 }
 
 func TestDecider(t *testing.T) {
-	cl, err := concurrency.New(1, concurrency.WithName("conc"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "conc"}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

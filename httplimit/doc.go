@@ -2,7 +2,7 @@
 // any of admit's limiters, in front of any router: a Middleware's Handler
 // is a func(http.Handler) http.Handler.
 //
-//	lim, _ := keyed.New(admit.AlgGCRA, admit.PerMinute(100), keyed.WithName("api"))
+//	lim, _ := keyed.New(keyed.Config{Options: admit.Options{Name: "api"}, Limit: admit.PerMinute(100)})
 //	m, _ := httplimit.New(lim, httplimit.RemoteIP, httplimit.WithExemptPaths("/healthz", "/metrics"))
 //	http.ListenAndServe(":8080", m.Handler(mux))
 //

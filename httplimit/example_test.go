@@ -17,7 +17,7 @@ func Example() {
 	// 2 requests per minute per client address, on a clock the example
 	// moves by hand.
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerMinute(2), keyed.WithName("api"), keyed.WithClock(clk))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Clock: clk}, Limit: admit.PerMinute(2)})
 	if err != nil {
 		panic(err)
 	}
@@ -116,7 +116,7 @@ func ExampleJoin() {
 
 func ExampleWithShadow() {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, err := keyed.New(admit.AlgGCRA, admit.Every(time.Hour), keyed.WithName("signup"), keyed.WithClock(clk))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "signup", Clock: clk}, Limit: admit.Every(time.Hour)})
 	if err != nil {
 		panic(err)
 	}

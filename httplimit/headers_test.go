@@ -130,7 +130,7 @@ func TestFieldsOptions(t *testing.T) {
 
 // TestKinds: a concurrency limit's fields and body, and a quota's.
 func TestKinds(t *testing.T) {
-	cl, err := concurrency.New(2, concurrency.WithName("inflight"))
+	cl, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "inflight"}, Max: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestKinds(t *testing.T) {
 	}
 
 	clk := time.Date(2030, 3, 10, 23, 0, 0, 0, time.UTC)
-	q, err := quota.New(1, quota.Day, quota.WithName("daily"), quota.WithClock(fixedClock(clk)))
+	q, err := quota.New(quota.Config{Options: admit.Options{Name: "daily", Clock: fixedClock(clk)}, Limit: 1, Period: quota.Day})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (h *okHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func gcra(t testing.TB, l admit.Limit, name string) (*keyed.Limiter, *admittest.ManualClock) {
 	t.Helper()
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, err := keyed.New(admit.AlgGCRA, l, keyed.WithClock(clk), keyed.WithName(name))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk, Name: name}, Limit: l})
 	if err != nil {
 		t.Fatal(err)
 	}

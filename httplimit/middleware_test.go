@@ -252,7 +252,7 @@ func TestUnkeyed(t *testing.T) {
 // TestLimiterRequestErrors: errors of the limiter about the request are
 // refused whatever the failure policy.
 func TestLimiterRequestErrors(t *testing.T) {
-	short, err := keyed.New(admit.AlgGCRA, admit.PerSecond(10), keyed.WithMaxKeyLength(4))
+	short, err := keyed.New(keyed.Config{Limit: admit.PerSecond(10), MaxKeyLength: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func BenchmarkAllowAt(b *testing.B) {
 	ctx := context.Background()
 	for _, alg := range admit.Algorithms() {
 		b.Run(alg.String()+"/one-key", func(b *testing.B) {
-			lim, _ := New(alg, admit.PerSecond(1e9))
+			lim, _ := New(Config{Algorithm: alg, Limit: admit.PerSecond(1e9)})
 			now := time.Now()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -37,7 +37,7 @@ func BenchmarkAllowAt(b *testing.B) {
 		})
 	}
 	b.Run("gcra/1M-keys", func(b *testing.B) {
-		lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
+		lim, _ := New(Config{Algorithm: admit.AlgGCRA, Limit: admit.PerSecond(1e6)})
 		now := time.Now()
 		b.ReportAllocs()
 		keys := keys1M()
@@ -53,7 +53,7 @@ func BenchmarkAllowAt(b *testing.B) {
 
 func BenchmarkAllowParallel(b *testing.B) {
 	ctx := context.Background()
-	lim, _ := New(admit.AlgGCRA, admit.PerSecond(1e6))
+	lim, _ := New(Config{Algorithm: admit.AlgGCRA, Limit: admit.PerSecond(1e6)})
 	now := time.Now()
 	keys := keys1M()
 	b.ReportAllocs()
@@ -82,7 +82,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			var perKey float64
 			for b.Loop() {
 				before := heap()
-				lim, _ := New(alg, admit.PerHour(100), WithMaxKeys(2_000_000))
+				lim, _ := New(Config{Algorithm: alg, Limit: admit.PerHour(100), MaxKeys: 2_000_000})
 				now := time.Now()
 				for _, k := range keys {
 					lim.Allow(ctx, admit.Request{Key: k, N: 1, At: now})

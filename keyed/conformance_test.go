@@ -12,15 +12,16 @@ import (
 	"github.com/admit-go/admit/keyed"
 )
 
-// factory makes a keyed limiter with the given options. The suite's keys
-// are few, so the cap is never reached, and idle keys are evicted freely:
-// decisions must not change.
-func factory(opts ...keyed.Option) admittest.Factory {
+// factory makes a keyed limiter configured by cfg, with the scenario's
+// algorithm and limit. The suite's keys are few, so the cap is never
+// reached, and idle keys are evicted freely: decisions must not change.
+func factory(cfg keyed.Config) admittest.Factory {
 	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 		t.Helper()
-		lim, err := keyed.New(alg, l, opts...)
+		cfg.Algorithm, cfg.Limit = alg, l
+		lim, err := keyed.New(cfg)
 		if err != nil {
-			t.Fatalf("keyed.New(%v, %v): %v", alg, l, err)
+			t.Fatalf("keyed.New(keyed.Config{Algorithm: %v, Limit: %v}): %v", alg, l, err)
 		}
 		return lim
 	}
@@ -45,7 +46,7 @@ func perCallFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.Keye
 	if l == (admit.Limit{}) {
 		own = l // the zero Limit per call asks for the own limit: make it the zero Limit
 	}
-	lim, err := keyed.New(alg, own, keyed.WithForgetAfter(never))
+	lim, err := keyed.New(keyed.Config{Algorithm: alg, Limit: own, ForgetAfter: never})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func perCallFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.Keye
 }
 
 func TestConformance(t *testing.T) {
-	admittest.Run(t, factory())
+	admittest.Run(t, factory(keyed.Config{}))
 }
 
 func TestConformancePerCallLimit(t *testing.T) {
@@ -63,7 +64,7 @@ func TestConformancePerCallLimit(t *testing.T) {
 // One shard, no grace: keys are swept as soon as they are full, so the
 // scenarios check that forgetting idle keys changes no decision.
 func TestConformanceEager(t *testing.T) {
-	admittest.Run(t, factory(keyed.WithShards(1), keyed.WithForgetAfter(0)))
+	admittest.Run(t, factory(keyed.Config{Shards: 1, ForgetAfter: -1}))
 }
 
 // never is a grace period longer than any timeline: with it a limiter
@@ -76,7 +77,7 @@ func TestConformanceModel(t *testing.T) {
 	if testing.Short() {
 		rounds = 20
 	}
-	admittest.RunDifferential(t, factory(keyed.WithForgetAfter(never)), 7, rounds)
+	admittest.RunDifferential(t, factory(keyed.Config{ForgetAfter: never}), 7, rounds)
 	admittest.RunDifferential(t, perCallFactory, 8, rounds/2)
 }
 
@@ -92,7 +93,7 @@ func TestConformanceModelForward(t *testing.T) {
 		l := admittest.RandomLimit(r)
 		for _, alg := range admit.Algorithms() {
 			reqs := admittest.RandomTimeline(r, alg, l, 1+r.IntN(300), false, "a", "b", "c", "d", "e")
-			subj := factory(keyed.WithShards(1), keyed.WithForgetAfter(0))(t, alg, l)
+			subj := factory(keyed.Config{Shards: 1, ForgetAfter: -1})(t, alg, l)
 			admittest.Differential(t, subj, alg, l, reqs)
 		}
 	}
@@ -106,7 +107,7 @@ func FuzzConformance(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		alg, l, reqs := admittest.TimelineFromBytes(data)
-		admittest.Differential(t, factory(keyed.WithShards(1), keyed.WithForgetAfter(never))(t, alg, l), alg, l, reqs)
+		admittest.Differential(t, factory(keyed.Config{Shards: 1, ForgetAfter: never})(t, alg, l), alg, l, reqs)
 	})
 }
 
@@ -120,6 +121,6 @@ func FuzzConformanceEager(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		alg, l, reqs := admittest.TimelineFromBytes(data)
 		slices.SortStableFunc(reqs, func(a, b admittest.Request) int { return a.At.Compare(b.At) })
-		admittest.Differential(t, factory(keyed.WithShards(1), keyed.WithForgetAfter(0))(t, alg, l), alg, l, reqs)
+		admittest.Differential(t, factory(keyed.Config{Shards: 1, ForgetAfter: -1})(t, alg, l), alg, l, reqs)
 	})
 }

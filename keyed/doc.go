@@ -15,7 +15,7 @@
 //     client limits in a single service instance, or per instance limits in
 //     a fleet. It replaces the map[string]*rate.Limiter that users build by
 //     hand, without its leak: keys back at full capacity are forgotten,
-//     which changes no decision, and a hard cap (WithMaxKeys) bounds the
+//     which changes no decision, and a hard cap (Config.MaxKeys) bounds the
 //     rest.
 //   - redisstore when several instances must share one limit.
 //   - admit's single-key limiters for one stream of events (a dependency, a

@@ -11,7 +11,7 @@ import (
 
 func Example() {
 	// 2 requests per second per client IP, burst 2.
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2), keyed.WithName("per-ip"))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "per-ip"}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +36,7 @@ func ExampleLimiter_Allow_tiers() {
 		"free": admit.PerMinute(3),
 		"pro":  admit.PerMinute(100),
 	}
-	lim, err := keyed.New(admit.AlgGCRA, tiers["free"])
+	lim, err := keyed.New(keyed.Config{Limit: tiers["free"]})
 	if err != nil {
 		panic(err)
 	}
@@ -59,7 +59,7 @@ func ExampleLimiter_Allow_tiers() {
 func ExampleLimiter_Refund() {
 	// 3 per minute per user; a request admitted here but refused further
 	// on (by another limit, or a failed upstream call) is given back.
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerMinute(3))
+	lim, err := keyed.New(keyed.Config{Limit: admit.PerMinute(3)})
 	if err != nil {
 		panic(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -16,7 +15,7 @@ import (
 // ErrInvalidCost, ErrUnknownAlgorithm). Test them with errors.Is.
 var (
 	// ErrKeyTooLong reports a key longer than the limiter's maximum (see
-	// WithMaxKeyLength). Nothing was consumed. It is admit.ErrKeyTooLong.
+	// Config.MaxKeyLength). Nothing was consumed. It is admit.ErrKeyTooLong.
 	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrStoreFull reports that a key could not be stored because its
@@ -29,7 +28,7 @@ var (
 // admit with the same limit would: same decisions, same Remaining,
 // RetryAfter and ResetAfter (admittest's conformance suite checks it).
 //
-// The limit is the limiter's own (New), or given per call (Request.Limit), so
+// The limit is the limiter's own (Config.Limit), or given per call (Request.Limit), so
 // one Limiter serves any number of tiers; a key keeps its state when the
 // limit it is checked under changes, which for GCRA and the buckets is a
 // debt in time (so it carries over naturally) and for the window algorithms
@@ -37,13 +36,13 @@ var (
 //
 // Memory is bounded. A key is stored only while its state differs from a
 // new key's: a key back at full capacity is forgotten (after a grace
-// period, WithForgetAfter; lazily: a few slots are swept on each insertion,
+// period, Config.ForgetAfter; lazily: a few slots are swept on each insertion,
 // and all of a shard's before it grows), which changes no decision. (The
 // grace period is for instants that go backwards, as they do when
 // goroutines read the clock and then decide in another order: a request at
 // an instant up to the grace period before the latest one is decided as
 // the single-key limiter would; a request further in the past, for a key
-// that has been forgotten, is decided as for a new key.) A hard cap on keys (WithMaxKeys) bounds the rest:
+// that has been forgotten, is decided as for a new key.) A hard cap on keys (Config.MaxKeys) bounds the rest:
 // when a shard of the table is at its share of the cap with no idle key,
 // the least recently used key (approximately, by the CLOCK algorithm) is
 // forgotten, which can admit a request its state would have denied. Such
@@ -69,45 +68,30 @@ type Limiter struct {
 	sysClock  bool // clock is admit.SystemClock
 }
 
-// New returns a Limiter deciding by algorithm alg, with limit l for the
-// calls that do not give one. The error wraps admit.ErrInvalidLimit or
-// admit.ErrUnknownAlgorithm.
-func New(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
-	o := options{
-		clock:     admit.SystemClock,
-		maxKeys:   DefaultMaxKeys,
-		maxKeyLen: DefaultMaxKeyLength,
-		grace:     int64(DefaultForgetAfter),
+// New returns a Limiter configured by cfg. The error wraps admit.ErrInvalidConfig (a field out of its domain),
+// admit.ErrInvalidLimit or admit.ErrUnknownAlgorithm.
+func New(cfg Config) (*Limiter, error) {
+	o, err := cfg.settings()
+	if err != nil {
+		return nil, err
 	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
-	}
-	shards := o.shards
-	if shards == 0 {
-		shards = 16 * runtime.GOMAXPROCS(0)
-	}
-	shards = pow2(min(shards, 1<<12, max(o.maxKeys/8, 1)))
-	lim := &Limiter{alg: alg, clock: o.clock, name: o.name, obs: o.obs, maxKeyLen: o.maxKeyLen, sysClock: o.clock == admit.SystemClock}
+	alg := cfg.Algorithm
+	lim := &Limiter{alg: alg, clock: o.clock, name: cfg.Name, obs: cfg.Observer, maxKeyLen: o.maxKeyLen, sysClock: o.clock == admit.SystemClock}
 	switch alg {
 	case admit.AlgGCRA:
-		lim.eng = newTable(gcraOps, shards, o.maxKeys, o.grace)
+		lim.eng = newTable(gcraOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgTokenBucket, admit.AlgLeakyBucket:
-		lim.eng = newTable(bucketOps, shards, o.maxKeys, o.grace)
+		lim.eng = newTable(bucketOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgFixedWindow:
-		lim.eng = newTable(fixedOps, shards, o.maxKeys, o.grace)
+		lim.eng = newTable(fixedOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgSlidingWindow:
-		lim.eng = newTable(slidingOps, shards, o.maxKeys, o.grace)
+		lim.eng = newTable(slidingOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgSlidingLog:
-		lim.eng = newTable(logOps, shards, o.maxKeys, o.grace)
+		lim.eng = newTable(logOps, o.shards, o.maxKeys, o.grace)
 	default:
 		return nil, fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, alg)
 	}
-	lim.own = limits.Compile(alg, l)
+	lim.own = limits.Compile(alg, cfg.Limit)
 	if lim.own.Err != nil {
 		return nil, lim.own.Err
 	}

@@ -18,9 +18,9 @@ import (
 
 var ctx = context.Background()
 
-func mustNew(t testing.TB, alg admit.Algorithm, l admit.Limit, opts ...keyed.Option) *keyed.Limiter {
+func mustNew(t testing.TB, cfg keyed.Config) *keyed.Limiter {
 	t.Helper()
-	lim, err := keyed.New(alg, l, opts...)
+	lim, err := keyed.New(cfg)
 	if err != nil {
 		t.Fatalf("keyed.New: %v", err)
 	}
@@ -69,7 +69,7 @@ func (c *counter) Tracked(_ string, n int) {
 func TestTrackedGrows(t *testing.T) {
 	for _, shards := range []int{1, 8} {
 		c := &counter{}
-		lim := mustNew(t, admit.AlgGCRA, admit.PerHour(10), keyed.WithObserver(c), keyed.WithShards(shards))
+		lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Limit: admit.PerHour(10), Shards: shards})
 		if c.reports.Load() != 1 || c.tracked.Load() != 0 {
 			t.Fatalf("%d shards: after New, %d reports, tracked %d; want one, of 0", shards, c.reports.Load(), c.tracked.Load())
 		}
@@ -92,7 +92,7 @@ func TestTrackedGrows(t *testing.T) {
 func TestKeysAreIndependent(t *testing.T) {
 	keys := []string{"", "a", "A", "{a}", "a\x00", "\x00", "\xff\xfe", strings.Repeat("k", 4096), "user:1", "user:1 "}
 	for _, alg := range admit.Algorithms() {
-		lim := mustNew(t, alg, admit.PerMinute(2), keyed.WithName("per-user"))
+		lim := mustNew(t, keyed.Config{Options: admit.Options{Name: "per-user"}, Algorithm: alg, Limit: admit.PerMinute(2)})
 		for _, k := range keys {
 			for i := range 3 {
 				d := allow(t, lim, admittest.T0, k, 1)
@@ -109,7 +109,7 @@ func TestKeysAreIndependent(t *testing.T) {
 
 func TestTiers(t *testing.T) {
 	free, pro := admit.PerSecond(2), admit.PerSecond(10)
-	lim := mustNew(t, admit.AlgGCRA, free)
+	lim := mustNew(t, keyed.Config{Limit: free})
 	count := func(key string, l admit.Limit) (n int) {
 		for range 20 {
 			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, Limit: l, At: admittest.T0})
@@ -142,7 +142,7 @@ func TestTiers(t *testing.T) {
 
 func TestPeekStoresNothing(t *testing.T) {
 	c := &counter{}
-	lim := mustNew(t, admit.AlgSlidingWindow, admit.PerSecond(5), keyed.WithObserver(c))
+	lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Algorithm: admit.AlgSlidingWindow, Limit: admit.PerSecond(5)})
 	for i := range 1000 {
 		d := allow(t, lim, admittest.T0, fmt.Sprint("k", i), 0)
 		if !d.Allowed || d.Remaining != 5 || d.ResetAfter != 0 {
@@ -164,7 +164,7 @@ func TestPeekStoresNothing(t *testing.T) {
 func TestIdleKeysAreForgotten(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
 		c := &counter{}
-		lim := mustNew(t, alg, admit.PerSecond(10), keyed.WithObserver(c), keyed.WithShards(4), keyed.WithForgetAfter(time.Second))
+		lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Algorithm: alg, Limit: admit.PerSecond(10), Shards: 4, ForgetAfter: time.Second})
 		now := admittest.T0
 		// Each round 1000 new keys, one event each; a key is full again
 		// 1s later (window algorithms: 2s), and forgettable 1s after that.
@@ -189,7 +189,7 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 func TestCardinalityAttack(t *testing.T) {
 	const cap = 4_000
 	c := &counter{}
-	lim := mustNew(t, admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(cap), keyed.WithShards(8), keyed.WithObserver(c))
+	lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Limit: admit.PerHour(1), MaxKeys: cap, Shards: 8})
 	now := admittest.T0
 	allow(t, lim, now, "hot", 1)
 	for i := range 100_000 {
@@ -209,7 +209,7 @@ func TestCardinalityAttack(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	lim := mustNew(t, admit.AlgFixedWindow, admit.PerMinute(1))
+	lim := mustNew(t, keyed.Config{Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(1)})
 	allow(t, lim, admittest.T0, "a", 1)
 	if d := allow(t, lim, admittest.T0, "a", 1); d.Allowed {
 		t.Fatal("second request admitted")
@@ -229,7 +229,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2))
+	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2)})
 	pro := admit.PerSecond(5)
 	t0 := admittest.T0
 	reqs := []admit.Request{{Key: "a", N: 2, At: t0}, {Key: "a", N: 1, At: t0}, {Key: "b", N: 5, Limit: pro, At: t0}, {Key: "c", N: -1, At: t0}, {Key: "d", N: 1, At: t0}}
@@ -253,7 +253,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2), keyed.WithMaxKeyLength(8))
+	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2), MaxKeyLength: 8})
 	if _, err := lim.Allow(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n < 0: %v", err)
 	}
@@ -265,25 +265,21 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("key of the maximum length: %v", err)
 	}
 	for name, c := range map[string]struct {
-		alg  admit.Algorithm
-		l    admit.Limit
-		opts []keyed.Option
+		cfg  keyed.Config
 		want error
 	}{
-		"negative rate":    {admit.AlgGCRA, admit.Limit{Rate: -5, Period: time.Second}, nil, admit.ErrInvalidLimit},
-		"no period":        {admit.AlgGCRA, admit.Limit{Rate: 5}, nil, admit.ErrInvalidLimit},
-		"absurd period":    {admit.AlgGCRA, admit.Limit{Rate: 1, Period: 1 << 62}, nil, admit.ErrInvalidLimit},
-		"window under 1ns": {admit.AlgFixedWindow, admit.Limit{Rate: 3, Period: 1, Burst: 1}, nil, admit.ErrInvalidLimit},
-		"unknown alg":      {admit.Algorithm(99), admit.PerSecond(1), nil, admit.ErrUnknownAlgorithm},
-		"zero cap":         {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeys(0)}, nil},
-		"negative cap":     {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeys(-1)}, nil},
-		"zero key length":  {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeyLength(0)}, nil},
-		"huge key length":  {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithMaxKeyLength(1 << 40)}, nil},
-		"zero shards":      {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithShards(0)}, nil},
-		"negative grace":   {admit.AlgGCRA, admit.PerSecond(1), []keyed.Option{keyed.WithForgetAfter(-1)}, nil},
+		"negative rate":       {keyed.Config{Limit: admit.Limit{Rate: -5, Period: time.Second}}, admit.ErrInvalidLimit},
+		"no period":           {keyed.Config{Limit: admit.Limit{Rate: 5}}, admit.ErrInvalidLimit},
+		"absurd period":       {keyed.Config{Limit: admit.Limit{Rate: 1, Period: 1 << 62}}, admit.ErrInvalidLimit},
+		"window under 1ns":    {keyed.Config{Algorithm: admit.AlgFixedWindow, Limit: admit.Limit{Rate: 3, Period: 1, Burst: 1}}, admit.ErrInvalidLimit},
+		"unknown alg":         {keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(1)}, admit.ErrUnknownAlgorithm},
+		"negative cap":        {keyed.Config{Limit: admit.PerSecond(1), MaxKeys: -1}, admit.ErrInvalidConfig},
+		"negative key length": {keyed.Config{Limit: admit.PerSecond(1), MaxKeyLength: -1}, admit.ErrInvalidConfig},
+		"huge key length":     {keyed.Config{Limit: admit.PerSecond(1), MaxKeyLength: 1 << 40}, admit.ErrInvalidConfig},
+		"negative shards":     {keyed.Config{Limit: admit.PerSecond(1), Shards: -1}, admit.ErrInvalidConfig},
 	} {
-		lim, err := keyed.New(c.alg, c.l, c.opts...)
-		if err == nil || lim != nil || (c.want != nil && !errors.Is(err, c.want)) {
+		lim, err := keyed.New(c.cfg)
+		if err == nil || lim != nil || !errors.Is(err, c.want) {
 			t.Errorf("%s: New = %v, %v", name, lim, err)
 		}
 	}
@@ -293,7 +289,7 @@ func TestBadInput(t *testing.T) {
 // instants admit exactly what one goroutine would.
 func TestConcurrentExact(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
-		lim := mustNew(t, alg, admit.PerSecond(100), keyed.WithShards(2))
+		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(100), Shards: 2})
 		var admitted [4]atomic.Int64
 		var wg sync.WaitGroup
 		for g := range 16 {
@@ -317,7 +313,7 @@ func TestConcurrentExact(t *testing.T) {
 
 func TestZeroAllocs(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
-		lim := mustNew(t, alg, admit.PerSecond(1e6))
+		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(1e6)})
 		now := time.Now()
 		allow(t, lim, now, "existing", 1)
 		if avg := testing.AllocsPerRun(1000, func() { lim.Allow(ctx, admit.Request{Key: "existing", N: 1, At: now}) }); avg != 0 {
@@ -348,7 +344,7 @@ func TestMemoryBounded(t *testing.T) {
 		t.Skip("allocates a lot")
 	}
 	const cap = 8_000
-	lim := mustNew(t, admit.AlgGCRA, admit.PerHour(1), keyed.WithMaxKeys(cap))
+	lim := mustNew(t, keyed.Config{Limit: admit.PerHour(1), MaxKeys: cap})
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats

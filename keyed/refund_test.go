@@ -24,7 +24,7 @@ func refund(t testing.TB, lim *keyed.Limiter, at time.Time, key string, n int64)
 func TestRefund(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			lim := mustNew(t, alg, admit.PerSecond(5))
+			lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(5)})
 			// A key that is not stored is full: nothing to give back,
 			// and nothing is stored.
 			refund(t, lim, admittest.T0, "a", 3)
@@ -65,7 +65,7 @@ func TestRefund(t *testing.T) {
 // window than the one the events were counted in.
 func TestRefundWindows(t *testing.T) {
 	for _, alg := range []admit.Algorithm{admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingLog} {
-		lim := mustNew(t, alg, admit.PerSecond(4))
+		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(4)})
 		allow(t, lim, admittest.T0, "k", 4)
 		refund(t, lim, admittest.T0.Add(time.Second), "k", 4)
 		d := allow(t, lim, admittest.T0.Add(time.Second), "k", 0)
@@ -99,12 +99,12 @@ func TestRefundUndoesAdmission(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	limits := []admit.Limit{admit.PerSecond(5), {Rate: 3, Period: time.Second, Burst: 7}, admit.PerMinute(10), {Rate: 7, Period: 13 * time.Millisecond}}
 	for _, alg := range admit.Algorithms() {
-		for _, grace := range []time.Duration{keyed.DefaultForgetAfter, 0} {
+		for _, grace := range []time.Duration{0, -1} { // the default grace, and none
 			for trial := range 20 {
 				l := limits[rng.IntN(len(limits))]
 				perCall := trial%2 == 1
-				a := mustNew(t, alg, l, keyed.WithForgetAfter(grace), keyed.WithShards(1))
-				b := mustNew(t, alg, l, keyed.WithForgetAfter(grace), keyed.WithShards(1))
+				a := mustNew(t, keyed.Config{Algorithm: alg, Limit: l, ForgetAfter: grace, Shards: 1})
+				b := mustNew(t, keyed.Config{Algorithm: alg, Limit: l, ForgetAfter: grace, Shards: 1})
 				do := func(lim *keyed.Limiter, now time.Time, key string, n int64) admit.Decision {
 					if perCall {
 						d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, Limit: l, At: now})
@@ -151,7 +151,7 @@ func TestRefundUndoesAdmission(t *testing.T) {
 // leave every key full.
 func TestRefundConcurrent(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
-		lim := mustNew(t, alg, admit.PerSecond(10), keyed.WithShards(2))
+		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(10), Shards: 2})
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
@@ -182,7 +182,7 @@ func TestRefundConcurrent(t *testing.T) {
 }
 
 func TestRefundBadInput(t *testing.T) {
-	lim := mustNew(t, admit.AlgGCRA, admit.PerSecond(2), keyed.WithMaxKeyLength(8))
+	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2), MaxKeyLength: 8})
 	allow(t, lim, admittest.T0, "a", 2)
 	for name, err := range map[string]error{
 		"negative n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
@@ -211,7 +211,7 @@ func TestRefundBadInput(t *testing.T) {
 // TestRefundClock: Refund and Refund(Limit) read the limiter's clock.
 func TestRefundClock(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.T0)
-	lim := mustNew(t, admit.AlgFixedWindow, admit.PerMinute(3), keyed.WithClock(clk))
+	lim := mustNew(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(3)})
 	lim.Allow(ctx, admit.Request{Key: "k", N: 3})
 	clk.Advance(time.Minute) // the next window: nothing comes back
 	if err := lim.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
@@ -231,7 +231,7 @@ func TestRefundClock(t *testing.T) {
 
 func TestRefundZeroAllocs(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
-		lim := mustNew(t, alg, admit.PerSecond(1e6))
+		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(1e6)})
 		now := time.Now()
 		allow(t, lim, now, "existing", 1)
 		if avg := testing.AllocsPerRun(1000, func() {

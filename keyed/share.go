@@ -8,18 +8,18 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// LocalShare returns a Limiter deciding by algorithm alg with this
-// instance's share of the limit shared among instances instances (see
-// admit.Limit.Share): the local limiter of a compose.Fallback for a fleet
-// of a known size. opts configure the Limiter (name it, give it a
-// clock...). The error wraps admit.ErrInvalidInstances,
-// admit.ErrInvalidLimit or one of New's.
-func LocalShare(alg admit.Algorithm, shared admit.Limit, instances int, opts ...Option) (*Limiter, error) {
-	l, err := shared.Share(instances)
+// LocalShare returns a Limiter configured by cfg but for its limit, which
+// is this instance's share of cfg.Limit, the limit shared among instances
+// instances (see admit.Limit.Share): the local limiter of a
+// compose.Fallback for a fleet of a known size. The error wraps
+// admit.ErrInvalidInstances, admit.ErrInvalidLimit or one of New's.
+func LocalShare(cfg Config, instances int) (*Limiter, error) {
+	l, err := cfg.Limit.Share(instances)
 	if err != nil {
 		return nil, err
 	}
-	return New(alg, l, opts...)
+	cfg.Limit = l
+	return New(cfg)
 }
 
 // Shared is a keyed limiter whose limit is this instance's share of a limit
@@ -54,21 +54,20 @@ type share struct {
 	err       error
 }
 
-// LiveShare returns a Shared deciding by algorithm alg with this instance's
-// share of shared among live() instances. live is called on every request,
-// so it must be cheap (an atomic load) and safe for concurrent use. opts
-// configure the underlying Limiter. The error wraps
-// admit.ErrInvalidInstances (a nil live), admit.ErrInvalidLimit or one of
-// New's.
-func LiveShare(alg admit.Algorithm, shared admit.Limit, live func() int, opts ...Option) (*Shared, error) {
+// LiveShare returns a Shared configured by cfg, deciding with this
+// instance's share of cfg.Limit, the limit shared among live() instances.
+// live is called on every request, so it must be cheap (an atomic load)
+// and safe for concurrent use. The error wraps admit.ErrInvalidInstances
+// (a nil live), admit.ErrInvalidLimit or one of New's.
+func LiveShare(cfg Config, live func() int) (*Shared, error) {
 	if live == nil {
 		return nil, fmt.Errorf("%w: LiveShare needs a function counting the live instances", admit.ErrInvalidInstances)
 	}
-	lim, err := New(alg, shared, opts...)
+	lim, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Shared{lim: lim, shared: shared, live: live}
+	s := &Shared{lim: lim, shared: cfg.Limit, live: live}
 	s.cur.Store(s.compute(1))
 	return s, nil
 }

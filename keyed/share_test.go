@@ -13,14 +13,14 @@ import (
 )
 
 func TestLocalShare(t *testing.T) {
-	if _, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(10), 0); !errors.Is(err, admit.ErrInvalidInstances) {
+	if _, err := keyed.LocalShare(keyed.Config{Limit: admit.PerSecond(10)}, 0); !errors.Is(err, admit.ErrInvalidInstances) {
 		t.Errorf("0 instances: %v", err)
 	}
-	if _, err := keyed.LocalShare(admit.Algorithm(99), admit.PerSecond(10), 2); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := keyed.LocalShare(keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(10)}, 2); !errors.Is(err, admit.ErrUnknownAlgorithm) {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	for _, alg := range admit.Algorithms() {
-		lim, err := keyed.LocalShare(alg, admit.PerMinute(100), 4, keyed.WithName("local"))
+		lim, err := keyed.LocalShare(keyed.Config{Options: admit.Options{Name: "local"}, Algorithm: alg, Limit: admit.PerMinute(100)}, 4)
 		if err != nil {
 			t.Fatalf("%v: %v", alg, err)
 		}
@@ -41,16 +41,15 @@ func TestLocalShare(t *testing.T) {
 }
 
 func TestLiveShare(t *testing.T) {
-	if _, err := keyed.LiveShare(admit.AlgGCRA, admit.PerSecond(10), nil); !errors.Is(err, admit.ErrInvalidInstances) {
+	if _, err := keyed.LiveShare(keyed.Config{Limit: admit.PerSecond(10)}, nil); !errors.Is(err, admit.ErrInvalidInstances) {
 		t.Errorf("nil live: %v", err)
 	}
-	if _, err := keyed.LiveShare(admit.AlgGCRA, admit.Limit{Rate: -1}, func() int { return 1 }); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := keyed.LiveShare(keyed.Config{Limit: admit.Limit{Rate: -1}}, func() int { return 1 }); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("invalid limit: %v", err)
 	}
 	clk := admittest.NewManualClock(admittest.Epoch)
 	var live atomic.Int64
-	s, err := keyed.LiveShare(admit.AlgGCRA, admit.PerSecond(12), func() int { return int(live.Load()) },
-		keyed.WithClock(clk), keyed.WithName("local"))
+	s, err := keyed.LiveShare(keyed.Config{Options: admit.Options{Clock: clk, Name: "local"}, Limit: admit.PerSecond(12)}, func() int { return int(live.Load()) })
 	if err != nil {
 		t.Fatal(err)
 	}

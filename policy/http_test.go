@@ -18,6 +18,7 @@ import (
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/redisstore"
 )
 
 // multiTenant is the reference design's multi-tenant API (as in
@@ -78,7 +79,7 @@ type gateway struct {
 
 func newGateway(t *testing.T) *gateway {
 	t.Helper()
-	store := redisStore(t, redistest.Standalone(t).Client(t))
+	store := redisStore(t, redistest.Standalone(t).Client(t), redisstore.Config{})
 	p, err := Parse("multi-tenant.yaml", []byte(multiTenant))
 	if err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func WithShadow(on bool) Option {
 }
 
 // WithMaxKeys caps the keys each limiter kept in memory holds (see
-// keyed.WithMaxKeys, quota.WithMaxKeys, concurrency.WithMaxKeys), and the
+// keyed.Config.MaxKeys, quota.Config.MaxKeys, concurrency.Config.MaxKeys), and the
 // keys each rule's adaptive limit or lanes hold (see ErrTooManyKeys). The
 // default is each package's default, and DefaultMaxAdaptiveKeys for
 // adaptive limits and lanes; n must be positive.

@@ -29,9 +29,10 @@ func (quiet) Printf(context.Context, string, ...any) {}
 // redisStore returns a Store on client with a key prefix of its own,
 // closed by t.Cleanup. Keys live an hour at least, since the tests decide
 // at instants of a manual clock (withRedis with the clock).
-func redisStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Option) *redisstore.Store {
+func redisStore(t testing.TB, client redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour)}, opts...)...)
+	cfg.Prefix, cfg.MinTTL = redistest.Prefix(t), time.Hour
+	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func redisStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.O
 // real Redis, shared by two engines: two instances of a service.
 func TestRedisExample(t *testing.T) {
 	srv := redistest.Standalone(t)
-	store := redisStore(t, srv.Client(t))
+	store := redisStore(t, srv.Client(t), redisstore.Config{})
 	p, err := ParseFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestRedisExample(t *testing.T) {
 	}
 	// The quota is counted in Redis: 20 requests of newco today (the
 	// refused one gave its event back).
-	l, err := store.Quota(1000, quota.Day, redisstore.WithName("per-tenant/free/quota"))
+	l, err := store.Quota(redisstore.QuotaConfig{Options: admit.Options{Name: "per-tenant/free/quota"}, Limit: 1000, Period: quota.Day})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestRedisFailurePolicies(t *testing.T) {
 	// Generous timeouts: a loaded machine (CI runs packages in parallel)
 	// must not turn a slow answer into a failure. A dead Redis still fails
 	// at once (connection refused).
-	store := redisStore(t, faultClient(t, srv), redisstore.WithTimeout(5*time.Second))
+	store := redisStore(t, faultClient(t, srv), redisstore.Config{Timeout: 5 * time.Second})
 	p, err := ParseYAML("faults.yaml", []byte(`
 domain: api
 defaults:
@@ -288,7 +289,7 @@ rules:
 // Redis when the engine has a store.
 func TestRedisDefaultStore(t *testing.T) {
 	srv := redistest.Standalone(t)
-	store := redisStore(t, srv.Client(t))
+	store := redisStore(t, srv.Client(t), redisstore.Config{})
 	p, err := ParseEnvoy("e.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"))
 	if err != nil {
 		t.Fatal(err)

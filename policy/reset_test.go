@@ -8,6 +8,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/redisstore"
 )
 
 const resetPolicy = `domain: api
@@ -33,7 +34,7 @@ rules:
 // a closed engine are errors.
 func TestEngineReset(t *testing.T) {
 	srv := redistest.Standalone(t)
-	store := redisStore(t, srv.Client(t))
+	store := redisStore(t, srv.Client(t), redisstore.Config{})
 	p, err := Parse("p.yaml", []byte(resetPolicy))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestEngineReset(t *testing.T) {
 
 	// Redis down: the limit kept there is not reset, and the error says so.
 	down := redistest.NewStandalone(t)
-	dstore := redisStore(t, faultClient(t, down))
+	dstore := redisStore(t, faultClient(t, down), redisstore.Config{})
 	d, err := newEngine(p, withRedis(dstore, clock), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@
 //	if err != nil {
 //		return err
 //	}
-//	api, err := keyed.New(admit.AlgGCRA, admit.PerSecond(100),
-//		keyed.WithName("api"), keyed.WithObserver(obs))
+//	api, err := keyed.New(keyed.Config{
+//		Options: admit.Options{Name: "api", Observer: obs},
+//		Limit:   admit.PerSecond(100),
+//	})
 //	...
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //

@@ -23,13 +23,11 @@ func Example() {
 		panic(err)
 	}
 	// One Observer for every limiter of the process, told apart by name.
-	api, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2),
-		keyed.WithName("api"), keyed.WithObserver(obs))
+	api, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		panic(err)
 	}
-	uploads, err := concurrency.New(1,
-		concurrency.WithName("uploads"), concurrency.WithObserver(obs))
+	uploads, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "uploads", Observer: obs}, Max: 1})
 	if err != nil {
 		panic(err)
 	}

@@ -23,9 +23,7 @@ import (
 func TestKeyedLimiter(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerSecond(2),
-		keyed.WithName("api"), keyed.WithObserver(obs),
-		keyed.WithShards(1), keyed.WithMaxKeys(2), keyed.WithForgetAfter(0))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2), Shards: 1, MaxKeys: 2, ForgetAfter: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +60,7 @@ admit_decisions_total{decision="denied",kind="rate",limiter="api",rule="api"} 1
 func TestConcurrencyLimiter(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	lim, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs))
+	lim, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "jobs", Observer: obs}, Max: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +96,7 @@ admit_decisions_total{decision="denied",kind="concurrency",limiter="jobs",rule="
 func TestQuota(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	q, err := quota.New(2, quota.Day, quota.WithName("daily"), quota.WithObserver(obs), quota.WithLocation(time.UTC))
+	q, err := quota.New(quota.Config{Options: admit.Options{Name: "daily", Observer: obs}, Limit: 2, Period: quota.Day, Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +118,15 @@ admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily
 func TestKeysTrackedFromStart(t *testing.T) {
 	obs, reg := newObserver(t)
 	ctx := context.Background()
-	lim, err := keyed.New(admit.AlgGCRA, admit.PerHour(10), keyed.WithName("api"), keyed.WithObserver(obs), keyed.WithShards(1))
+	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerHour(10), Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := quota.New(10, quota.Day, quota.WithName("daily"), quota.WithObserver(obs))
+	q, err := quota.New(quota.Config{Options: admit.Options{Name: "daily", Observer: obs}, Limit: 10, Period: quota.Day})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := concurrency.New(1, concurrency.WithName("jobs"), concurrency.WithObserver(obs)); err != nil {
+	if _, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "jobs", Observer: obs}, Max: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"api", "daily", "jobs"} {

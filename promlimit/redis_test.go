@@ -22,12 +22,12 @@ func TestRedisGuard(t *testing.T) {
 		WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
 	t.Cleanup(func() { client.Close() })
 	obs, reg := newObserver(t)
-	store, err := redisstore.New(client, redisstore.WithName("redis"), redisstore.WithObserver(obs))
+	store, err := redisstore.New(client, redisstore.Config{Options: admit.Options{Name: "redis", Observer: obs}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	lim, err := store.Limiter(admit.AlgGCRA, admit.PerSecond(100), redisstore.WithName("api"), redisstore.WithObserver(obs))
+	lim, err := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(100)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ var benchNow = time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
 // BenchmarkAllowAt decides on one existing key at a fixed instant (the
 // quota is large enough never to run out). It must not allocate.
 func BenchmarkAllowAt(b *testing.B) {
-	q, _ := quota.New(1<<62, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 1 << 62, Period: quota.Day})
 	q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -25,7 +25,7 @@ func BenchmarkAllowAt(b *testing.B) {
 
 // BenchmarkAllowAtDenied decides on an exhausted key: the reject path.
 func BenchmarkAllowAtDenied(b *testing.B) {
-	q, _ := quota.New(1, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 1, Period: quota.Day})
 	q.Allow(context.Background(), admit.Request{Key: "user:12345", N: 1, At: benchNow})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -36,7 +36,7 @@ func BenchmarkAllowAtDenied(b *testing.B) {
 // BenchmarkAllow reads the system clock, in Europe/Paris.
 func BenchmarkAllow(b *testing.B) {
 	paris, _ := time.LoadLocation("Europe/Paris")
-	q, _ := quota.New(1<<62, quota.Day, quota.WithLocation(paris))
+	q, _ := quota.New(quota.Config{Limit: 1 << 62, Period: quota.Day, Location: paris})
 	ctx := context.Background()
 	q.Allow(ctx, admit.Request{Key: "user:12345", N: 1})
 	b.ReportAllocs()
@@ -48,7 +48,7 @@ func BenchmarkAllow(b *testing.B) {
 // BenchmarkAllowAtManyKeys cycles through 100,000 existing keys.
 func BenchmarkAllowAtManyKeys(b *testing.B) {
 	const n = 100_000
-	q, _ := quota.New(1<<62, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 1 << 62, Period: quota.Day})
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
@@ -68,7 +68,7 @@ func BenchmarkAllowAtManyKeys(b *testing.B) {
 // instant moving a day every 100,000 keys, so the keys of the day before
 // are swept as new ones come in.
 func BenchmarkAllowAtNewKeys(b *testing.B) {
-	q, _ := quota.New(10, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 10, Period: quota.Day})
 	keys := make([]string, 1<<20)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
@@ -83,7 +83,7 @@ func BenchmarkAllowAtNewKeys(b *testing.B) {
 
 // BenchmarkAllowAtParallel decides on 1,024 existing keys from all CPUs.
 func BenchmarkAllowAtParallel(b *testing.B) {
-	q, _ := quota.New(1<<62, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 1 << 62, Period: quota.Day})
 	keys := make([]string, 1024)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
@@ -101,7 +101,7 @@ func BenchmarkAllowAtParallel(b *testing.B) {
 
 // BenchmarkAllowAtParallelOneKey is the worst case: every CPU on one key.
 func BenchmarkAllowAtParallelOneKey(b *testing.B) {
-	q, _ := quota.New(1<<62, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 1 << 62, Period: quota.Day})
 	q.Allow(context.Background(), admit.Request{Key: "hot", N: 1, At: benchNow})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

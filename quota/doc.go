@@ -34,7 +34,7 @@
 // A period starts at the first instant at which the wall clock of the
 // location reads its first moment (midnight, or hh:00 for an hour) and
 // ends where the next one starts; weeks start on Monday unless
-// WithWeekStart says otherwise. Period.Bounds documents what this means on
+// Config.WeekStart says otherwise. Period.Bounds documents what this means on
 // daylight-saving changes, including the zones whose clocks skip midnight
 // itself (the day then starts at 01:00). The Decision's Limit.Period is the
 // length of the period decided in, so it says 23h or 25h on the days the

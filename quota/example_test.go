@@ -16,7 +16,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	q, err := quota.New(3, quota.Day, quota.WithLocation(paris), quota.WithName("exports"))
+	q, err := quota.New(quota.Config{Options: admit.Options{Name: "exports"}, Limit: 3, Period: quota.Day, Location: paris})
 	if err != nil {
 		panic(err)
 	}
@@ -46,7 +46,7 @@ func Example() {
 // A monthly quota is not a daily rate: the whole month's quota is there on
 // the first, and nothing comes back until the next month.
 func ExampleNew() {
-	q, err := quota.New(30000, quota.Month) // per calendar month, in UTC
+	q, err := quota.New(quota.Config{Limit: 30000, Period: quota.Month}) // per calendar month, in UTC
 	if err != nil {
 		panic(err)
 	}
@@ -65,7 +65,7 @@ func ExampleNew() {
 
 // One Quota serves every tier of a plan: each call gives its key's size.
 func ExampleQuota_Allow_tiers() {
-	q, err := quota.New(100, quota.Month) // 100 for calls that give no size
+	q, err := quota.New(quota.Config{Limit: 100, Period: quota.Month}) // 100 for calls that give no size
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func ExampleQuota_Allow_tiers() {
 
 // A request that a later check refuses gives its events back.
 func ExampleQuota_Refund() {
-	q, _ := quota.New(10, quota.Day)
+	q, _ := quota.New(quota.Config{Limit: 10, Period: quota.Day})
 	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
 	d, _ := q.Allow(context.Background(), admit.Request{Key: "k", N: 4, At: now})
 	fmt.Println("remaining", d.Remaining)

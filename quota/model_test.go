@@ -73,7 +73,7 @@ func TestEvictionChangesNoDecision(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprint(p, seed), func(t *testing.T) {
 				obs := &countingObserver{}
-				q, err := New(5, p, WithLocation(paris), WithMaxKeys(30), WithObserver(obs))
+				q, err := New(Config{Options: admit.Options{Observer: obs}, Limit: 5, Period: p, Location: paris, MaxKeys: 30})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -145,7 +145,7 @@ func approx(p Period) time.Duration {
 // many goroutines' worth of shards and checks the error, then that the
 // keys of an ended period make room (the reclaim path over all shards).
 func TestCapRefusesOnlyLiveKeys(t *testing.T) {
-	q, err := New(1, Day, WithMaxKeys(500))
+	q, err := New(Config{Limit: 1, Period: Day, MaxKeys: 500})
 	if err != nil {
 		t.Fatal(err)
 	}

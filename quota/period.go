@@ -15,7 +15,7 @@ const (
 	// Day is a calendar day: from midnight to midnight.
 	Day = calendar.Day
 	// Week is seven calendar days from midnight of the first day of the
-	// week (Monday unless WithWeekStart says otherwise).
+	// week (Monday unless Config.WeekStart says otherwise).
 	Week = calendar.Week
 	// Month is a calendar month: from midnight of its first day to
 	// midnight of the first day of the next month (28 to 31 days).

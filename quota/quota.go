@@ -54,7 +54,7 @@ import (
 // changes no decision, even when time goes back (because of the rule
 // above). Peeks and denials of a key not held store nothing.
 //
-// The number of keys held is capped (WithMaxKeys). At the cap, a new key
+// The number of keys held is capped (Config.MaxKeys). At the cap, a new key
 // is refused with an error wrapping ErrTooManyKeys unless a key of an
 // ended period can be forgotten; the Observer sees the refusal (Decided)
 // and the number of keys (Tracked). A Quota never forgets a key whose
@@ -62,7 +62,7 @@ import (
 // silently. Size the cap for the keys active in one period.
 //
 // Keys are arbitrary byte strings up to a maximum length
-// (WithMaxKeyLength). They are spread over shards by a seeded hash, so
+// (Config.MaxKeyLength). They are spread over shards by a seeded hash, so
 // goroutines deciding on different keys rarely share a lock.
 //
 // The zero Quota is not usable; create one with New. A Quota is safe for
@@ -88,40 +88,22 @@ type Quota struct {
 	trackAt atomic.Int64
 }
 
-// New returns a Quota of n events per key per period, with no key held
-// yet. n must be at least 1 (ErrInvalidQuota) and period one of the Period
-// constants (ErrInvalidPeriod); an invalid option is an error wrapping
-// ErrInvalidOption.
-func New(n int64, period Period, opts ...Option) (*Quota, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, n)
-	}
-	if !validPeriod(period) {
-		return nil, fmt.Errorf("%w: %v: want Hour, Day, Week, Month or Year", ErrInvalidPeriod, period)
-	}
-	o := options{
-		loc:       time.UTC,
-		weekStart: time.Monday,
-		clock:     admit.SystemClock,
-		maxKeys:   DefaultMaxKeys,
-		maxKeyLen: DefaultMaxKeyLength,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+// New returns a Quota configured by cfg, with no key held yet. The error
+// wraps admit.ErrInvalidConfig and names the field; for Limit and Period,
+// it wraps ErrInvalidQuota or ErrInvalidPeriod as well.
+func New(cfg Config) (*Quota, error) {
+	o, err := cfg.settings()
+	if err != nil {
+		return nil, err
 	}
 	q := &Quota{
-		limit:     n,
-		period:    period,
+		limit:     cfg.Limit,
+		period:    cfg.Period,
 		loc:       o.loc,
 		weekStart: o.weekStart,
-		clock:     o.clock,
-		name:      o.name,
-		obs:       o.obs,
+		clock:     cfg.ClockOrDefault(),
+		name:      cfg.Name,
+		obs:       cfg.Observer,
 		maxKeyLen: o.maxKeyLen,
 		errFull:   fmt.Errorf("%w: %d keys are held, none of them from an ended period", ErrTooManyKeys, o.maxKeys),
 		t:         newTable(o.maxKeys),

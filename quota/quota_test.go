@@ -23,11 +23,11 @@ func load(t testing.TB, name string) *time.Location {
 	return loc
 }
 
-func newQuota(t testing.TB, n int64, p quota.Period, opts ...quota.Option) *quota.Quota {
+func newQuota(t testing.TB, cfg quota.Config) *quota.Quota {
 	t.Helper()
-	q, err := quota.New(n, p, opts...)
+	q, err := quota.New(cfg)
 	if err != nil {
-		t.Fatalf("New(%d, %v): %v", n, p, err)
+		t.Fatalf("New(%+v): %v", cfg, err)
 	}
 	return q
 }
@@ -88,7 +88,7 @@ const (
 )
 
 func TestDailyUTC(t *testing.T) {
-	q := newQuota(t, 3, quota.Day)
+	q := newQuota(t, quota.Config{Limit: 3, Period: quota.Day})
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{
 		{at: d0.Add(-nano), n: 3, allowed: true, remain: 0, reset: nano, period: day},
@@ -107,7 +107,7 @@ func TestDailyUTC(t *testing.T) {
 
 func TestDaylightSavingParis(t *testing.T) {
 	paris := load(t, "Europe/Paris")
-	q := newQuota(t, 2, quota.Day, quota.WithLocation(paris))
+	q := newQuota(t, quota.Config{Limit: 2, Period: quota.Day, Location: paris})
 	spring := time.Date(2025, 3, 30, 0, 0, 0, 0, paris)  // 23h: 2025-03-29T23:00Z
 	autumn := time.Date(2025, 10, 26, 0, 0, 0, 0, paris) // 25h: 2025-10-25T22:00Z
 	run(t, q, []step{
@@ -135,7 +135,7 @@ func TestDaylightSavingNewYork(t *testing.T) {
 	ny := load(t, "America/New_York")
 	spring := time.Date(2025, 3, 9, 0, 0, 0, 0, ny)
 	autumn := time.Date(2025, 11, 2, 0, 0, 0, 0, ny)
-	q := newQuota(t, 1, quota.Day, quota.WithLocation(ny))
+	q := newQuota(t, quota.Config{Limit: 1, Period: quota.Day, Location: ny})
 	run(t, q, []step{
 		{at: spring.Add(12 * time.Hour), n: 1, allowed: true, remain: 0, reset: 11 * time.Hour, period: 23 * time.Hour},
 		{at: spring.Add(23*time.Hour - nano), n: 1, remain: 0, retry: nano, reset: nano, period: 23 * time.Hour},
@@ -145,7 +145,7 @@ func TestDaylightSavingNewYork(t *testing.T) {
 	})
 	// An hourly quota: 01:00-02:00 happens twice on 2 November, one
 	// period of two hours.
-	h := newQuota(t, 1, quota.Hour, quota.WithLocation(ny))
+	h := newQuota(t, quota.Config{Limit: 1, Period: quota.Hour, Location: ny})
 	one := time.Date(2025, 11, 2, 5, 0, 0, 0, time.UTC) // 01:00 EDT
 	run(t, h, []step{
 		{at: one, n: 1, allowed: true, remain: 0, reset: 2 * time.Hour, period: 2 * time.Hour},
@@ -159,7 +159,7 @@ func TestMidnightThatDoesNotExist(t *testing.T) {
 	// starts at 01:00 (05:00 UTC) and lasts 23 hours; the day before
 	// lasts 24, up to that instant.
 	havana := load(t, "America/Havana")
-	q := newQuota(t, 1, quota.Day, quota.WithLocation(havana))
+	q := newQuota(t, quota.Config{Limit: 1, Period: quota.Day, Location: havana})
 	gap := time.Date(2025, 3, 9, 5, 0, 0, 0, time.UTC)
 	run(t, q, []step{
 		{at: gap.Add(-nano), n: 1, allowed: true, remain: 0, reset: nano, period: day},
@@ -176,7 +176,7 @@ func TestMidnightThatDoesNotExist(t *testing.T) {
 }
 
 func TestMonthEnds(t *testing.T) {
-	q := newQuota(t, 10, quota.Month)
+	q := newQuota(t, quota.Config{Limit: 10, Period: quota.Month})
 	jan31 := time.Date(2025, 1, 31, 23, 59, 59, 999999999, time.UTC)
 	feb1 := time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{
@@ -187,14 +187,14 @@ func TestMonthEnds(t *testing.T) {
 		{at: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), n: 7, allowed: true, remain: 3, reset: 31 * day, period: 31 * day},
 		{at: time.Date(2025, 4, 30, 0, 0, 0, 0, time.UTC), n: 1, allowed: true, remain: 9, reset: day, period: 30 * day},
 	})
-	leap := newQuota(t, 1, quota.Month)
+	leap := newQuota(t, quota.Config{Limit: 1, Period: quota.Month})
 	feb29 := time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)
 	run(t, leap, []step{
 		{at: feb29, n: 1, allowed: true, remain: 0, reset: day, period: 29 * day},
 		{at: feb29.Add(day - nano), n: 1, remain: 0, retry: nano, reset: nano, period: 29 * day},
 		{at: feb29.Add(day), n: 1, allowed: true, remain: 0, reset: 31 * day, period: 31 * day},
 	})
-	dec := newQuota(t, 1, quota.Month)
+	dec := newQuota(t, quota.Config{Limit: 1, Period: quota.Month})
 	run(t, dec, []step{
 		{at: time.Date(2025, 12, 31, 23, 0, 0, 0, time.UTC), n: 1, allowed: true, remain: 0, reset: time.Hour, period: 31 * day},
 		{at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n: 1, allowed: true, remain: 0, reset: 31 * day, period: 31 * day},
@@ -205,13 +205,13 @@ func TestWeekStart(t *testing.T) {
 	sat := time.Date(2025, 1, 4, 12, 0, 0, 0, time.UTC) // a Saturday
 	sun := sat.Add(day)
 	mon := time.Date(2025, 1, 6, 0, 0, 0, 0, time.UTC)
-	monday := newQuota(t, 1, quota.Week) // the default
+	monday := newQuota(t, quota.Config{Limit: 1, Period: quota.Week}) // the default
 	run(t, monday, []step{
 		{at: sat, n: 1, allowed: true, remain: 0, reset: mon.Sub(sat), period: 7 * day},
 		{at: sun, n: 1, remain: 0, retry: mon.Sub(sun), reset: mon.Sub(sun), period: 7 * day},
 		{at: mon, n: 1, allowed: true, remain: 0, reset: 7 * day, period: 7 * day},
 	})
-	sunday := newQuota(t, 1, quota.Week, quota.WithWeekStart(time.Sunday))
+	sunday := newQuota(t, quota.Config{Limit: 1, Period: quota.Week, WeekStart: new(time.Sunday)})
 	sun0 := time.Date(2025, 1, 5, 0, 0, 0, 0, time.UTC)
 	run(t, sunday, []step{
 		{at: sat, n: 1, allowed: true, remain: 0, reset: sun0.Sub(sat), period: 7 * day},
@@ -221,14 +221,14 @@ func TestWeekStart(t *testing.T) {
 }
 
 func TestHourAndYear(t *testing.T) {
-	h := newQuota(t, 2, quota.Hour)
+	h := newQuota(t, quota.Config{Limit: 2, Period: quota.Hour})
 	t0 := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	run(t, h, []step{
 		{at: t0.Add(59 * time.Minute), n: 2, allowed: true, remain: 0, reset: time.Minute, period: time.Hour},
 		{at: t0.Add(time.Hour - nano), n: 1, remain: 0, retry: nano, reset: nano, period: time.Hour},
 		{at: t0.Add(time.Hour), n: 1, allowed: true, remain: 1, reset: time.Hour, period: time.Hour},
 	})
-	y := newQuota(t, 5, quota.Year)
+	y := newQuota(t, quota.Config{Limit: 5, Period: quota.Year})
 	run(t, y, []step{
 		{at: time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC), n: 5, allowed: true, remain: 0, reset: day, period: 366 * day},
 		{at: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), n: 5, allowed: true, remain: 0, reset: 365 * day, period: 365 * day},
@@ -239,12 +239,12 @@ func TestFarFromUTC(t *testing.T) {
 	// 2025-01-01T10:00Z is midnight on 2 January in Kiritimati (+14) and
 	// 23:00 on 31 December in Pago Pago (-11).
 	at := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
-	kiri := newQuota(t, 1, quota.Day, quota.WithLocation(load(t, "Pacific/Kiritimati")))
+	kiri := newQuota(t, quota.Config{Limit: 1, Period: quota.Day, Location: load(t, "Pacific/Kiritimati")})
 	run(t, kiri, []step{
 		{at: at.Add(-nano), n: 1, allowed: true, remain: 0, reset: nano, period: day},
 		{at: at, n: 1, allowed: true, remain: 0, reset: day, period: day},
 	})
-	pago := newQuota(t, 1, quota.Month, quota.WithLocation(load(t, "Pacific/Pago_Pago")))
+	pago := newQuota(t, quota.Config{Limit: 1, Period: quota.Month, Location: load(t, "Pacific/Pago_Pago")})
 	run(t, pago, []step{
 		{at: at, n: 1, allowed: true, remain: 0, reset: time.Hour, period: 31 * day},
 		{at: at.Add(time.Hour - nano), n: 1, remain: 0, retry: nano, reset: nano, period: 31 * day},
@@ -253,7 +253,7 @@ func TestFarFromUTC(t *testing.T) {
 }
 
 func TestPerCallLimits(t *testing.T) {
-	q := newQuota(t, 1000, quota.Day) // the tiers below ignore the 1000
+	q := newQuota(t, quota.Config{Limit: 1000, Period: quota.Day}) // the tiers below ignore the 1000
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{
 		{at: d0, key: "free", limit: 3, n: 3, allowed: true, remain: 0, reset: day, period: day},
@@ -274,7 +274,7 @@ func TestPerCallLimits(t *testing.T) {
 }
 
 func TestPeekDoesNotStore(t *testing.T) {
-	q := newQuota(t, 5, quota.Day)
+	q := newQuota(t, quota.Config{Limit: 5, Period: quota.Day})
 	d0 := time.Date(2025, 1, 1, 6, 0, 0, 0, time.UTC)
 	run(t, q, []step{
 		{at: d0, n: 0, allowed: true, remain: 5, period: day},
@@ -291,7 +291,7 @@ func TestPeekDoesNotStore(t *testing.T) {
 }
 
 func TestResetAndRefund(t *testing.T) {
-	q := newQuota(t, 5, quota.Day)
+	q := newQuota(t, quota.Config{Limit: 5, Period: quota.Day})
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{{at: d0, n: 5, allowed: true, remain: 0, reset: day, period: day}})
 	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: 2, At: d0}); err != nil {
@@ -330,7 +330,7 @@ func TestResetAndRefund(t *testing.T) {
 }
 
 func TestTimeGoesBackwards(t *testing.T) {
-	q := newQuota(t, 3, quota.Day)
+	q := newQuota(t, quota.Config{Limit: 3, Period: quota.Day})
 	d1 := time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)
 	run(t, q, []step{
 		{at: d1.Add(-time.Hour), n: 2, allowed: true, remain: 1, reset: time.Hour, period: day},
@@ -349,12 +349,12 @@ func TestTimeGoesBackwards(t *testing.T) {
 }
 
 func TestInstantsOutsideTheTimeLine(t *testing.T) {
-	q := newQuota(t, 1, quota.Year)
+	q := newQuota(t, quota.Config{Limit: 1, Period: quota.Year})
 	run(t, q, []step{
 		// Before 1970 counts as 1970-01-01T00:00:00Z, durations included.
 		{at: time.Date(1900, 6, 1, 0, 0, 0, 0, time.UTC), key: "a", n: 1, allowed: true, remain: 0, reset: 365 * day, period: 365 * day},
 	})
-	far := newQuota(t, 1, quota.Year)
+	far := newQuota(t, quota.Config{Limit: 1, Period: quota.Year})
 	d, err := far.Allow(context.Background(), admit.Request{Key: "a", N: 1, At: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil || !d.Allowed || d.Limit.Period != 366*day { // 2116 is a leap year
 		t.Errorf("far future: %+v, %v", d, err)
@@ -363,7 +363,7 @@ func TestInstantsOutsideTheTimeLine(t *testing.T) {
 
 func TestUsesClock(t *testing.T) {
 	clk := admittest.NewManualClock(time.Date(2025, 1, 1, 23, 0, 0, 0, time.UTC))
-	q := newQuota(t, 1, quota.Day, quota.WithClock(clk), quota.WithName("daily"))
+	q := newQuota(t, quota.Config{Options: admit.Options{Clock: clk, Name: "daily"}, Limit: 1, Period: quota.Day})
 	ctx := context.Background()
 	d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1})
 	if err != nil || !d.Allowed || d.Rule != "daily" || d.ResetAfter != time.Hour {
@@ -385,39 +385,37 @@ func TestUsesClock(t *testing.T) {
 }
 
 func TestNewBadInput(t *testing.T) {
+	weekday := func(d time.Weekday) *time.Weekday { return &d }
 	tests := []struct {
 		name string
-		n    int64
-		p    quota.Period
-		opts []quota.Option
+		cfg  quota.Config
 		want error
 	}{
-		{"zero quota", 0, quota.Day, nil, quota.ErrInvalidQuota},
-		{"negative quota", -5, quota.Day, nil, quota.ErrInvalidQuota},
-		{"zero period", 1, 0, nil, quota.ErrInvalidPeriod},
-		{"unknown period", 1, quota.Year + 1, nil, quota.ErrInvalidPeriod},
-		{"nil location", 1, quota.Day, []quota.Option{quota.WithLocation(nil)}, quota.ErrInvalidOption},
-		{"week start 7", 1, quota.Week, []quota.Option{quota.WithWeekStart(7)}, quota.ErrInvalidOption},
-		{"week start -1", 1, quota.Week, []quota.Option{quota.WithWeekStart(-1)}, quota.ErrInvalidOption},
-		{"zero max keys", 1, quota.Day, []quota.Option{quota.WithMaxKeys(0)}, quota.ErrInvalidOption},
-		{"zero max key length", 1, quota.Day, []quota.Option{quota.WithMaxKeyLength(0)}, quota.ErrInvalidOption},
+		{"zero quota", quota.Config{Limit: 0, Period: quota.Day}, quota.ErrInvalidQuota},
+		{"negative quota", quota.Config{Limit: -5, Period: quota.Day}, quota.ErrInvalidQuota},
+		{"zero period", quota.Config{Limit: 1, Period: 0}, quota.ErrInvalidPeriod},
+		{"unknown period", quota.Config{Limit: 1, Period: quota.Year + 1}, quota.ErrInvalidPeriod},
+		{"week start 7", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(7)}, admit.ErrInvalidConfig},
+		{"week start -1", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(-1)}, admit.ErrInvalidConfig},
+		{"negative max keys", quota.Config{Limit: 1, Period: quota.Day, MaxKeys: -1}, admit.ErrInvalidConfig},
+		{"negative max key length", quota.Config{Limit: 1, Period: quota.Day, MaxKeyLength: -1}, admit.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q, err := quota.New(tt.n, tt.p, tt.opts...)
-			if q != nil || !errors.Is(err, tt.want) {
-				t.Errorf("New = %v, %v; want an error wrapping %v", q, err, tt.want)
+			q, err := quota.New(tt.cfg)
+			if q != nil || !errors.Is(err, tt.want) || !errors.Is(err, admit.ErrInvalidConfig) {
+				t.Errorf("New = %v, %v; want an error wrapping %v and admit.ErrInvalidConfig", q, err, tt.want)
 			}
 		})
 	}
-	// nil options and a nil clock or observer are ignored.
-	if _, err := quota.New(1, quota.Day, nil, quota.WithClock(nil), quota.WithObserver(nil)); err != nil {
-		t.Errorf("New with nil options: %v", err)
+	// A zero location, clock or observer is the default.
+	if _, err := quota.New(quota.Config{Limit: 1, Period: quota.Day}); err != nil {
+		t.Errorf("New with the defaults: %v", err)
 	}
 }
 
 func TestAllowBadInput(t *testing.T) {
-	q := newQuota(t, 5, quota.Day, quota.WithMaxKeyLength(8), quota.WithName("q"))
+	q := newQuota(t, quota.Config{Options: admit.Options{Name: "q"}, Limit: 5, Period: quota.Day, MaxKeyLength: 8})
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	refused := func(d admit.Decision) bool {
 		return !d.Allowed && d.RetryAfter == inf && d.Rule == "q" && d.Kind == admit.KindQuota
@@ -453,7 +451,7 @@ func TestAllowBadInput(t *testing.T) {
 
 func TestConcurrentOneKey(t *testing.T) {
 	const limit, goroutines, tries = 1000, 32, 100
-	q := newQuota(t, limit, quota.Day)
+	q := newQuota(t, quota.Config{Limit: limit, Period: quota.Day})
 	at := time.Date(2025, 5, 5, 5, 5, 5, 5, time.UTC)
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -484,7 +482,7 @@ func TestConcurrentOneKey(t *testing.T) {
 func TestConcurrentManyKeys(t *testing.T) {
 	const limit = 7
 	paris := load(t, "Europe/Paris")
-	q := newQuota(t, limit, quota.Hour, quota.WithLocation(paris), quota.WithMaxKeys(64))
+	q := newQuota(t, quota.Config{Limit: limit, Period: quota.Hour, Location: paris, MaxKeys: 64})
 	start := time.Date(2025, 10, 25, 23, 0, 0, 0, time.UTC) // across the autumn change
 	type slot struct {
 		key string
@@ -530,7 +528,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 
 func TestAccessors(t *testing.T) {
 	paris := load(t, "Europe/Paris")
-	q := newQuota(t, 42, quota.Month, quota.WithLocation(paris))
+	q := newQuota(t, quota.Config{Limit: 42, Period: quota.Month, Location: paris})
 	if q.Limit() != 42 || q.Period() != quota.Month || q.Location() != paris || q.Len() != 0 {
 		t.Errorf("accessors: %d %v %v %d", q.Limit(), q.Period(), q.Location(), q.Len())
 	}

@@ -20,7 +20,7 @@ import (
 // rather than one per key.
 func TestTrackedGrows(t *testing.T) {
 	obs := &recorder{}
-	q := newQuota(t, 10, quota.Day, quota.WithObserver(obs))
+	q := newQuota(t, quota.Config{Options: admit.Options{Observer: obs}, Limit: 10, Period: quota.Day})
 	if fmt.Sprint(obs.tracked) != "[0]" {
 		t.Fatalf("after New: tracked %v, want [0]", obs.tracked)
 	}
@@ -71,7 +71,7 @@ func (r *recorder) Tracked(_ string, keys int) {
 
 func TestTooManyKeys(t *testing.T) {
 	obs := &recorder{}
-	q := newQuota(t, 10, quota.Day, quota.WithMaxKeys(3), quota.WithObserver(obs), quota.WithName("daily"))
+	q := newQuota(t, quota.Config{Options: admit.Options{Observer: obs, Name: "daily"}, Limit: 10, Period: quota.Day, MaxKeys: 3})
 	d0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, k := range []string{"a", "b", "c"} {
 		if _, err := q.Allow(context.Background(), admit.Request{Key: k, N: 1, At: d0}); err != nil {
@@ -114,7 +114,7 @@ func TestTooManyKeys(t *testing.T) {
 
 func TestExpiredKeysAreSwept(t *testing.T) {
 	obs := &recorder{}
-	q := newQuota(t, 1, quota.Day, quota.WithObserver(obs))
+	q := newQuota(t, quota.Config{Options: admit.Options{Observer: obs}, Limit: 1, Period: quota.Day})
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {
 		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("old", i), N: 1, At: d0}); err != nil {
@@ -146,13 +146,13 @@ func TestExpiredKeysAreSwept(t *testing.T) {
 
 func TestObserverSeesEveryDecision(t *testing.T) {
 	obs := &recorder{}
-	q := newQuota(t, 2, quota.Day, quota.WithObserver(obs), quota.WithName("n"))
+	q := newQuota(t, quota.Config{Options: admit.Options{Observer: obs, Name: "n"}, Limit: 2, Period: quota.Day})
 	d0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 2, At: d0})
 	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 1, At: d0})
 	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: 0, At: d0})
 	_, _ = q.Allow(context.Background(), admit.Request{Key: "a", N: -1, At: d0})
-	_, _ = q.Allow(context.Background(), admit.Request{Key: strings.Repeat("x", quota.DefaultMaxKeyLength+1), N: 1, At: d0})
+	_, _ = q.Allow(context.Background(), admit.Request{Key: strings.Repeat("x", 4096+1), N: 1, At: d0})
 	if len(obs.decisions) != 5 {
 		t.Fatalf("observed %d decisions, want 5", len(obs.decisions))
 	}

@@ -24,8 +24,8 @@ var (
 // than its burst. The slots are held by a Lease until the compose.Held the
 // chain recorded them in is released, or given back at once when a later
 // layer refuses the request. Releasing is a call to Redis, bounded by the
-// Store's timeout (WithTimeout); if it fails, the slots come back when
-// their lease expires (WithLease). Under a context of compose.WithLeaseTTL
+// Store's timeout (Config.Timeout); if it fails, the slots come back when
+// their lease expires (ConcurrencyConfig.Lease). Under a context of compose.WithLeaseTTL
 // the slots are granted for that lease instead of l's, and the Releaser is
 // a compose.Renewer whose Renew is Lease.ExtendFor. The Releaser also has
 // a method Lease() Lease, which returns the Lease it holds (for a holder

@@ -22,15 +22,6 @@ var concurrencySource string
 var concurrencyScript = redis.NewScript(concurrencySource)
 
 const (
-	// DefaultLease is the default lease of the slots a ConcurrencyLimiter
-	// grants (see WithLease).
-	DefaultLease = 30 * time.Second
-	// DefaultPollMin is the default first interval at which Acquire polls
-	// Redis while it waits (see WithPollInterval).
-	DefaultPollMin = time.Millisecond
-	// DefaultPollMax is the default longest interval at which Acquire
-	// polls Redis while it waits (see WithPollInterval).
-	DefaultPollMax = 50 * time.Millisecond
 	// maxExact is the largest count the scripts handle exactly: Lua's
 	// numbers are doubles.
 	maxExact = 1 << 53
@@ -53,7 +44,7 @@ const (
 // # Leases
 //
 // Every grant is a lease: a holder that neither releases nor extends its
-// slots within the lease (WithLease, 30 s by default) loses them, so a
+// slots within the lease (ConcurrencyConfig.Lease, 30 s by default) loses them, so a
 // process that crashes, hangs or loses its connection to Redis cannot
 // leak slots for longer than the lease. Deadlines are on Redis's clock
 // (TIME, read inside the script), so the clocks of the clients do not
@@ -66,7 +57,7 @@ const (
 // # Waiting
 //
 // TryAcquire decides at once. Acquire waits for the slots by polling
-// Redis, at intervals growing from 1 ms to 50 ms (WithPollInterval) with
+// Redis, at intervals growing from 1 ms to 50 ms (ConcurrencyConfig.PollMin, PollMax) with
 // random jitter, and never longer than the time until enough leases expire
 // (the Decision's RetryAfter), until it is admitted or ctx ends. Waiting by
 // polling is not FIFO: unlike package concurrency's queue, a waiter may
@@ -104,7 +95,7 @@ const (
 //
 // A ConcurrencyLimiter is safe for concurrent use. It starts no goroutine;
 // it calls Redis directly (one round trip per call, not through the
-// Store's pipelines), bounded by the Store's timeout (WithTimeout) and
+// Store's pipelines), bounded by the Store's timeout (Config.Timeout) and
 // the caller's context. Create it with Store.Concurrency.
 type ConcurrencyLimiter struct {
 	s       *Store
@@ -119,102 +110,38 @@ type ConcurrencyLimiter struct {
 	hhead   string // ":concw:<name>:"
 }
 
-// Concurrency returns a limiter of max slots in flight per key, whose
-// states live in Redis. Options: WithName, WithObserver, WithLease and
-// WithPollInterval (others are ignored). The error wraps
-// admit.ErrInvalidLimit if max is not in [1, 2^53], or ErrInvalidOption.
-func (s *Store) Concurrency(max int64, opts ...Option) (*ConcurrencyLimiter, error) {
-	if max <= 0 || max > maxExact {
-		return nil, fmt.Errorf("%w: concurrency limit %d, want 1 to 2^53", admit.ErrInvalidLimit, max)
+// Concurrency returns a limiter configured by cfg: of cfg.Max slots in
+// flight per key, whose states live in the store's Redis. The error wraps
+// admit.ErrInvalidConfig, and admit.ErrInvalidLimit if cfg.Max is not in
+// [1, 2^53].
+func (s *Store) Concurrency(cfg ConcurrencyConfig) (*ConcurrencyLimiter, error) {
+	if cfg.Max <= 0 || cfg.Max > maxExact {
+		return nil, invalid("Max", "%d: %w: want 1 to 2^53", cfg.Max, admit.ErrInvalidLimit)
 	}
-	var lo limiterOptions
-	co := extraOptions{lease: DefaultLease, pollMin: DefaultPollMin, pollMax: DefaultPollMax, loc: time.UTC, weekStart: time.Monday}
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		opt.applyLimiter(&lo)
-		if c, ok := opt.(extraOption); ok {
-			c.applyExtra(&co)
-		}
+	lease := defaulted(cfg.Lease, defaultLease)
+	if lease < 0 || lease > 365*24*time.Hour {
+		return nil, invalid("Lease", "%v: want 0 (30s), or 1ms to a year", cfg.Lease)
 	}
-	if lo.err != nil {
-		return nil, lo.err
+	pollMin, pollMax := defaulted(cfg.PollMin, defaultPollMin), defaulted(cfg.PollMax, defaultPollMax)
+	if cfg.PollMin < 0 || cfg.PollMax < 0 || pollMax < pollMin || pollMax > time.Minute {
+		return nil, invalid("PollMin and PollMax", "%v and %v: want 0 < min <= max <= 1m", pollMin, pollMax)
 	}
-	if co.err != nil {
-		return nil, co.err
+	if err := checkName(cfg.Name); err != nil {
+		return nil, err
 	}
-	ms := (co.lease + time.Millisecond - 1) / time.Millisecond
+	ms := (lease + time.Millisecond - 1) / time.Millisecond
 	return &ConcurrencyLimiter{
 		s:       s,
-		max:     max,
+		max:     cfg.Max,
 		lease:   ms * time.Millisecond,
 		leaseMS: strconv.FormatInt(int64(ms), 10),
-		pollMin: co.pollMin,
-		pollMax: co.pollMax,
-		name:    lo.name,
-		obs:     lo.obs,
-		zhead:   ":conc:" + lo.name + ":",
-		hhead:   ":concw:" + lo.name + ":",
+		pollMin: pollMin,
+		pollMax: pollMax,
+		name:    cfg.Name,
+		obs:     cfg.Observer,
+		zhead:   ":conc:" + cfg.Name + ":",
+		hhead:   ":concw:" + cfg.Name + ":",
 	}, nil
-}
-
-// extraOptions are the options of the limiters of this file and of
-// quota.go.
-type extraOptions struct {
-	lease            time.Duration
-	pollMin, pollMax time.Duration
-	loc              *time.Location
-	weekStart        time.Weekday
-	err              error
-}
-
-func (o *extraOptions) fail(format string, args ...any) {
-	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-	}
-}
-
-// extraOption is an Option of Store.Concurrency or Store.Quota; New and
-// Store.Limiter ignore it.
-type extraOption func(*extraOptions)
-
-func (extraOption) applyStore(*storeOptions)     {}
-func (extraOption) applyLimiter(*limiterOptions) {}
-func (f extraOption) applyExtra(o *extraOptions) { f(o) }
-
-// WithLease sets the lease of the slots a ConcurrencyLimiter grants (a
-// Store.Concurrency option): a Lease not released or extended within d
-// loses its slots, which go to the next callers. Set d well above the
-// longest legitimate hold, or extend the lease (Lease.Extend) while
-// working: a slot reclaimed from a holder that is still working lets one
-// request more in flight than the limit. d is rounded up to a millisecond
-// and must be from 1 ms to a year. The default is DefaultLease, 30 s.
-func WithLease(d time.Duration) Option {
-	return extraOption(func(o *extraOptions) {
-		if d <= 0 || d > 365*24*time.Hour {
-			o.fail("lease %v: want 1ms to a year", d)
-			return
-		}
-		o.lease = d
-	})
-}
-
-// WithPollInterval sets the bounds of the interval at which
-// ConcurrencyLimiter.Acquire polls Redis while it waits (a
-// Store.Concurrency option): the first wait is about min, each next one
-// twice the last, up to max, each with random jitter (between half and all
-// of it). Shorter intervals answer sooner and cost more calls to Redis.
-// The defaults are DefaultPollMin (1 ms) and DefaultPollMax (50 ms); min
-// must be positive and at most max, and max at most a minute.
-func WithPollInterval(min, max time.Duration) Option {
-	return extraOption(func(o *extraOptions) {
-		if min <= 0 || max < min || max > time.Minute {
-			o.fail("poll interval from %v to %v: want 0 < min <= max <= 1m", min, max)
-			return
-		}
-		o.pollMin, o.pollMax = min, max
-	})
 }
 
 // Max returns the limit given to Store.Concurrency: the slots in flight
@@ -398,7 +325,7 @@ func (l *ConcurrencyLimiter) observe(key string, n int64, d admit.Decision, err 
 }
 
 // Lease holds the slots one request was granted by a ConcurrencyLimiter,
-// until Release or until its lease expires (see WithLease). It is a small
+// until Release or until its lease expires (see ConcurrencyConfig.Lease). It is a small
 // value; copies of a Lease are the same Lease.
 //
 // Each grant has an id drawn at random, never reused, so releasing is
@@ -448,7 +375,7 @@ func (p Lease) Extend(ctx context.Context) (bool, error) {
 // that is later or sooner than before: unlike Extend, it may shorten the
 // lease, for a holder keeping p under a lease of its own. It reports what
 // Extend reports. d is rounded up to a millisecond and must be from 1 ms
-// to a year; another d is an error wrapping ErrInvalidOption, and nothing
+// to a year; another d is an error wrapping ErrInvalidArgument, and nothing
 // is sent.
 func (p Lease) ExtendFor(ctx context.Context, d time.Duration) (bool, error) {
 	ms, err := leaseMillis(d)
@@ -473,7 +400,7 @@ func (p Lease) extend(ctx context.Context, mode, ms string) (bool, error) {
 // scripts take it.
 func leaseMillis(d time.Duration) (string, error) {
 	if d <= 0 || d > 365*24*time.Hour {
-		return "", fmt.Errorf("%w: lease %v: want 1ms to a year", ErrInvalidOption, d)
+		return "", fmt.Errorf("%w: lease %v: want 1ms to a year", ErrInvalidArgument, d)
 	}
 	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10), nil
 }

@@ -17,8 +17,8 @@ import (
 // Acquire waits for a release, and for the lease of a holder that never
 // releases.
 func TestConcurrencyAcquireWaits(t *testing.T) {
-	s := newStore(t, standalone(t))
-	l := newConcurrency(t, s, 1, redisstore.WithLease(200*time.Millisecond))
+	s := newStore(t, standalone(t), redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 1, Lease: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	holder, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
@@ -63,8 +63,8 @@ func TestConcurrencyAcquireWaits(t *testing.T) {
 // no goroutine behind; with a context already done it sends nothing.
 func TestConcurrencyAcquireCancel(t *testing.T) {
 	client := standalone(t)
-	s := newStore(t, client)
-	l := newConcurrency(t, s, 2)
+	s := newStore(t, client, redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 2})
 	ctx := t.Context()
 	holder, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	defer holder.Release(ctx)
@@ -112,8 +112,8 @@ func TestConcurrencyAcquireCancel(t *testing.T) {
 func TestConcurrencyAcquireUnderContention(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStore(t, c.client(t))
-			l := newConcurrency(t, s, 3, redisstore.WithPollInterval(time.Millisecond, 10*time.Millisecond))
+			s := newStore(t, c.client(t), redisstore.Config{})
+			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 3, PollMin: time.Millisecond, PollMax: 10 * time.Millisecond})
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			var mu sync.Mutex

@@ -20,11 +20,11 @@ var clients = []struct {
 	client func(testing.TB) redis.UniversalClient
 }{{"standalone", standalone}, {"cluster", cluster}}
 
-func newConcurrency(t testing.TB, s *redisstore.Store, max int64, opts ...redisstore.Option) *redisstore.ConcurrencyLimiter {
+func newConcurrency(t testing.TB, s *redisstore.Store, cfg redisstore.ConcurrencyConfig) *redisstore.ConcurrencyLimiter {
 	t.Helper()
-	l, err := s.Concurrency(max, opts...)
+	l, err := s.Concurrency(cfg)
 	if err != nil {
-		t.Fatalf("Concurrency(%d): %v", max, err)
+		t.Fatalf("Concurrency(%+v): %v", cfg, err)
 	}
 	return l
 }
@@ -48,8 +48,8 @@ func TestConcurrencyAdmitsExactlyMax(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			client := c.client(t)
-			s, prefix := prefixedStore(t, client)
-			l := newConcurrency(t, s, 10, redisstore.WithName("api"))
+			s, prefix := prefixedStore(t, client, redisstore.Config{})
+			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Options: admit.Options{Name: "api"}, Max: 10})
 			ctx := t.Context()
 			const workers, each = 16, 10
 			var mu sync.Mutex
@@ -128,16 +128,16 @@ func keysUnder(t testing.TB, client redis.UniversalClient, prefix string) []stri
 }
 
 // prefixedStore is newStore under a prefix the test knows.
-func prefixedStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Option) (*redisstore.Store, string) {
+func prefixedStore(t testing.TB, client redis.UniversalClient, cfg redisstore.Config) (*redisstore.Store, string) {
 	t.Helper()
-	prefix := redistest.Prefix(t)
-	return newStore(t, client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...), prefix
+	cfg.Prefix = redistest.Prefix(t)
+	return newStore(t, client, cfg), cfg.Prefix
 }
 
 // Weighted requests, per-call limits, peeks and the fields of decisions.
 func TestConcurrencyWeighted(t *testing.T) {
-	s := newStore(t, standalone(t))
-	l := newConcurrency(t, s, 5, redisstore.WithLease(time.Minute))
+	s := newStore(t, standalone(t), redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 5, Lease: time.Minute})
 	ctx := t.Context()
 	p1, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 3})
 	if err != nil || !d.Allowed || d.Remaining != 2 || d.RetryAfter != 0 || d.ResetAfter <= 59*time.Second || d.ResetAfter > time.Minute {
@@ -188,8 +188,8 @@ func TestConcurrencyWeighted(t *testing.T) {
 // or the process.
 func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 	client := standalone(t)
-	s, prefix := prefixedStore(t, client)
-	l := newConcurrency(t, s, 2)
+	s, prefix := prefixedStore(t, client, redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 2})
 	ctx := t.Context()
 	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 2})
 	q := p
@@ -221,12 +221,12 @@ func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 	}
 	// Two stores (two processes) share one limit by name; a lease is
 	// released from either.
-	s2 := newStore(t, client, redisstore.WithPrefix(prefix))
-	l2 := newConcurrency(t, s2, 2)
+	s2 := newStore(t, client, redisstore.Config{Prefix: prefix})
+	l2 := newConcurrency(t, s2, redisstore.ConcurrencyConfig{Max: 2})
 	if _, d, _ := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); d.Allowed {
 		t.Errorf("another store, same prefix and name: %+v; want the slots shared", d)
 	}
-	other := newConcurrency(t, s2, 2, redisstore.WithName("other"))
+	other := newConcurrency(t, s2, redisstore.ConcurrencyConfig{Options: admit.Options{Name: "other"}, Max: 2})
 	if _, d, _ := other.TryAcquire(ctx, admit.Request{Key: "k", N: 2}); !d.Allowed {
 		t.Errorf("another name: %+v; want its own slots", d)
 	}
@@ -238,9 +238,9 @@ func TestConcurrencyReleaseIsIdempotent(t *testing.T) {
 // A holder that never releases (it crashed) loses its slots when its
 // lease expires, and its late Release does nothing.
 func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
-	s := newStore(t, standalone(t))
+	s := newStore(t, standalone(t), redisstore.Config{})
 	const lease = 200 * time.Millisecond
-	l := newConcurrency(t, s, 1, redisstore.WithLease(lease))
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 1, Lease: lease})
 	ctx := t.Context()
 	crashed, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	if err != nil || !d.Allowed {
@@ -279,8 +279,8 @@ func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
 	}
 	// The keys of a key whose holders all crashed vanish by themselves.
 	client := standalone(t)
-	s2, prefix := prefixedStore(t, client)
-	l2 := newConcurrency(t, s2, 1, redisstore.WithLease(lease))
+	s2, prefix := prefixedStore(t, client, redisstore.Config{})
+	l2 := newConcurrency(t, s2, redisstore.ConcurrencyConfig{Max: 1, Lease: lease})
 	if _, d, err := l2.TryAcquire(ctx, admit.Request{Key: "vanish", N: 1}); err != nil || !d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
 	}
@@ -291,9 +291,9 @@ func TestConcurrencyLeaseExpiryReclaims(t *testing.T) {
 
 // A holder that extends its lease keeps its slots past the first lease.
 func TestConcurrencyExtendKeepsTheLease(t *testing.T) {
-	s := newStore(t, standalone(t))
+	s := newStore(t, standalone(t), redisstore.Config{})
 	const lease = 300 * time.Millisecond
-	l := newConcurrency(t, s, 1, redisstore.WithLease(lease))
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 1, Lease: lease})
 	ctx := t.Context()
 	p, d, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	if !d.Allowed {
@@ -320,8 +320,8 @@ func TestConcurrencyExtendKeepsTheLease(t *testing.T) {
 // n > max can never be admitted: a refusal with RetryAfter InfDuration
 // and ErrExceedsBurst, also from Acquire, which does not wait.
 func TestConcurrencyExceedsMax(t *testing.T) {
-	s := newStore(t, standalone(t))
-	l := newConcurrency(t, s, 3)
+	s := newStore(t, standalone(t), redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 3})
 	ctx := t.Context()
 	for name, acquire := range map[string]func(context.Context, admit.Request) (redisstore.Lease, admit.Decision, error){
 		"TryAcquire": l.TryAcquire, "Acquire": l.Acquire,
@@ -338,23 +338,24 @@ func TestConcurrencyExceedsMax(t *testing.T) {
 
 func TestConcurrencyBadInput(t *testing.T) {
 	client := standalone(t)
-	s := newStore(t, client, redisstore.WithMaxKeyLength(10))
+	s := newStore(t, client, redisstore.Config{MaxKeyLength: 10})
 	ctx := t.Context()
 	for _, max := range []int64{0, -1, 1<<53 + 1} {
-		if _, err := s.Concurrency(max); !errors.Is(err, admit.ErrInvalidLimit) {
+		if _, err := s.Concurrency(redisstore.ConcurrencyConfig{Max: max}); !errors.Is(err, admit.ErrInvalidLimit) || !errors.Is(err, admit.ErrInvalidConfig) {
 			t.Errorf("Concurrency(%d): %v, want ErrInvalidLimit", max, err)
 		}
 	}
-	for _, opt := range []redisstore.Option{
-		redisstore.WithLease(0), redisstore.WithLease(-time.Second), redisstore.WithLease(400 * 24 * time.Hour),
-		redisstore.WithPollInterval(0, time.Second), redisstore.WithPollInterval(2, 1), redisstore.WithPollInterval(1, time.Hour),
-		redisstore.WithName("a:b"), redisstore.WithName("{"),
+	for _, cfg := range []redisstore.ConcurrencyConfig{
+		{Max: 1, Lease: -time.Second}, {Max: 1, Lease: 400 * 24 * time.Hour},
+		{Max: 1, PollMin: -1, PollMax: time.Second}, {Max: 1, PollMin: 2, PollMax: 1}, {Max: 1, PollMin: 1, PollMax: time.Hour},
+		{Max: 1, PollMin: time.Second}, // above the default PollMax
+		{Options: admit.Options{Name: "a:b"}, Max: 1}, {Options: admit.Options{Name: "{"}, Max: 1},
 	} {
-		if _, err := s.Concurrency(1, opt); !errors.Is(err, redisstore.ErrInvalidOption) {
-			t.Errorf("a bad option: %v, want ErrInvalidOption", err)
+		if _, err := s.Concurrency(cfg); !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("a bad config %+v: %v, want admit.ErrInvalidConfig", cfg, err)
 		}
 	}
-	l := newConcurrency(t, s, 2)
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 2})
 	if _, d, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
@@ -378,8 +379,8 @@ func TestConcurrencyBadInput(t *testing.T) {
 		}
 	}
 	// After Close, acquisitions fail; leases can still be released.
-	s2 := newStore(t, client)
-	l2 := newConcurrency(t, s2, 1)
+	s2 := newStore(t, client, redisstore.Config{})
+	l2 := newConcurrency(t, s2, redisstore.ConcurrencyConfig{Max: 1})
 	p, _, _ := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	s2.Close()
 	if _, _, err := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
@@ -394,8 +395,8 @@ func TestConcurrencyBadInput(t *testing.T) {
 // or a silent reset, and the value is left alone.
 func TestConcurrencyWrongTypeKey(t *testing.T) {
 	client := standalone(t)
-	s, prefix := prefixedStore(t, client)
-	l := newConcurrency(t, s, 2, redisstore.WithName("api"))
+	s, prefix := prefixedStore(t, client, redisstore.Config{})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Options: admit.Options{Name: "api"}, Max: 2})
 	ctx := t.Context()
 	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	keys, _ := client.Keys(ctx, prefix+"*").Result()
@@ -418,10 +419,10 @@ func TestConcurrencyWrongTypeKey(t *testing.T) {
 	if typ, _ := client.Type(ctx, zkey).Result(); typ != "zset" {
 		t.Errorf("%s is a %s", zkey, typ)
 	}
-	if pttl, _ := client.PTTL(ctx, zkey).Result(); pttl <= 29*time.Second || pttl > redisstore.DefaultLease {
+	if pttl, _ := client.PTTL(ctx, zkey).Result(); pttl <= 29*time.Second || pttl > 30*time.Second { // the default ConcurrencyConfig.Lease
 		t.Errorf("PTTL %v, want about the default lease", pttl)
 	}
-	if pttl, _ := client.PTTL(ctx, hkey).Result(); pttl <= 29*time.Second || pttl > redisstore.DefaultLease {
+	if pttl, _ := client.PTTL(ctx, hkey).Result(); pttl <= 29*time.Second || pttl > 30*time.Second { // the default ConcurrencyConfig.Lease
 		t.Errorf("PTTL of the hash %v, want about the default lease", pttl)
 	}
 	p.Release(ctx)
@@ -448,8 +449,8 @@ func TestConcurrencyWrongTypeKey(t *testing.T) {
 // The observer sees each decision and each call to Redis.
 func TestConcurrencyObserver(t *testing.T) {
 	obs := &countingObserver{}
-	s := newStore(t, standalone(t), redisstore.WithObserver(obs))
-	l := newConcurrency(t, s, 1, redisstore.WithObserver(obs), redisstore.WithName("api"))
+	s := newStore(t, standalone(t), redisstore.Config{Options: admit.Options{Observer: obs}})
+	l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Options: admit.Options{Observer: obs, Name: "api"}, Max: 1})
 	ctx := t.Context()
 	p, _, _ := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	l.TryAcquire(ctx, admit.Request{Key: "k", N: 1})

@@ -49,13 +49,13 @@
 // only what is between the braces, so a key may hold any bytes, braces
 // included, without moving its slot, and every key one script call touches
 // is in one slot. Each written key expires (PEXPIRE) when its state is full
-// again, so idle keys vanish by themselves; WithMinTTL sets a lower bound
+// again, so idle keys vanish by themselves; Config.MinTTL sets a lower bound
 // for callers passing their own instants (Request.At) whose instants are not on Redis's clock.
 //
 // # Speed
 //
 // Checks are pipelined automatically: a Store runs a few workers
-// (WithPipelines); checks that arrive while the workers are busy go out
+// (Config.Pipelines); checks that arrive while the workers are busy go out
 // together in the next pipeline, merged into one script call per instant
 // (per slot in a cluster). AllowBatch sends many keys at once, and
 // Store.AllowLayers decides several layers of one request (per IP, per
@@ -67,7 +67,7 @@
 // admitted: nothing but time (and Reset and Refund) gives capacity back. So
 // a key that Redis denied one event until instant T stays denied until T,
 // whatever other clients admit, and the store answers it from memory until
-// then without a call to Redis (WithDenyCache bounds the keys it
+// then without a call to Redis (Config.DenyCacheKeys bounds the keys it
 // remembers). This holds
 // for GCRA, the token and leaky buckets, the fixed and sliding windows and
 // the sliding log. Only requests of one event are cached: while one event
@@ -82,7 +82,7 @@
 // that latest one, so with callers' own instants (Request.At) on skewed
 // clocks, one client's admission at a later instant could end another's
 // cached denial early. On Redis's clock this cannot happen (unless the
-// server's wall clock is stepped back); disable the cache (WithDenyCache(0))
+// server's wall clock is stepped back); disable the cache (a negative Config.DenyCacheKeys)
 // for explicit instants on clocks that disagree.
 //
 // # When Redis fails
@@ -90,7 +90,7 @@
 // Wrap a Limiter in a compose.Guard with the failure policy of your choice
 // (fail open, fail closed, a local fallback, a circuit breaker). A check's
 // pipeline gives up when the last of its callers' contexts ends (and after
-// WithTimeout at most), so the Guard's per-call timeout bounds what a dead
+// Config.Timeout at most), so the Guard's per-call timeout bounds what a dead
 // Redis costs. Configure the client to fail fast as well: go-redis retries
 // a refused connection DialerRetries times (5 by default, 100 ms apart),
 // about 0.8 s per check when Redis is down, so set DialerRetries: 1,

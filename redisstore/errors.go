@@ -19,10 +19,14 @@ var (
 	ErrClosed = errors.New("redisstore: store closed")
 
 	// ErrKeyTooLong reports a key longer than the maximum (see
-	// WithMaxKeyLength). Nothing is sent to Redis. It is
+	// Config.MaxKeyLength). Nothing is sent to Redis. It is
 	// admit.ErrKeyTooLong.
 	ErrKeyTooLong = admit.ErrKeyTooLong
 
-	// ErrInvalidOption reports an option or name outside its domain.
-	ErrInvalidOption = errors.New("redisstore: invalid option")
+	// ErrInvalidArgument reports an argument of a call outside its
+	// domain: a lease's duration (Lease.ExtendFor, compose.WithLeaseTTL),
+	// a lease record's name or leases (Store.SaveLeases...), the layers of
+	// Store.AllowLayers. (A Config outside its domain is an error wrapping
+	// admit.ErrInvalidConfig.)
+	ErrInvalidArgument = errors.New("redisstore: invalid argument")
 )

@@ -16,12 +16,12 @@ import (
 func ExampleStore_Concurrency() {
 	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client, examplePrefix())
+	store, err := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	exports, err := store.Concurrency(2, redisstore.WithName("exports"), redisstore.WithLease(time.Minute))
+	exports, err := store.Concurrency(redisstore.ConcurrencyConfig{Options: admit.Options{Name: "exports"}, Max: 2, Lease: time.Minute})
 	if err != nil {
 		panic(err)
 	}
@@ -55,12 +55,12 @@ func ExampleStore_Concurrency() {
 func ExampleConcurrencyLimiter_Acquire() {
 	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client, examplePrefix())
+	store, err := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	reports, err := store.Concurrency(1, redisstore.WithName("reports"))
+	reports, err := store.Concurrency(redisstore.ConcurrencyConfig{Options: admit.Options{Name: "reports"}, Max: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -93,7 +93,7 @@ func ExampleStore_Quota() {
 	defer client.Close()
 	// The instants of this example are in the past on Redis's clock, where
 	// their periods have ended: keep the counts an hour.
-	store, err := redisstore.New(client, redisstore.WithMinTTL(time.Hour))
+	store, err := redisstore.New(client, redisstore.Config{MinTTL: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -102,7 +102,7 @@ func ExampleStore_Quota() {
 	if err != nil {
 		panic(err)
 	}
-	exports, err := store.Quota(3, quota.Day, redisstore.WithLocation(paris), redisstore.WithName("exports"))
+	exports, err := store.Quota(redisstore.QuotaConfig{Options: admit.Options{Name: "exports"}, Limit: 3, Period: quota.Day, Location: paris})
 	if err != nil {
 		panic(err)
 	}
@@ -135,12 +135,12 @@ func ExampleStore_Quota() {
 func ExampleQuota_Refund() {
 	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client, examplePrefix())
+	store, err := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	calls, err := store.Quota(1000, quota.Month, redisstore.WithName("calls"))
+	calls, err := store.Quota(redisstore.QuotaConfig{Options: admit.Options{Name: "calls"}, Limit: 1000, Period: quota.Month})
 	if err != nil {
 		panic(err)
 	}
@@ -168,12 +168,12 @@ func ExampleStore_SaveLeases() {
 	ctx := context.Background()
 
 	// Process A grants a slot and saves its lease for a minute.
-	a, err := redisstore.New(client, prefix)
+	a, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		panic(err)
 	}
 	defer a.Close()
-	jobs, err := a.Concurrency(1, redisstore.WithName("jobs"))
+	jobs, err := a.Concurrency(redisstore.ConcurrencyConfig{Options: admit.Options{Name: "jobs"}, Max: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -189,7 +189,7 @@ func ExampleStore_SaveLeases() {
 	}
 
 	// Process B, on the same Redis, releases it.
-	b, err := redisstore.New(client, prefix)
+	b, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		panic(err)
 	}

@@ -22,14 +22,14 @@ func exampleClient() *redis.Client {
 }
 
 // examplePrefix keeps each run of the Examples apart on the shared server.
-func examplePrefix() redisstore.Option {
-	return redisstore.WithPrefix("admit:example:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":")
+func examplePrefix() string {
+	return "admit:example:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
 }
 
 func Example() {
 	client := exampleClient()
 	defer client.Close()
-	store, err := redisstore.New(client, examplePrefix())
+	store, err := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
 	if err != nil {
 		panic(err)
 	}
@@ -37,7 +37,7 @@ func Example() {
 
 	// 2 requests per second per client, shared by every process using
 	// this Redis and the limiter name "api".
-	lim, err := store.Limiter(admit.AlgGCRA, admit.PerSecond(2), redisstore.WithName("api"))
+	lim, err := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(2)})
 	if err != nil {
 		panic(err)
 	}
@@ -64,10 +64,10 @@ func Example() {
 func ExampleStore_AllowLayers() {
 	client := exampleClient()
 	defer client.Close()
-	store, _ := redisstore.New(client, examplePrefix())
+	store, _ := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
 	defer store.Close()
-	perUser, _ := store.Limiter(admit.AlgGCRA, admit.PerMinute(10), redisstore.WithName("user"))
-	perTenant, _ := store.Limiter(admit.AlgFixedWindow, admit.PerMinute(2), redisstore.WithName("tenant"))
+	perUser, _ := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "user"}, Limit: admit.PerMinute(10)})
+	perTenant, _ := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "tenant"}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(2)})
 
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -97,11 +97,11 @@ func ExampleStore_AllowLayers() {
 func Example_failurePolicy() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1}) // nothing listens there
 	defer client.Close()
-	store, _ := redisstore.New(client)
+	store, _ := redisstore.New(client, redisstore.Config{})
 	defer store.Close()
 	shared := admit.PerSecond(100)
-	lim, _ := store.Limiter(admit.AlgGCRA, shared, redisstore.WithName("api"))
-	local, _ := keyed.LocalShare(admit.AlgGCRA, shared, 4)
+	lim, _ := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: shared})
+	local, _ := keyed.LocalShare(keyed.Config{Limit: shared}, 4)
 	guard, _ := compose.NewGuard(lim, compose.Breaker(compose.Fallback(local)), compose.WithName("api"))
 
 	d, err := guard.Allow(context.Background(), admit.Request{Key: "client-42", N: 1})

@@ -97,7 +97,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // breaker's probe interval), and no goroutines pile up.
 func TestFaultRedisKilledUnderLoad(t *testing.T) {
 	local := func(t *testing.T) admit.KeyedLimiter {
-		l, err := keyed.LocalShare(admit.AlgGCRA, admit.PerSecond(1e6), 4)
+		l, err := keyed.LocalShare(keyed.Config{Limit: admit.PerSecond(1e6)}, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +118,8 @@ func TestFaultRedisKilledUnderLoad(t *testing.T) {
 		t.Run(pc.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			srv := redistest.NewStandalone(t)
-			s := newStore(t, faultClient(t, srv.Addr()))
-			lim, err := s.Limiter(admit.AlgGCRA, admit.PerSecond(1e6), redisstore.WithName("api"))
+			s := newStore(t, faultClient(t, srv.Addr()), redisstore.Config{})
+			lim, err := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(1e6)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,8 +175,8 @@ func TestFaultRedisKilledUnderLoad(t *testing.T) {
 func TestFaultHungRedisCostsMilliseconds(t *testing.T) {
 	srv := redistest.NewStandalone(t)
 	c := faultClient(t, srv.Addr())
-	s := newStore(t, c)
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(100))
+	s := newStore(t, c, redisstore.Config{})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(100)})
 	g, _ := compose.NewGuard(lim, compose.FailOpen, compose.WithTimeout(20*time.Millisecond))
 	if _, err := g.Allow(t.Context(), admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
@@ -203,8 +203,8 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 	opts.DialTimeout, opts.ReadTimeout, opts.MaxRetries, opts.DialerRetries = 100*time.Millisecond, 200*time.Millisecond, -1, 1
 	client := redis.NewClusterClient(opts)
 	defer client.Close()
-	s := newStore(t, client)
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(1e6), redisstore.WithName("api"))
+	s := newStore(t, client, redisstore.Config{})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(1e6)})
 	g, _ := compose.NewGuard(lim, compose.FailClosed, compose.WithTimeout(300*time.Millisecond))
 	ctx := t.Context()
 	// Find a key on node 0 and one elsewhere.
@@ -247,8 +247,8 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 func TestFaultClusterMissingSlot(t *testing.T) {
 	cl := redistest.NewCluster(t)
 	client := cl.Client(t)
-	s := newStore(t, client)
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(100), redisstore.WithName("api"))
+	s := newStore(t, client, redisstore.Config{})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(100)})
 	ctx := t.Context()
 	const key = "orphan"
 	slot := redistest.Slot("{" + redisstore.TagOf(key) + "}")
@@ -291,8 +291,8 @@ var (
 // switch to the policy for the whole outage.
 func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 	srv := redistest.NewStandalone(t)
-	s := newStore(t, faultClient(t, srv.Addr()))
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("api"))
+	s := newStore(t, faultClient(t, srv.Addr()), redisstore.Config{})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}})
 	ctx := t.Context()
 	for _, policy := range []compose.Policy{compose.FailOpen, compose.Breaker(compose.FailOpen)} {
 		t.Run(policy.String(), func(t *testing.T) {

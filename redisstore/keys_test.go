@@ -20,14 +20,14 @@ func FuzzKeyLayout(f *testing.F) {
 	f.Add("x", "\x00{}\xff", "x", "{}")
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer client.Close()
-	s, err := redisstore.New(client)
+	s, err := redisstore.New(client, redisstore.Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer s.Close()
 	f.Fuzz(func(t *testing.T, name1, key1, name2, key2 string) {
-		lim1, err1 := s.Limiter(admit.AlgGCRA, admit.PerSecond(1), redisstore.WithName(name1))
-		lim2, err2 := s.Limiter(admit.AlgGCRA, admit.PerSecond(1), redisstore.WithName(name2))
+		lim1, err1 := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: name1}, Limit: admit.PerSecond(1)})
+		lim2, err2 := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: name2}, Limit: admit.PerSecond(1)})
 		if err1 != nil || err2 != nil {
 			if strings.ContainsAny(name1+name2, ":{}") || len(name1) > 128 || len(name2) > 128 {
 				return // refused names
@@ -40,7 +40,7 @@ func FuzzKeyLayout(f *testing.F) {
 			if redistest.Slot(c.rkey) != redistest.Slot(tag) {
 				t.Errorf("key %q: Redis key %q is in slot %d, its tag's is %d", c.key, c.rkey, redistest.Slot(c.rkey), redistest.Slot(tag))
 			}
-			if !strings.HasPrefix(c.rkey, redisstore.DefaultPrefix+tag) || !strings.HasSuffix(c.rkey, c.key) {
+			if !strings.HasPrefix(c.rkey, "admit:v1:"+tag) || !strings.HasSuffix(c.rkey, c.key) {
 				t.Errorf("key %q: Redis key %q", c.key, c.rkey)
 			}
 		}

@@ -45,7 +45,7 @@ func (s *Store) AllowLayersAt(ctx context.Context, now time.Time, tag string, n 
 
 func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
 	if len(layers) == 0 || len(layers) > maxKeysPerCall {
-		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", ErrInvalidOption, len(layers), maxKeysPerCall)
+		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", ErrInvalidArgument, len(layers), maxKeysPerCall)
 	}
 	if len(tag) > s.o.maxKeyLen {
 		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: tag of %d bytes, the maximum is %d", ErrKeyTooLong, len(tag), s.o.maxKeyLen)
@@ -56,7 +56,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 	for i, l := range layers {
 		lim := l.Limiter
 		if lim == nil || lim.s != s {
-			return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: layer %d: a limiter of this store is needed", ErrInvalidOption, i)
+			return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: layer %d: a limiter of this store is needed", ErrInvalidArgument, i)
 		}
 		c := lim.own
 		if l.Limit != nil {

@@ -22,8 +22,8 @@ import (
 func TestConcurrencyLeaseFor(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStore(t, c.client(t))
-			l := newConcurrency(t, s, 1, redisstore.WithLease(200*time.Millisecond))
+			s := newStore(t, c.client(t), redisstore.Config{})
+			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 1, Lease: 200 * time.Millisecond})
 			ctx := t.Context()
 			retry := func(what string, want time.Duration) {
 				t.Helper()
@@ -81,7 +81,7 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 			}
 			retry("ExtendFor(5m)", 5*time.Minute)
 			for _, bad := range []time.Duration{0, -time.Second, 366 * 24 * time.Hour} {
-				if held, err := p.ExtendFor(ctx, bad); held || !errors.Is(err, redisstore.ErrInvalidOption) {
+				if held, err := p.ExtendFor(ctx, bad); held || !errors.Is(err, redisstore.ErrInvalidArgument) {
 					t.Errorf("ExtendFor(%v): %v, %v; want ErrInvalidOption", bad, held, err)
 				}
 			}
@@ -92,7 +92,7 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 				t.Fatalf("Slots under WithLeaseTTL(-1s): %+v, %v", d, err)
 			}
 			rel.Release()
-			if rel, _, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, 366*24*time.Hour), admit.Request{Key: "other", N: 1}); rel != nil || !errors.Is(err, redisstore.ErrInvalidOption) {
+			if rel, _, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, 366*24*time.Hour), admit.Request{Key: "other", N: 1}); rel != nil || !errors.Is(err, redisstore.ErrInvalidArgument) {
 				t.Errorf("Slots under WithLeaseTTL(366 days): %v, %v; want ErrInvalidOption", rel, err)
 			}
 			if n, err := l.InFlight(ctx, "other"); n != 0 || err != nil {
@@ -119,8 +119,8 @@ func TestLeaseRecords(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			client := c.client(t)
-			s, prefix := prefixedStore(t, client)
-			l := newConcurrency(t, s, 2, redisstore.WithLease(time.Hour))
+			s, prefix := prefixedStore(t, client, redisstore.Config{})
+			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 2, Lease: time.Hour})
 			ctx := t.Context()
 			keys := []string{"a", "b\x00{c}\xff|:", strings.Repeat("k", 1000)}
 			var leases []redisstore.Lease
@@ -134,7 +134,7 @@ func TestLeaseRecords(t *testing.T) {
 			if err := s.SaveLeases(ctx, "rec", time.Minute, leases...); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.SaveLeases(ctx, "rec", time.Minute, leases[0]); !errors.Is(err, redisstore.ErrInvalidOption) {
+			if err := s.SaveLeases(ctx, "rec", time.Minute, leases[0]); !errors.Is(err, redisstore.ErrInvalidArgument) {
 				t.Errorf("saving over a record: %v, want ErrInvalidOption", err)
 			}
 			got, ok, err := s.LoadLeases(ctx, "rec")
@@ -192,8 +192,8 @@ func TestLeaseRecords(t *testing.T) {
 			}
 
 			// Bad arguments write nothing.
-			other := newStore(t, client)
-			lo := newConcurrency(t, other, 1)
+			other := newStore(t, client, redisstore.Config{})
+			lo := newConcurrency(t, other, redisstore.ConcurrencyConfig{Max: 1})
 			po, _, err := lo.TryAcquire(ctx, admit.Request{Key: "o", N: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestLeaseRecords(t *testing.T) {
 				"another Store": s.SaveLeases(ctx, "x", time.Minute, po),
 				"ttl 0":         s.SaveLeases(ctx, "x", 0, leases[0]),
 			} {
-				if !errors.Is(err, redisstore.ErrInvalidOption) {
+				if !errors.Is(err, redisstore.ErrInvalidArgument) {
 					t.Errorf("%s: %v, want ErrInvalidOption", name, err)
 				}
 			}

@@ -38,7 +38,7 @@ const (
 // recordKey returns the Redis key of the lease record name.
 func (s *Store) recordKey(name string) (string, error) {
 	if name == "" || len(name) > maxLeaseName {
-		return "", fmt.Errorf("%w: lease record name of %d bytes, want 1 to %d", ErrInvalidOption, len(name), maxLeaseName)
+		return "", fmt.Errorf("%w: lease record name of %d bytes, want 1 to %d", ErrInvalidArgument, len(name), maxLeaseName)
 	}
 	return s.prefix + "leases:" + name, nil
 }
@@ -47,7 +47,7 @@ func (s *Store) recordKey(name string) (string, error) {
 // millisecond, 1 ms to a year), for LoadLeases and TakeLeases. It does not
 // change the leases themselves: renew them for ttl too (Lease.ExtendFor)
 // so that both end together. A name that is already taken is an error
-// wrapping ErrInvalidOption, as are an empty name, one over 256 bytes, a
+// wrapping ErrInvalidArgument, as are an empty name, one over 256 bytes, a
 // zero Lease, a Lease of another Store, more than 1024 Leases or none;
 // nothing is written then. A failure of Redis wraps ErrStore.
 func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, leases ...Lease) error {
@@ -59,11 +59,11 @@ func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, 
 		return err
 	}
 	if len(leases) == 0 || len(leases) > maxRecordLeases {
-		return fmt.Errorf("%w: %d leases in a record, want 1 to %d", ErrInvalidOption, len(leases), maxRecordLeases)
+		return fmt.Errorf("%w: %d leases in a record, want 1 to %d", ErrInvalidArgument, len(leases), maxRecordLeases)
 	}
 	for i, p := range leases {
 		if p.l == nil || p.l.s != s {
-			return fmt.Errorf("%w: lease %d is the zero Lease or another Store's", ErrInvalidOption, i)
+			return fmt.Errorf("%w: lease %d is the zero Lease or another Store's", ErrInvalidArgument, i)
 		}
 	}
 	b := encodeRecord(leases)
@@ -74,7 +74,7 @@ func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, 
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: lease record %q exists", ErrInvalidOption, name)
+		return fmt.Errorf("%w: lease record %q exists", ErrInvalidArgument, name)
 	}
 	return nil
 }

@@ -14,12 +14,12 @@ import (
 func FuzzParseRecord(f *testing.F) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer client.Close()
-	s, err := New(client, WithPrefix("p:"))
+	s, err := New(client, Config{Prefix: "p:"})
 	if err != nil {
 		f.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Concurrency(3)
+	l, err := s.Concurrency(ConcurrencyConfig{Max: 3})
 	if err != nil {
 		f.Fatal(err)
 	}

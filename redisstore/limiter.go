@@ -35,30 +35,24 @@ type Limiter struct {
 	ownArgs *lua.Limit
 }
 
-// Limiter returns a limiter deciding by algorithm alg (any but the
-// Pacer), with limit l for the calls that do not give one. Options: WithName
-// and WithObserver. The error wraps admit.ErrInvalidLimit,
-// admit.ErrUnknownAlgorithm or ErrInvalidOption.
-func (s *Store) Limiter(alg admit.Algorithm, l admit.Limit, opts ...Option) (*Limiter, error) {
-	var o limiterOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyLimiter(&o)
-		}
+// Limiter returns a limiter configured by cfg, whose states live in the
+// store's Redis. The error wraps admit.ErrInvalidConfig (a bad name),
+// admit.ErrInvalidLimit or admit.ErrUnknownAlgorithm.
+func (s *Store) Limiter(cfg LimiterConfig) (*Limiter, error) {
+	if err := checkName(cfg.Name); err != nil {
+		return nil, err
 	}
-	if o.err != nil {
-		return nil, o.err
-	}
+	alg := cfg.Algorithm
 	code, ok := lua.Code(alg)
 	if !ok {
 		return nil, fmt.Errorf("%w: %v in Redis", admit.ErrUnknownAlgorithm, alg)
 	}
-	lim := &Limiter{s: s, alg: alg, code: code, name: o.name, obs: o.obs}
-	lim.own = limits.Compile(alg, l)
+	lim := &Limiter{s: s, alg: alg, code: code, name: cfg.Name, obs: cfg.Observer}
+	lim.own = limits.Compile(alg, cfg.Limit)
 	if lim.own.Err != nil {
 		return nil, lim.own.Err
 	}
-	lim.head = ":" + code + ":" + o.name + ":"
+	lim.head = ":" + code + ":" + cfg.Name + ":"
 	lim.ownArgs = lua.NewLimit(code, &lim.own.P)
 	return lim, nil
 }
@@ -79,7 +73,7 @@ func (lim *Limiter) Name() string { return lim.name }
 // limit lets one Limiter serve keys of several tiers; a key's state is kept
 // across limits, as in package keyed. An explicit r.At is for exact tests
 // and for callers that keep their own time line; keys written this way
-// still expire on Redis's clock (see WithMinTTL).
+// still expire on Redis's clock (see Config.MinTTL).
 //
 // The error is non-nil when nothing was decided: bad input
 // (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong), Redis

@@ -6,38 +6,165 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/quota"
 )
 
+// Config configures a Store (New). Every field's zero value is its
+// default.
+type Config struct {
+	// Options: Name names the Store in its observer events, and Observer
+	// is told of each round trip to Redis (see admit.Options). Clock is
+	// not used: the store decides on Redis's clock (TIME), or at the
+	// instants the callers give.
+	admit.Options
+
+	// Prefix is the prefix of every key the store writes. It may not
+	// contain '{' or '}', which would move keys between Redis Cluster
+	// slots, and has at most 128 bytes. Empty means "admit:v1:": the
+	// project and the version of the key layout.
+	Prefix string
+
+	// Pipelines is how many pipelines may be in flight at once. Checks that
+	// arrive while every pipeline is busy wait and go together in the next
+	// one, so under load each round trip carries many checks. 0 means 4;
+	// at most 1024.
+	Pipelines int
+
+	// MaxBatch is the largest number of checks one pipeline carries. 0
+	// means 256; at most 65536.
+	MaxBatch int
+
+	// BatchWindow is how long the store waits, after the first check of a
+	// pipeline, for more before sending it. 0 means no wait: a pipeline
+	// leaves as soon as a worker is free, which batches only under load and
+	// adds no latency without it. At most a second.
+	BatchWindow time.Duration
+
+	// DenyCacheKeys is how many denied keys the store remembers locally. A
+	// key denied until instant T is answered from memory until T without a
+	// call to Redis; see the package documentation for why this is exact. 0
+	// means 65536; a negative value disables the cache. At most 2^26.
+	DenyCacheKeys int
+
+	// Timeout bounds each pipeline's round trip (and each call of the
+	// quota and concurrency limiters): a check that is not answered in
+	// time fails with ErrStore. A caller's context deadline applies as
+	// well, and is what a failure policy uses to bound a check to
+	// milliseconds. 0 means a second; a negative value is an error.
+	Timeout time.Duration
+
+	// MaxKeyLength is the maximum length of a key, in bytes. A longer key
+	// is refused with ErrKeyTooLong before anything is sent. 0 means 4096;
+	// at most 2^24.
+	MaxKeyLength int
+
+	// MinTTL is a lower bound on the expiry of every key the store writes.
+	// Keys normally expire when their state is back to full, on Redis's
+	// clock; a caller that passes its own instants (Request.At) on a clock
+	// other than Redis's, such as a test's simulated one, should set a
+	// bound longer than its run. 0 means no bound; a negative value is an
+	// error.
+	MinTTL time.Duration
+}
+
+// LimiterConfig configures a Limiter (Store.Limiter). Every field's zero
+// value is its default; set Limit, since the zero Limit denies every
+// request that does not give its own (Request.Limit).
+type LimiterConfig struct {
+	// Options: Name is each Decision's Rule, each observer event's
+	// Limiter, and part of each of the limiter's keys, so that limiters of
+	// different names never share state, and those of one name and
+	// algorithm always do (which is how the instances of a service share
+	// one limit); it may not contain ':', '{' or '}' and has at most 128
+	// bytes. Observer is told of each decision. Clock is not used (see
+	// Config).
+	admit.Options
+
+	// Algorithm decides each key: any of admit's but the Pacer. The zero
+	// value is admit.AlgGCRA.
+	Algorithm admit.Algorithm
+
+	// Limit is the limit of the calls that do not give one
+	// (Request.Limit); an invalid Limit is an error wrapping
+	// admit.ErrInvalidLimit.
+	Limit admit.Limit
+}
+
+// QuotaConfig configures a Quota (Store.Quota). Every field's zero value is
+// its default, but for Limit and Period, which Store.Quota requires.
+type QuotaConfig struct {
+	// Options: Name and Observer as for a Limiter (see LimiterConfig).
+	// Clock is not used (see Config).
+	admit.Options
+
+	// Limit is the quota's size: events per key per period, for the calls
+	// that do not give one (Request.Limit.Rate). Required: from 1 to 2^53
+	// (an error wrapping quota.ErrInvalidQuota).
+	Limit int64
+
+	// Period is the calendar period the quota counts in: one of package
+	// quota's Periods (quota.ParsePeriod reads one from its name).
+	// Required: the zero Period is an error wrapping
+	// quota.ErrInvalidPeriod.
+	Period quota.Period
+
+	// Location is the time zone whose calendar the periods follow, as
+	// returned by time.LoadLocation("Europe/Paris"). Nil means time.UTC.
+	Location *time.Location
+
+	// WeekStart is the first day of a week, for quota.Week quotas. Nil
+	// means time.Monday (ISO 8601); new(time.Sunday) is the other usual
+	// choice. (A pointer, as in quota.Config: the zero Weekday is Sunday.)
+	WeekStart *time.Weekday
+}
+
+// ConcurrencyConfig configures a ConcurrencyLimiter (Store.Concurrency).
+// Every field's zero value is its default, but for Max, which
+// Store.Concurrency requires.
+type ConcurrencyConfig struct {
+	// Options: Name and Observer as for a Limiter (see LimiterConfig).
+	// Clock is not used (see Config).
+	admit.Options
+
+	// Max is the number of slots in flight per key for the calls that do
+	// not give one (Request.Limit.Rate). Required: from 1 to 2^53 (an
+	// error wrapping admit.ErrInvalidLimit).
+	Max int64
+
+	// Lease is the lease of the slots the limiter grants: a Lease not
+	// released or extended within it loses its slots, which go to the next
+	// callers. Set it well above the longest legitimate hold, or extend
+	// the lease (Lease.Extend) while working: a slot reclaimed from a
+	// holder that is still working lets one request more in flight than
+	// the limit. It is rounded up to a millisecond, and must be at most a
+	// year. 0 means 30 seconds; a negative value is an error.
+	Lease time.Duration
+
+	// PollMin and PollMax bound the interval at which Acquire polls Redis
+	// while it waits: the first wait is about PollMin, each next one twice
+	// the last, up to PollMax, each with random jitter (between half and
+	// all of it). Shorter intervals answer sooner and cost more calls to
+	// Redis. 0 means 1 ms and 50 ms; PollMin must be at most PollMax, and
+	// PollMax at most a minute; a negative value is an error.
+	PollMin, PollMax time.Duration
+}
+
+// The defaults of the Configs' fields, and the bound on names.
 const (
-	// DefaultPrefix is the default prefix of every Redis key: the project
-	// and the version of the key layout.
-	DefaultPrefix = "admit:v1:"
-	// DefaultPipelines is the default number of pipelines in flight at
-	// once (see WithPipelines).
-	DefaultPipelines = 4
-	// DefaultMaxBatch is the default largest number of checks sent in one
-	// pipeline (see WithBatch).
-	DefaultMaxBatch = 256
-	// DefaultDenyCacheKeys is the default capacity of the deny cache (see
-	// WithDenyCache).
-	DefaultDenyCacheKeys = 1 << 16
-	// DefaultTimeout is the default bound on one pipeline's round trip (see
-	// WithTimeout).
-	DefaultTimeout = time.Second
-	// DefaultMaxKeyLength is the default maximum length of a key, in bytes.
-	DefaultMaxKeyLength = 4096
+	defaultPrefix        = "admit:v1:"
+	defaultPipelines     = 4
+	defaultMaxBatch      = 256
+	defaultDenyCacheKeys = 1 << 16
+	defaultTimeout       = time.Second
+	defaultMaxKeyLength  = 4096
+	defaultLease         = 30 * time.Second
+	defaultPollMin       = time.Millisecond
+	defaultPollMax       = 50 * time.Millisecond
 	// maxNameLength bounds a limiter's name, which is part of each key.
 	maxNameLength = 128
 )
 
-// Option configures a Store (New) or the limiters it makes (Store.Limiter,
-// Store.Concurrency, Store.Quota); each option says which it applies to. An
-// option given to another is ignored.
-type Option interface {
-	applyStore(*storeOptions)
-	applyLimiter(*limiterOptions)
-}
-
+// storeOptions are a Config checked, with its defaults filled in.
 type storeOptions struct {
 	prefix    string
 	pipelines int
@@ -49,156 +176,62 @@ type storeOptions struct {
 	minTTL    time.Duration
 	name      string
 	obs       admit.Observer
-	err       error
 }
 
-type limiterOptions struct {
-	name string
-	obs  admit.Observer
-	err  error
+// invalid returns an error wrapping admit.ErrInvalidConfig about field.
+func invalid(field string, format string, args ...any) error {
+	return fmt.Errorf("%w: redisstore: %s "+format, append([]any{admit.ErrInvalidConfig, field}, args...)...)
 }
 
-type storeOption func(*storeOptions)
-
-func (f storeOption) applyStore(o *storeOptions)     { f(o) }
-func (f storeOption) applyLimiter(o *limiterOptions) {}
-
-func (o *storeOptions) fail(format string, args ...any) {
-	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+// defaulted returns v, or def if v is zero.
+func defaulted[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
 	}
+	return v
 }
 
-// WithPrefix sets the prefix of every key the store writes (a Store
-// option). It may not contain '{' or '}', which would move keys between
-// Redis Cluster slots. The default is DefaultPrefix, "admit:v1:".
-func WithPrefix(prefix string) Option {
-	return storeOption(func(o *storeOptions) {
-		if strings.ContainsAny(prefix, "{}") || len(prefix) > maxNameLength {
-			o.fail("prefix %q: no '{' or '}', at most %d bytes", prefix, maxNameLength)
-			return
-		}
-		o.prefix = prefix
-	})
-}
-
-// WithPipelines sets how many pipelines may be in flight at once (a Store
-// option). Checks that arrive while every pipeline is busy wait and go
-// together in the next one, so under load each round trip carries many
-// checks. The default is DefaultPipelines, 4.
-func WithPipelines(n int) Option {
-	return storeOption(func(o *storeOptions) {
-		if n < 1 || n > 1024 {
-			o.fail("pipelines %d: want 1 to 1024", n)
-			return
-		}
-		o.pipelines = n
-	})
-}
-
-// WithBatch sets the batching of concurrent checks (a Store option): a
-// pipeline carries at most max checks, and after the first check of a
-// pipeline the store waits up to window for more before sending it. The
-// default is DefaultMaxBatch (256) checks and no wait: a pipeline leaves as
-// soon as a worker is free, which batches only under load and adds no
-// latency without it.
-func WithBatch(max int, window time.Duration) Option {
-	return storeOption(func(o *storeOptions) {
-		if max < 1 || max > 1<<16 || window < 0 || window > time.Second {
-			o.fail("batch of %d within %v: want 1 to 65536 checks and a window of 0 to 1s", max, window)
-			return
-		}
-		o.maxBatch, o.window = max, window
-	})
-}
-
-// WithDenyCache sets how many denied keys the store remembers locally (a
-// Store option). A key denied until instant T is answered from memory until
-// T without a call to Redis; see the package documentation for why this is
-// exact. 0 disables the cache. The default is DefaultDenyCacheKeys, 65536.
-func WithDenyCache(keys int) Option {
-	return storeOption(func(o *storeOptions) {
-		if keys < 0 || keys > 1<<26 {
-			o.fail("deny cache of %d keys: want 0 to 2^26", keys)
-			return
-		}
-		o.denyKeys = keys
-	})
-}
-
-// WithTimeout bounds each pipeline's round trip (a Store option): a check
-// that is not answered in time fails with ErrStore. A caller's context
-// deadline applies as well, and is what a failure policy uses to bound a
-// check to milliseconds. The default is DefaultTimeout, 1s.
-func WithTimeout(d time.Duration) Option {
-	return storeOption(func(o *storeOptions) {
-		if d <= 0 {
-			o.fail("timeout %v: want > 0", d)
-			return
-		}
-		o.timeout = d
-	})
-}
-
-// WithMaxKeyLength sets the maximum length of a key, in bytes (a Store
-// option). A longer key is refused with ErrKeyTooLong before anything is
-// sent. The default is DefaultMaxKeyLength, 4096.
-func WithMaxKeyLength(n int) Option {
-	return storeOption(func(o *storeOptions) {
-		if n < 1 || n > 1<<24 {
-			o.fail("max key length %d: want 1 to 2^24", n)
-			return
-		}
-		o.maxKeyLen = n
-	})
-}
-
-// WithMinTTL sets a lower bound on the expiry of every key the store writes
-// (a Store option). Keys normally expire when their state is back to full,
-// on Redis's clock; a caller that passes its own instants (Request.At) on a
-// clock other than Redis's, such as a test's simulated one, should set a
-// bound longer than its run. The default is 0: no bound.
-func WithMinTTL(d time.Duration) Option {
-	return storeOption(func(o *storeOptions) {
-		if d < 0 {
-			o.fail("min TTL %v: want >= 0", d)
-			return
-		}
-		o.minTTL = d
-	})
-}
-
-// WithName names a limiter (Limiter, ConcurrencyLimiter or Quota), or a
-// Store in its observer events. A limiter's name is each Decision's Rule, each
-// observer event's Limiter, and part of each of its keys, so limiters of
-// different names never share state, and those of one name and algorithm
-// always do (which is how the instances of a service share one limit). A
-// name may not contain ':', '{' or '}' and has at most 128 bytes. The
-// default is no name.
-func WithName(name string) Option {
-	return nameOption(name)
-}
-
-type nameOption string
-
-func (n nameOption) applyStore(o *storeOptions) { o.name = string(n) }
-func (n nameOption) applyLimiter(o *limiterOptions) {
-	if strings.ContainsAny(string(n), ":{}") || len(n) > maxNameLength {
-		if o.err == nil {
-			o.err = fmt.Errorf("%w: name %q: no ':', '{' or '}', at most %d bytes", ErrInvalidOption, string(n), maxNameLength)
-		}
-		return
+// options checks cfg and fills in its defaults.
+func (cfg *Config) options() (storeOptions, error) {
+	switch {
+	case strings.ContainsAny(cfg.Prefix, "{}") || len(cfg.Prefix) > maxNameLength:
+		return storeOptions{}, invalid("Prefix", "%q: no '{' or '}', at most %d bytes", cfg.Prefix, maxNameLength)
+	case cfg.Pipelines < 0 || cfg.Pipelines > 1024:
+		return storeOptions{}, invalid("Pipelines", "%d: want 0 to 1024", cfg.Pipelines)
+	case cfg.MaxBatch < 0 || cfg.MaxBatch > 1<<16:
+		return storeOptions{}, invalid("MaxBatch", "%d: want 0 to 65536", cfg.MaxBatch)
+	case cfg.BatchWindow < 0 || cfg.BatchWindow > time.Second:
+		return storeOptions{}, invalid("BatchWindow", "%v: want 0 to 1s", cfg.BatchWindow)
+	case cfg.DenyCacheKeys > 1<<26:
+		return storeOptions{}, invalid("DenyCacheKeys", "%d: want at most 2^26", cfg.DenyCacheKeys)
+	case cfg.Timeout < 0:
+		return storeOptions{}, invalid("Timeout", "%v: want >= 0", cfg.Timeout)
+	case cfg.MaxKeyLength < 0 || cfg.MaxKeyLength > 1<<24:
+		return storeOptions{}, invalid("MaxKeyLength", "%d: want 0 to 2^24", cfg.MaxKeyLength)
+	case cfg.MinTTL < 0:
+		return storeOptions{}, invalid("MinTTL", "%v: want >= 0", cfg.MinTTL)
 	}
-	o.name = string(n)
+	o := storeOptions{
+		prefix:    defaulted(cfg.Prefix, defaultPrefix),
+		pipelines: defaulted(cfg.Pipelines, defaultPipelines),
+		maxBatch:  defaulted(cfg.MaxBatch, defaultMaxBatch),
+		window:    cfg.BatchWindow,
+		denyKeys:  max(defaulted(cfg.DenyCacheKeys, defaultDenyCacheKeys), 0),
+		timeout:   defaulted(cfg.Timeout, defaultTimeout),
+		maxKeyLen: defaulted(cfg.MaxKeyLength, defaultMaxKeyLength),
+		minTTL:    cfg.MinTTL,
+		name:      cfg.Name,
+		obs:       cfg.Observer,
+	}
+	return o, nil
 }
 
-// WithObserver sets an observer (for a Store: told of each round trip to
-// Redis; for a limiter: of each decision). The default is none.
-func WithObserver(obs admit.Observer) Option {
-	return observerOption{obs}
+// checkName checks the name of a limiter, which is part of each of its
+// keys.
+func checkName(name string) error {
+	if strings.ContainsAny(name, ":{}") || len(name) > maxNameLength {
+		return invalid("Name", "%q: no ':', '{' or '}', at most %d bytes", name, maxNameLength)
+	}
+	return nil
 }
-
-type observerOption struct{ obs admit.Observer }
-
-func (w observerOption) applyStore(o *storeOptions)     { o.obs = w.obs }
-func (w observerOption) applyLimiter(o *limiterOptions) { o.obs = w.obs }

@@ -42,7 +42,7 @@ const QuotaGrace = time.Minute
 // (see Keys), so it outlives the processes that count: a restarted
 // service, or another instance, sees the count so far. The count expires
 // (PEXPIREAT) when its period ends, plus QuotaGrace, on Redis's clock, and
-// no later than WithMinTTL from the last write.
+// no later than Config.MinTTL from the last write.
 //
 // # Time
 //
@@ -65,7 +65,7 @@ const QuotaGrace = time.Minute
 // in that period, so a time line that steps back never finds a quota
 // refilled. That memory is per Quota value (per process), and the calls on
 // Redis's clock neither read nor move it. Keys written at explicit
-// instants still expire on Redis's clock: set WithMinTTL on the Store when
+// instants still expire on Redis's clock: set Config.MinTTL of the Store when
 // the instants are not close to Redis's time (in tests).
 //
 // # Decisions
@@ -94,7 +94,7 @@ const QuotaGrace = time.Minute
 // events per period between them, from any number of processes. Each call
 // is one round trip to Redis (two when the clocks disagree as above), not
 // through the Store's pipelines, bounded by the Store's timeout
-// (WithTimeout) and ctx. Create it with Store.Quota.
+// (Config.Timeout) and ctx. Create it with Store.Quota.
 type Quota struct {
 	s         *Store
 	limit     int64
@@ -114,45 +114,40 @@ type Quota struct {
 	guess func() time.Time
 }
 
-// Quota returns a quota of n events per key per period, whose counts live
-// in Redis. period is one of package quota's Periods (quota.ParsePeriod
-// reads one from its name). Options: WithName, WithObserver, WithLocation
-// and WithWeekStart (others are ignored). The error wraps
-// quota.ErrInvalidQuota if n is not in [1, 2^53], quota.ErrInvalidPeriod,
-// or ErrInvalidOption.
-func (s *Store) Quota(n int64, period quota.Period, opts ...Option) (*Quota, error) {
-	if err := checkQuota(n); err != nil {
+// Quota returns a quota configured by cfg, whose counts live in the
+// store's Redis. The error wraps admit.ErrInvalidConfig, and
+// quota.ErrInvalidQuota if cfg.Limit is not in [1, 2^53] or
+// quota.ErrInvalidPeriod for an invalid cfg.Period.
+func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
+	if err := checkQuota(cfg.Limit); err != nil {
+		return nil, invalid("Limit", "%w", err)
+	}
+	period := cfg.Period
+	if period < quota.Hour || period > quota.Year {
+		return nil, invalid("Period", "%v: %w: want Hour, Day, Week, Month or Year", period, quota.ErrInvalidPeriod)
+	}
+	weekStart := time.Monday
+	if cfg.WeekStart != nil {
+		if weekStart = *cfg.WeekStart; weekStart < time.Sunday || weekStart > time.Saturday {
+			return nil, invalid("WeekStart", "%d: want time.Sunday to time.Saturday", int(weekStart))
+		}
+	}
+	if err := checkName(cfg.Name); err != nil {
 		return nil, err
 	}
-	if period < quota.Hour || period > quota.Year {
-		return nil, fmt.Errorf("%w: %v: want Hour, Day, Week, Month or Year", quota.ErrInvalidPeriod, period)
-	}
-	var lo limiterOptions
-	xo := extraOptions{loc: time.UTC, weekStart: time.Monday}
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		opt.applyLimiter(&lo)
-		if x, ok := opt.(extraOption); ok {
-			x.applyExtra(&xo)
-		}
-	}
-	if lo.err != nil {
-		return nil, lo.err
-	}
-	if xo.err != nil {
-		return nil, xo.err
+	loc := cfg.Location
+	if loc == nil {
+		loc = time.UTC
 	}
 	return &Quota{
 		s:         s,
-		limit:     n,
+		limit:     cfg.Limit,
 		period:    period,
-		loc:       xo.loc,
-		weekStart: xo.weekStart,
-		name:      lo.name,
-		obs:       lo.obs,
-		head:      ":quota:" + lo.name + ":" + period.String() + "@",
+		loc:       loc,
+		weekStart: weekStart,
+		name:      cfg.Name,
+		obs:       cfg.Observer,
+		head:      ":quota:" + cfg.Name + ":" + period.String() + "@",
 		guess:     time.Now,
 	}, nil
 }
@@ -162,32 +157,6 @@ func checkQuota(n int64) error {
 		return fmt.Errorf("%w %d: want 1 to 2^53 events per period", quota.ErrInvalidQuota, n)
 	}
 	return nil
-}
-
-// WithLocation sets the time zone whose calendar a Quota's periods follow
-// (a Store.Quota option), as returned by time.LoadLocation("Europe/Paris").
-// The default is time.UTC. A nil location is an error.
-func WithLocation(loc *time.Location) Option {
-	return extraOption(func(o *extraOptions) {
-		if loc == nil {
-			o.fail("WithLocation(nil): want a location, such as time.UTC")
-			return
-		}
-		o.loc = loc
-	})
-}
-
-// WithWeekStart sets the first day of a week, for quota.Week quotas (a
-// Store.Quota option). The default is time.Monday (ISO 8601); time.Sunday
-// is the other usual choice.
-func WithWeekStart(d time.Weekday) Option {
-	return extraOption(func(o *extraOptions) {
-		if d < time.Sunday || d > time.Saturday {
-			o.fail("WithWeekStart(%d): want time.Sunday to time.Saturday", int(d))
-			return
-		}
-		o.weekStart = d
-	})
 }
 
 // Limit returns the quota's size: events per key per period.

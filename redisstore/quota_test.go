@@ -24,10 +24,11 @@ import (
 // qStore returns a Store on client under a fresh prefix, closed with the
 // test, and the prefix. Keys live a day at least, so that explicit
 // instants never race Redis's clock.
-func qStore(t testing.TB, client redis.UniversalClient, opts ...Option) (*Store, string) {
+func qStore(t testing.TB, client redis.UniversalClient, cfg Config) (*Store, string) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
-	s, err := New(client, append([]Option{WithPrefix(prefix), WithMinTTL(24 * time.Hour)}, opts...)...)
+	cfg.Prefix, cfg.MinTTL = prefix, 24*time.Hour
+	s, err := New(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +36,11 @@ func qStore(t testing.TB, client redis.UniversalClient, opts ...Option) (*Store,
 	return s, prefix
 }
 
-func qQuota(t testing.TB, s *Store, n int64, p quota.Period, opts ...Option) *Quota {
+func qQuota(t testing.TB, s *Store, cfg QuotaConfig) *Quota {
 	t.Helper()
-	q, err := s.Quota(n, p, opts...)
+	q, err := s.Quota(cfg)
 	if err != nil {
-		t.Fatalf("Quota(%d, %v): %v", n, p, err)
+		t.Fatalf("Quota(%+v): %v", cfg, err)
 	}
 	return q
 }
@@ -66,11 +67,11 @@ func paris(t testing.TB) *time.Location {
 func TestQuotaExactUnderConcurrency(t *testing.T) {
 	for _, c := range qClients {
 		t.Run(c.name, func(t *testing.T) {
-			s, _ := qStore(t, c.client(t))
+			s, _ := qStore(t, c.client(t), Config{})
 			ctx := t.Context()
 			now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 			for _, explicit := range []bool{true, false} {
-				q := qQuota(t, s, 100, quota.Year, WithName(fmt.Sprint("explicit-", explicit)))
+				q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: fmt.Sprint("explicit-", explicit)}, Limit: 100, Period: quota.Year})
 				var admitted atomic.Int64
 				var wg sync.WaitGroup
 				for range 16 {
@@ -104,8 +105,8 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 
 // The fields of decisions, peeks, n > N, per-call sizes and refunds.
 func TestQuotaDecisions(t *testing.T) {
-	s, _ := qStore(t, redistest.Standalone(t).Client(t))
-	q := qQuota(t, s, 10, quota.Month, WithName("plan"))
+	s, _ := qStore(t, redistest.Standalone(t).Client(t), Config{})
+	q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: "plan"}, Limit: 10, Period: quota.Month})
 	ctx := t.Context()
 	feb := time.Date(2025, 2, 10, 0, 0, 0, 0, time.UTC)
 	end := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -176,7 +177,7 @@ func TestQuotaDecisions(t *testing.T) {
 // starts over at midnight in the quota's location, to the nanosecond.
 func TestQuotaDaylightSaving(t *testing.T) {
 	loc := paris(t)
-	s, _ := qStore(t, redistest.Standalone(t).Client(t))
+	s, _ := qStore(t, redistest.Standalone(t).Client(t), Config{})
 	ctx := t.Context()
 	for _, c := range []struct {
 		day  time.Time
@@ -186,7 +187,7 @@ func TestQuotaDaylightSaving(t *testing.T) {
 		{time.Date(2025, 10, 26, 0, 0, 0, 0, loc), 25 * time.Hour},
 		{time.Date(2025, 10, 27, 0, 0, 0, 0, loc), 24 * time.Hour},
 	} {
-		q := qQuota(t, s, 2, quota.Day, WithLocation(loc), WithName(c.day.Format("20060102")))
+		q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: c.day.Format("20060102")}, Limit: 2, Period: quota.Day, Location: loc})
 		before := c.day.Add(-time.Nanosecond)
 		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 2, At: before}); !d.Allowed || d.ResetAfter != time.Nanosecond {
 			t.Errorf("%v: the last ns of the day before: %+v", c.day, d)
@@ -209,7 +210,7 @@ func TestQuotaDaylightSaving(t *testing.T) {
 // several zones and periods, with per-call sizes, refunds and time going
 // back.
 func TestQuotaMatchesMemory(t *testing.T) {
-	s, _ := qStore(t, redistest.Standalone(t).Client(t))
+	s, _ := qStore(t, redistest.Standalone(t).Client(t), Config{})
 	ctx := t.Context()
 	zones := []string{"UTC", "Europe/Paris", "America/Sao_Paulo", "Australia/Lord_Howe", "Pacific/Apia"}
 	periods := []quota.Period{quota.Hour, quota.Day, quota.Week, quota.Month, quota.Year}
@@ -224,11 +225,11 @@ func TestQuotaMatchesMemory(t *testing.T) {
 		for _, p := range periods {
 			name := fmt.Sprintf("m%d%v", i, p)
 			week := time.Weekday(r.IntN(7))
-			mem, err := quota.New(5, p, quota.WithLocation(loc), quota.WithWeekStart(week), quota.WithName(name))
+			mem, err := quota.New(quota.Config{Options: admit.Options{Name: name}, Limit: 5, Period: p, Location: loc, WeekStart: new(week)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			red := qQuota(t, s, 5, p, WithLocation(loc), WithWeekStart(week), WithName(name))
+			red := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: name}, Limit: 5, Period: p, Location: loc, WeekStart: new(week)})
 			now := time.Date(2011, 3, 20, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(scale[p]))))
 			for step := range 150 {
 				switch x := r.IntN(10); {
@@ -280,11 +281,11 @@ func TestQuotaDurable(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	for i, want := range []int64{7, 4, 1} {
 		client := redis.NewClient(srv.Options())
-		s, err := New(client, WithPrefix(prefix), WithMinTTL(time.Hour))
+		s, err := New(client, Config{Prefix: prefix, MinTTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := s.Quota(10, quota.Day, WithName("exports"))
+		q, err := s.Quota(QuotaConfig{Options: admit.Options{Name: "exports"}, Limit: 10, Period: quota.Day})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,17 +303,17 @@ func TestQuotaDurable(t *testing.T) {
 }
 
 // A count expires at its period's end plus QuotaGrace, on Redis's clock,
-// or WithMinTTL after its last write if that is later.
+// or Config.MinTTL after its last write if that is later.
 func TestQuotaExpiry(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
 	ctx := t.Context()
 	prefix := redistest.Prefix(t)
-	s, err := New(client, WithPrefix(prefix))
+	s, err := New(client, Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q := qQuota(t, s, 10, quota.Hour, WithName("api"))
+	q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: "api"}, Limit: 10, Period: quota.Hour})
 	d, err := q.Allow(ctx, admit.Request{Key: "a}{b", N: 1})
 	if err != nil || !d.Allowed || d.ResetAfter <= 0 || d.ResetAfter > time.Hour || d.Limit.Period != time.Hour {
 		t.Fatalf("%+v, %v", d, err)
@@ -345,7 +346,7 @@ func TestQuotaExpiry(t *testing.T) {
 	}
 
 	// At an instant whose period has ended on Redis's clock, the count
-	// expires at once, unless WithMinTTL keeps it.
+	// expires at once, unless Config.MinTTL keeps it.
 	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	if d, _ := q.Allow(ctx, admit.Request{Key: "old", N: 1, At: past}); !d.Allowed {
 		t.Fatalf("%+v", d)
@@ -353,8 +354,8 @@ func TestQuotaExpiry(t *testing.T) {
 	if keys, _ := client.Keys(ctx, prefix+"*old").Result(); len(keys) != 0 {
 		t.Errorf("a count of 2020 without a minimum TTL: %q", keys)
 	}
-	s2, prefix2 := qStore(t, client)
-	q2 := qQuota(t, s2, 10, quota.Hour)
+	s2, prefix2 := qStore(t, client, Config{})
+	q2 := qQuota(t, s2, QuotaConfig{Limit: 10, Period: quota.Hour})
 	q2.Allow(ctx, admit.Request{Key: "old", N: 1, At: past})
 	keys, _ = client.Keys(ctx, prefix2+"*old").Result()
 	if len(keys) != 1 {
@@ -371,9 +372,9 @@ func TestQuotaRedisClockDecides(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
 	ctx := t.Context()
 	obs := &quotaObserver{}
-	s, prefix := qStore(t, client, WithObserver(obs))
+	s, prefix := qStore(t, client, Config{Options: admit.Options{Observer: obs}})
 	for _, off := range []time.Duration{-3 * time.Hour, 2 * time.Hour, 0} {
-		q := qQuota(t, s, 3, quota.Hour, WithName(fmt.Sprint("off", int64(off/time.Hour))))
+		q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: fmt.Sprint("off", int64(off/time.Hour))}, Limit: 3, Period: quota.Hour})
 		q.guess = func() time.Time { return time.Now().Add(off) }
 		obs.calls.Store(0)
 		d, err := q.Allow(ctx, admit.Request{Key: "k", N: 2})
@@ -415,24 +416,29 @@ func (o *quotaObserver) StoreCalled(e admit.StoreEvent) {
 
 func TestQuotaBadInput(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
-	s, _ := qStore(t, client, WithMaxKeyLength(8))
+	s, _ := qStore(t, client, Config{MaxKeyLength: 8})
 	ctx := t.Context()
 	for _, n := range []int64{0, -1, 1<<53 + 1} {
-		if _, err := s.Quota(n, quota.Day); !errors.Is(err, quota.ErrInvalidQuota) {
+		if _, err := s.Quota(QuotaConfig{Limit: n, Period: quota.Day}); !errors.Is(err, quota.ErrInvalidQuota) || !errors.Is(err, admit.ErrInvalidConfig) {
 			t.Errorf("Quota(%d): %v, want ErrInvalidQuota", n, err)
 		}
 	}
 	for _, p := range []quota.Period{0, quota.Year + 1} {
-		if _, err := s.Quota(1, p); !errors.Is(err, quota.ErrInvalidPeriod) {
+		if _, err := s.Quota(QuotaConfig{Limit: 1, Period: p}); !errors.Is(err, quota.ErrInvalidPeriod) || !errors.Is(err, admit.ErrInvalidConfig) {
 			t.Errorf("Quota of period %v: %v, want ErrInvalidPeriod", p, err)
 		}
 	}
-	for _, opt := range []Option{WithLocation(nil), WithWeekStart(-1), WithWeekStart(7), WithName("a:b")} {
-		if _, err := s.Quota(1, quota.Day, opt); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("a bad option: %v, want ErrInvalidOption", err)
+	weekday := func(d time.Weekday) *time.Weekday { return &d }
+	for _, cfg := range []QuotaConfig{
+		{Limit: 1, Period: quota.Week, WeekStart: weekday(-1)},
+		{Limit: 1, Period: quota.Week, WeekStart: weekday(7)},
+		{Options: admit.Options{Name: "a:b"}, Limit: 1, Period: quota.Day},
+	} {
+		if _, err := s.Quota(cfg); !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("a bad config %+v: %v, want admit.ErrInvalidConfig", cfg, err)
 		}
 	}
-	q := qQuota(t, s, 5, quota.Day)
+	q := qQuota(t, s, QuotaConfig{Limit: 5, Period: quota.Day})
 	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration || d.Kind != admit.KindQuota {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
@@ -464,8 +470,8 @@ func TestQuotaBadInput(t *testing.T) {
 // left alone.
 func TestQuotaWrongTypeKey(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
-	s, _ := qStore(t, client)
-	q := qQuota(t, s, 5, quota.Day)
+	s, _ := qStore(t, client, Config{})
+	q := qQuota(t, s, QuotaConfig{Limit: 5, Period: quota.Day})
 	ctx := t.Context()
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	start, _ := q.PeriodAt(now)
@@ -492,14 +498,14 @@ func TestQuotaWrongTypeKey(t *testing.T) {
 
 // Weeks start on the day WithWeekStart says.
 func TestQuotaWeekStart(t *testing.T) {
-	s, _ := qStore(t, redistest.Standalone(t).Client(t))
+	s, _ := qStore(t, redistest.Standalone(t).Client(t), Config{})
 	ctx := t.Context()
 	sat := time.Date(2025, 6, 7, 12, 0, 0, 0, time.UTC) // a Saturday
 	for _, c := range []struct {
 		start time.Weekday
 		reset time.Duration
 	}{{time.Monday, 36 * time.Hour}, {time.Sunday, 12 * time.Hour}, {time.Saturday, 6*24*time.Hour + 12*time.Hour}} {
-		q := qQuota(t, s, 1, quota.Week, WithWeekStart(c.start), WithName(c.start.String()))
+		q := qQuota(t, s, QuotaConfig{Options: admit.Options{Name: c.start.String()}, Limit: 1, Period: quota.Week, WeekStart: new(c.start)})
 		if d, _ := q.Allow(ctx, admit.Request{Key: "k", N: 1, At: sat}); !d.Allowed || d.ResetAfter != c.reset || d.Limit.Period != 7*24*time.Hour {
 			t.Errorf("weeks from %v: %+v; want a reset in %v", c.start, d, c.reset)
 		}

@@ -22,10 +22,18 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // newStore returns a Store on client under a fresh prefix, closed with the
 // test. Keys live a day, so that explicit instants never race Redis's
 // clock.
-func newStore(t testing.TB, client redis.UniversalClient, opts ...redisstore.Option) *redisstore.Store {
+// newStore returns a Store on client configured by cfg, under a fresh
+// prefix (unless cfg gives one), with keys that live a day at least
+// (unless cfg says otherwise), closed with the test.
+func newStore(t testing.TB, client redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
 	t.Helper()
-	opts = append([]redisstore.Option{redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(24 * time.Hour)}, opts...)
-	s, err := redisstore.New(client, opts...)
+	if cfg.Prefix == "" {
+		cfg.Prefix = redistest.Prefix(t)
+	}
+	if cfg.MinTTL == 0 {
+		cfg.MinTTL = 24 * time.Hour
+	}
+	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -45,10 +53,10 @@ func (s limitSubject) Allow(ctx context.Context, r admit.Request) (admit.Decisio
 }
 
 // factory makes limiters on client, each under its own prefix.
-func factory(client func(t testing.TB) redis.UniversalClient, opts ...redisstore.Option) admittest.Factory {
+func factory(client func(t testing.TB) redis.UniversalClient, cfg redisstore.Config) admittest.Factory {
 	return func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 		t.Helper()
-		lim, err := newStore(t, client(t), opts...).Limiter(alg, l)
+		lim, err := newStore(t, client(t), cfg).Limiter(redisstore.LimiterConfig{Algorithm: alg, Limit: l})
 		if err != nil {
 			t.Fatalf("Limiter(%v, %v): %v", alg, l, err)
 		}
@@ -60,15 +68,15 @@ func standalone(t testing.TB) redis.UniversalClient { return redistest.Standalon
 func cluster(t testing.TB) redis.UniversalClient    { return redistest.SharedCluster(t).Client(t) }
 
 func TestConformanceStandalone(t *testing.T) {
-	admittest.Run(t, factory(standalone))
+	admittest.Run(t, factory(standalone, redisstore.Config{}))
 }
 
 func TestConformanceStandaloneNoDenyCache(t *testing.T) {
-	admittest.Run(t, factory(standalone, redisstore.WithDenyCache(0)))
+	admittest.Run(t, factory(standalone, redisstore.Config{DenyCacheKeys: -1}))
 }
 
 func TestConformanceCluster(t *testing.T) {
-	admittest.Run(t, factory(cluster))
+	admittest.Run(t, factory(cluster, redisstore.Config{}))
 }
 
 func TestConformancePerCallLimit(t *testing.T) {
@@ -77,7 +85,7 @@ func TestConformancePerCallLimit(t *testing.T) {
 		if l == (admit.Limit{}) {
 			own = l // the zero Limit per call asks for the own limit: make it the zero Limit
 		}
-		lim, err := newStore(t, standalone(t)).Limiter(alg, own)
+		lim, err := newStore(t, standalone(t), redisstore.Config{}).Limiter(redisstore.LimiterConfig{Algorithm: alg, Limit: own})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,11 +94,11 @@ func TestConformancePerCallLimit(t *testing.T) {
 }
 
 func TestDifferentialStandalone(t *testing.T) {
-	admittest.RunDifferential(t, factory(standalone), 1, 8)
+	admittest.RunDifferential(t, factory(standalone, redisstore.Config{}), 1, 8)
 }
 
 func TestDifferentialCluster(t *testing.T) {
-	admittest.RunDifferential(t, factory(cluster), 2, 4)
+	admittest.RunDifferential(t, factory(cluster, redisstore.Config{}), 2, 4)
 }
 
 // Many goroutines checking one key concurrently are batched into shared
@@ -98,8 +106,8 @@ func TestDifferentialCluster(t *testing.T) {
 func TestConcurrentChecksAdmitExactlyTheBurst(t *testing.T) {
 	for name, client := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
 		t.Run(name, func(t *testing.T) {
-			s := newStore(t, client(t))
-			lim, err := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 100, Period: time.Hour, Burst: 100})
+			s := newStore(t, client(t), redisstore.Config{})
+			lim, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.Limit{Rate: 100, Period: time.Hour, Burst: 100}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,8 +146,8 @@ func TestConcurrentChecksAdmitExactlyTheBurst(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	s := newStore(t, standalone(t))
-	lim, err := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	s := newStore(t, standalone(t), redisstore.Config{})
+	lim, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,24 +167,24 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("key %q: %+v, %v", key, d, err)
 		}
 	}
-	for _, opt := range []redisstore.Option{
-		redisstore.WithPrefix("a{b"), redisstore.WithPipelines(0), redisstore.WithBatch(0, 0),
-		redisstore.WithBatch(10, -time.Second), redisstore.WithDenyCache(-1), redisstore.WithTimeout(0),
-		redisstore.WithMaxKeyLength(0), redisstore.WithMinTTL(-1),
+	for _, cfg := range []redisstore.Config{
+		{Prefix: "a{b"}, {Prefix: strings.Repeat("p", 129)}, {Pipelines: -1}, {Pipelines: 1025},
+		{MaxBatch: -1}, {MaxBatch: 1<<16 + 1}, {BatchWindow: -time.Second}, {BatchWindow: 2 * time.Second},
+		{DenyCacheKeys: 1<<26 + 1}, {Timeout: -1}, {MaxKeyLength: -1}, {MaxKeyLength: 1<<24 + 1}, {MinTTL: -1},
 	} {
-		if _, err := redisstore.New(standalone(t), opt); !errors.Is(err, redisstore.ErrInvalidOption) {
-			t.Errorf("New with a bad option: err = %v, want ErrInvalidOption", err)
+		if _, err := redisstore.New(standalone(t), cfg); !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("New(%+v): err = %v, want admit.ErrInvalidConfig", cfg, err)
 		}
 	}
-	if _, err := redisstore.New(nil); !errors.Is(err, redisstore.ErrInvalidOption) {
+	if _, err := redisstore.New(nil, redisstore.Config{}); !errors.Is(err, admit.ErrInvalidConfig) {
 		t.Errorf("New(nil): err = %v", err)
 	}
 	for _, name := range []string{"a:b", "{", "}", strings.Repeat("n", 129)} {
-		if _, err := s.Limiter(admit.AlgGCRA, admit.PerSecond(1), redisstore.WithName(name)); !errors.Is(err, redisstore.ErrInvalidOption) {
-			t.Errorf("name %q: err = %v, want ErrInvalidOption", name, err)
+		if _, err := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: name}, Limit: admit.PerSecond(1)}); !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("name %q: err = %v, want admit.ErrInvalidConfig", name, err)
 		}
 	}
-	if _, err := s.Limiter(admit.Algorithm(200), admit.PerSecond(1)); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := s.Limiter(redisstore.LimiterConfig{Algorithm: admit.Algorithm(200), Limit: admit.PerSecond(1)}); !errors.Is(err, admit.ErrUnknownAlgorithm) {
 		t.Errorf("an unknown algorithm: err = %v, want ErrUnknownAlgorithm", err)
 	}
 }
@@ -187,12 +195,12 @@ func TestWrongTypeKey(t *testing.T) {
 	srv := redistest.Standalone(t)
 	client := srv.Client(t)
 	prefix := redistest.Prefix(t)
-	s, err := redisstore.New(client, redisstore.WithPrefix(prefix))
+	s, err := redisstore.New(client, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10), redisstore.WithName("api"))
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(10)})
 	ctx := t.Context()
 	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
@@ -221,9 +229,9 @@ func TestWrongTypeKey(t *testing.T) {
 func TestKeyLayoutAndExpiry(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
 	prefix := redistest.Prefix(t)
-	s, _ := redisstore.New(client, redisstore.WithPrefix(prefix))
+	s, _ := redisstore.New(client, redisstore.Config{Prefix: prefix})
 	defer s.Close()
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 10, Period: time.Second, Burst: 10}, redisstore.WithName("api"))
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.Limit{Rate: 10, Period: time.Second, Burst: 10}})
 	ctx := t.Context()
 	if _, err := lim.Allow(ctx, admit.Request{Key: "a}{b", N: 5}); err != nil {
 		t.Fatal(err)
@@ -247,8 +255,8 @@ func TestScriptFlushMidRun(t *testing.T) {
 	for name, client := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
 		t.Run(name, func(t *testing.T) {
 			c := client(t)
-			s := newStore(t, c)
-			lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(1000))
+			s := newStore(t, c, redisstore.Config{})
+			lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(1000)})
 			ctx := t.Context()
 			for i := range 50 {
 				if i%10 == 5 {
@@ -271,9 +279,9 @@ func TestScriptFlushMidRun(t *testing.T) {
 
 // A batch and layers.
 func TestBatchAndLayers(t *testing.T) {
-	s := newStore(t, cluster(t))
-	ip, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 2, Period: time.Hour, Burst: 2}, redisstore.WithName("ip"))
-	tenant, _ := s.Limiter(admit.AlgFixedWindow, admit.Limit{Rate: 3, Period: time.Hour, Burst: 3}, redisstore.WithName("tenant"))
+	s := newStore(t, cluster(t), redisstore.Config{})
+	ip, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "ip"}, Limit: admit.Limit{Rate: 2, Period: time.Hour, Burst: 2}})
+	tenant, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "tenant"}, Algorithm: admit.AlgFixedWindow, Limit: admit.Limit{Rate: 3, Period: time.Hour, Burst: 3}})
 	ctx := t.Context()
 	now := admittest.At(0)
 	var reqs []admit.Request
@@ -322,12 +330,12 @@ func TestUnreachableAndAuth(t *testing.T) {
 	srv.Kill()
 	client := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer client.Close()
-	s, err := redisstore.New(client)
+	s, err := redisstore.New(client, redisstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	start := time.Now()
 	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("unreachable: err = %v, want ErrStore", err)
@@ -343,20 +351,20 @@ func TestUnreachableAndAuth(t *testing.T) {
 	}
 	bad := redis.NewClient(&redis.Options{Addr: addr, Password: "wrong", MaxRetries: -1})
 	defer bad.Close()
-	s2, _ := redisstore.New(bad)
+	s2, _ := redisstore.New(bad, redisstore.Config{})
 	defer s2.Close()
-	lim2, _ := s2.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	lim2, _ := s2.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	if _, err := lim2.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("wrong password: err = %v, want ErrStore", err)
 	}
 }
 
 func TestCloseIsIdempotent(t *testing.T) {
-	s, err := redisstore.New(standalone(t))
+	s, err := redisstore.New(standalone(t), redisstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(10))
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	s.Close()
 	s.Close()
 	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
@@ -369,7 +377,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 func TestConformanceSentinel(t *testing.T) {
 	sentinel := redistest.NewSentinel(t)
 	client := sentinel.Client(t)
-	admittest.Run(t, factory(func(testing.TB) redis.UniversalClient { return client }), admit.AlgGCRA, admit.AlgSlidingLog)
+	admittest.Run(t, factory(func(testing.TB) redis.UniversalClient { return client }, redisstore.Config{}), admit.AlgGCRA, admit.AlgSlidingLog)
 }
 
 // Close while checks are in flight: every caller returns (a decision or
@@ -377,11 +385,11 @@ func TestConformanceSentinel(t *testing.T) {
 func TestCloseUnderLoad(t *testing.T) {
 	client := standalone(t)
 	before := runtime.NumGoroutine()
-	s, err := redisstore.New(client, redisstore.WithPrefix(redistest.Prefix(t)))
+	s, err := redisstore.New(client, redisstore.Config{Prefix: redistest.Prefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.PerSecond(1e6))
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(1e6)})
 	var wg sync.WaitGroup
 	for w := range 32 {
 		wg.Go(func() {
@@ -431,8 +439,8 @@ func (o *obsRecorder) StoreCalled(e admit.StoreEvent) {
 // round trip to Redis, which a cached denial does not make.
 func TestObserver(t *testing.T) {
 	obs := &obsRecorder{}
-	s := newStore(t, standalone(t), redisstore.WithObserver(obs), redisstore.WithName("store"))
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("api"), redisstore.WithObserver(obs))
+	s := newStore(t, standalone(t), redisstore.Config{Options: admit.Options{Observer: obs, Name: "store"}})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}})
 	ctx := t.Context()
 	now := admittest.At(0)
 	for _, want := range []bool{true, false, false} {
@@ -461,10 +469,10 @@ func TestObserver(t *testing.T) {
 // Layers with bad input are refused before anything is sent, and nothing
 // is consumed.
 func TestLayersBadInput(t *testing.T) {
-	s := newStore(t, standalone(t))
-	other := newStore(t, standalone(t))
-	lim, _ := s.Limiter(admit.AlgGCRA, admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}, redisstore.WithName("ip"))
-	foreign, _ := other.Limiter(admit.AlgGCRA, admit.PerSecond(1))
+	s := newStore(t, standalone(t), redisstore.Config{})
+	other := newStore(t, standalone(t), redisstore.Config{})
+	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "ip"}, Limit: admit.Limit{Rate: 1, Period: time.Hour, Burst: 1}})
+	foreign, _ := other.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(1)})
 	ctx := t.Context()
 	now := admittest.At(0)
 	bad := admit.Limit{Rate: -5}
@@ -478,10 +486,10 @@ func TestLayersBadInput(t *testing.T) {
 		layers []redisstore.Layer
 		want   error
 	}{
-		"no layers":     {"t", 1, nil, redisstore.ErrInvalidOption},
-		"too many":      {"t", 1, many, redisstore.ErrInvalidOption},
-		"nil limiter":   {"t", 1, []redisstore.Layer{{Key: "k"}}, redisstore.ErrInvalidOption},
-		"another store": {"t", 1, []redisstore.Layer{{Limiter: foreign, Key: "k"}}, redisstore.ErrInvalidOption},
+		"no layers":     {"t", 1, nil, redisstore.ErrInvalidArgument},
+		"too many":      {"t", 1, many, redisstore.ErrInvalidArgument},
+		"nil limiter":   {"t", 1, []redisstore.Layer{{Key: "k"}}, redisstore.ErrInvalidArgument},
+		"another store": {"t", 1, []redisstore.Layer{{Limiter: foreign, Key: "k"}}, redisstore.ErrInvalidArgument},
 		"negative n":    {"t", -1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrInvalidCost},
 		"bad limit":     {"t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}, {Limiter: lim, Key: "j", Limit: &bad}}, admit.ErrInvalidLimit},
 		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong},

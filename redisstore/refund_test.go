@@ -19,11 +19,11 @@ import (
 	"github.com/admit-go/admit/redisstore"
 )
 
-func mustLimiter(t testing.TB, s *redisstore.Store, alg admit.Algorithm, l admit.Limit, opts ...redisstore.Option) *redisstore.Limiter {
+func mustLimiter(t testing.TB, s *redisstore.Store, cfg redisstore.LimiterConfig) *redisstore.Limiter {
 	t.Helper()
-	lim, err := s.Limiter(alg, l, opts...)
+	lim, err := s.Limiter(cfg)
 	if err != nil {
-		t.Fatalf("Limiter(%v, %v): %v", alg, l, err)
+		t.Fatalf("Limiter(%+v): %v", cfg, err)
 	}
 	return lim
 }
@@ -32,11 +32,11 @@ func TestRefund(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			client := c.client(t)
-			s := newStore(t, client)
+			s := newStore(t, client, redisstore.Config{})
 			ctx := t.Context()
 			t0 := admittest.T0
 			for _, alg := range admit.Algorithms() {
-				lim := mustLimiter(t, s, alg, admit.PerSecond(5))
+				lim := mustLimiter(t, s, redisstore.LimiterConfig{Algorithm: alg, Limit: admit.PerSecond(5)})
 				peek := func(key string) admit.Decision {
 					t.Helper()
 					d, err := lim.Allow(ctx, admit.Request{Key: key, N: 0, At: t0})
@@ -88,10 +88,10 @@ func TestRefund(t *testing.T) {
 
 // TestRefundRedisClock: Refund and Refund(Limit) give back at Redis's TIME.
 func TestRefundRedisClock(t *testing.T) {
-	s := newStore(t, standalone(t))
+	s := newStore(t, standalone(t), redisstore.Config{})
 	ctx := t.Context()
 	for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgSlidingLog} {
-		lim := mustLimiter(t, s, alg, admit.PerHour(5))
+		lim := mustLimiter(t, s, redisstore.LimiterConfig{Algorithm: alg, Limit: admit.PerHour(5)})
 		if d, err := lim.Allow(ctx, admit.Request{Key: "k", N: 5}); err != nil || !d.Allowed {
 			t.Fatalf("%v: %+v, %v", alg, d, err)
 		}
@@ -125,7 +125,7 @@ func TestRefundForgetsDenial(t *testing.T) {
 	client := standalone(t)
 	prefix := redistest.Prefix(t)
 	open := func() *redisstore.Store {
-		s, err := redisstore.New(client, redisstore.WithPrefix(prefix), redisstore.WithMinTTL(time.Hour))
+		s, err := redisstore.New(client, redisstore.Config{Prefix: prefix, MinTTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestRefundForgetsDenial(t *testing.T) {
 		return s
 	}
 	ctx := t.Context()
-	a, b := mustLimiter(t, open(), admit.AlgGCRA, admit.PerMinute(2)), mustLimiter(t, open(), admit.AlgGCRA, admit.PerMinute(2))
+	a, b := mustLimiter(t, open(), redisstore.LimiterConfig{Limit: admit.PerMinute(2)}), mustLimiter(t, open(), redisstore.LimiterConfig{Limit: admit.PerMinute(2)})
 	t0 := admittest.T0
 	if d, _ := a.Allow(ctx, admit.Request{Key: "k", N: 2, At: t0}); !d.Allowed {
 		t.Fatalf("admission: %+v", d)
@@ -164,8 +164,8 @@ func TestRefundForgetsDenial(t *testing.T) {
 }
 
 func TestRefundBadInput(t *testing.T) {
-	s := newStore(t, standalone(t), redisstore.WithMaxKeyLength(8))
-	lim := mustLimiter(t, s, admit.AlgGCRA, admit.PerSecond(2))
+	s := newStore(t, standalone(t), redisstore.Config{MaxKeyLength: 8})
+	lim := mustLimiter(t, s, redisstore.LimiterConfig{Limit: admit.PerSecond(2)})
 	ctx := t.Context()
 	for name, err := range map[string]error{
 		"negative n":      lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
@@ -198,8 +198,8 @@ func TestRefundBadInput(t *testing.T) {
 // and nothing is written.
 func TestRefundWrongType(t *testing.T) {
 	client := standalone(t)
-	s := newStore(t, client)
-	lim := mustLimiter(t, s, admit.AlgGCRA, admit.PerSecond(2))
+	s := newStore(t, client, redisstore.Config{})
+	lim := mustLimiter(t, s, redisstore.LimiterConfig{Limit: admit.PerSecond(2)})
 	ctx := t.Context()
 	rkey := redisstore.RedisKey(lim, "h")
 	if err := client.HSet(ctx, rkey, "f", "v").Err(); err != nil {
@@ -219,10 +219,10 @@ func TestRefundWrongType(t *testing.T) {
 func TestRefundConcurrent(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStore(t, c.client(t))
+			s := newStore(t, c.client(t), redisstore.Config{})
 			ctx := t.Context()
 			for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgFixedWindow, admit.AlgSlidingLog} {
-				lim := mustLimiter(t, s, alg, admit.PerHour(10))
+				lim := mustLimiter(t, s, redisstore.LimiterConfig{Algorithm: alg, Limit: admit.PerHour(10)})
 				var wg sync.WaitGroup
 				for g := range 8 {
 					wg.Go(func() {
@@ -267,14 +267,14 @@ func TestRefundMatchesKeyed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	limits := []admit.Limit{admit.PerSecond(5), {Rate: 3, Period: time.Second, Burst: 7}, admit.PerMinute(10), {Rate: 7, Period: 13 * time.Millisecond}}
 	for _, c := range clients {
-		for _, deny := range []int{redisstore.DefaultDenyCacheKeys, 0} {
+		for _, deny := range []int{0, -1} { // the default cache, and none
 			t.Run(fmt.Sprintf("%s/deny-cache-%d", c.name, deny), func(t *testing.T) {
-				s := newStore(t, c.client(t), redisstore.WithDenyCache(deny))
+				s := newStore(t, c.client(t), redisstore.Config{DenyCacheKeys: deny})
 				ctx := t.Context()
 				for _, alg := range admit.Algorithms() {
 					own := limits[rng.IntN(len(limits))]
-					red := mustLimiter(t, s, alg, own, redisstore.WithName(fmt.Sprint("t", rng.Uint32())))
-					mem, err := keyed.New(alg, own)
+					red := mustLimiter(t, s, redisstore.LimiterConfig{Options: admit.Options{Name: fmt.Sprint("t", rng.Uint32())}, Algorithm: alg, Limit: own})
+					mem, err := keyed.New(keyed.Config{Algorithm: alg, Limit: own})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -335,8 +335,8 @@ func joinLines(lines []string) string { return strings.Join(lines, "\n") }
 func TestSlots(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStore(t, c.client(t))
-			l := newConcurrency(t, s, 3)
+			s := newStore(t, c.client(t), redisstore.Config{})
+			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 3})
 			slots := l.Slots()
 			ctx := t.Context()
 			rel, d, err := slots.TryAcquire(ctx, admit.Request{Key: "k", N: 2})

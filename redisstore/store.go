@@ -46,26 +46,15 @@ type Store struct {
 // through redis.NewFailoverClient), a *redis.ClusterClient, or any other
 // redis.UniversalClient. It does not contact Redis: an unreachable Redis is
 // reported by the first check, and handled by the caller's failure policy
-// (see package compose). The error reports bad options.
-func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
+// (see package compose). The error wraps admit.ErrInvalidConfig: a nil
+// client, or a field of cfg out of its domain.
+func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redisstore: nil client", admit.ErrInvalidConfig)
 	}
-	o := storeOptions{
-		prefix:    DefaultPrefix,
-		pipelines: DefaultPipelines,
-		maxBatch:  DefaultMaxBatch,
-		denyKeys:  DefaultDenyCacheKeys,
-		timeout:   DefaultTimeout,
-		maxKeyLen: DefaultMaxKeyLength,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyStore(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+	o, err := cfg.options()
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{
 		client: client,

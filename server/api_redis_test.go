@@ -48,7 +48,7 @@ func apiRedisInstances(t *testing.T, n int) ([]*apiHarness, *redistest.Server) {
 func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.Server) {
 	t.Helper()
 	srv := redistest.NewStandalone(t)
-	store, err := redisstore.New(srv.Client(t), redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour))
+	store, err := redisstore.New(srv.Client(t), redisstore.Config{Prefix: redistest.Prefix(t), MinTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func BenchmarkRLSServer(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		srv := redistest.NewStandalone(b)
-		store, err := redisstore.New(srv.Client(b), redisstore.WithPrefix(redistest.Prefix(b)))
+		store, err := redisstore.New(srv.Client(b), redisstore.Config{Prefix: redistest.Prefix(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -34,7 +34,7 @@ rules:
 // fail closed: OVER_LIMIT.
 func TestRLSRedis(t *testing.T) {
 	srv := redistest.NewStandalone(t)
-	store, err := redisstore.New(srv.Client(t), redisstore.WithPrefix(redistest.Prefix(t)), redisstore.WithMinTTL(time.Hour))
+	store, err := redisstore.New(srv.Client(t), redisstore.Config{Prefix: redistest.Prefix(t), MinTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

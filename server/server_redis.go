@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -63,7 +64,7 @@ func openStore(c *Config, obs *promlimit.Observer) (*redisstore.Store, redis.Uni
 	if client == nil {
 		return nil, nil, nil
 	}
-	store, err := redisstore.New(client, redisstore.WithName("redis"), redisstore.WithObserver(obs))
+	store, err := redisstore.New(client, redisstore.Config{Options: admit.Options{Name: "redis", Observer: obs}})
 	if err != nil {
 		if owned != nil {
 			_ = owned.Close()

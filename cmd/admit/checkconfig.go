@@ -151,7 +151,7 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 	// reported at its store field.
 	client := redis.NewClient(&redis.Options{Addr: "check-config.invalid:6379"})
 	defer client.Close()
-	store, err := redisstore.New(client)
+	store, err := redisstore.New(client, redisstore.Config{})
 	if err != nil {
 		rep.add(err)
 		return rep

@@ -23,7 +23,7 @@ const (
 	// Day is a calendar day: from midnight to midnight.
 	Day
 	// Week is seven calendar days from midnight of the first day of the
-	// week (Monday unless the quota says otherwise: quota.WithWeekStart).
+	// week (Monday unless the quota says otherwise: quota.Config.WeekStart).
 	Week
 	// Month is a calendar month: from midnight of its first day to
 	// midnight of the first day of the next month (28 to 31 days).

@@ -34,8 +34,18 @@ func name(n string) string {
 	return sb.String()
 }
 
+// redisOptions are the settings of s a Redis limiter takes: its name,
+// escaped, and its observer (Redis's clock decides).
+func redisOptions(s *Spec) admit.Options {
+	return admit.Options{Name: name(s.Name), Observer: s.Observer}
+}
+
 func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
-	lim, err := r.Store.Limiter(s.Algorithm, s.Limit, redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer))
+	lim, err := r.Store.Limiter(redisstore.LimiterConfig{
+		Options:   redisOptions(&s),
+		Algorithm: s.Algorithm,
+		Limit:     s.Limit,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +53,13 @@ func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
 }
 
 func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
-	q, err := r.Store.Quota(s.Limit.Rate, s.Period, redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer),
-		redisstore.WithLocation(s.Location), redisstore.WithWeekStart(s.WeekStart))
+	q, err := r.Store.Quota(redisstore.QuotaConfig{
+		Options:   redisOptions(&s),
+		Limit:     s.Limit.Rate,
+		Period:    s.Period,
+		Location:  s.Location,
+		WeekStart: &s.WeekStart,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +67,11 @@ func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
 }
 
 func (r *Redis) Slots(s Spec) (admit.Slots, error) {
-	opts := []redisstore.Option{redisstore.WithName(name(s.Name)), redisstore.WithObserver(s.Observer)}
-	if s.Lease > 0 {
-		opts = append(opts, redisstore.WithLease(s.Lease))
-	}
-	c, err := r.Store.Concurrency(s.Limit.Rate, opts...)
+	c, err := r.Store.Concurrency(redisstore.ConcurrencyConfig{
+		Options: redisOptions(&s),
+		Max:     s.Limit.Rate,
+		Lease:   max(s.Lease, 0), // 0: the default lease
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -33,20 +33,19 @@ type Spec struct {
 	MaxKeys   int
 }
 
-func clock(s *Spec) admit.Clock {
-	if s.Clock == nil {
-		return admit.SystemClock
-	}
-	return s.Clock
+// options are the settings of s every store shares.
+func options(s *Spec) admit.Options {
+	return admit.Options{Clock: s.Clock, Name: s.Name, Observer: s.Observer}
 }
 
 // Rate returns a keyed.Limiter of s.
 func Rate(s Spec) (admit.KeyedLimiter, error) {
-	opts := []keyed.Option{keyed.WithClock(clock(&s)), keyed.WithName(s.Name), keyed.WithObserver(s.Observer)}
-	if s.MaxKeys > 0 {
-		opts = append(opts, keyed.WithMaxKeys(s.MaxKeys))
-	}
-	lim, err := keyed.New(s.Algorithm, s.Limit, opts...)
+	lim, err := keyed.New(keyed.Config{
+		Options:   options(&s),
+		Algorithm: s.Algorithm,
+		Limit:     s.Limit,
+		MaxKeys:   max(s.MaxKeys, 0),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -55,16 +54,14 @@ func Rate(s Spec) (admit.KeyedLimiter, error) {
 
 // Quota returns a quota.Quota of s: s.Limit.Rate events per s.Period.
 func Quota(s Spec) (admit.KeyedLimiter, error) {
-	loc := s.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	opts := []quota.Option{quota.WithClock(clock(&s)), quota.WithName(s.Name), quota.WithObserver(s.Observer),
-		quota.WithLocation(loc), quota.WithWeekStart(s.WeekStart)}
-	if s.MaxKeys > 0 {
-		opts = append(opts, quota.WithMaxKeys(s.MaxKeys))
-	}
-	q, err := quota.New(s.Limit.Rate, s.Period, opts...)
+	q, err := quota.New(quota.Config{
+		Options:   options(&s),
+		Limit:     s.Limit.Rate,
+		Period:    s.Period,
+		Location:  s.Location,
+		WeekStart: &s.WeekStart,
+		MaxKeys:   max(s.MaxKeys, 0),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +74,12 @@ func Quota(s Spec) (admit.KeyedLimiter, error) {
 // so that the count of allocations is deterministic), so a grant
 // allocates nothing once the list holds as many as are in flight.
 func Slots(s Spec) (admit.Slots, error) {
-	opts := []concurrency.Option{concurrency.WithClock(clock(&s)), concurrency.WithName(s.Name), concurrency.WithObserver(s.Observer)}
-	if s.Lease > 0 {
-		opts = append(opts, concurrency.WithLease(s.Lease))
-	}
-	if s.MaxKeys > 0 {
-		opts = append(opts, concurrency.WithMaxKeys(s.MaxKeys))
-	}
-	lim, err := concurrency.New(s.Limit.Rate, opts...)
+	lim, err := concurrency.New(concurrency.Config{
+		Options: options(&s),
+		Max:     s.Limit.Rate,
+		Lease:   max(s.Lease, 0),
+		MaxKeys: max(s.MaxKeys, 0),
+	})
 	if err != nil {
 		return nil, err
 	}
