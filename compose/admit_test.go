@@ -10,6 +10,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/keyed"
 )
 
 // asked is a Limiter (and Refunder) that records every request it is
@@ -163,8 +164,8 @@ func TestAdmitBadInput(t *testing.T) {
 // TestAdmitAllocations: Admit allocates nothing of its own, with or
 // without dst, admitted or refused (refunds included).
 func TestAdmitAllocations(t *testing.T) {
-	open := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(1e9))
-	shut := mustKeyed(t, admit.AlgGCRA, admit.PerSecond(1e9))
+	open := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(1e9)})
+	shut := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(1e9)})
 	layers := []compose.Layer{{Name: "a", Limiter: open}, {Name: "b", Limiter: open}, {Name: "c", Limiter: shut}}
 	reqs := []admit.Request{{Key: "x", N: 1}, {Key: "y", N: 2}, {Key: "z", N: 3}}
 	refused := []admit.Request{{Key: "x", N: 1}, {Key: "y", N: 2}, {Key: "z", N: 1, Limit: admit.Limit{Period: time.Second}}}

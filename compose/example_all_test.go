@@ -101,11 +101,11 @@ func ExampleChain_AllowKeys() {
 // and dst tells each layer's decision.
 func ExampleAdmit() {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	perUser, err := keyed.New(admit.AlgGCRA, admit.PerSecond(5), keyed.WithClock(clk))
+	perUser, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(5)})
 	if err != nil {
 		panic(err)
 	}
-	work, err := keyed.New(admit.AlgTokenBucket, admit.PerMinute(25), keyed.WithClock(clk))
+	work, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgTokenBucket, Limit: admit.PerMinute(25)})
 	if err != nil {
 		panic(err)
 	}
