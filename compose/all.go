@@ -121,15 +121,7 @@ func (c *Chain) Allow(ctx context.Context, r admit.Request) (admit.Decision, err
 	if c.slots {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	var keys [8]string
-	ks := keys[:0]
-	if len(c.layers) > len(keys) {
-		ks = make([]string, 0, len(c.layers))
-	}
-	for range c.layers {
-		ks = append(ks, r.Key)
-	}
-	return run(ctx, c.layers, ks, r, nil, false)
+	return run(ctx, c.layers, &requests{base: r}, nil, false, nil)
 }
 
 // AllowKeys decides whether n events may happen now, keys[i] being the key
@@ -143,63 +135,81 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 	if c.slots && h == nil {
 		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNeedHeld
 	}
-	return run(ctx, c.layers, keys, admit.Request{N: n}, h, c.learners)
+	return run(ctx, c.layers, &requests{keys: keys, base: admit.Request{N: n}}, h, c.learners, nil)
 }
 
-// Admit checks a request of n events against layers in order, keys[i]
-// being the key of layers[i], as a Chain does (see All), for callers that
-// choose the layers per request, such as a policy engine. It checks every
-// layer before it asks any: each must hold exactly one of Limiter and
-// Slots, and not a nil pointer. Unlike All it does not check that the
-// layers can be undone: a layer that cannot, placed before another, is not
-// undone.
+// Admit checks a request against layers in order, reqs[i] being what
+// layers[i] is asked (its key, its cost, and its limit and instant if they
+// are set), as a Chain does (see All), for callers that choose the layers
+// and their requests per check, such as a policy engine whose descriptors
+// each have their own cost. It checks every layer and request before it
+// asks any: each layer must hold exactly one of Limiter and Slots, and not
+// a nil pointer. Unlike All it does not check that the layers can be
+// undone: a layer that cannot, placed before another, is not undone.
 //
-// If every layer admits the request, the decision is the most restrictive
+// If every layer admits its request, the decision is the most restrictive
 // of theirs (the one with the fewest Remaining; of equals, the one with
 // the longest ResetAfter), and the slots taken by Slots layers are
 // recorded in h, to be given back by h.Release when the request is done
 // (or by h.Finish, which also reports the request's outcome to the grants
 // that learn from it: see Finisher). If h is not nil, the Finisher that
-// each Limiter that is a Learner Tracks for the request is recorded in h
-// too. n = 0 is a peek: every layer reports, nothing is consumed or held.
+// each Limiter that is a Learner Tracks for its request is recorded in h
+// too. A request of N = 0 is a peek: its layer reports, and nothing is
+// consumed from it or held.
+//
+// If a layer refuses its request, the decision is that layer's and the
+// layers before it are undone: their slots and Finishers released (never
+// finished: the request did not run) and their admissions refunded, each
+// with its own request, in reverse order, under a context that keeps
+// ctx's values but not its cancellation (the undoing must happen even if
+// ctx has ended). Errors of the undoing are not returned: the request was
+// refused, and a refund that failed leaves that layer's events consumed
+// (as a failed check may). If a layer fails, Admit undoes the same way and
+// returns its error with a refusing decision naming it. Decisions made by
+// a layer with a Name carry it as their Rule.
+//
+// If dst is not nil, it receives the decision of each layer: dst[i] is
+// layers[i]'s (with Allowed false if it failed) for the layers asked, and
+// the zero Decision for those after the one that refused or failed, which
+// are not asked. The first i whose dst[i].Allowed is false is thus the
+// layer that decided a refusal. The decisions of layers that were undone
+// are those they made (their Remaining does not count what was given
+// back).
 //
 // Admit allocates nothing of its own; the Releasers and Finishers of the
 // layers are theirs.
 //
-// If a layer refuses the request, the decision is that layer's and the
-// layers before it are undone: their slots and Finishers released (never
-// finished: the request did not run) and their admissions refunded, in
-// reverse order, under a context that keeps ctx's values but
-// not its cancellation (the undoing must happen even if ctx has ended).
-// Errors of the undoing are not returned: the request was refused, and a
-// refund that failed leaves that layer's events consumed (as a failed
-// check may). If a layer fails, Admit undoes the same way and returns its
-// error with a refusing decision naming it. Decisions made by a layer with
-// a Name carry it as their Rule.
-//
-// Bad input asks no layer and fails with a refusing decision: n < 0
-// (admit.ErrInvalidCost), no layers (ErrNoLayers), len(keys) !=
-// len(layers) or an invalid layer (ErrInvalidLayer), a Slots layer while h
-// is nil (ErrNeedHeld).
-func Admit(ctx context.Context, layers []Layer, keys []string, n int64, h *Held) (admit.Decision, error) {
-	if err := check(len(layers), keys, n); err != nil {
-		return admit.Decision{RetryAfter: admit.InfDuration}, err
+// Bad input asks no layer, leaves dst as it was, and fails with a refusing
+// decision: no layers (ErrNoLayers), len(reqs) != len(layers), dst neither
+// nil nor of len(layers), or an invalid layer (ErrInvalidLayer), a
+// negative N (admit.ErrInvalidCost), a Slots layer while h is nil
+// (ErrNeedHeld).
+func Admit(ctx context.Context, layers []Layer, reqs []admit.Request, h *Held, dst []admit.Decision) (admit.Decision, error) {
+	switch {
+	case len(layers) == 0:
+		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNoLayers
+	case len(reqs) != len(layers):
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: %d requests for %d layers", ErrInvalidLayer, len(reqs), len(layers))
+	case dst != nil && len(dst) != len(layers):
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: room for %d decisions for %d layers", ErrInvalidLayer, len(dst), len(layers))
 	}
 	for i := range layers {
 		l := &layers[i]
 		lim, slots := l.Limiter != nil, l.Slots != nil
-		if lim == slots || (lim && isNil(l.Limiter)) || (slots && isNil(l.Slots)) {
+		switch {
+		case lim == slots || (lim && isNil(l.Limiter)) || (slots && isNil(l.Slots)):
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name},
 				fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots, not a nil pointer", ErrInvalidLayer, i, l.Name)
-		}
-		if slots && h == nil {
+		case reqs[i].N < 0:
+			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, fmt.Errorf("%w: layer %d (%q): n=%d", admit.ErrInvalidCost, i, l.Name, reqs[i].N)
+		case slots && h == nil:
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, ErrNeedHeld
 		}
 	}
-	return run(ctx, layers, keys, admit.Request{N: n}, h, true)
+	return run(ctx, layers, &requests{reqs: reqs}, h, true, dst)
 }
 
-// check refuses a request that no layer should see.
+// check refuses a request of a chain's that no layer should see.
 func check(nlayers int, keys []string, n int64) error {
 	switch {
 	case nlayers == 0:
@@ -212,13 +222,31 @@ func check(nlayers int, keys []string, n int64) error {
 	return nil
 }
 
+// requests gives run the request of each layer: reqs[i] if reqs is not
+// nil, else base with keys[i] as its Key (base as it is if keys is nil
+// too).
+type requests struct {
+	reqs []admit.Request
+	keys []string
+	base admit.Request
+}
+
+func (q *requests) at(i int) admit.Request {
+	if q.reqs != nil {
+		return q.reqs[i]
+	}
+	r := q.base
+	if q.keys != nil {
+		r.Key = q.keys[i]
+	}
+	return r
+}
+
 // run is Admit on checked input: each layer holds exactly one of Limiter
-// and Slots, len(keys) == len(layers) > 0, req.N >= 0, and h is not nil if
-// a Slots layer is among them. Layer i is asked req with keys[i] as its
-// Key. learn says whether a Limiter may be a Learner (Chain knows which
-// are).
-func run(ctx context.Context, layers []Layer, keys []string, req admit.Request, h *Held, learn bool) (admit.Decision, error) {
-	n := req.N
+// and Slots, q has a request of N >= 0 per layer, h is not nil if a Slots
+// layer is among them, and dst is nil or has a decision per layer. learn
+// says whether a Limiter may be a Learner (Chain knows which are).
+func run(ctx context.Context, layers []Layer, q *requests, h *Held, learn bool, dst []admit.Decision) (admit.Decision, error) {
 	var (
 		best admit.Decision
 		mark int
@@ -233,12 +261,12 @@ func run(ctx context.Context, layers []Layer, keys []string, req admit.Request, 
 			err error
 			rel admit.Releaser
 		)
-		req.Key = keys[i]
+		req := q.at(i)
 		if l.Limiter != nil {
 			d, err = l.Limiter.Allow(ctx, req)
-			if learn && h != nil && n > 0 && err == nil && d.Allowed {
+			if learn && h != nil && req.N > 0 && err == nil && d.Allowed {
 				if lr, ok := l.Limiter.(Learner); ok {
-					if f := lr.Track(keys[i], n); f != nil {
+					if f := lr.Track(req.Key, req.N); f != nil {
 						rel = f
 					}
 				}
@@ -256,8 +284,15 @@ func run(ctx context.Context, layers []Layer, keys []string, req admit.Request, 
 			if err != nil {
 				d.Allowed = false
 			}
-			undo(ctx, layers[:i], keys, req, h, mark)
+			if dst != nil {
+				dst[i] = d
+				clear(dst[i+1:])
+			}
+			undo(ctx, layers[:i], q, h, mark)
 			return d, err
+		}
+		if dst != nil {
+			dst[i] = d
 		}
 		if rel != nil {
 			h.add(rel)
@@ -278,23 +313,28 @@ func restrictive(a, b admit.Decision) bool {
 }
 
 // undo gives back what layers (all of which admitted) took: the slots
-// recorded in h since mark, and refunds of req (with the layer's key) from
-// the Refunders, latest first.
-func undo(ctx context.Context, layers []Layer, keys []string, req admit.Request, h *Held, mark int) {
+// recorded in h since mark, and refunds of their requests (q's) from the
+// Refunders, latest first.
+func undo(ctx context.Context, layers []Layer, q *requests, h *Held, mark int) {
 	if h != nil {
 		h.releaseFrom(mark)
 	}
-	if req.N == 0 {
-		return
-	}
-	uctx := ctx
-	if ctx.Done() != nil {
-		uctx = context.WithoutCancel(ctx)
-	}
+	var uctx context.Context // made at the first refund
 	for i := len(layers) - 1; i >= 0; i-- {
-		if r, ok := layers[i].Limiter.(admit.Refunder); ok {
-			req.Key = keys[i]
-			_ = r.Refund(uctx, req)
+		r, ok := layers[i].Limiter.(admit.Refunder)
+		if !ok {
+			continue
 		}
+		req := q.at(i)
+		if req.N == 0 {
+			continue
+		}
+		if uctx == nil {
+			uctx = ctx
+			if ctx.Done() != nil {
+				uctx = context.WithoutCancel(ctx)
+			}
+		}
+		_ = r.Refund(uctx, req)
 	}
 }

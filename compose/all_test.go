@@ -429,7 +429,7 @@ func TestAllErrors(t *testing.T) {
 		"no held":       {[]compose.Layer{good, {Slots: &slotsProbe{max: 1}}}, []string{"a", "b"}, 1, nil, compose.ErrNeedHeld},
 		"negative n":    {[]compose.Layer{good}, []string{"a"}, -1, nil, admit.ErrInvalidCost},
 	} {
-		d, err := compose.Admit(ctx, c.layers, c.keys, c.n, c.h)
+		d, err := compose.Admit(ctx, c.layers, requestsOf(c.keys, c.n), c.h, nil)
 		if !errors.Is(err, c.want) || d.Allowed {
 			t.Errorf("Admit, %s: %+v, %v; want %v", name, d, err, c.want)
 		}
@@ -437,7 +437,7 @@ func TestAllErrors(t *testing.T) {
 	if n, _ := p.counts(); n != 0 {
 		t.Errorf("a bad Admit asked a layer %d times", n)
 	}
-	if d, err := compose.Admit(ctx, []compose.Layer{good}, []string{"a"}, 1, nil); err != nil || !d.Allowed {
+	if d, err := compose.Admit(ctx, []compose.Layer{good}, []admit.Request{{Key: "a", N: 1}}, nil, nil); err != nil || !d.Allowed {
 		t.Errorf("Admit: %+v, %v", d, err)
 	}
 	// The chain's layers are its own copy.

@@ -16,7 +16,8 @@
 // it are undone (refunded, their slots released), so a refused request
 // consumes nothing anywhere. The decision is the most restrictive one and
 // its Rule names the layer that made it. Admit does the same for layers
-// chosen per request.
+// and requests chosen per check (each layer with its own key and cost),
+// and can report each layer's decision.
 //
 // What the layers of an admitted request hold until it is done (the slots
 // of concurrency caps) is recorded in a Held, which the caller releases

@@ -95,3 +95,40 @@ func ExampleChain_AllowKeys() {
 	// request 3: allowed=true  rule=in-flight
 	// in flight: 0
 }
+
+// Each layer of Admit is asked its own request: here a search costs 1
+// against the per-user rate and 10 against the tenant's budget of work,
+// and dst tells each layer's decision.
+func ExampleAdmit() {
+	clk := admittest.NewManualClock(admittest.Epoch)
+	perUser, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(5)})
+	if err != nil {
+		panic(err)
+	}
+	work, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgTokenBucket, Limit: admit.PerMinute(25)})
+	if err != nil {
+		panic(err)
+	}
+	layers := []compose.Layer{{Name: "user", Limiter: perUser}, {Name: "work", Limiter: work}}
+	reqs := []admit.Request{{Key: "bob", N: 1}, {Key: "acme", N: 10}}
+	dst := make([]admit.Decision, len(layers))
+	ctx := context.Background()
+	for i := range 3 {
+		d, err := compose.Admit(ctx, layers, reqs, nil, dst)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("search %d: allowed=%-5v rule=%-4s user: remaining=%d, work: allowed=%v remaining=%d\n",
+			i, d.Allowed, d.Rule, dst[0].Remaining, dst[1].Allowed, dst[1].Remaining)
+	}
+	// The third search was refused by the work budget, so bob's event was
+	// given back (dst[0] is the decision as it was made): he has used 2
+	// of his 5.
+	d, _ := perUser.Allow(ctx, admit.Request{Key: "bob"})
+	fmt.Println("user remaining:", d.Remaining)
+	// Output:
+	// search 0: allowed=true  rule=user user: remaining=4, work: allowed=true remaining=15
+	// search 1: allowed=true  rule=user user: remaining=3, work: allowed=true remaining=5
+	// search 2: allowed=false rule=work user: remaining=2, work: allowed=false remaining=5
+	// user remaining: 3
+}

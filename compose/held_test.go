@@ -254,13 +254,13 @@ func TestLearner(t *testing.T) {
 	// The learner refusing: nothing tracked.
 	l.decide = refuses(0)
 	tracked := l.tracked
-	if d, _ := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []string{"k"}, 1, &h); d.Allowed || l.tracked != tracked {
+	if d, _ := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []admit.Request{{Key: "k", N: 1}}, &h, nil); d.Allowed || l.tracked != tracked {
 		t.Fatalf("%+v, tracked %d", d, l.tracked)
 	}
 
 	// Admit tracks too; a nil Finisher records nothing.
 	l.decide = admits(5)
-	if d, err := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []string{"k"}, 3, &h); err != nil || !d.Allowed || h.Len() != 1 {
+	if d, err := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []admit.Request{{Key: "k", N: 3}}, &h, nil); err != nil || !d.Allowed || h.Len() != 1 {
 		t.Fatalf("%+v, %v, %d held", d, err, h.Len())
 	}
 	h.Release()
@@ -268,7 +268,7 @@ func TestLearner(t *testing.T) {
 		t.Fatalf("Release told %q", got)
 	}
 	l.nilTrack = true
-	if d, err := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []string{"k"}, 3, &h); err != nil || !d.Allowed || h.Len() != 0 || h.WantsOutcome() {
+	if d, err := compose.Admit(ctx, []compose.Layer{{Limiter: l}}, []admit.Request{{Key: "k", N: 3}}, &h, nil); err != nil || !d.Allowed || h.Len() != 0 || h.WantsOutcome() {
 		t.Fatalf("%+v, %v, %d held", d, err, h.Len())
 	}
 }

@@ -241,3 +241,15 @@ func mustAll(t testing.TB, layers ...compose.Layer) *compose.Chain {
 	}
 	return c
 }
+
+// requestsOf returns a request of n events per key.
+func requestsOf(keys []string, n int64) []admit.Request {
+	if keys == nil {
+		return nil
+	}
+	reqs := make([]admit.Request, len(keys))
+	for i, k := range keys {
+		reqs[i] = admit.Request{Key: k, N: n}
+	}
+	return reqs
+}

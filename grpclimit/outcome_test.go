@@ -57,7 +57,7 @@ func (o *outcomes) TryAcquire(context.Context, admit.Request) (admit.Releaser, a
 }
 
 func (o *outcomes) Decide(ctx context.Context, m string, h *compose.Held) (admit.Decision, error) {
-	return compose.Admit(ctx, []compose.Layer{{Name: "slots", Slots: o}}, []string{""}, 1, h)
+	return compose.Admit(ctx, []compose.Layer{{Name: "slots", Slots: o}}, []admit.Request{{N: 1}}, h, nil)
 }
 
 // ctxStream is a grpc.ServerStream with a context; its other methods are

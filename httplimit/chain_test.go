@@ -98,11 +98,11 @@ func (d *decider) Decide(r *http.Request, h *compose.Held) (admit.Decision, erro
 	if d.err != nil {
 		return admit.Decision{}, d.err
 	}
-	keys := make([]string, len(d.layers))
-	for i := range keys {
-		keys[i] = r.Header.Get("X-Tenant")
+	reqs := make([]admit.Request, len(d.layers))
+	for i := range reqs {
+		reqs[i] = admit.Request{Key: r.Header.Get("X-Tenant"), N: 1}
 	}
-	return compose.Admit(r.Context(), d.layers, keys, 1, h)
+	return compose.Admit(r.Context(), d.layers, reqs, h, nil)
 }
 
 // TestHeldReleasedOnPanic: a Decider's and a Chain's slots are released

@@ -238,7 +238,7 @@ func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
 		// it learnt.
 		return x.DecideN(s.clock.Now(), 0).ResetAfter == 0
 	})
-	c.lim, c.refund, c.learn, c.shortKey = s, s, s, true
+	c.lim, c.learn, c.shortKey = s, s, true
 	c.limit = a.limit()
 	return nil
 }
@@ -349,7 +349,7 @@ func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
 		}
 		return true
 	})
-	c.lim, c.refund, c.shortKey = s, s, true
+	c.lim, c.shortKey = s, true
 	c.limit = *l.Budget
 	if c.limit.Burst == 0 {
 		c.limit.Burst = c.limit.Rate

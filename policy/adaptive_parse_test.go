@@ -278,7 +278,7 @@ func TestValidateAdaptive(t *testing.T) {
 	}
 	defer e.Close()
 	res := check(t, e, request("d", desc("conc", "x"), desc("rate", "y"), desc("p", "unknown")), new(compose.Held))
-	if !res.Decision.Allowed || res.Statuses[0].Limit.Rate != 1 || res.Statuses[1].Limit != admit.PerSecond(1) || res.Statuses[2].Limit.Rate != 2 {
+	if !res.Decision.Allowed || res.Statuses[0].Decision.Limit.Rate != 1 || res.Statuses[1].Decision.Limit != admit.PerSecond(1) || res.Statuses[2].Decision.Limit.Rate != 2 {
 		t.Fatalf("%+v", res)
 	}
 	// The unknown lane went to the last: its decision names it.

@@ -30,7 +30,7 @@ rules:
 	req := request("api", desc("backend", "a"))
 	h, res := admitOne(t, e, req)
 	want(t, "first", res.Decision, true, "backend", 39)
-	if st := res.Statuses[0]; st.Rule != "backend" || st.Kind != admit.KindRate || st.Limit != admit.PerSecond(40) {
+	if st := res.Statuses[0]; st.Rule != "backend" || st.Decision.Kind != admit.KindRate || st.Decision.Limit != admit.PerSecond(40) {
 		t.Errorf("status %+v", st)
 	}
 	if !h.WantsOutcome() {
@@ -122,7 +122,7 @@ rules:
 		for i := range hs {
 			var res *Result
 			hs[i], res = admitOne(t, e, req)
-			if st := res.Statuses[0]; st.Kind != admit.KindConcurrency || st.Rule != "db" {
+			if st := res.Statuses[0]; st.Decision.Kind != admit.KindConcurrency || st.Rule != "db" {
 				t.Fatalf("status %+v", st)
 			}
 		}
@@ -227,7 +227,7 @@ rules:
 		for {
 			res := check(t, e, request("api", desc("route", "/api", "priority", prio)), nil)
 			if !res.Decision.Allowed {
-				if res.Statuses[0].Rule != "api" || res.Statuses[0].Kind != admit.KindRate {
+				if res.Statuses[0].Rule != "api" || res.Statuses[0].Decision.Kind != admit.KindRate {
 					t.Fatalf("refusal of %s: %+v", prio, res.Statuses[0])
 				}
 				return n
@@ -237,8 +237,8 @@ rules:
 	}
 	res := check(t, e, request("api", desc("route", "/api", "priority", "batch")), nil)
 	want(t, "batch", res.Decision, true, "api/batch", 1)
-	if res.Statuses[0].Limit != admit.PerSecond(2) {
-		t.Fatalf("batch's share %v, want 2/s", res.Statuses[0].Limit)
+	if res.Statuses[0].Decision.Limit != admit.PerSecond(2) {
+		t.Fatalf("batch's share %v, want 2/s", res.Statuses[0].Decision.Limit)
 	}
 	if n := count("batch"); n != 1 {
 		t.Fatalf("batch admitted %d more, want 1", n)
@@ -452,8 +452,8 @@ func TestEngineExampleAdaptive(t *testing.T) {
 		t.Fatalf("Len %d, WantsOutcome %v", h.Len(), h.WantsOutcome())
 	}
 	st := res.Statuses
-	if st[0].Rule != "per-backend" || st[0].Limit.Rate != 10 || st[1].Rule != "payments" || st[1].Limit != admit.PerSecond(100) ||
-		st[2].Rule != "priority" || st[2].Limit != admit.PerSecond(500) {
+	if st[0].Rule != "per-backend" || st[0].Decision.Limit.Rate != 10 || st[1].Rule != "payments" || st[1].Decision.Limit != admit.PerSecond(100) ||
+		st[2].Rule != "priority" || st[2].Decision.Limit != admit.PerSecond(500) {
 		t.Fatalf("statuses %+v", st)
 	}
 	clock.Advance(3 * time.Second)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -81,8 +80,9 @@ func (c Code) String() string {
 
 // Status is the outcome of one descriptor of a request: what an Envoy
 // descriptor status reports (code, current limit, remaining, duration until
-// reset), and which rule decided and why. The zero Status (CodeUnknown)
-// is never reported.
+// reset), and which rule decided and why. The limit's side of it is an
+// admit.Decision, as the request's is in Result. The zero Status
+// (CodeUnknown) is never reported.
 type Status struct {
 	// Code is CodeOverLimit if one of the descriptor's limits refused the
 	// request (and the rule is not in shadow mode), else CodeOK.
@@ -94,17 +94,21 @@ type Status struct {
 	Rule string
 	Tier string
 
-	// Kind, Limit, Remaining, RetryAfter and ResetAfter are those of the
-	// most restrictive of the descriptor's limits (the one that refused,
-	// if one did), as in admit.Decision: Limit is the current limit
-	// (Rate per Period, Burst), ResetAfter the time until it is full
-	// again. When a later layer refused the request, the events this one
-	// had admitted are given back, and Remaining counts them again.
-	Kind       admit.Kind
-	Limit      admit.Limit
-	Remaining  int64
-	RetryAfter time.Duration
-	ResetAfter time.Duration
+	// Decision is that of the most restrictive of the descriptor's limits
+	// (the one that refused, if one did): its Kind, its Limit (the
+	// current limit: Rate per Period, Burst), Remaining, RetryAfter and
+	// ResetAfter (the time until it is full again). Its Rule names the
+	// limit: the rule, then its tier, then the kind of limit if the rule
+	// has several ("api/gold/quota"), followed by "/fail-open",
+	// "/fail-closed" or "/fallback" when a failure policy decided.
+	// Decision.Allowed is false iff that limit refused the request (or
+	// failed), in shadow mode too; Code is what the descriptor reports.
+	// When a later limit refused the request, the events this one had
+	// admitted are given back, and Remaining counts them again. With no
+	// limit asked (no rule matched, Exempt, Replaced), Decision is
+	// admit.Decision{Allowed: true}; for Unlimited, its Limit is
+	// admit.Unlimited and Remaining math.MaxInt64.
+	Decision admit.Decision
 
 	// Shadow reports that the rule is in shadow mode (its own, its
 	// domain's, or the engine's), so Code is CodeOK whatever it decided;
@@ -113,10 +117,9 @@ type Status struct {
 	WouldRefuse bool
 
 	// Exempt: the descriptor has an exempt value of the rule (nothing was
-	// checked). Unlimited: the rule (or tier) is unlimited (Limit is
-	// admit.Unlimited, Remaining math.MaxInt64). Replaced: the rule was
-	// replaced by another matched rule (see Rule.Replaces). Override: the
-	// descriptor gave its limit inline.
+	// checked). Unlimited: the rule (or tier) is unlimited (see
+	// Decision). Replaced: the rule was replaced by another matched rule
+	// (see Rule.Replaces). Override: the descriptor gave its limit inline.
 	Exempt    bool
 	Unlimited bool
 	Replaced  bool
@@ -124,9 +127,10 @@ type Status struct {
 
 	// Skipped reports that some of the descriptor's limits were not
 	// asked, because the request was refused (by another descriptor's
-	// limit) before their turn; nothing was consumed from them, and the
-	// fields above describe those that were asked, if any (else Limit
-	// is the configured limit of the first, Remaining 0).
+	// limit) before their turn; nothing was consumed from them, and
+	// Decision describes those that were asked, if any (else it admits,
+	// with the configured Limit, Kind and name of the first, Remaining
+	// 0).
 	Skipped bool
 
 	// Err is the error of one of the descriptor's limits (a shadow rule's
@@ -216,7 +220,7 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 			out.Decision = refusal
 			return fmt.Errorf("%w: descriptor %d: cost %d is negative", ErrInvalidRequest, i, d.Hits)
 		}
-		out.Statuses[i].Code = CodeOK
+		out.Statuses[i].Code, out.Statuses[i].Decision.Allowed = CodeOK, true
 	}
 	dom := e.domains[req.Domain]
 	if dom == nil {
@@ -241,22 +245,27 @@ type scratch struct {
 	calls  []call
 	rules  []*crule
 	names  []string
-	layers []compose.Layer
-	keys   []string
+	layers []compose.Layer  // the calls' layers, in the order asked
+	reqs   []admit.Request  // the request of each layer
+	decs   []admit.Decision // the decision of each layer
+	order  []int            // the call of each layer
 }
 
+// reset empties sc, dropping its references to the engine's limiters and
+// to the request (decs, whose Rules name the engine's limits, need not be
+// cleared: compose.Admit sets every one it is given).
 func (sc *scratch) reset() {
 	clear(sc.calls)
 	clear(sc.rules)
 	clear(sc.layers)
-	clear(sc.keys)
+	clear(sc.reqs)
 	clear(sc.names)
-	sc.buf, sc.calls, sc.rules, sc.layers, sc.keys, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.layers[:0], sc.keys[:0], sc.names[:0]
+	sc.buf, sc.calls, sc.rules, sc.names = sc.buf[:0], sc.calls[:0], sc.rules[:0], sc.names[:0]
+	sc.layers, sc.reqs, sc.decs, sc.order = sc.layers[:0], sc.reqs[:0], sc.decs[:0], sc.order[:0]
 }
 
-// call is one limiter asked for one descriptor of a request. It stands for
-// the limiter in the layers given to compose.Admit, with its own cost
-// (compose.Admit gives every layer the same), and records its decision.
+// call is one limiter asked for one descriptor of a request, with its own
+// cost, and what it decided.
 type call struct {
 	l      *clayer
 	n      int64
@@ -270,47 +279,18 @@ type call struct {
 	done   bool
 }
 
-func (c *call) record(d admit.Decision, err error) admit.Decision {
+// record records what the call's limiter decided (d, which it updates),
+// naming the call's layer as its Rule (unless its failure policy decided:
+// see failure) and giving it the layer's Kind (a failure policy's
+// decisions have none).
+func (c *call) record(d *admit.Decision, err error) {
 	if !strings.HasPrefix(d.Rule, c.l.prefix) {
 		d.Rule = c.l.label
 	}
 	if c.l.kind != admit.KindRate && d.Kind == admit.KindRate {
 		d.Kind = c.l.kind
 	}
-	c.d, c.err, c.done = d, err, true
-	return d
-}
-
-// Allow asks the call's limiter, with the call's cost.
-func (c *call) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	r.N = c.n
-	d, err := c.l.lim.Allow(ctx, r)
-	return c.record(d, err), err
-}
-
-// Refund gives back the call's cost (compose.Admit undoing it).
-func (c *call) Refund(ctx context.Context, r admit.Request) error {
-	if c.n == 0 || c.l.refund == nil {
-		return nil
-	}
-	r.N = c.n
-	return c.l.refund.Refund(ctx, r)
-}
-
-// Track gives compose.Admit what an adaptive rate keeps of an admitted
-// request, to learn its outcome (makes a call a compose.Learner).
-func (c *call) Track(key string, _ int64) compose.Finisher {
-	if c.l.learn == nil || c.n == 0 {
-		return nil
-	}
-	return c.l.learn.Track(key, c.n)
-}
-
-// TryAcquire asks the call's concurrency cap for the call's cost.
-func (c *call) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
-	r.N = c.n
-	rel, d, err := c.l.slots.TryAcquire(ctx, r)
-	return rel, c.record(d, err), err
+	c.d, c.err, c.done = *d, err, true
 }
 
 func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compose.Held, out *Result, sc *scratch) error {
@@ -332,32 +312,34 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	for class := classLocal; class <= classAdaptiveSlots; class++ {
 		for j := range sc.calls {
 			if c := &sc.calls[j]; !c.shadow && c.l.class == class {
-				sc.add(c)
+				sc.add(j)
 			}
 		}
 	}
 	enforcing := len(sc.layers)
 	for j := range sc.calls {
-		if c := &sc.calls[j]; c.shadow {
-			sc.add(c)
+		if sc.calls[j].shadow {
+			sc.add(j)
 		}
 	}
 	if slots && h == nil {
 		h = &sc.held // peeks only: nothing will be held
 	}
+	// Room for the layers' decisions, which compose.Admit sets (or zeroes).
+	if cap(sc.decs) < len(sc.layers) {
+		sc.decs = make([]admit.Decision, len(sc.layers))
+	}
+	sc.decs = sc.decs[:len(sc.layers)]
 	var dec admit.Decision
 	var err error
 	if enforcing > 0 {
-		dec, err = compose.Admit(ctx, sc.layers[:enforcing], sc.keys[:enforcing], 1, h)
-		if err != nil {
-			dec.Allowed = false
-		}
+		dec, err = sc.admit(ctx, 0, enforcing, h)
 	} else {
 		dec = allowAll
 	}
 	if dec.Allowed {
 		for j := enforcing; j < len(sc.layers); j++ {
-			_, _ = compose.Admit(ctx, sc.layers[j:j+1], sc.keys[j:j+1], 1, h)
+			_, _ = sc.admit(ctx, j, j+1, h)
 		}
 	}
 	out.Decision = dec
@@ -365,14 +347,37 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 	return err
 }
 
-// add appends call c as a layer.
-func (sc *scratch) add(c *call) {
-	if c.l.slots != nil {
-		sc.layers = append(sc.layers, compose.Layer{Slots: c})
-	} else {
-		sc.layers = append(sc.layers, compose.Layer{Limiter: c})
+// add appends the layer of call j, with its request.
+func (sc *scratch) add(j int) {
+	c := &sc.calls[j]
+	sc.layers = append(sc.layers, compose.Layer{Limiter: c.l.lim, Slots: c.l.slots})
+	sc.reqs = append(sc.reqs, admit.Request{Key: c.key, N: c.n})
+	sc.order = append(sc.order, j)
+}
+
+// admit asks layers [from, to) as one compose.Admit, records the
+// decisions of the calls asked, and returns the request's: the refusal
+// (or failure) of the layer that decided, else the most restrictive
+// admission, as compose.Admit chooses it but with the calls' Rule and
+// Kind (see record).
+func (sc *scratch) admit(ctx context.Context, from, to int, h *compose.Held) (admit.Decision, error) {
+	decs := sc.decs[from:to]
+	_, err := compose.Admit(ctx, sc.layers[from:to], sc.reqs[from:to], h, decs)
+	best := 0
+	for k := range decs {
+		d := &decs[k]
+		if !d.Allowed {
+			// The layer that decided; those after it were not asked.
+			// (Bad input, which asks none, cannot come from a plan.)
+			sc.calls[sc.order[from+k]].record(d, err)
+			return *d, err
+		}
+		sc.calls[sc.order[from+k]].record(d, nil)
+		if restrictive(d, &decs[best]) {
+			best = k
+		}
 	}
-	sc.keys = append(sc.keys, c.key)
+	return decs[best], err
 }
 
 // statuses fills the descriptors' statuses from the calls' decisions.
@@ -389,8 +394,8 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 			}
 			if !c.done {
 				st.Skipped = true
-				if !have && st.Limit == (admit.Limit{}) {
-					st.Kind, st.Limit = c.l.kind, c.l.limit
+				if !have && st.Decision.Limit == (admit.Limit{}) {
+					st.Decision = admit.Decision{Allowed: true, Limit: c.l.limit, Rule: c.l.label, Kind: c.l.kind}
 				}
 				continue
 			}
@@ -400,7 +405,7 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 				d.Remaining = min(satAdd(d.Remaining, c.n), max(d.Limit.Burst, d.Remaining))
 			}
 			if c.shadow && !d.Allowed {
-				if !out.ShadowRefused || restrictive(d, out.Shadow) {
+				if !out.ShadowRefused || restrictive(&d, &out.Shadow) {
 					out.Shadow = d
 				}
 				out.ShadowRefused = true
@@ -412,8 +417,7 @@ func (e *Engine) statuses(sc *scratch, out *Result, allowed bool) {
 		if !have {
 			continue
 		}
-		st.Kind, st.Limit, st.Remaining = worst.Kind, worst.Limit, worst.Remaining
-		st.RetryAfter, st.ResetAfter = worst.RetryAfter, worst.ResetAfter
+		st.Decision = worst
 		if !worst.Allowed {
 			if st.Shadow {
 				st.WouldRefuse = true
@@ -430,12 +434,12 @@ func worse(a, b admit.Decision) bool {
 	if a.Allowed != b.Allowed {
 		return !a.Allowed
 	}
-	return restrictive(a, b)
+	return restrictive(&a, &b)
 }
 
 // restrictive reports whether a leaves less room than b (compose.Admit's
 // order).
-func restrictive(a, b admit.Decision) bool {
+func restrictive(a, b *admit.Decision) bool {
 	if a.Remaining != b.Remaining {
 		return a.Remaining < b.Remaining
 	}

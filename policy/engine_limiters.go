@@ -44,7 +44,7 @@ func policyOf(f Failure, local admit.KeyedLimiter) compose.Policy {
 	return p
 }
 
-func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, admit.Refunder, error) {
+func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, error) {
 	opts := []compose.Option{compose.WithName(label), compose.WithClock(e.o.clock), compose.WithObserver(e.o.obs), compose.WithLogger(e.o.log)}
 	if f.Timeout > 0 {
 		opts = append(opts, compose.WithTimeout(f.Timeout))
@@ -60,9 +60,9 @@ func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, loca
 	}
 	g, err := compose.NewGuard(primary, policyOf(f, local), opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return g, g, nil
+	return g, nil
 }
 
 func share(f Failure) int {
@@ -83,7 +83,6 @@ func ceilShare(n int64, f Failure) int64 {
 func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Failure, fallback func(Backend) (admit.KeyedLimiter, error)) error {
 	if !st.shared {
 		c.lim = lim
-		c.refund, _ = lim.(admit.Refunder)
 		return nil
 	}
 	var local admit.KeyedLimiter
@@ -99,7 +98,7 @@ func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Fai
 		local = ll
 	}
 	var err error
-	c.lim, c.refund, err = e.guard(lim, c.label, f, local)
+	c.lim, err = e.guard(lim, c.label, f, local)
 	return err
 }
 

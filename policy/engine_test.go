@@ -40,20 +40,20 @@ func TestEngineExample(t *testing.T) {
 		t.Errorf("RetryAfter %v, want 100ms", res.Decision.RetryAfter)
 	}
 	st := res.Statuses
-	if st[1].Code != CodeOverLimit || st[1].Rule != "per-user" || st[1].Limit != admit.PerSecond(10).WithBurst(20) {
+	if st[1].Code != CodeOverLimit || st[1].Rule != "per-user" || st[1].Decision.Limit != admit.PerSecond(10).WithBurst(20) {
 		t.Errorf("per-user status %+v", st[1])
 	}
 	// per-ip (50/s) admitted it first, and got its event back: 30 left.
-	if st[0].Code != CodeOK || st[0].Remaining != 30 || st[0].Skipped {
+	if st[0].Code != CodeOK || st[0].Decision.Remaining != 30 || st[0].Skipped {
 		t.Errorf("per-ip status %+v", st[0])
 	}
 	// The tenant, route and global layers come later: never asked.
 	for _, i := range []int{2, 3, 4} {
-		if st[i].Code != CodeOK || !st[i].Skipped || st[i].Remaining != 0 {
+		if st[i].Code != CodeOK || !st[i].Skipped || st[i].Decision.Remaining != 0 {
 			t.Errorf("status %d: %+v", i, st[i])
 		}
 	}
-	if st[2].Tier != "enterprise" || st[2].Limit != admit.PerSecond(1000).WithBurst(2000) || st[2].Kind != admit.KindRate {
+	if st[2].Tier != "enterprise" || st[2].Decision.Limit != admit.PerSecond(1000).WithBurst(2000) || st[2].Decision.Kind != admit.KindRate {
 		t.Errorf("tenant status %+v", st[2])
 	}
 	if h.Len() != 40 {
@@ -86,7 +86,7 @@ rules:
 	var h compose.Held
 	res := check(t, e, request("api", desc("tenant", "unknown")), &h)
 	want(t, "free", res.Decision, true, "tenant/free/concurrency", 0)
-	if res.Statuses[0].Tier != "free" || res.Statuses[0].Kind != admit.KindConcurrency {
+	if res.Statuses[0].Tier != "free" || res.Statuses[0].Decision.Kind != admit.KindConcurrency {
 		t.Errorf("status %+v", res.Statuses[0])
 	}
 	// One in flight: the next is refused by the cap, and the rate and
@@ -120,7 +120,7 @@ rules:
 		want(t, fmt.Sprint("pro ", i), res.Decision, true, "tenant/pro", int64(9-i))
 	}
 	res = check(t, e, request("api", desc("tenant", "ops")), nil)
-	if !res.Decision.Allowed || !res.Statuses[0].Unlimited || res.Statuses[0].Tier != "internal" || res.Statuses[0].Remaining != math.MaxInt64 {
+	if !res.Decision.Allowed || !res.Statuses[0].Unlimited || res.Statuses[0].Tier != "internal" || res.Statuses[0].Decision.Remaining != math.MaxInt64 {
 		t.Errorf("internal: %+v", res.Statuses[0])
 	}
 	clock.Set(t0.Add(12 * time.Hour))
@@ -140,7 +140,7 @@ rules:
 	req := request("api", desc("user", "u"), desc("tenant", "t"))
 	res := check(t, e, req, nil)
 	want(t, "first", res.Decision, true, "user", 0)
-	if res.ShadowRefused || res.Statuses[1].WouldRefuse || !res.Statuses[1].Shadow || res.Statuses[1].Remaining != 0 {
+	if res.ShadowRefused || res.Statuses[1].WouldRefuse || !res.Statuses[1].Shadow || res.Statuses[1].Decision.Remaining != 0 {
 		t.Errorf("first: %+v", res)
 	}
 	// user refuses: the shadow rule is not asked.
@@ -264,7 +264,7 @@ rules:
 	special := desc("endpoint", "/special", "user", "u")
 	res := check(t, e, request("api", reads, special), nil)
 	want(t, "both", res.Decision, true, "one-endpoint", 4)
-	if !res.Statuses[0].Replaced || res.Statuses[0].Remaining != 0 {
+	if !res.Statuses[0].Replaced || res.Statuses[0].Decision.Remaining != 0 {
 		t.Errorf("replaced status %+v", res.Statuses[0])
 	}
 	// Replaced, reads was not counted: it still has its one event.
@@ -284,7 +284,7 @@ rules:
 	req.Descriptors[1].Hits, req.Descriptors[1].OwnHits = 0, true // a peek
 	res := check(t, e, req, nil)
 	want(t, "4 and a peek", res.Decision, true, "a", 6)
-	if res.Statuses[1].Remaining != 10 {
+	if res.Statuses[1].Decision.Remaining != 10 {
 		t.Errorf("peek consumed: %+v", res.Statuses[1])
 	}
 	req.Descriptors[1].Hits = 7
@@ -377,7 +377,7 @@ rules:
 	for i := range 3 {
 		res := check(t, e, request("api", d), nil)
 		want(t, fmt.Sprint("override ", i), res.Decision, true, "api/override/3/min", int64(2-i))
-		if st := res.Statuses[0]; !st.Override || st.Limit != l || st.Rule != "api/override/3/min" {
+		if st := res.Statuses[0]; !st.Override || st.Decision.Limit != l || st.Rule != "api/override/3/min" {
 			t.Errorf("status %+v", st)
 		}
 	}
@@ -430,13 +430,13 @@ rules:
 	res = check(t, e, req, &h)
 	// The slots layer is last: the gate refuses before it.
 	want(t, "second", res.Decision, false, "gate", 0)
-	if res.Statuses[0].Remaining != 4 || res.Statuses[1].Remaining != 4 || !res.Statuses[2].Skipped {
+	if res.Statuses[0].Decision.Remaining != 4 || res.Statuses[1].Decision.Remaining != 4 || !res.Statuses[2].Skipped {
 		t.Errorf("statuses %+v", res.Statuses)
 	}
 	h.Release()
 	res = check(t, e, request("api", desc("a", "1"), desc("b", "1"), desc("c", "1")), &h)
 	want(t, "without the gate", res.Decision, true, "quota", 3)
-	if res.Statuses[1].Remaining != 3 || res.Statuses[2].Remaining != 4 {
+	if res.Statuses[1].Decision.Remaining != 3 || res.Statuses[2].Decision.Remaining != 4 {
 		t.Errorf("the refused request consumed: %+v", res.Statuses)
 	}
 	h.Release()

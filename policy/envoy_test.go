@@ -150,7 +150,7 @@ func TestEnvoySemantics(t *testing.T) {
 	// (2/hour) and the phone's (4/day).
 	for i := range 2 {
 		res := check(t, e, request("sms", promo, phone), nil)
-		if !res.Decision.Allowed || res.Statuses[0].Remaining != int64(1-i) || res.Statuses[1].Remaining != int64(3-i) {
+		if !res.Decision.Allowed || res.Statuses[0].Decision.Remaining != int64(1-i) || res.Statuses[1].Decision.Remaining != int64(3-i) {
 			t.Fatalf("promo %d: %+v", i, res)
 		}
 	}
@@ -159,7 +159,7 @@ func TestEnvoySemantics(t *testing.T) {
 		t.Fatalf("third promo: %+v", res)
 	}
 	// Envoy's windows are aligned on the epoch: the hour ends at 13:00.
-	if res.Statuses[0].RetryAfter != time.Hour || res.Statuses[0].ResetAfter != time.Hour {
+	if res.Statuses[0].Decision.RetryAfter != time.Hour || res.Statuses[0].Decision.ResetAfter != time.Hour {
 		t.Errorf("promo window: %+v", res.Statuses[0])
 	}
 	// The refused request consumed nothing from the phone's limit.
@@ -181,7 +181,7 @@ func TestEnvoySemantics(t *testing.T) {
 	// The most specific match: the blocked number matches its own rule,
 	// which refuses everything, and not the per-number one.
 	res = check(t, e, request("sms", desc("phone", "+15550000000")), nil)
-	if res.Decision.Allowed || res.Statuses[0].Rule != "sms.phone_+15550000000" || res.Statuses[0].Limit.Rate != 0 {
+	if res.Decision.Allowed || res.Statuses[0].Rule != "sms.phone_+15550000000" || res.Statuses[0].Decision.Limit.Rate != 0 {
 		t.Errorf("blocked number: %+v", res)
 	}
 	// A descriptor matches only at its own depth.
@@ -192,7 +192,7 @@ func TestEnvoySemantics(t *testing.T) {
 	}
 	// unlimited: OK, never counted.
 	res = check(t, e, request("sms", desc("partner", "internal")), nil)
-	if st := res.Statuses[0]; !res.Decision.Allowed || !st.Unlimited || st.Remaining != math.MaxInt64 || st.Code != CodeOK {
+	if st := res.Statuses[0]; !res.Decision.Allowed || !st.Unlimited || st.Decision.Remaining != math.MaxInt64 || st.Code != CodeOK {
 		t.Errorf("unlimited: %+v", st)
 	}
 	// shadow_mode: counted and reported, never refused.
@@ -225,7 +225,7 @@ func TestEnvoySemantics(t *testing.T) {
 	vip, gold := desc("region", "eu", "user", "vip"), desc("plan", "gold", "user", "vip")
 	for i := range 5 {
 		res = check(t, e, request("sms", vip, gold), nil)
-		if !res.Decision.Allowed || !res.Statuses[0].Replaced || res.Statuses[1].Remaining != int64(4-i) {
+		if !res.Decision.Allowed || !res.Statuses[0].Replaced || res.Statuses[1].Decision.Remaining != int64(4-i) {
 			t.Fatalf("replaced %d: %+v", i, res)
 		}
 	}
@@ -240,7 +240,7 @@ func TestEnvoySemantics(t *testing.T) {
 	l, _ := UnitLimit(1, UnitMinute)
 	over := desc("phone", "+15550000000")
 	over.Limit = &l
-	if res = check(t, e, request("sms", over), nil); !res.Decision.Allowed || !res.Statuses[0].Override || res.Statuses[0].Limit != l {
+	if res = check(t, e, request("sms", over), nil); !res.Decision.Allowed || !res.Statuses[0].Override || res.Statuses[0].Decision.Limit != l {
 		t.Errorf("override: %+v", res)
 	}
 	if res = check(t, e, request("sms", over), nil); res.Decision.Allowed || res.Decision.RetryAfter != time.Minute {

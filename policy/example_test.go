@@ -103,8 +103,8 @@ descriptors:
 			return
 		}
 		st := res.Statuses[0]
-		unit, _ := policy.UnitOf(st.Limit.Period)
-		fmt.Printf("%s: %v, %d per %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Limit.Rate, unit, st.Remaining, st.ResetAfter, st.Rule)
+		unit, _ := policy.UnitOf(st.Decision.Limit.Period)
+		fmt.Printf("%s: %v, %d per %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Decision.Limit.Rate, unit, st.Decision.Remaining, st.Decision.ResetAfter, st.Rule)
 	}
 	// Output:
 	// 203.0.113.7: OK, 2 per minute, 1 remaining, reset in 30s (edge.remote_address)

@@ -94,7 +94,7 @@ func limitOf(t *testing.T, e *Engine, req *Request) admit.Limit {
 	peek := *req
 	peek.Hits = 0
 	res := check(t, e, &peek, nil)
-	return res.Statuses[0].Limit
+	return res.Statuses[0].Decision.Limit
 }
 
 // testMemory and testRedis are policy/backends' Memory and Redis, which

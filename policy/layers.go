@@ -16,9 +16,8 @@ type clayer struct {
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
 	lim    admit.KeyedLimiter
-	refund admit.Refunder
 	slots  admit.Slots
-	learn  compose.Learner // an adaptive rate, learning from outcomes
+	learn  compose.Learner // lim, if an adaptive rate (which learns from outcomes)
 	print  string          // the definition, for WithPrevious
 	// shortKey: the limiter keeps no reference to the keys it is given
 	// (it copies what it stores), so they may be scratch space.

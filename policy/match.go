@@ -195,7 +195,7 @@ func (sc *scratch) ruleCalls(dom *cdomain, req *Request, out *Result) {
 			st.Tier = set.tier
 		}
 		if set.unlimited {
-			st.Unlimited, st.Limit, st.Remaining = true, admit.Unlimited, math.MaxInt64
+			st.Unlimited, st.Decision.Limit, st.Decision.Remaining = true, admit.Unlimited, math.MaxInt64
 			continue
 		}
 		if len(set.layers) == 0 {

@@ -88,7 +88,7 @@ func TestRedisExample(t *testing.T) {
 		h.Release()
 		// The most restrictive of the plan's limits: 4 slots of 5 left
 		// (each request releases its own), or the rate's burst.
-		if st := res.Statuses[2]; st.Tier != "free" || st.Rule != "per-tenant" || st.Remaining != min(4, int64(19-i)) {
+		if st := res.Statuses[2]; st.Tier != "free" || st.Rule != "per-tenant" || st.Decision.Remaining != min(4, int64(19-i)) {
 			t.Fatalf("request %d, tenant status %+v", i, st)
 		}
 	}
@@ -97,7 +97,7 @@ func TestRedisExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, "21st of the free plan", res.Decision, false, "per-tenant/free/rate", 0)
-	if res.Decision.RetryAfter != 100*time.Millisecond || res.Statuses[2].Code != CodeOverLimit || res.Statuses[0].Remaining != 50 {
+	if res.Decision.RetryAfter != 100*time.Millisecond || res.Statuses[2].Code != CodeOverLimit || res.Statuses[0].Decision.Remaining != 50 {
 		t.Errorf("refusal %+v, statuses %+v", res.Decision, res.Statuses)
 	}
 	// The enterprise tenant: its own plan, and its concurrency cap in

@@ -181,8 +181,8 @@ func apiAppendStatus(b []byte, st *policy.Status) []byte {
 		b = append(b, `,"tier":`...)
 		b = apiAppendJSONString(b, st.Tier)
 	}
-	if apiFinite(st.Limit) {
-		b = apiAppendLimit(b, st.Kind, st.Limit, st.Remaining, st.RetryAfter, st.ResetAfter)
+	if d := &st.Decision; apiFinite(d.Limit) {
+		b = apiAppendLimit(b, d.Kind, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
 	}
 	b = apiAppendBool(b, "shadow", st.Shadow)
 	b = apiAppendBool(b, "would_refuse", st.WouldRefuse)

@@ -266,13 +266,13 @@ func TestLeasesAcquireWaitsForReaper(t *testing.T) {
 		t.Fatalf("Len %d with both leases expired", n)
 	}
 	var direct apiHeld // checked on the engine, not through the table
-	if err := e.Check(ctx, req, &direct.held, &direct.res); err != nil || direct.res.Statuses[0].Remaining != 1 {
+	if err := e.Check(ctx, req, &direct.held, &direct.res); err != nil || direct.res.Statuses[0].Decision.Remaining != 1 {
 		t.Fatalf("after Len: %v %+v", err, direct.res.Statuses)
 	}
 	direct.held.Release()
 	// Both slots are free for the next one.
 	ls, err := l.Acquire(ctx, e, req, 0, &res)
-	if err != nil || ls.ID == "" || res.Statuses[0].Remaining != 1 {
+	if err != nil || ls.ID == "" || res.Statuses[0].Decision.Remaining != 1 {
 		t.Fatalf("Acquire after the reaper: %v %+v %+v", err, ls, res.Statuses)
 	}
 }

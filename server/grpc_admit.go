@@ -341,14 +341,14 @@ func admitResult(res *policy.Result) (*admitv1.Decision, []*admitv1.Status, bool
 		if st.Err != nil {
 			as.Error = apiErrorKind(st.Err)
 		}
-		if rlsLimited(st) {
-			as.Kind = admitKind(st.Kind)
-			as.Limit = admitLimitOf(st.Limit)
-			as.Remaining = st.Remaining
-			as.RetryAfter = admitDuration(st.RetryAfter)
-			as.ResetAfter = admitDuration(st.ResetAfter)
+		if d := &st.Decision; rlsLimited(st) {
+			as.Kind = admitKind(d.Kind)
+			as.Limit = admitLimitOf(d.Limit)
+			as.Remaining = d.Remaining
+			as.RetryAfter = admitDuration(d.RetryAfter)
+			as.ResetAfter = admitDuration(d.ResetAfter)
 		} else if st.Unlimited {
-			as.Remaining = st.Remaining
+			as.Remaining = d.Remaining
 		}
 	}
 	var shadow *admitv1.Decision

@@ -223,18 +223,18 @@ func (s *rlsService) response(res *policy.Result) *rlsv3.RateLimitResponse {
 			continue
 		}
 		granted = false
-		lim := &lims[j]
-		fillRLSLimit(lim, st.Kind, st.Limit)
+		lim, d := &lims[j], &st.Decision
+		fillRLSLimit(lim, d.Kind, d.Limit)
 		lim.Name = st.Rule
 		if st.Tier != "" {
 			lim.Name = st.Rule + "/" + st.Tier
 		}
 		ds.CurrentLimit = lim
-		ds.LimitRemaining = rlsSat32(st.Remaining)
-		if st.Kind != admit.KindConcurrency && (st.ResetAfter > 0 || !st.Skipped) {
-			d := &durs[j]
-			d.Seconds, d.Nanos = int64(st.ResetAfter/time.Second), int32(st.ResetAfter%time.Second)
-			ds.DurationUntilReset = d
+		ds.LimitRemaining = rlsSat32(d.Remaining)
+		if d.Kind != admit.KindConcurrency && (d.ResetAfter > 0 || !st.Skipped) {
+			dur := &durs[j]
+			dur.Seconds, dur.Nanos = int64(d.ResetAfter/time.Second), int32(d.ResetAfter%time.Second)
+			ds.DurationUntilReset = dur
 		}
 		j++
 	}
@@ -316,7 +316,7 @@ func rlsEnvoyHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []*co
 // rlsLimited reports whether a limit applies to a descriptor of status st
 // (and so whether its status reports one).
 func rlsLimited(st *policy.Status) bool {
-	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Limit != (admit.Limit{}) && !st.Limit.IsUnlimited()
+	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Decision.Limit != (admit.Limit{}) && !st.Decision.Limit.IsUnlimited()
 }
 
 // rlsFree reports whether a descriptor of status st that reports no limit
