@@ -258,7 +258,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("n < 0: %v", err)
 	}
 	d, err := lim.Allow(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0})
-	if !errors.Is(err, keyed.ErrKeyTooLong) || d.Allowed {
+	if !errors.Is(err, admit.ErrKeyTooLong) || d.Allowed {
 		t.Errorf("long key: %+v, %v", d, err)
 	}
 	if _, err := lim.Allow(ctx, admit.Request{Key: "12345678", N: 1, At: admittest.T0}); err != nil {

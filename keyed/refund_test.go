@@ -194,7 +194,7 @@ func TestRefundBadInput(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
 	for _, l := range []admit.Limit{{Rate: -1, Period: time.Second}, {Rate: 5}} {

@@ -48,7 +48,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", ErrInvalidArgument, len(layers), maxKeysPerCall)
 	}
 	if len(tag) > s.o.maxKeyLen {
-		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: tag of %d bytes, the maximum is %d", ErrKeyTooLong, len(tag), s.o.maxKeyLen)
+		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: redisstore: tag of %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(tag), s.o.maxKeyLen)
 	}
 	cs := make([]*limits.Compiled, len(layers))
 	h := hashOf(tag)

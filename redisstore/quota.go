@@ -191,8 +191,8 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 // The error is non-nil when nothing was decided, and the request is then
 // refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
 // admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
-// ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
-// closed Store (ErrClosed).
+// admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
+// closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	limit := q.limit
 	if r.Limit != (admit.Limit{}) {
@@ -216,7 +216,7 @@ func wallInstant(t time.Time) int64 {
 // that a later check refused after this quota admitted it. r.Limit is not
 // needed. A refund never takes a count below zero, and events counted in
 // a period that has ended are not given back. The error reports bad input
-// (admit.ErrInvalidCost, ErrKeyTooLong), Redis failing (ErrStore), ctx
+// (admit.ErrInvalidCost, admit.ErrKeyTooLong), Redis failing (ErrStore), ctx
 // ending or a closed Store.
 func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
 	return q.refund(ctx, wallInstant(r.At), r.Key, r.N)
@@ -239,7 +239,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	if q.s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	w := q.bounds(timeline.Wall(q.guess()))
 	keys := []string{
@@ -263,7 +263,7 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 		err = q.checkInput(key, n)
 	}
 	if err == nil && q.s.closed.Load() {
-		err = ErrClosed
+		err = errClosed
 	}
 	refusal := admit.Decision{
 		Limit:      admit.Limit{Rate: limit, Burst: limit},
@@ -310,7 +310,7 @@ func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) erro
 		return err
 	}
 	if q.s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	_, _, _, err := q.call(ctx, now, key, "r", n, 0)
 	return err

@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, err := lim.Allow(ctx, admit.Request{Key: strings.Repeat("k", 1<<20), N: 1}); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: strings.Repeat("k", 1<<20), N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("a 1 MB key: err = %v, want ErrKeyTooLong", err)
 	}
 	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
@@ -367,7 +367,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	s.Close()
 	s.Close()
-	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
+	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -395,7 +395,7 @@ func TestCloseUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				_, err := lim.Allow(context.Background(), admit.Request{Key: "k" + strconv.Itoa(w*1000+i%50), N: 1})
-				if errors.Is(err, redisstore.ErrClosed) {
+				if errors.Is(err, admit.ErrClosed) {
 					return
 				}
 				if err != nil {

@@ -177,7 +177,7 @@ func TestRefundBadInput(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
 	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: admit.Limit{Rate: 3}, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
@@ -189,7 +189,7 @@ func TestRefundBadInput(t *testing.T) {
 		t.Errorf("canceled context: %v", err)
 	}
 	s.Close()
-	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrClosed) {
+	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("closed store: %v", err)
 	}
 }
