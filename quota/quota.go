@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/calendar"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -81,7 +82,7 @@ type Quota struct {
 
 	// cur is the current period: the latest any decision was made in. It
 	// only moves forward.
-	cur Latest
+	cur calendar.Latest
 	t   *table
 	// trackAt is the number of keys from which an insertion reports them
 	// to the Observer again (see observe).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/calendar"
 	"github.com/admit-go/admit/internal/timeline"
 	"github.com/admit-go/admit/quota"
 	"github.com/redis/go-redis/v9"
@@ -107,7 +108,7 @@ type Quota struct {
 
 	// cur is the latest period an explicit instant was decided in; it
 	// only moves forward.
-	cur quota.Latest
+	cur calendar.Latest
 
 	// guess is the local clock, which guesses the period of Redis's
 	// instant (a test sets it off).
@@ -319,9 +320,9 @@ func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) erro
 // call runs the script for key at now (< 0: Redis's clock) and returns
 // its reply, the period it was decided in and the instant it was decided
 // at (ns).
-func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, quota.Window, int64, error) {
+func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, calendar.Window, int64, error) {
 	explicit := now >= 0
-	var w quota.Window
+	var w calendar.Window
 	if explicit {
 		w = q.window(now)
 	} else {
@@ -365,12 +366,12 @@ func (q *Quota) redisKey(start int64, key string) string {
 // window returns the period to decide an explicit instant in: the latest
 // one decided in if now is in it or earlier, else the period holding now,
 // which becomes the latest.
-func (q *Quota) window(now int64) quota.Window { return q.cur.Window(now, q.bounds) }
+func (q *Quota) window(now int64) calendar.Window { return q.cur.Window(now, q.bounds) }
 
 // bounds returns the period holding now.
-func (q *Quota) bounds(now int64) quota.Window {
+func (q *Quota) bounds(now int64) calendar.Window {
 	start, end := q.period.Bounds(time.Unix(0, now), q.loc, q.weekStart)
-	return quota.Window{Start: start.UnixNano(), End: end.UnixNano()}
+	return calendar.Window{Start: start.UnixNano(), End: end.UnixNano()}
 }
 
 func (q *Quota) checkInput(key string, n int64) error { return q.s.checkInput(key, n) }
