@@ -148,9 +148,6 @@ func (s *Store) Concurrency(cfg ConcurrencyConfig) (*ConcurrencyLimiter, error) 
 // per key for Acquire and TryAcquire.
 func (l *ConcurrencyLimiter) Max() int64 { return l.max }
 
-// Name returns the limiter's name.
-func (l *ConcurrencyLimiter) Name() string { return l.name }
-
 // TryAcquire takes r.N slots of r.Key, if they are free; it never waits.
 // The limit is r.Limit.Rate slots in flight, or the limiter's own max (Max)
 // when r.Limit is zero; r.Limit's Period and Burst and r.At are not used.

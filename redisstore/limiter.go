@@ -63,9 +63,6 @@ func (lim *Limiter) Algorithm() admit.Algorithm { return lim.alg }
 // Limit returns the limiter's own limit, with Burst filled in.
 func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 
-// Name returns the limiter's name.
-func (lim *Limiter) Name() string { return lim.name }
-
 // Allow decides whether r.N events may happen for r.Key at instant r.At,
 // or now on Redis's clock when r.At is zero, under r.Limit (the limiter's
 // own limit when r.Limit is zero), and if so consumes them. A denial is a

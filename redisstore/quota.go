@@ -20,12 +20,12 @@ var quotaSource string
 
 var quotaScript = redis.NewScript(quotaSource)
 
-// QuotaGrace is how long a Quota's count outlives its period in Redis: a
-// key expires (PEXPIREAT) at its period's end plus QuotaGrace, on Redis's
+// quotaGrace is how long a Quota's count outlives its period in Redis: a
+// key expires (PEXPIREAT) at its period's end plus quotaGrace, on Redis's
 // clock, so that a check from a client whose instant is slightly behind
 // (Request.At), or a Redis whose clock stepped back, still finds the count
 // instead of a fresh one.
-const QuotaGrace = time.Minute
+const quotaGrace = time.Minute
 
 // Quota counts events per key per calendar period in Redis: at most N
 // events for each key in each period (hour, day, week, month or year) of
@@ -42,7 +42,8 @@ const QuotaGrace = time.Minute
 // A key's count lives in Redis under a name that holds its period's start
 // (see Keys), so it outlives the processes that count: a restarted
 // service, or another instance, sees the count so far. The count expires
-// (PEXPIREAT) when its period ends, plus QuotaGrace, on Redis's clock, and
+// (PEXPIREAT) a minute after its period ends, on Redis's clock (so that a
+// client whose instant is slightly behind still finds it), and
 // no later than Config.MinTTL from the last write.
 //
 // # Time
@@ -168,9 +169,6 @@ func (q *Quota) Period() quota.Period { return q.period }
 
 // Location returns the time zone whose calendar the periods follow.
 func (q *Quota) Location() *time.Location { return q.loc }
-
-// Name returns the quota's name.
-func (q *Quota) Name() string { return q.name }
 
 // PeriodAt returns the period holding instant t, in the quota's location:
 // start <= t < end. It is q.Period().Bounds(t, location, week start).
@@ -334,7 +332,7 @@ func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit in
 		if explicit {
 			at = strconv.FormatInt(now/1000, 10)
 		}
-		expireAt := (w.End + int64(QuotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
+		expireAt := (w.End + int64(quotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
 		r, err := q.s.evalInts(ctx, quotaScript, "quota", []string{q.redisKey(w.Start, key)}, 3,
 			op, at, strconv.FormatInt(w.Start/1000, 10), strconv.FormatInt(w.End/1000, 10),
 			strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10),

@@ -302,7 +302,7 @@ func TestQuotaDurable(t *testing.T) {
 	}
 }
 
-// A count expires at its period's end plus QuotaGrace, on Redis's clock,
+// A count expires at its period's end plus quotaGrace, on Redis's clock,
 // or Config.MinTTL after its last write if that is later.
 func TestQuotaExpiry(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
@@ -328,7 +328,7 @@ func TestQuotaExpiry(t *testing.T) {
 		t.Fatalf("key %q: want %s{<16 hex>}:quota:api:hour@<start>:a}{b", keys[0], prefix)
 	}
 	pttl, _ := client.PTTL(ctx, keys[0]).Result()
-	if want := d.ResetAfter + QuotaGrace; pttl < want-time.Second || pttl > want+time.Millisecond {
+	if want := d.ResetAfter + quotaGrace; pttl < want-time.Second || pttl > want+time.Millisecond {
 		t.Errorf("PTTL %v, want about %v (ResetAfter and the grace)", pttl, want)
 	}
 	// The key names its period's start, which holds Redis's instant.

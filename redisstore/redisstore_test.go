@@ -307,7 +307,7 @@ func TestBatchAndLayers(t *testing.T) {
 		if i >= 2 {
 			key = "y"
 		}
-		d, all, err := s.AllowLayersAt(ctx, now, "t", 1, layers(key), nil)
+		d, all, err := s.AllowLayers(ctx, admit.Request{Key: "t", N: 1, At: now}, layers(key), nil)
 		if err != nil || d.Allowed != want || len(all) != 2 {
 			t.Fatalf("request %d: %+v %v, want allowed %v", i, d, err, want)
 		}
@@ -317,7 +317,7 @@ func TestBatchAndLayers(t *testing.T) {
 	}
 	// y was admitted once (request 3); the denied request 4 took nothing
 	// from it.
-	d, _, _ := s.AllowLayersAt(ctx, now, "t", 0, []redisstore.Layer{{Limiter: ip, Key: "y"}}, nil)
+	d, _, _ := s.AllowLayers(ctx, admit.Request{Key: "t", N: 0, At: now}, []redisstore.Layer{{Limiter: ip, Key: "y"}}, nil)
 	if d.Remaining != 1 {
 		t.Errorf("ip y after a denied layered request: remaining %d, want 1", d.Remaining)
 	}
@@ -495,13 +495,13 @@ func TestLayersBadInput(t *testing.T) {
 		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong},
 		"1 MB tag":      {strings.Repeat("t", 1<<20), 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrKeyTooLong},
 	} {
-		d, _, err := s.AllowLayersAt(ctx, now, c.tag, c.n, c.layers, nil)
+		d, _, err := s.AllowLayers(ctx, admit.Request{Key: c.tag, N: c.n, At: now}, c.layers, nil)
 		if !errors.Is(err, c.want) || d.Allowed {
 			t.Errorf("%s: %+v, %v; want a refusal wrapping %v", name, d, err, c.want)
 		}
 	}
 	// Nothing was consumed: the one event of "k" under tag "t" is there.
-	if d, _, err := s.AllowLayersAt(ctx, now, "t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, nil); err != nil || !d.Allowed {
+	if d, _, err := s.AllowLayers(ctx, admit.Request{Key: "t", N: 1, At: now}, []redisstore.Layer{{Limiter: lim, Key: "k"}}, nil); err != nil || !d.Allowed {
 		t.Errorf("after the refusals: %+v %v", d, err)
 	}
 }
