@@ -148,13 +148,14 @@ type gradientSlots struct {
 }
 
 func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) error {
-	opts := append(a.options(), adaptive.WithClock(e.o.clock), adaptive.WithName(c.label))
-	if _, err := adaptive.NewGradient(a.Min, a.Max, opts...); err != nil {
+	cfg := a.config()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := adaptive.NewGradient(cfg); err != nil {
 		return err
 	}
 	s := &gradientSlots{clock: e.o.clock}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.Gradient {
-		g, _ := adaptive.NewGradient(a.Min, a.Max, opts...) // checked above
+		g, _ := adaptive.NewGradient(cfg) // checked above
 		return g
 	}, func(g *adaptive.Gradient) bool {
 		st := g.Stats()
@@ -225,13 +226,14 @@ type aimdLimiter struct {
 }
 
 func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
-	opts := append(a.options(), adaptive.WithClock(e.o.clock), adaptive.WithName(c.label))
-	if _, err := adaptive.NewAIMD(a.Min, a.Max, opts...); err != nil {
+	cfg := a.config()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := adaptive.NewAIMD(cfg); err != nil {
 		return err
 	}
 	s := &aimdLimiter{clock: e.o.clock}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.AIMD {
-		x, _ := adaptive.NewAIMD(a.Min, a.Max, opts...) // checked above
+		x, _ := adaptive.NewAIMD(cfg) // checked above
 		return x
 	}, func(x *adaptive.AIMD) bool {
 		// Full (nothing used): forgetting it loosens nothing but the rate
