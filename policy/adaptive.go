@@ -332,20 +332,21 @@ type rateLanes struct {
 }
 
 func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
-	opts := append(l.options(), fair.WithClock(e.o.clock), fair.WithName(c.label))
-	if _, err := fair.NewRateLanes(*l.Budget, l.Lanes, opts...); err != nil {
+	cfg := l.rateConfig()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := fair.NewRateLanes(cfg); err != nil {
 		return err
 	}
 	clock := e.o.clock
 	s := &rateLanes{}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *fair.RateLanes {
-		r, _ := fair.NewRateLanes(*l.Budget, l.Lanes, opts...) // checked above
+		r, _ := fair.NewRateLanes(cfg) // checked above
 		return r
 	}, func(r *fair.RateLanes) bool {
 		// Every lane full: forgetting it changes no decision.
 		now := clock.Now()
 		for _, ln := range l.Lanes {
-			if d, _ := r.AllowAt(now, ln.Name, 0); d.ResetAfter != 0 {
+			if d, _ := r.Allow(context.Background(), admit.Request{Key: ln.Name, At: now}); d.ResetAfter != 0 {
 				return false
 			}
 		}
@@ -387,13 +388,14 @@ type slotLanes struct {
 }
 
 func (e *Engine) buildSlotLanes(c *clayer, l *Lanes, single bool) error {
-	opts := append(l.options(), fair.WithName(c.label))
-	if _, err := fair.NewSlotLanes(l.Concurrency, l.Lanes, opts...); err != nil {
+	cfg := l.slotConfig()
+	cfg.Options = admit.Options{Name: c.label}
+	if _, err := fair.NewSlotLanes(cfg); err != nil {
 		return err
 	}
 	s := &slotLanes{}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *fair.SlotLanes {
-		x, _ := fair.NewSlotLanes(l.Concurrency, l.Lanes, opts...) // checked above
+		x, _ := fair.NewSlotLanes(cfg) // checked above
 		return x
 	}, func(x *fair.SlotLanes) bool {
 		for _, st := range x.Stats() {

@@ -323,15 +323,14 @@ type Lanes struct {
 	// to fair.MaxLanes, with distinct names.
 	Lanes []fair.Lane
 	// Borrow says which lanes may use the capacity others leave unused
-	// (fair.WithBorrowing). The zero value is fair.BorrowUp.
+	// (fair.RateLanesConfig.Borrowing). The zero value is fair.BorrowUp.
 	Borrow fair.Borrowing
 	// DefaultLane is the lane of the values that name none; empty means
 	// the last lane, the lowest priority, so that a client cannot raise
 	// its priority by sending a value of its own.
 	DefaultLane string
 	// Reserve is the fraction of its share a lane keeps from borrowers
-	// (fair.WithReserve), in (0, 1]; 0 means fair.DefaultReserve (one
-	// half).
+	// (fair.RateLanesConfig.Reserve), in (0, 1]; 0 means one half.
 	Reserve float64
 }
 

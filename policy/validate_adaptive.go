@@ -122,13 +122,16 @@ func (a *AdaptiveRate) String() string {
 		" threshold=" + a.LatencyThreshold.String() + " inc=" + a.IncreaseInterval.String() + " dec=" + a.DecreaseInterval.String()
 }
 
-// options returns the options of the lanes of l, but their clock and name.
-func (l *Lanes) options() []fair.LanesOption {
-	o := []fair.LanesOption{fair.WithBorrowing(l.Borrow), fair.WithDefaultLane(l.defaultLane())}
-	if l.Reserve != 0 {
-		o = append(o, fair.WithReserve(l.Reserve))
-	}
-	return o
+// rateConfig returns the configuration of the fair.RateLanes of l, but
+// their clock and name.
+func (l *Lanes) rateConfig() fair.RateLanesConfig {
+	return fair.RateLanesConfig{Budget: *l.Budget, Lanes: l.Lanes, Borrowing: l.Borrow, Reserve: l.Reserve, DefaultLane: l.defaultLane()}
+}
+
+// slotConfig returns the configuration of the fair.SlotLanes of l, but
+// their name.
+func (l *Lanes) slotConfig() fair.SlotLanesConfig {
+	return fair.SlotLanesConfig{Max: l.Concurrency, Lanes: l.Lanes, Borrowing: l.Borrow, Reserve: l.Reserve, DefaultLane: l.defaultLane()}
 }
 
 // defaultLane returns the lane of the values that name none.
@@ -299,10 +302,10 @@ func (v *validator) lanes(r *Rule, l *Lanes, src *source, matchKeys map[string]i
 	var err error
 	field := f + "budget"
 	if l.Budget != nil {
-		_, err = fair.NewRateLanes(*l.Budget, l.Lanes, l.options()...)
+		_, err = fair.NewRateLanes(l.rateConfig())
 	} else {
 		field = f + "concurrency"
-		_, err = fair.NewSlotLanes(l.Concurrency, l.Lanes, l.options()...)
+		_, err = fair.NewSlotLanes(l.slotConfig())
 	}
 	if err != nil {
 		v.at(src, field, "%s", strings.TrimPrefix(err.Error(), fair.ErrInvalidLanes.Error()+": "))
