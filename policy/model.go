@@ -472,17 +472,17 @@ type Failure struct {
 	// while Fallback decides: each enforces 1/LocalShare of it
 	// (admit.Limit.Share). 0 means 1 (the whole limit on each instance).
 	LocalShare int
-	// Timeout bounds each call of Redis (compose.WithTimeout); 0 means
-	// compose.DefaultTimeout.
+	// Timeout bounds each call of Redis (compose.GuardConfig.Timeout); 0
+	// means 50ms.
 	Timeout time.Duration
 	// Threshold is the consecutive failures after which the Guard
-	// switches (compose.WithThreshold); 0 means compose.DefaultThreshold.
+	// switches (compose.GuardConfig.Threshold); 0 means 5.
 	Threshold int
 	// ProbeInterval is the time between probes of an open breaker
-	// (compose.WithProbeInterval); 0 means its default.
+	// (compose.GuardConfig.ProbeInterval); 0 means one second.
 	ProbeInterval time.Duration
 	// RetryAfter is the RetryAfter of FailClosed's refusals
-	// (compose.WithRetryAfter); 0 means its default.
+	// (compose.GuardConfig.RetryAfter); 0 means one second.
 	RetryAfter time.Duration
 }
 
