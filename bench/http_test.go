@@ -66,7 +66,7 @@ func middlewares(b *testing.B, n int, period time.Duration) []struct {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ours, err := httplimit.New(lim, httplimit.RemoteIP)
+	ours, err := httplimit.New(lim, httplimit.RemoteIP, httplimit.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,22 +52,22 @@ func BenchmarkUnary(b *testing.B) {
 			}
 		})
 	}
-	s, err := NewServer(lim, FuncKey(func(context.Context, string) (string, bool) { return "alice", true }))
+	s, err := NewServer(lim, FuncKey(func(context.Context, string) (string, bool) { return "alice", true }), Config{})
 	run("keyed/func-key", s, err)
-	s, err = NewServer(lim, MetadataKey("x-api-key"))
+	s, err = NewServer(lim, MetadataKey("x-api-key"), Config{})
 	run("keyed/metadata-key", s, err)
-	s, err = NewServer(lim, MetadataKey("x-api-key"), WithMethod(mEmpty, "empty", lim), WithMethod(sTest, "svc", lim))
+	s, err = NewServer(lim, MetadataKey("x-api-key"), Config{Methods: []Method{{Pattern: mEmpty, Name: "empty", Limiter: lim}, {Pattern: sTest, Name: "svc", Limiter: lim}}})
 	run("keyed/per-method", s, err)
-	s, err = NewServer(lim, MetadataKey("x-api-key"), WithExempt(sTest))
+	s, err = NewServer(lim, MetadataKey("x-api-key"), Config{Exempt: []string{sTest}})
 	run("exempt", s, err)
-	s, err = NewServer(lim, MetadataKey("x-api-key"), WithHeaders())
+	s, err = NewServer(lim, MetadataKey("x-api-key"), Config{Headers: true})
 	run("keyed/headers", s, err)
 	s, err = NewServerDecider(DeciderFunc(func(context.Context, string, *compose.Held) (admit.Decision, error) {
 		return admit.Decision{Allowed: true}, nil
-	}))
+	}), Config{})
 	run("decider", s, err)
 
-	refuse, err := NewServer(newKeyed(b, admit.Limit{}, admit.SystemClock, "none"), MetadataKey("x-api-key"))
+	refuse, err := NewServer(newKeyed(b, admit.Limit{}, admit.SystemClock, "none"), MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func BenchmarkUnary(b *testing.B) {
 	if _, err := hourly.Allow(context.Background(), admit.Request{Key: "md:x-api-key:alice", N: 1}); err != nil {
 		b.Fatal(err)
 	}
-	s, err = NewServer(hourly, MetadataKey("x-api-key"))
+	s, err = NewServer(hourly, MetadataKey("x-api-key"), Config{})
 	runRefused("refused/retry", s, err)
 
 	// The interceptor's own cost, with a limiter that answers at once
@@ -101,7 +101,7 @@ func BenchmarkUnary(b *testing.B) {
 	// delay every call, which the memo of refusals cannot serve.
 	funcKey := FuncKey(func(context.Context, string) (string, bool) { return "alice", true })
 	fixedAt := func(d admit.Decision) (*Server, error) {
-		return NewServer(fixedLimiter{d}, funcKey)
+		return NewServer(fixedLimiter{d}, funcKey, Config{})
 	}
 	s, err = fixedAt(admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 50})
 	run("own/admitted", s, err)
@@ -109,7 +109,7 @@ func BenchmarkUnary(b *testing.B) {
 	runRefused("own/refused", s, err)
 	s, err = fixedAt(admit.Decision{Limit: admit.PerSecond(100), RetryAfter: admit.InfDuration})
 	runRefused("own/refused-never", s, err)
-	s, err = NewServer(&driftingLimiter{}, funcKey)
+	s, err = NewServer(&driftingLimiter{}, funcKey, Config{})
 	runRefused("own/refused-unmemoized", s, err)
 }
 
@@ -156,13 +156,13 @@ func BenchmarkUnaryEndToEnd(b *testing.B) {
 		{"admitted", admit.Decision{Allowed: true, Limit: admit.PerSecond(100), Remaining: 50}, codes.OK},
 		{"refused", admit.Decision{Limit: admit.PerSecond(100), RetryAfter: 7 * time.Millisecond}, codes.ResourceExhausted},
 	} {
-		s, err := NewServer(fixedLimiter{tc.d}, MetadataKey("x-api-key"))
+		s, err := NewServer(fixedLimiter{tc.d}, MetadataKey("x-api-key"), Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		call(tc.name, s, tc.want)
 	}
-	s, err := NewServer(&driftingLimiter{}, MetadataKey("x-api-key"))
+	s, err := NewServer(&driftingLimiter{}, MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,16 +22,16 @@ import (
 // another code, nor a ResourceExhausted without RetryInfo (a limit that
 // cannot be waited out, such as a call that can never be admitted).
 //
-// A call is tried at most WithMaxRetries+1 times. A refusal is returned at
-// once, without waiting, when its delay is longer than WithMaxWait or
+// A call is tried at most MaxRetries+1 times (ClientConfig). A refusal is
+// returned at once, without waiting, when its delay is longer than MaxWait or
 // would reach the call's deadline; a wait ends early, with the context's
 // status (codes.Canceled or codes.DeadlineExceeded), when the call's
-// context ends. Waits read the Client's Clock (WithClock), so tests drive
+// context ends. Waits read the Client's Clock (ClientConfig.Clock), so tests drive
 // them without sleeping.
 //
 // A stream is retried only while nothing of it has reached the caller: no
 // response message or header has been received, and the messages sent so
-// far fit in WithStreamBuffer; they are sent again, in order, on the new
+// far fit in ClientConfig.StreamBuffer; they are sent again, in order, on the new
 // stream, and CloseSend is repeated if it was called. A SendMsg that finds
 // the refused stream closed keeps its message for the retry and returns
 // nil; if the stream is then not retried, RecvMsg returns the refusal (as
@@ -46,19 +46,34 @@ type Client struct {
 	buffer  int
 }
 
-// NewClient returns a Client with the given options. It fails with
-// ErrInvalidOption for an invalid option value.
-func NewClient(opts ...ClientOption) (*Client, error) {
-	o := clientOptions{retries: DefaultMaxRetries, maxWait: DefaultMaxWait, clock: admit.SystemClock, buffer: DefaultStreamBuffer}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyClient(&o)
-		}
+// NewClient returns a Client configured by cfg (the zero ClientConfig
+// gives the defaults). It fails with an error wrapping
+// admit.ErrInvalidConfig, naming the field, for a field of cfg out of its
+// domain.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	c := &Client{retries: cfg.MaxRetries, maxWait: cfg.MaxWait, clock: cfg.Clock, buffer: cfg.StreamBuffer}
+	switch {
+	case c.retries == 0:
+		c.retries = defaultMaxRetries
+	case c.retries < 0:
+		c.retries = 0
 	}
-	if o.err != nil {
-		return nil, o.err
+	switch {
+	case c.maxWait < 0:
+		return nil, invalid("MaxWait %v: want >= 0", c.maxWait)
+	case c.maxWait == 0:
+		c.maxWait = defaultMaxWait
 	}
-	return &Client{retries: o.retries, maxWait: o.maxWait, clock: o.clock, buffer: o.buffer}, nil
+	if c.clock == nil {
+		c.clock = admit.SystemClock
+	}
+	switch {
+	case c.buffer == 0:
+		c.buffer = defaultStreamBuffer
+	case c.buffer < 0:
+		c.buffer = 0
+	}
+	return c, nil
 }
 
 // RetryDelay returns the delay err's RetryInfo asks for, and true, if err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +22,14 @@ import (
 
 // limitedEnv starts a server limiting each API key to lim on clk and a
 // client whose Client waits on clk.
-func limitedEnv(t *testing.T, l admit.Limit, clk *admittest.ManualClock, opts ...ClientOption) *env {
+func limitedEnv(t *testing.T, l admit.Limit, clk *admittest.ManualClock, cc ClientConfig) *env {
 	t.Helper()
-	s, err := NewServer(newKeyed(t, l, clk, "api"), MetadataKey("x-api-key"))
+	s, err := NewServer(newKeyed(t, l, clk, "api"), MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(append([]ClientOption{WithClock(clk)}, opts...)...)
+	cc.Clock = clk
+	c, err := NewClient(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func blockThenAdvance(t *testing.T, clk *admittest.ManualClock, d time.Duration)
 
 func TestClientRetriesUnary(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	e := limitedEnv(t, admit.Limit{Rate: 2, Period: 3 * time.Second, Burst: 1}, clk)
+	e := limitedEnv(t, admit.Limit{Rate: 2, Period: 3 * time.Second, Burst: 1}, clk, ClientConfig{})
 	if _, err := e.client.EmptyCall(withKey("a"), &testpb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +87,16 @@ func TestClientMaxRetries(t *testing.T) {
 		for range retries + 1 {
 			lim.results = append(lim.results, result{d: refuse})
 		}
-		s, err := NewServer(lim, MetadataKey("x-api-key"))
+		s, err := NewServer(lim, MetadataKey("x-api-key"), Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clk := admittest.NewManualClock(admittest.Epoch)
-		c, err := NewClient(WithClock(clk), WithMaxRetries(retries))
+		n := retries
+		if n == 0 {
+			n = -1 // no retries; 0 is the default, 2
+		}
+		c, err := NewClient(ClientConfig{Clock: clk, MaxRetries: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,11 +136,11 @@ func TestClientDoesNotRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := &scripted{results: []result{tc.res}}
-			s, err := NewServer(lim, MetadataKey("x-api-key"))
+			s, err := NewServer(lim, MetadataKey("x-api-key"), Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := NewClient(WithClock(clk), WithMaxWait(10*time.Second))
+			c, err := NewClient(ClientConfig{Clock: clk, MaxWait: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +166,7 @@ func TestClientDoesNotRetry(t *testing.T) {
 
 func TestClientCancelWhileWaiting(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	e := limitedEnv(t, admit.PerSecond(1), clk)
+	e := limitedEnv(t, admit.PerSecond(1), clk, ClientConfig{})
 	if _, err := e.client.EmptyCall(withKey("a"), &testpb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +192,7 @@ func TestClientCancelWhileWaiting(t *testing.T) {
 
 func TestClientRetriesServerStream(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	e := limitedEnv(t, admit.PerSecond(1), clk)
+	e := limitedEnv(t, admit.PerSecond(1), clk, ClientConfig{})
 	req := &testpb.StreamingOutputCallRequest{ResponseParameters: []*testpb.ResponseParameters{{Size: 1}, {Size: 2}}}
 	recvAll := func(st grpc.ServerStreamingClient[testpb.StreamingOutputCallResponse]) error {
 		for i := 0; ; i++ {
@@ -232,7 +238,7 @@ func TestClientRetriesServerStream(t *testing.T) {
 
 func TestClientRetriesBidiStream(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	e := limitedEnv(t, admit.PerSecond(1), clk)
+	e := limitedEnv(t, admit.PerSecond(1), clk, ClientConfig{})
 	if _, err := e.client.EmptyCall(withKey("a"), &testpb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +289,7 @@ func TestClientRetriesBidiStream(t *testing.T) {
 
 func TestClientStreamBufferOverflow(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	e := limitedEnv(t, admit.PerSecond(1), clk, WithStreamBuffer(1))
+	e := limitedEnv(t, admit.PerSecond(1), clk, ClientConfig{StreamBuffer: 1})
 	if _, err := e.client.EmptyCall(withKey("a"), &testpb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
@@ -312,12 +318,12 @@ func TestClientStreamRetriesExhausted(t *testing.T) {
 		{d: admit.Decision{RetryAfter: time.Second}},
 		{d: admit.Decision{RetryAfter: 30 * time.Second}},
 	}}
-	s, err := NewServer(lim, MetadataKey("x-api-key"))
+	s, err := NewServer(lim, MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := admittest.NewManualClock(admittest.Epoch)
-	c, err := NewClient(WithClock(clk), WithMaxRetries(1))
+	c, err := NewClient(ClientConfig{Clock: clk, MaxRetries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,14 +386,19 @@ func TestRetryInfoEncoding(t *testing.T) {
 	}
 }
 
-func TestClientOptions(t *testing.T) {
-	for _, opt := range []ClientOption{WithMaxRetries(-1), WithMaxWait(0), WithMaxWait(-time.Second), WithStreamBuffer(-1)} {
-		if c, err := NewClient(opt); !errors.Is(err, ErrInvalidOption) || c != nil {
-			t.Errorf("%v, want ErrInvalidOption", err)
-		}
+func TestClientConfig(t *testing.T) {
+	c, err := NewClient(ClientConfig{MaxWait: -time.Second})
+	if !errors.Is(err, admit.ErrInvalidConfig) || c != nil || !strings.Contains(err.Error(), "grpclimit: MaxWait") {
+		t.Errorf("MaxWait -1s: %v, want ErrInvalidConfig naming MaxWait", err)
 	}
-	c, err := NewClient(nil, WithClock(nil), WithMaxRetries(0), WithStreamBuffer(0))
-	if err != nil || c.clock != admit.SystemClock || c.retries != 0 {
+	// The zero ClientConfig gives the defaults.
+	c, err = NewClient(ClientConfig{})
+	if err != nil || c.clock != admit.SystemClock || c.retries != 2 || c.maxWait != 10*time.Second || c.buffer != 16 {
+		t.Errorf("%+v, %v", c, err)
+	}
+	// Negative MaxRetries and StreamBuffer are none.
+	c, err = NewClient(ClientConfig{MaxRetries: -1, StreamBuffer: -1})
+	if err != nil || c.retries != 0 || c.buffer != 0 {
 		t.Errorf("%+v, %v", c, err)
 	}
 }

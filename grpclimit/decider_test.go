@@ -36,7 +36,7 @@ func chainDecider(t *testing.T, rate admit.KeyedLimiter, sl *slots) Decider {
 func TestDeciderHeld(t *testing.T) {
 	sl := &slots{max: 1}
 	clk := admittest.NewManualClock(admittest.Epoch)
-	s, err := NewServerDecider(chainDecider(t, newKeyed(t, admit.PerSecond(100), clk, ""), sl))
+	s, err := NewServerDecider(chainDecider(t, newKeyed(t, admit.PerSecond(100), clk, ""), sl), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDeciderHeld(t *testing.T) {
 	}
 
 	// A handler that panics still gives its slot back.
-	s2, err := NewServerDecider(chainDecider(t, newKeyed(t, admit.PerSecond(100), clk, ""), sl))
+	s2, err := NewServerDecider(chainDecider(t, newKeyed(t, admit.PerSecond(100), clk, ""), sl), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

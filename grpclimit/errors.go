@@ -6,7 +6,7 @@ import "errors"
 // where a call has more to say, so test them with errors.Is.
 var (
 	// ErrNilLimiter reports a nil limiter or Decider given to NewServer,
-	// NewServerDecider or WithMethod.
+	// NewServerDecider or in a Config's Methods.
 	ErrNilLimiter = errors.New("grpclimit: nil limiter")
 
 	// ErrInvalidKey reports a Key that cannot find anything: a metadata
@@ -14,12 +14,9 @@ var (
 	// function, or no Key at all.
 	ErrInvalidKey = errors.New("grpclimit: invalid key")
 
-	// ErrInvalidMethod reports a method pattern that is neither a full
-	// method ("/package.Service/Method") nor a service ("/package.Service/").
+	// ErrInvalidMethod reports a method pattern (of Config.Methods or
+	// Config.Exempt) that is neither a full method
+	// ("/package.Service/Method") nor a service ("/package.Service/"). The
+	// error wraps admit.ErrInvalidConfig too.
 	ErrInvalidMethod = errors.New("grpclimit: invalid method pattern")
-
-	// ErrInvalidOption reports an option given an invalid value, such as a
-	// negative number of retries, or an option that does not apply to the
-	// constructor it was given to.
-	ErrInvalidOption = errors.New("grpclimit: invalid option")
 )

@@ -39,7 +39,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	limits, err := grpclimit.NewServer(lim, grpclimit.MetadataKey("x-api-key"))
+	limits, err := grpclimit.NewServer(lim, grpclimit.MetadataKey("x-api-key"), grpclimit.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -126,7 +126,7 @@ func (k Key) Err() error {
 
 // Of returns the key of a call to fullMethod with context ctx, and false
 // if the call has none (or k is invalid). Its keys are not limited in
-// length: a Server hashes long ones (see WithMaxKeyLength).
+// length: a Server hashes long ones (see Config.MaxKeyLength).
 func (k Key) Of(ctx context.Context, fullMethod string) (string, bool) {
 	switch k.kind {
 	case keyMetadata:

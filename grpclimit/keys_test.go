@@ -129,7 +129,7 @@ func FuzzKey(f *testing.F) {
 		}
 
 		lim := &scripted{}
-		s, err := NewServer(lim, FirstKey(MetadataKey("x-api-key"), PeerKey()), WithMaxKeyLength(100))
+		s, err := NewServer(lim, FirstKey(MetadataKey("x-api-key"), PeerKey()), Config{MaxKeyLength: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -172,7 +172,7 @@ func shapedDecision(n int) admit.Decision {
 // shares must be left as they were built (by gRPC too, which merges the
 // trailers into its own and marshals the status). Run it with -race.
 func TestRefusalsConcurrent(t *testing.T) {
-	s, err := NewServer(shapedLimiter{}, MetadataKey("x-api-key"))
+	s, err := NewServer(shapedLimiter{}, MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

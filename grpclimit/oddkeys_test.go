@@ -37,7 +37,7 @@ func TestOddMetadataNeverLiftsTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewServer(lim, MetadataKey("x-api-key"))
+		s, err := NewServer(lim, MetadataKey("x-api-key"), Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,7 @@ func (f ctxStream) SetTrailer(metadata.MD)      {}
 // they release it.
 func TestServerOutcome(t *testing.T) {
 	o := &outcomes{fin: true}
-	s, err := NewServerDecider(o)
+	s, err := NewServerDecider(o, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +141,8 @@ func TestServerOutcome(t *testing.T) {
 			t.Errorf("%s panic: %s", name, got)
 		}
 	}
-	// WithFailure decides; nil keeps the default.
-	s, err = NewServerDecider(o, WithFailure(func(c codes.Code) bool { return c == codes.NotFound }), WithFailure(nil))
+	// Config.Failure decides.
+	s, err = NewServerDecider(o, Config{Failure: func(c codes.Code) bool { return c == codes.NotFound }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestServerOutcome(t *testing.T) {
 	}
 	// No Finisher: released.
 	plain := &outcomes{}
-	s, err = NewServerDecider(plain)
+	s, err = NewServerDecider(plain, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestServerOutcomeAIMD(t *testing.T) {
 	}
 	s, err := NewServerDecider(DeciderFunc(func(ctx context.Context, m string, h *compose.Held) (admit.Decision, error) {
 		return chain.AllowKeys(ctx, []string{""}, 1, h)
-	}))
+	}), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

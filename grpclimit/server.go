@@ -36,21 +36,21 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 
 // Server limits the calls a gRPC server accepts, through the interceptors
 // it returns (UnaryServerInterceptor, StreamServerInterceptor). Each call
-// not exempt (see WithExempt; the health service is exempt by default) is
+// not exempt (see Config.Exempt; the health service is exempt by default) is
 // decided before its handler runs, as one event: a unary call when it
 // arrives, a stream when it opens (its messages are not counted).
 //
 // A Server built with NewServer decides a call with the keyed limiter of
-// its method (WithMethod) or its default limiter, under the call's Key:
+// its method (Config.Methods) or its default limiter, under the call's Key:
 // the key the Key finds, or "" for calls without one (which therefore
-// share one limit, never none). Keys longer than WithMaxKeyLength are
+// share one limit, never none). Keys longer than Config.MaxKeyLength are
 // replaced by their SHA-256 digest. A Server built with NewServerDecider
 // asks its Decider, and releases the concurrency slots the Decider held
 // in its compose.Held when the handler returns (for a stream: when the
 // stream ends). When a grant learns from the call's outcome
 // (compose.Held.WantsOutcome: an adaptive limit), the Held is finished
 // instead (compose.Held.Finish): the call failed if its handler panicked
-// or returned a code that WithFailure's function calls a failure (by
+// or returned a code that Config.Failure calls a failure (by
 // default Unavailable, ResourceExhausted, DeadlineExceeded, Internal).
 //
 // A refused call fails with codes.ResourceExhausted, a message naming the
@@ -58,12 +58,12 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 // decision's RetryAfter rounded up to the millisecond (absent when the
 // call can never be admitted, or not within a century, and when a
 // concurrency limit cannot tell), and a google.rpc.QuotaFailure with one violation whose subject is the
-// limit's name (the Decision's Rule, else the WithMethod name or pattern,
+// limit's name (the Decision's Rule, else the Method's Name or Pattern,
 // else the full method) and whose description is the limit ("100/s burst
 // 20", "10 in flight"). Its trailers carry the same figures: "retry-after"
 // (seconds, rounded up), and the IETF fields "ratelimit"
 // (`"name";r=0;t=5`) and "ratelimit-policy" (`"name";q=100;w=60`). A
-// limiter error fails the call with codes.Unavailable, unless WithFailOpen
+// limiter error fails the call with codes.Unavailable, unless Config.FailOpen
 // admits it; a call whose context ended fails with its context's code.
 //
 // The zero Server is not usable. A Server is safe for concurrent use.
@@ -82,9 +82,9 @@ type Server struct {
 	memo      refusalMemo
 }
 
-// NewServer returns a Server deciding each call with lim (or the limiter
-// WithMethod gives its method) under the key found by key. lim may be nil
-// if WithMethod gives limiters: calls to other methods are then not
+// NewServer returns a Server configured by cfg deciding each call with lim
+// (or the limiter cfg.Methods gives its method) under the key found by
+// key. lim may be nil if cfg.Methods gives limiters: calls to other methods are then not
 // limited. lim is typically a keyed.Limiter, a redisstore.Limiter, or
 // either wrapped in a compose.Guard; a compose.Chain of rate layers works
 // too, but a chain with concurrency (Slots) layers needs somewhere to hold
@@ -97,74 +97,76 @@ type Server struct {
 // its limit.
 //
 // NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
-// an invalid key, ErrInvalidMethod for a bad pattern, and ErrInvalidOption
-// for a bad option value.
-func NewServer(lim admit.KeyedLimiter, key Key, opts ...Option) (*Server, error) {
+// an invalid key, and with an error wrapping admit.ErrInvalidConfig for a
+// field of cfg out of its domain (and ErrInvalidMethod too, for a bad
+// pattern).
+func NewServer(lim admit.KeyedLimiter, key Key, cfg Config) (*Server, error) {
 	if err := key.Err(); err != nil {
 		return nil, err
 	}
-	s, o, err := newServer(opts)
+	s, err := newServer(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	if lim == nil && len(o.methods) == 0 {
-		return nil, fmt.Errorf("%w: NewServer without a default limiter or WithMethod", ErrNilLimiter)
+	if lim == nil && len(cfg.Methods) == 0 {
+		return nil, fmt.Errorf("%w: NewServer without a default limiter or Config.Methods", ErrNilLimiter)
 	}
 	s.key = key
 	s.def = methodRule{lim: lim}
-	s.methods = make(map[string]methodRule, len(o.methods))
-	for _, m := range o.methods {
-		s.methods[m.pattern] = m
+	s.methods = make(map[string]methodRule, len(cfg.Methods))
+	for _, m := range cfg.Methods {
+		s.methods[m.Pattern] = methodRule{pattern: m.Pattern, name: m.Name, lim: m.Limiter}
 	}
 	return s, nil
 }
 
-// NewServerDecider returns a Server deciding each call with d. The Held
+// NewServerDecider returns a Server configured by cfg deciding each call
+// with d. The Held
 // given to d.Decide belongs to the call until it ends and is reused
 // after: d must not keep it. NewServerDecider fails with ErrNilLimiter for
-// a nil d, ErrInvalidOption if WithMethod is given (d routes calls
-// itself), and as NewServer for other options.
-func NewServerDecider(d Decider, opts ...Option) (*Server, error) {
+// a nil d, admit.ErrInvalidConfig if cfg.Methods is given (d routes
+// calls itself), and as NewServer for the other fields.
+func NewServerDecider(d Decider, cfg Config) (*Server, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: NewServerDecider(nil)", ErrNilLimiter)
 	}
-	s, o, err := newServer(opts)
+	if len(cfg.Methods) > 0 {
+		return nil, invalid("Methods: do not apply to a Decider")
+	}
+	s, err := newServer(&cfg)
 	if err != nil {
 		return nil, err
-	}
-	if len(o.methods) > 0 {
-		return nil, fmt.Errorf("%w: WithMethod does not apply to a Decider", ErrInvalidOption)
 	}
 	s.dec = d
 	return s, nil
 }
 
-func newServer(opts []Option) (*Server, options, error) {
-	o := options{maxKeyLen: DefaultMaxKeyLength, failure: DefaultFailure}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o, o.err
+func newServer(cfg *Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	s := &Server{
-		exempt:    make(map[string]bool, len(o.exempt)+1),
-		failOpen:  o.failOpen,
-		headers:   o.headers,
-		maxKeyLen: o.maxKeyLen,
-		onError:   o.onError,
-		failure:   o.failure,
+		exempt:    make(map[string]bool, len(cfg.Exempt)+1),
+		failOpen:  cfg.FailOpen,
+		headers:   cfg.Headers,
+		maxKeyLen: cfg.MaxKeyLength,
+		onError:   cfg.OnError,
+		failure:   cfg.Failure,
+	}
+	if s.maxKeyLen == 0 {
+		s.maxKeyLen = defaultMaxKeyLength
+	}
+	if s.failure == nil {
+		s.failure = defaultFailure
 	}
 	s.memo.seed = maphash.MakeSeed()
-	if !o.noDefault {
+	if !cfg.LimitHealth {
 		s.exempt[HealthService] = true
 	}
-	for _, p := range o.exempt {
+	for _, p := range cfg.Exempt {
 		s.exempt[p] = true
 	}
-	return s, o, nil
+	return s, nil
 }
 
 // service returns the service part of a full method, "/package.Service/",

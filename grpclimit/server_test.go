@@ -63,7 +63,7 @@ func TestRefusalUnary(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := admittest.NewManualClock(admittest.Epoch)
 			lim := newKeyed(t, tc.limit, clk, "api")
-			s, err := NewServer(lim, MetadataKey("X-API-Key"))
+			s, err := NewServer(lim, MetadataKey("X-API-Key"), Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestRefusalWithoutRetryInfo(t *testing.T) {
 	// A call of more than the burst can never be admitted: no RetryInfo,
 	// so clients do not retry.
 	lim := &scripted{results: []result{{d: admit.Decision{Limit: admit.PerSecond(5), RetryAfter: admit.InfDuration, Rule: "big"}}}}
-	s, err := NewServer(lim, MetadataKey("x-api-key"))
+	s, err := NewServer(lim, MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestExempt(t *testing.T) {
 		return newKeyed(t, admit.Limit{}, admit.SystemClock, "none")
 	}
 	t.Run("health by default", func(t *testing.T) {
-		s, err := NewServer(deny(), MetadataKey("x-api-key"))
+		s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestExempt(t *testing.T) {
 		}
 	})
 	t.Run("without default", func(t *testing.T) {
-		s, err := NewServer(deny(), MetadataKey("x-api-key"), WithoutDefaultExempt(), WithExempt(mUnary))
+		s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{LimitHealth: true, Exempt: []string{mUnary}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestExempt(t *testing.T) {
 		}
 	})
 	t.Run("service", func(t *testing.T) {
-		s, err := NewServer(deny(), MetadataKey("x-api-key"), WithExempt(sTest))
+		s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{Exempt: []string{sTest}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestExempt(t *testing.T) {
 			t.Errorf("exempt stream: %v", err)
 		}
 	})
-	s, err := NewServer(deny(), MetadataKey("x-api-key"), WithExempt(ReflectionServices...))
+	s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{Exempt: ReflectionServices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,10 +209,7 @@ func TestPerMethod(t *testing.T) {
 	refuse := func(l *scripted) {
 		l.results = []result{{d: admit.Decision{Limit: admit.PerSecond(1), RetryAfter: time.Second}}}
 	}
-	s, err := NewServer(def, MetadataKey("x-api-key"),
-		WithMethod(mUnary, "unary-calls", unary),
-		WithMethod(sTest, "", svc),
-		WithoutDefaultExempt())
+	s, err := NewServer(def, MetadataKey("x-api-key"), Config{Methods: []Method{{Pattern: mUnary, Name: "unary-calls", Limiter: unary}, {Pattern: sTest, Limiter: svc}}, LimitHealth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +246,7 @@ func TestPerMethod(t *testing.T) {
 
 	// Without a default limiter, other methods are not limited.
 	only := &scripted{}
-	s, err = NewServer(nil, MetadataKey("x-api-key"), WithMethod(mEmpty, "", only))
+	s, err = NewServer(nil, MetadataKey("x-api-key"), Config{Methods: []Method{{Pattern: mEmpty, Limiter: only}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +260,7 @@ func TestPerMethod(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	lim := &scripted{}
-	s, err := NewServer(lim, FirstKey(MetadataKey("x-api-key"), MetadataKey("x-token-bin")))
+	s, err := NewServer(lim, FirstKey(MetadataKey("x-api-key"), MetadataKey("x-token-bin")), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +290,7 @@ func TestKeys(t *testing.T) {
 			t.Errorf("call %d: key %q, want %q", i, got[i], want[i])
 		}
 	}
-	if len(d) != len(digestPrefix)+64 || len(d) > DefaultMaxKeyLength {
+	if len(d) != len(digestPrefix)+64 || len(d) > defaultMaxKeyLength {
 		t.Errorf("digest %q", d)
 	}
 }
@@ -314,11 +311,10 @@ func TestFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lim := &scripted{results: []result{{err: tc.err}}}
 			var seen atomic.Value
-			opts := []Option{WithErrorHandler(func(_ context.Context, m string, err error) { seen.Store(m + ": " + err.Error()) })}
-			if tc.failOpen {
-				opts = append(opts, WithFailOpen())
-			}
-			s, err := NewServer(lim, MetadataKey("x-api-key"), opts...)
+			s, err := NewServer(lim, MetadataKey("x-api-key"), Config{
+				OnError:  func(_ context.Context, m string, err error) { seen.Store(m + ": " + err.Error()) },
+				FailOpen: tc.failOpen,
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,7 +335,7 @@ func TestFailure(t *testing.T) {
 
 func TestContextEnded(t *testing.T) {
 	lim := &scripted{results: []result{{err: context.Canceled}}}
-	s, err := NewServer(lim, MetadataKey("x-api-key"), WithFailOpen())
+	s, err := NewServer(lim, MetadataKey("x-api-key"), Config{FailOpen: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +353,7 @@ func TestContextEnded(t *testing.T) {
 
 func TestHeaders(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	s, err := NewServer(newKeyed(t, admit.PerMinute(10), clk, "api"), MetadataKey("x-api-key"), WithHeaders())
+	s, err := NewServer(newKeyed(t, admit.PerMinute(10), clk, "api"), MetadataKey("x-api-key"), Config{Headers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +383,7 @@ func TestHeaders(t *testing.T) {
 
 func TestStreamRefusal(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	s, err := NewServer(newKeyed(t, admit.PerSecond(1), clk, "streams"), MetadataKey("x-api-key"))
+	s, err := NewServer(newKeyed(t, admit.PerSecond(1), clk, "streams"), MetadataKey("x-api-key"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,35 +424,47 @@ func TestConstructorErrors(t *testing.T) {
 		new  func() (*Server, error)
 		want error
 	}{
-		{"nil limiter", func() (*Server, error) { return NewServer(nil, good) }, ErrNilLimiter},
-		{"zero key", func() (*Server, error) { return NewServer(lim, Key{}) }, ErrInvalidKey},
-		{"empty metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("")) }, ErrInvalidKey},
-		{"bad metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("x api key")) }, ErrInvalidKey},
-		{"metadata name with a colon", func() (*Server, error) { return NewServer(lim, MetadataKey(":authority")) }, ErrInvalidKey},
-		{"v4 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(0, 64)) }, ErrInvalidKey},
-		{"v6 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(24, 129)) }, ErrInvalidKey},
-		{"nil func", func() (*Server, error) { return NewServer(lim, FuncKey(nil)) }, ErrInvalidKey},
-		{"no first key", func() (*Server, error) { return NewServer(lim, FirstKey()) }, ErrInvalidKey},
-		{"bad first key", func() (*Server, error) { return NewServer(lim, FirstKey(good, Key{})) }, ErrInvalidKey},
-		{"method pattern", func() (*Server, error) { return NewServer(lim, good, WithMethod("Method", "", lim)) }, ErrInvalidMethod},
-		{"method pattern slashes", func() (*Server, error) { return NewServer(lim, good, WithMethod("/a/b/c", "", lim)) }, ErrInvalidMethod},
-		{"method pattern empty service", func() (*Server, error) { return NewServer(lim, good, WithMethod("//m", "", lim)) }, ErrInvalidMethod},
-		{"method nil limiter", func() (*Server, error) { return NewServer(lim, good, WithMethod(mUnary, "", nil)) }, ErrNilLimiter},
-		{"exempt pattern", func() (*Server, error) { return NewServer(lim, good, WithExempt("health")) }, ErrInvalidMethod},
-		{"max key length", func() (*Server, error) { return NewServer(lim, good, WithMaxKeyLength(70)) }, ErrInvalidOption},
-		{"nil decider", func() (*Server, error) { return NewServerDecider(nil) }, ErrNilLimiter},
+		{"nil limiter", func() (*Server, error) { return NewServer(nil, good, Config{}) }, ErrNilLimiter},
+		{"zero key", func() (*Server, error) { return NewServer(lim, Key{}, Config{}) }, ErrInvalidKey},
+		{"empty metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey(""), Config{}) }, ErrInvalidKey},
+		{"bad metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("x api key"), Config{}) }, ErrInvalidKey},
+		{"metadata name with a colon", func() (*Server, error) { return NewServer(lim, MetadataKey(":authority"), Config{}) }, ErrInvalidKey},
+		{"v4 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(0, 64), Config{}) }, ErrInvalidKey},
+		{"v6 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(24, 129), Config{}) }, ErrInvalidKey},
+		{"nil func", func() (*Server, error) { return NewServer(lim, FuncKey(nil), Config{}) }, ErrInvalidKey},
+		{"no first key", func() (*Server, error) { return NewServer(lim, FirstKey(), Config{}) }, ErrInvalidKey},
+		{"bad first key", func() (*Server, error) { return NewServer(lim, FirstKey(good, Key{}), Config{}) }, ErrInvalidKey},
+		{"method pattern", func() (*Server, error) {
+			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "Method", Limiter: lim}}})
+		}, ErrInvalidMethod},
+		{"method pattern slashes", func() (*Server, error) {
+			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "/a/b/c", Limiter: lim}}})
+		}, ErrInvalidMethod},
+		{"method pattern empty service", func() (*Server, error) {
+			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "//m", Limiter: lim}}})
+		}, ErrInvalidMethod},
+		{"method nil limiter", func() (*Server, error) {
+			return NewServer(lim, good, Config{Methods: []Method{{Pattern: mUnary, Limiter: nil}}})
+		}, ErrNilLimiter},
+		{"exempt pattern", func() (*Server, error) { return NewServer(lim, good, Config{Exempt: []string{"health"}}) }, ErrInvalidMethod},
+		{"max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: 70}) }, admit.ErrInvalidConfig},
+		{"negative max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: -1}) }, admit.ErrInvalidConfig},
+		{"method pattern is a config error", func() (*Server, error) {
+			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "Method", Limiter: lim}}})
+		}, admit.ErrInvalidConfig},
+		{"nil decider", func() (*Server, error) { return NewServerDecider(nil, Config{}) }, ErrNilLimiter},
 		{"decider with method", func() (*Server, error) {
 			return NewServerDecider(DeciderFunc(func(context.Context, string, *compose.Held) (admit.Decision, error) {
 				return admit.Decision{}, nil
-			}), WithMethod(mUnary, "", lim))
-		}, ErrInvalidOption},
+			}), Config{Methods: []Method{{Pattern: mUnary, Limiter: lim}}})
+		}, admit.ErrInvalidConfig},
 	} {
 		s, err := tc.new()
 		if !errors.Is(err, tc.want) || s != nil {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if _, err := NewServer(lim, good, nil, WithMaxKeyLength(71)); err != nil {
+	if _, err := NewServer(lim, good, Config{MaxKeyLength: 71}); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
 }
@@ -465,7 +473,7 @@ func TestHeadersWithoutLimit(t *testing.T) {
 	// A decision that names no limit has no figures to send.
 	s, err := NewServerDecider(DeciderFunc(func(context.Context, string, *compose.Held) (admit.Decision, error) {
 		return admit.Decision{Allowed: true}, nil
-	}), WithHeaders())
+	}), Config{Headers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

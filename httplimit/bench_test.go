@@ -102,7 +102,7 @@ func BenchmarkBareJSON(b *testing.B) {
 
 // BenchmarkAdmittedJSON is BenchmarkAdmitted with the JSON handler.
 func BenchmarkAdmittedJSON(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, generous), RemoteIP)
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, Config{})
 	runBench(b, m.Handler(jsonHandler), benchRequest(), 200)
 }
 
@@ -121,20 +121,20 @@ func BenchmarkLimiterAlone(b *testing.B) {
 // BenchmarkAdmitted is an admitted request through one local GCRA layer,
 // keyed by the client address, with both dialects of fields.
 func BenchmarkAdmitted(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, generous), RemoteIP)
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, Config{})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
 }
 
 // BenchmarkAdmittedNoFields: the same without rate-limit fields.
 func BenchmarkAdmittedNoFields(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, generous), RemoteIP, WithFields(NoFields))
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, Config{Fields: NoFields})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 200)
 }
 
 // BenchmarkRefused is a refused request: fields, Retry-After and the JSON
 // body, without the handler.
 func BenchmarkRefused(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP)
+	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP, Config{})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
@@ -142,7 +142,7 @@ func BenchmarkRefused(b *testing.B) {
 // second longer than the previous refusal's, so that the field values are
 // built anew: a refusal that misses its answer's memo.
 func BenchmarkRefusedVarying(b *testing.B) {
-	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour))}, RemoteIP)
+	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour))}, RemoteIP, Config{})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
@@ -154,7 +154,7 @@ func BenchmarkRefusedRules(b *testing.B) {
 	for i := range rules {
 		rules[i] = "rule" + strconv.Itoa(i)
 	}
-	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour)), rules: rules}, RemoteIP)
+	m := mustNew(b, &shifting{KeyedLimiter: benchLimiter(b, admit.Every(time.Hour)), rules: rules}, RemoteIP, Config{})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
@@ -179,13 +179,13 @@ func (s *shifting) Allow(ctx context.Context, req admit.Request) (admit.Decision
 
 // BenchmarkRefusedProblem: a refusal with problem details.
 func BenchmarkRefusedProblem(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP, WithProblemJSON("", ""))
+	m := mustNew(b, benchLimiter(b, admit.Every(time.Hour)), RemoteIP, Config{ProblemJSON: true})
 	runBench(b, m.Handler(bareHandler), benchRequest(), 429)
 }
 
 // BenchmarkExempt is a request on an exempt path.
 func BenchmarkExempt(b *testing.B) {
-	m := mustNew(b, benchLimiter(b, generous), RemoteIP, WithExemptPaths("/healthz"), WithExemptPrefixes("/metrics"))
+	m := mustNew(b, benchLimiter(b, generous), RemoteIP, Config{ExemptPaths: []string{"/healthz"}, ExemptPrefixes: []string{"/metrics"}})
 	r := benchRequest()
 	r.URL.Path = "/healthz"
 	runBench(b, m.Handler(bareHandler), r, 200)
@@ -194,11 +194,11 @@ func BenchmarkExempt(b *testing.B) {
 // BenchmarkAdmittedTrustedProxy keys by X-Forwarded-For behind a trusted
 // proxy.
 func BenchmarkAdmittedTrustedProxy(b *testing.B) {
-	c, err := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+	c, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := mustNew(b, benchLimiter(b, generous), c.Key)
+	m := mustNew(b, benchLimiter(b, generous), c.Key, Config{})
 	r := benchRequest()
 	r.RemoteAddr = "10.0.0.2:5"
 	r.Header.Set("X-Forwarded-For", "198.51.100.7, 192.0.2.1, 10.0.0.9")
@@ -214,7 +214,7 @@ func BenchmarkAdmittedChain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewChain(chain, []KeyFunc{RemoteIP, Const("")})
+	m, err := NewChain(chain, []KeyFunc{RemoteIP, Const("")}, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -250,11 +250,11 @@ func (s *benchSlots) TryAcquire(_ context.Context, req admit.Request) (admit.Rel
 
 // BenchmarkKeys measures the key functions alone.
 func BenchmarkKeys(b *testing.B) {
-	fwd, err := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")), WithProxyHeader(Forwarded))
+	fwd, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: Forwarded})
 	if err != nil {
 		b.Fatal(err)
 	}
-	xff, err := NewClientIP(WithTrustedHops(2))
+	xff, err := NewClientIP(ClientIPConfig{TrustedHops: 2})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewChain(chain, []KeyFunc{RemoteIP, Route()})
+	m, err := NewChain(chain, []KeyFunc{RemoteIP, Route()}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestChain(t *testing.T) {
 		t.Errorf("client layer remaining %d, want 1", d.Remaining)
 	}
 	// A key too long in any layer.
-	m2, err := NewChain(chain, []KeyFunc{RemoteIP, Header("X-Long")}, WithMaxKeyLength(9))
+	m2, err := NewChain(chain, []KeyFunc{RemoteIP, Header("X-Long")}, Config{MaxKeyLength: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestChainManyLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewChain(chain, keys)
+	m, err := NewChain(chain, keys, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +117,11 @@ func TestHeldReleasedOnPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := NewDecider(&decider{layers: layers})
+	md, err := NewDecider(&decider{layers: layers}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc, err := NewChain(chain, []KeyFunc{Header("X-Tenant")})
+	mc, err := NewChain(chain, []KeyFunc{Header("X-Tenant")}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestDecider(t *testing.T) {
 	}
 	d := &decider{layers: []compose.Layer{{Slots: slots{cl}}}}
 	var ev events
-	m, err := NewDecider(d, WithObserver(ev.observe))
+	m, err := NewDecider(d, Config{Observe: ev.observe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+
+	"github.com/admit-go/admit"
 )
 
 // IPHeader names the forwarding header a ClientIP reads the addresses of
@@ -38,14 +40,10 @@ func (h IPHeader) String() string {
 	return fmt.Sprintf("IPHeader(%d)", int(h))
 }
 
-// The defaults of ClientIP's options.
+// The default prefix lengths clients are grouped by (ClientIPConfig).
 const (
-	// DefaultIPv6Prefix is the default length of the prefix IPv6 clients
-	// are grouped by: a /64 is what a single site or subscriber gets.
-	DefaultIPv6Prefix = 64
-	// DefaultIPv4Prefix is the default length of the prefix IPv4 clients
-	// are grouped by: each address on its own.
-	DefaultIPv4Prefix = 32
+	defaultIPv6Prefix = 64 // what a single site or subscriber gets
+	defaultIPv4Prefix = 32 // each address on its own
 )
 
 // ClientIP finds the address of a request's client and keys requests by
@@ -56,14 +54,14 @@ const (
 // Behind reverse proxies, say which of them to trust, one way or the
 // other:
 //
-//   - WithTrustedProxies(prefixes...): the proxies' addresses. The peer
-//     and the addresses of the forwarding header (WithProxyHeader, default
+//   - ClientIPConfig.TrustedProxies: the proxies' addresses. The peer
+//     and the addresses of the forwarding header (ProxyHeader, default
 //     X-Forwarded-For) are walked from the right, the last hop first: the
 //     client is the first address that is not a trusted proxy's (or the
 //     leftmost, if all are). A client's own forwarding header is thus
 //     ignored unless the client is a trusted proxy itself, since the
 //     proxy it went through appended its true address to the right.
-//   - WithTrustedHops(n): n proxies stand in front of the server, each
+//   - ClientIPConfig.TrustedHops, n: n proxies stand in front of the server, each
 //     appending to the header: the client is the n-th address from the
 //     right of the header. A header with fewer addresses came by another
 //     way, and the request has no trustworthy client address.
@@ -76,139 +74,97 @@ const (
 // with what it sends.
 //
 // Addresses are normalized (an IPv4-mapped IPv6 address is its IPv4
-// address) and grouped: IPv6 clients by their /64 (WithIPv6Prefix), IPv4
-// clients each on its own (WithIPv4Prefix), since one IPv6 subscriber
+// address) and grouped: IPv6 clients by their /64 (IPv6Prefix), IPv4
+// clients each on its own (IPv4Prefix), since one IPv6 subscriber
 // holds a whole /64 and could otherwise take a new key per request. The
 // key is the canonical text: "192.0.2.1", "2001:db8:1:2::/64".
 //
-// The zero ClientIP is NewClientIP(): it trusts nothing but the connection
-// and groups by the default prefixes. A ClientIP is safe for concurrent
+// The zero ClientIP is NewClientIP(ClientIPConfig{}): it trusts nothing
+// but the connection and groups by the default prefixes. A ClientIP is safe for concurrent
 // use.
 type ClientIP struct {
 	trusted []netip.Prefix
 	hops    int
 	header  IPHeader
 	name    string // the header's canonical key
-	named   bool   // WithProxyHeader was given
 	v4bits  int
 	v6bits  int
 }
 
-// IPOption configures a ClientIP.
-type IPOption interface {
-	applyIP(*ClientIP, *error)
+// ClientIPConfig configures a ClientIP (see NewClientIP). The zero
+// ClientIPConfig trusts nothing but the connection and groups IPv6
+// clients by /64, IPv4 clients each on its own.
+type ClientIPConfig struct {
+	// TrustedProxies are the addresses of the proxies to trust (see
+	// ClientIP). IPv4-mapped IPv6 prefixes are taken as their IPv4
+	// prefixes (they must be at least /96). Nil trusts none. Each prefix
+	// must be valid; TrustedProxies and TrustedHops are exclusive.
+	TrustedProxies []netip.Prefix
+
+	// TrustedHops says that that many proxies stand in front of the
+	// server, each appending the address it received the request from to
+	// the forwarding header: the client is the n-th address from the
+	// right of the header (see ClientIP). 0 trusts no proxy; it must not
+	// be negative, and at most 1 with XRealIP.
+	TrustedHops int
+
+	// ProxyHeader is the forwarding header read from trusted proxies. The
+	// zero value is XForwardedFor. Another header without TrustedProxies
+	// or TrustedHops is an error, since it would be ignored.
+	ProxyHeader IPHeader
+
+	// IPv6Prefix is the length of the prefix IPv6 clients are grouped by.
+	// 0 means 64 (what a single site or subscriber gets); otherwise it
+	// must be in 1-128 (128: each address on its own).
+	IPv6Prefix int
+
+	// IPv4Prefix is the length of the prefix IPv4 clients are grouped by.
+	// 0 means 32 (each address on its own); otherwise it must be in 1-32.
+	IPv4Prefix int
 }
 
-type ipOptionFunc func(*ClientIP, *error)
-
-func (f ipOptionFunc) applyIP(c *ClientIP, err *error) { f(c, err) }
-
-func ipFail(err *error, format string, args ...any) {
-	if *err == nil {
-		*err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-	}
+func ipInvalid(format string, args ...any) error {
+	return fmt.Errorf("%w: httplimit: "+format, append([]any{admit.ErrInvalidConfig}, args...)...)
 }
 
-// WithTrustedProxies trusts the proxies whose addresses are in prefixes
-// (see ClientIP). IPv4-mapped IPv6 prefixes are taken as their IPv4
-// prefixes. The default trusts none; the option adds to the prefixes of
-// earlier ones. An invalid prefix is an error, and so is using this option
-// with WithTrustedHops.
-func WithTrustedProxies(prefixes ...netip.Prefix) IPOption {
-	return ipOptionFunc(func(c *ClientIP, err *error) {
-		for _, p := range prefixes {
-			if !p.IsValid() {
-				ipFail(err, "WithTrustedProxies(%v): invalid prefix", p)
-				return
+// NewClientIP returns a ClientIP configured by cfg. A field of cfg out of
+// its domain is an error wrapping admit.ErrInvalidConfig.
+func NewClientIP(cfg ClientIPConfig) (*ClientIP, error) {
+	c := &ClientIP{hops: cfg.TrustedHops, header: cfg.ProxyHeader, v4bits: cfg.IPv4Prefix, v6bits: cfg.IPv6Prefix}
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() {
+			return nil, ipInvalid("TrustedProxies: %v: invalid prefix", p)
+		}
+		if a := p.Addr(); a.Is4In6() {
+			if p.Bits() < 96 {
+				return nil, ipInvalid("TrustedProxies: %v: an IPv4-mapped prefix must be at least /96", p)
 			}
-			if a := p.Addr(); a.Is4In6() {
-				if p.Bits() < 96 {
-					ipFail(err, "WithTrustedProxies(%v): an IPv4-mapped prefix must be at least /96", p)
-					return
-				}
-				p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-			}
-			c.trusted = append(c.trusted, p.Masked())
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
-	})
-}
-
-// WithTrustedHops says that n proxies stand in front of the server, each
-// appending the address it received the request from to the forwarding
-// header: the client is the n-th address from the right of the header (see
-// ClientIP). The default is 0: no proxy is trusted. n must be at least 1,
-// and at most 1 with XRealIP.
-func WithTrustedHops(n int) IPOption {
-	return ipOptionFunc(func(c *ClientIP, err *error) {
-		if n < 1 {
-			ipFail(err, "WithTrustedHops(%d): want at least 1 hop", n)
-			return
-		}
-		c.hops = n
-	})
-}
-
-// WithProxyHeader sets the forwarding header read from trusted proxies.
-// The default is XForwardedFor. It takes effect only with
-// WithTrustedProxies or WithTrustedHops; without either, it is an error,
-// since the header would be ignored.
-func WithProxyHeader(h IPHeader) IPOption {
-	return ipOptionFunc(func(c *ClientIP, err *error) {
-		if h > XRealIP {
-			ipFail(err, "WithProxyHeader(%v): unknown header", h)
-			return
-		}
-		c.header, c.name, c.named = h, ipHeaderNames[h], true
-	})
-}
-
-// WithIPv6Prefix sets the length of the prefix IPv6 clients are grouped by.
-// The default is DefaultIPv6Prefix (64); bits must be in 1-128 (128: each
-// address on its own).
-func WithIPv6Prefix(bits int) IPOption {
-	return ipOptionFunc(func(c *ClientIP, err *error) {
-		if bits < 1 || bits > 128 {
-			ipFail(err, "WithIPv6Prefix(%d): want 1 to 128 bits", bits)
-			return
-		}
-		c.v6bits = bits
-	})
-}
-
-// WithIPv4Prefix sets the length of the prefix IPv4 clients are grouped by.
-// The default is DefaultIPv4Prefix (32: each address on its own); bits
-// must be in 1-32.
-func WithIPv4Prefix(bits int) IPOption {
-	return ipOptionFunc(func(c *ClientIP, err *error) {
-		if bits < 1 || bits > 32 {
-			ipFail(err, "WithIPv4Prefix(%d): want 1 to 32 bits", bits)
-			return
-		}
-		c.v4bits = bits
-	})
-}
-
-// NewClientIP returns a ClientIP configured by opts. Invalid options are
-// errors wrapping ErrInvalidOption.
-func NewClientIP(opts ...IPOption) (*ClientIP, error) {
-	c := &ClientIP{name: ipHeaderNames[XForwardedFor], v4bits: DefaultIPv4Prefix, v6bits: DefaultIPv6Prefix}
-	var err error
-	for _, o := range opts {
-		if o != nil {
-			o.applyIP(c, &err)
-		}
+		c.trusted = append(c.trusted, p.Masked())
 	}
 	switch {
-	case err != nil:
+	case c.hops < 0:
+		return nil, ipInvalid("TrustedHops %d: want >= 0", c.hops)
+	case c.header > XRealIP:
+		return nil, ipInvalid("ProxyHeader %v: unknown header", c.header)
+	case c.v6bits < 0 || c.v6bits > 128:
+		return nil, ipInvalid("IPv6Prefix %d: want 1 to 128 bits", c.v6bits)
+	case c.v4bits < 0 || c.v4bits > 32:
+		return nil, ipInvalid("IPv4Prefix %d: want 1 to 32 bits", c.v4bits)
 	case c.hops > 0 && len(c.trusted) > 0:
-		ipFail(&err, "WithTrustedHops and WithTrustedProxies are exclusive")
+		return nil, ipInvalid("TrustedHops and TrustedProxies are exclusive")
 	case c.header == XRealIP && c.hops > 1:
-		ipFail(&err, "WithTrustedHops(%d): X-Real-IP holds one address, so at most 1 hop", c.hops)
-	case c.named && c.hops == 0 && len(c.trusted) == 0:
-		ipFail(&err, "WithProxyHeader(%v) without trusted proxies: the header would be ignored", c.header)
+		return nil, ipInvalid("TrustedHops %d: X-Real-IP holds one address, so at most 1 hop", c.hops)
+	case c.header != XForwardedFor && c.hops == 0 && len(c.trusted) == 0:
+		return nil, ipInvalid("ProxyHeader %v without TrustedProxies or TrustedHops: the header would be ignored", c.header)
 	}
-	if err != nil {
-		return nil, err
+	c.name = ipHeaderNames[c.header]
+	if c.v4bits == 0 {
+		c.v4bits = defaultIPv4Prefix
+	}
+	if c.v6bits == 0 {
+		c.v6bits = defaultIPv6Prefix
 	}
 	return c, nil
 }
@@ -216,7 +172,7 @@ func NewClientIP(opts ...IPOption) (*ClientIP, error) {
 var defaultClientIP = new(ClientIP)
 
 // RemoteIP keys a request by its peer's address, RemoteAddr, trusting no
-// forwarding header: it is the Key of NewClientIP().
+// forwarding header: it is the Key of NewClientIP(ClientIPConfig{}).
 func RemoteIP(r *http.Request) (string, error) { return defaultClientIP.Key(r) }
 
 // Errors of ClientIP, all wrapping ErrNoClientIP; those about the
@@ -304,9 +260,9 @@ func (c *ClientIP) format(a netip.Addr, text string) string {
 		bits, full = c.v4bits, 32
 	}
 	if bits == 0 { // the zero ClientIP
-		bits = DefaultIPv6Prefix
+		bits = defaultIPv6Prefix
 		if a.Is4() {
-			bits = DefaultIPv4Prefix
+			bits = defaultIPv4Prefix
 		}
 	}
 	var stack [64]byte

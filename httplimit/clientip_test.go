@@ -7,120 +7,122 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/admit-go/admit"
 )
 
 func TestClientIP(t *testing.T) {
-	ten := WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"))
-	mapped := WithTrustedProxies(netip.MustParsePrefix("::ffff:10.0.0.0/104"))
+	ten := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	mapped := []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}
 	xff := "X-Forwarded-For"
 	fwd := "Forwarded"
 	big := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct {
 		name   string
-		opts   []IPOption
+		cfg    ClientIPConfig
 		remote string
 		header []string // name, value pairs: one line each
 		want   string   // "" for an error
 	}{
 		// The default trusts only the connection.
-		{"v4", nil, "192.0.2.1:1234", nil, "192.0.2.1"},
-		{"v4 no port", nil, "192.0.2.1", nil, "192.0.2.1"},
-		{"v6 grouped", nil, "[2001:db8:1:2:3:4:5:6]:80", nil, "2001:db8:1:2::/64"},
-		{"v6 bare", nil, "2001:db8::1", nil, "2001:db8::/64"},
-		{"v6 no port", nil, "[2001:db8::1]", nil, "2001:db8::/64"},
-		{"v4-mapped", nil, "[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},
-		{"zone dropped", nil, "[fe80::1%eth0]:80", nil, "fe80::/64"},
-		{"spoofed xff ignored", nil, "192.0.2.1:1", []string{xff, "6.6.6.6"}, "192.0.2.1"},
-		{"spoofed forwarded ignored", nil, "192.0.2.1:1", []string{fwd, "for=6.6.6.6"}, "192.0.2.1"},
-		{"unix socket", nil, "@", nil, ""},
-		{"empty", nil, "", nil, ""},
-		{"leading zeros", nil, "010.0.0.1:80", nil, ""},
-		{"bad port", nil, "192.0.2.1:99999", nil, ""},
-		{"garbage", nil, "not an address", nil, ""},
-		{"unclosed bracket", nil, "[2001:db8::1:80", nil, ""},
+		{"v4", ClientIPConfig{}, "192.0.2.1:1234", nil, "192.0.2.1"},
+		{"v4 no port", ClientIPConfig{}, "192.0.2.1", nil, "192.0.2.1"},
+		{"v6 grouped", ClientIPConfig{}, "[2001:db8:1:2:3:4:5:6]:80", nil, "2001:db8:1:2::/64"},
+		{"v6 bare", ClientIPConfig{}, "2001:db8::1", nil, "2001:db8::/64"},
+		{"v6 no port", ClientIPConfig{}, "[2001:db8::1]", nil, "2001:db8::/64"},
+		{"v4-mapped", ClientIPConfig{}, "[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},
+		{"zone dropped", ClientIPConfig{}, "[fe80::1%eth0]:80", nil, "fe80::/64"},
+		{"spoofed xff ignored", ClientIPConfig{}, "192.0.2.1:1", []string{xff, "6.6.6.6"}, "192.0.2.1"},
+		{"spoofed forwarded ignored", ClientIPConfig{}, "192.0.2.1:1", []string{fwd, "for=6.6.6.6"}, "192.0.2.1"},
+		{"unix socket", ClientIPConfig{}, "@", nil, ""},
+		{"empty", ClientIPConfig{}, "", nil, ""},
+		{"leading zeros", ClientIPConfig{}, "010.0.0.1:80", nil, ""},
+		{"bad port", ClientIPConfig{}, "192.0.2.1:99999", nil, ""},
+		{"garbage", ClientIPConfig{}, "not an address", nil, ""},
+		{"unclosed bracket", ClientIPConfig{}, "[2001:db8::1:80", nil, ""},
 
 		// Trusted proxies, X-Forwarded-For.
-		{"one proxy", []IPOption{ten}, "10.0.0.2:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
-		{"spoof left of client", []IPOption{ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 203.0.113.9"}, "203.0.113.9"},
-		{"proxy chain", []IPOption{ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 10.1.1.1"}, "6.6.6.6"},
-		{"untrusted peer", []IPOption{ten}, "198.51.100.1:5", []string{xff, "6.6.6.6"}, "198.51.100.1"},
-		{"internal request", []IPOption{ten}, "10.0.0.2:5", nil, "10.0.0.2"},
-		{"all trusted", []IPOption{ten}, "10.0.0.2:5", []string{xff, "10.9.9.9"}, "10.9.9.9"},
-		{"garbage from proxy", []IPOption{ten}, "10.0.0.2:5", []string{xff, "garbage"}, ""},
-		{"unknown from proxy", []IPOption{ten}, "10.0.0.2:5", []string{xff, "unknown"}, ""},
-		{"garbage left of client", []IPOption{ten}, "10.0.0.2:5", []string{xff, "garbage, 203.0.113.9"}, "203.0.113.9"},
-		{"1 MB left of client", []IPOption{ten}, "10.0.0.2:5", []string{xff, big + ", 203.0.113.9"}, "203.0.113.9"},
-		{"1 MB from proxy", []IPOption{ten}, "10.0.0.2:5", []string{xff, big}, ""},
-		{"lines", []IPOption{ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 10.0.0.5", xff, "10.0.0.9"}, "6.6.6.6"},
-		{"lines spoof", []IPOption{ten}, "10.0.0.2:5", []string{xff, "6.6.6.6", xff, "203.0.113.9"}, "203.0.113.9"},
-		{"empty elements", []IPOption{ten}, "10.0.0.2:5", []string{xff, "203.0.113.9, ,", xff, ""}, "203.0.113.9"},
-		{"port", []IPOption{ten}, "10.0.0.2:5", []string{xff, "203.0.113.9:4711"}, "203.0.113.9"},
-		{"bad port", []IPOption{ten}, "10.0.0.2:5", []string{xff, "203.0.113.9:x"}, ""},
-		{"v6 port", []IPOption{ten}, "10.0.0.2:5", []string{xff, "[2001:db8::9]:4711"}, "2001:db8::/64"},
-		{"v6", []IPOption{ten}, "10.0.0.2:5", []string{xff, " 2001:db8::9\t"}, "2001:db8::/64"},
-		{"v4-mapped entry", []IPOption{ten}, "10.0.0.2:5", []string{xff, "::ffff:203.0.113.9"}, "203.0.113.9"},
-		{"zone entry", []IPOption{ten}, "10.0.0.2:5", []string{xff, "fe80::1%eth0"}, ""},
-		{"v4-mapped peer", []IPOption{ten}, "[::ffff:10.0.0.2]:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
-		{"v4-mapped prefix", []IPOption{mapped}, "10.0.0.2:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
-		{"v6 proxies", []IPOption{WithTrustedProxies(netip.MustParsePrefix("2001:db8:ffff::/48"))}, "[2001:db8:ffff::1]:5", []string{xff, "203.0.113.9, 2001:db8:ffff::2"}, "203.0.113.9"},
+		{"one proxy", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
+		{"spoof left of client", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 203.0.113.9"}, "203.0.113.9"},
+		{"proxy chain", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 10.1.1.1"}, "6.6.6.6"},
+		{"untrusted peer", ClientIPConfig{TrustedProxies: ten}, "198.51.100.1:5", []string{xff, "6.6.6.6"}, "198.51.100.1"},
+		{"internal request", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", nil, "10.0.0.2"},
+		{"all trusted", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "10.9.9.9"}, "10.9.9.9"},
+		{"garbage from proxy", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "garbage"}, ""},
+		{"unknown from proxy", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "unknown"}, ""},
+		{"garbage left of client", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "garbage, 203.0.113.9"}, "203.0.113.9"},
+		{"1 MB left of client", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, big + ", 203.0.113.9"}, "203.0.113.9"},
+		{"1 MB from proxy", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, big}, ""},
+		{"lines", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "6.6.6.6, 10.0.0.5", xff, "10.0.0.9"}, "6.6.6.6"},
+		{"lines spoof", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "6.6.6.6", xff, "203.0.113.9"}, "203.0.113.9"},
+		{"empty elements", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "203.0.113.9, ,", xff, ""}, "203.0.113.9"},
+		{"port", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "203.0.113.9:4711"}, "203.0.113.9"},
+		{"bad port", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "203.0.113.9:x"}, ""},
+		{"v6 port", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "[2001:db8::9]:4711"}, "2001:db8::/64"},
+		{"v6", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, " 2001:db8::9\t"}, "2001:db8::/64"},
+		{"v4-mapped entry", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "::ffff:203.0.113.9"}, "203.0.113.9"},
+		{"zone entry", ClientIPConfig{TrustedProxies: ten}, "10.0.0.2:5", []string{xff, "fe80::1%eth0"}, ""},
+		{"v4-mapped peer", ClientIPConfig{TrustedProxies: ten}, "[::ffff:10.0.0.2]:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
+		{"v4-mapped prefix", ClientIPConfig{TrustedProxies: mapped}, "10.0.0.2:5", []string{xff, "203.0.113.9"}, "203.0.113.9"},
+		{"v6 proxies", ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("2001:db8:ffff::/48")}}, "[2001:db8:ffff::1]:5", []string{xff, "203.0.113.9, 2001:db8:ffff::2"}, "203.0.113.9"},
 
 		// Trusted hops.
-		{"2 hops", []IPOption{WithTrustedHops(2)}, "198.51.100.1:5", []string{xff, "6.6.6.6, 203.0.113.9, 10.0.0.1"}, "203.0.113.9"},
-		{"2 hops lines", []IPOption{WithTrustedHops(2)}, "198.51.100.1:5", []string{xff, "6.6.6.6, 203.0.113.9", xff, "10.0.0.1"}, "203.0.113.9"},
-		{"too few hops", []IPOption{WithTrustedHops(2)}, "198.51.100.1:5", []string{xff, "10.0.0.1"}, ""},
-		{"no header", []IPOption{WithTrustedHops(1)}, "198.51.100.1:5", nil, ""},
-		{"bad hop", []IPOption{WithTrustedHops(2)}, "198.51.100.1:5", []string{xff, "x, 10.0.0.1"}, ""},
-		{"bad hop left", []IPOption{WithTrustedHops(1)}, "198.51.100.1:5", []string{xff, "x, 203.0.113.9"}, "203.0.113.9"},
+		{"2 hops", ClientIPConfig{TrustedHops: 2}, "198.51.100.1:5", []string{xff, "6.6.6.6, 203.0.113.9, 10.0.0.1"}, "203.0.113.9"},
+		{"2 hops lines", ClientIPConfig{TrustedHops: 2}, "198.51.100.1:5", []string{xff, "6.6.6.6, 203.0.113.9", xff, "10.0.0.1"}, "203.0.113.9"},
+		{"too few hops", ClientIPConfig{TrustedHops: 2}, "198.51.100.1:5", []string{xff, "10.0.0.1"}, ""},
+		{"no header", ClientIPConfig{TrustedHops: 1}, "198.51.100.1:5", nil, ""},
+		{"bad hop", ClientIPConfig{TrustedHops: 2}, "198.51.100.1:5", []string{xff, "x, 10.0.0.1"}, ""},
+		{"bad hop left", ClientIPConfig{TrustedHops: 1}, "198.51.100.1:5", []string{xff, "x, 203.0.113.9"}, "203.0.113.9"},
 
 		// Forwarded.
-		{"fwd", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=192.0.2.60;proto=http;by=203.0.113.43"}, "192.0.2.60"},
-		{"fwd v6", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
-		{"fwd case", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `For="192.0.2.43:47011"`}, "192.0.2.43"},
-		{"fwd list", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=198.51.100.17"}, "198.51.100.17"},
-		{"fwd chain", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=10.0.0.3;by=10.0.0.2"}, "192.0.2.43"},
-		{"fwd unknown", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=unknown"}, ""},
-		{"fwd obfuscated", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=_hidden"}, ""},
-		{"fwd obfuscated quoted", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="_gazonk"`}, ""},
-		{"fwd obfuscated port", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_abc"`}, "192.0.2.43"},
-		{"fwd bad obfuscated port", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_a/c"`}, ""},
-		{"fwd no for", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "proto=https"}, ""},
-		{"fwd two for", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=192.0.2.1;for=192.0.2.2"}, ""},
-		{"fwd quoted comma", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="1.2.3.4, for=5.6.7.8"`}, ""},
-		{"fwd unbalanced", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="[::1`}, ""},
-		{"fwd client garbage", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="6.6.6.6, for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd lines", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=6.6.6.6", fwd, "for=203.0.113.9;by=10.0.0.1"}, "203.0.113.9"},
-		{"fwd escaped ext", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for=203.0.113.9;ext="a\"b,c;d"`}, "203.0.113.9"},
-		{"fwd escaped ext before", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for=6.6.6.6;ext="x\\", for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd escaped for", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="203.0.113\.9"`}, ""},
-		{"fwd zone", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="[fe80::1%25eth0]"`}, ""},
-		{"fwd ows", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "  for=203.0.113.9 ; proto=https  "}, "203.0.113.9"},
-		{"fwd empty pair", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for=203.0.113.9;;"}, "203.0.113.9"},
-		{"fwd bad name", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "f(r=203.0.113.9"}, ""},
-		{"fwd no value", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for="}, ""},
-		{"fwd no equals", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, "for"}, ""},
-		{"fwd junk after quote", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="203.0.113.9"x`}, ""},
-		{"fwd untrusted", []IPOption{ten, WithProxyHeader(Forwarded)}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6"}, "198.51.100.1"},
-		{"fwd hops", []IPOption{WithTrustedHops(1), WithProxyHeader(Forwarded)}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6, for=203.0.113.9"}, "203.0.113.9"},
-		{"fwd 1 MB", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, `for="` + big + `", for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd 1 MB backslashes", []IPOption{ten, WithProxyHeader(Forwarded)}, "10.0.0.2:5", []string{fwd, strings.Repeat(`\"`, 1<<19) + ", for=10.0.0.7"}, ""},
+		{"fwd", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.60;proto=http;by=203.0.113.43"}, "192.0.2.60"},
+		{"fwd v6", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
+		{"fwd case", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `For="192.0.2.43:47011"`}, "192.0.2.43"},
+		{"fwd list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=198.51.100.17"}, "198.51.100.17"},
+		{"fwd chain", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=10.0.0.3;by=10.0.0.2"}, "192.0.2.43"},
+		{"fwd unknown", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=unknown"}, ""},
+		{"fwd obfuscated", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=_hidden"}, ""},
+		{"fwd obfuscated quoted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="_gazonk"`}, ""},
+		{"fwd obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_abc"`}, "192.0.2.43"},
+		{"fwd bad obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_a/c"`}, ""},
+		{"fwd no for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "proto=https"}, ""},
+		{"fwd two for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.1;for=192.0.2.2"}, ""},
+		{"fwd quoted comma", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="1.2.3.4, for=5.6.7.8"`}, ""},
+		{"fwd unbalanced", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[::1`}, ""},
+		{"fwd client garbage", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="6.6.6.6, for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd lines", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=6.6.6.6", fwd, "for=203.0.113.9;by=10.0.0.1"}, "203.0.113.9"},
+		{"fwd escaped ext", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for=203.0.113.9;ext="a\"b,c;d"`}, "203.0.113.9"},
+		{"fwd escaped ext before", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for=6.6.6.6;ext="x\\", for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd escaped for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="203.0.113\.9"`}, ""},
+		{"fwd zone", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[fe80::1%25eth0]"`}, ""},
+		{"fwd ows", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "  for=203.0.113.9 ; proto=https  "}, "203.0.113.9"},
+		{"fwd empty pair", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=203.0.113.9;;"}, "203.0.113.9"},
+		{"fwd bad name", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "f(r=203.0.113.9"}, ""},
+		{"fwd no value", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for="}, ""},
+		{"fwd no equals", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for"}, ""},
+		{"fwd junk after quote", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="203.0.113.9"x`}, ""},
+		{"fwd untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6"}, "198.51.100.1"},
+		{"fwd hops", ClientIPConfig{TrustedHops: 1, ProxyHeader: Forwarded}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6, for=203.0.113.9"}, "203.0.113.9"},
+		{"fwd 1 MB", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="` + big + `", for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd 1 MB backslashes", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, strings.Repeat(`\"`, 1<<19) + ", for=10.0.0.7"}, ""},
 
 		// X-Real-IP.
-		{"real ip", []IPOption{ten, WithProxyHeader(XRealIP)}, "10.0.0.2:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip untrusted", []IPOption{ten, WithProxyHeader(XRealIP)}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "198.51.100.1"},
-		{"real ip last line", []IPOption{ten, WithProxyHeader(XRealIP)}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6", "X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip list", []IPOption{ten, WithProxyHeader(XRealIP)}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6, 203.0.113.9"}, ""},
-		{"real ip empty", []IPOption{ten, WithProxyHeader(XRealIP)}, "10.0.0.2:5", []string{"X-Real-IP", " "}, ""},
-		{"real ip hop", []IPOption{WithTrustedHops(1), WithProxyHeader(XRealIP)}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip missing", []IPOption{ten, WithProxyHeader(XRealIP)}, "10.0.0.2:5", nil, "10.0.0.2"},
+		{"real ip", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "198.51.100.1"},
+		{"real ip last line", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6", "X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6, 203.0.113.9"}, ""},
+		{"real ip empty", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", " "}, ""},
+		{"real ip hop", ClientIPConfig{TrustedHops: 1, ProxyHeader: XRealIP}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip missing", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", nil, "10.0.0.2"},
 
 		// Grouping.
-		{"v6 /48", []IPOption{WithIPv6Prefix(48)}, "[2001:db8:1:2::1]:80", nil, "2001:db8:1::/48"},
-		{"v6 /128", []IPOption{WithIPv6Prefix(128)}, "[2001:DB8:1:2::1]:80", nil, "2001:db8:1:2::1"},
-		{"v4 /24", []IPOption{WithIPv4Prefix(24)}, "192.0.2.77:80", nil, "192.0.2.0/24"},
-		{"v4 /32 mapped", []IPOption{WithIPv4Prefix(32)}, "[::ffff:c000:0201]:80", nil, "192.0.2.1"},
+		{"v6 /48", ClientIPConfig{IPv6Prefix: 48}, "[2001:db8:1:2::1]:80", nil, "2001:db8:1::/48"},
+		{"v6 /128", ClientIPConfig{IPv6Prefix: 128}, "[2001:DB8:1:2::1]:80", nil, "2001:db8:1:2::1"},
+		{"v4 /24", ClientIPConfig{IPv4Prefix: 24}, "192.0.2.77:80", nil, "192.0.2.0/24"},
+		{"v4 /32 mapped", ClientIPConfig{IPv4Prefix: 32}, "[::ffff:c000:0201]:80", nil, "192.0.2.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewClientIP(tc.opts...)
+			c, err := NewClientIP(tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,29 +162,31 @@ func TestZeroClientIP(t *testing.T) {
 }
 
 func TestNewClientIPErrors(t *testing.T) {
-	ten := WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"))
-	for name, opts := range map[string][]IPOption{
-		"hops 0":            {WithTrustedHops(0)},
-		"hops and proxies":  {WithTrustedHops(1), ten},
-		"real ip 2 hops":    {WithTrustedHops(2), WithProxyHeader(XRealIP)},
-		"header alone":      {WithProxyHeader(Forwarded)},
-		"header unknown":    {ten, WithProxyHeader(9)},
-		"invalid prefix":    {WithTrustedProxies(netip.Prefix{})},
-		"short mapped":      {WithTrustedProxies(netip.MustParsePrefix("::ffff:0:0/90"))},
-		"v6 bits 0":         {WithIPv6Prefix(0)},
-		"v6 bits 129":       {WithIPv6Prefix(129)},
-		"v4 bits 0":         {WithIPv4Prefix(0)},
-		"v4 bits 33":        {WithIPv4Prefix(33)},
-		"header xff alone":  {WithProxyHeader(XForwardedFor)},
-		"second bad option": {ten, WithIPv4Prefix(40), WithIPv6Prefix(0)},
+	ten := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for name, cfg := range map[string]ClientIPConfig{
+		"hops -1":          {TrustedHops: -1},
+		"hops and proxies": {TrustedHops: 1, TrustedProxies: ten},
+		"real ip 2 hops":   {TrustedHops: 2, ProxyHeader: XRealIP},
+		"header alone":     {ProxyHeader: Forwarded},
+		"header unknown":   {TrustedProxies: ten, ProxyHeader: 9},
+		"invalid prefix":   {TrustedProxies: []netip.Prefix{{}}},
+		"short mapped":     {TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:0:0/90")}},
+		"v6 bits -1":       {IPv6Prefix: -1},
+		"v6 bits 129":      {IPv6Prefix: 129},
+		"v4 bits -1":       {IPv4Prefix: -1},
+		"v4 bits 33":       {IPv4Prefix: 33},
+		"two bad fields":   {TrustedProxies: ten, IPv4Prefix: 40, IPv6Prefix: -1},
 	} {
-		c, err := NewClientIP(opts...)
-		if c != nil || !errors.Is(err, ErrInvalidOption) {
+		c, err := NewClientIP(cfg)
+		if c != nil || !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "httplimit: ") {
 			t.Errorf("%s: %v, %v", name, c, err)
 		}
 	}
-	if _, err := NewClientIP(nil, ten); err != nil {
-		t.Errorf("a nil option: %v", err)
+	// The zero fields are the defaults: no proxy, X-Forwarded-For, /64
+	// and /32.
+	c, err := NewClientIP(ClientIPConfig{TrustedProxies: ten})
+	if err != nil || c.header != XForwardedFor || c.v6bits != 64 || c.v4bits != 32 {
+		t.Errorf("defaults: %+v, %v", c, err)
 	}
 	for h, want := range map[IPHeader]string{XForwardedFor: "X-Forwarded-For", Forwarded: "Forwarded", XRealIP: "X-Real-Ip", 7: "IPHeader(7)"} {
 		if h.String() != want {
@@ -194,7 +198,7 @@ func TestNewClientIPErrors(t *testing.T) {
 // TestClientIPAllocs: a canonical IPv4 client costs no allocation, also
 // through a trusted proxy.
 func TestClientIPAllocs(t *testing.T) {
-	c, err := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+	c, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	if err != nil {
 		t.Fatal(err)
 	}

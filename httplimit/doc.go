@@ -3,7 +3,9 @@
 // is a func(http.Handler) http.Handler.
 //
 //	lim, _ := keyed.New(keyed.Config{Options: admit.Options{Name: "api"}, Limit: admit.PerMinute(100)})
-//	m, _ := httplimit.New(lim, httplimit.RemoteIP, httplimit.WithExemptPaths("/healthz", "/metrics"))
+//	m, _ := httplimit.New(lim, httplimit.RemoteIP, httplimit.Config{
+//		ExemptPaths: []string{"/healthz", "/metrics"},
+//	})
 //	http.ListenAndServe(":8080", m.Handler(mux))
 //
 // Every limited response carries the limit's state in the IETF draft's
@@ -19,7 +21,7 @@
 //   - New(limiter, key) for one limit per key: a keyed.Limiter in one
 //     process, a redisstore.Limiter for a fleet (wrapped in a compose.Guard,
 //     which decides what happens when Redis is down: the middleware's own
-//     WithFailOpen and WithFailClosed are a last resort).
+//     failing open and Config.FailClosed are a last resort).
 //   - NewChain(chain, keys) for hierarchical limits: per client address, per
 //     API key, per tenant and a global concurrency cap at once, each layer
 //     with its own KeyFunc; a request refused by one layer consumes nothing
@@ -30,8 +32,8 @@
 // The key:
 //
 //   - RemoteIP when clients connect directly. Behind a load balancer or
-//     CDN, NewClientIP with WithTrustedProxies (the proxies' addresses) or
-//     WithTrustedHops (how many proxies append to X-Forwarded-For): never
+//     CDN, NewClientIP with TrustedProxies (the proxies' addresses) or
+//     TrustedHops (how many proxies append to X-Forwarded-For): never
 //     read a forwarding header from an untrusted peer, since any client
 //     can send one. IPv6 clients are grouped by /64.
 //   - APIKey (wrapped in Hashed, to keep secrets out of the limiter) or
@@ -42,9 +44,9 @@
 //     limit per endpoint; Join(RemoteIP, Route()) for one per client and
 //     endpoint.
 //
-// Exempt health checks and metrics scrapes (WithExemptPaths), and start a
-// new limit in shadow mode (WithShadow) to see what it would refuse before
-// it refuses anything.
+// Exempt health checks and metrics scrapes (Config.ExemptPaths), and start
+// a new limit in shadow mode (Config.Shadow) to see what it would refuse
+// before it refuses anything.
 //
 // # Adaptive limits
 //
@@ -53,7 +55,7 @@
 // adaptive_concurrency rules). For those requests the middleware
 // captures the status the handler writes and reports the outcome through
 // compose.Held.Finish when the handler returns: a panic, or a status that
-// WithFailure's function calls a failure (by default 429 and 500 and
-// more), is a failure; anything else a success. Requests without such
+// Config.Failure calls a failure (by default 429 and 500 and more), is a
+// failure; anything else a success. Requests without such
 // limits are served as they are, without the capture.
 package httplimit

@@ -9,10 +9,6 @@ import (
 // Errors returned by this package. They are wrapped with %w where a call
 // has more to say, so test them with errors.Is.
 var (
-	// ErrInvalidOption reports an option given an invalid value, such as a
-	// refusal status outside 400-599 or a negative maximum key length.
-	ErrInvalidOption = errors.New("httplimit: invalid option")
-
 	// ErrNilArgument reports a nil limiter, key function, chain or Decider
 	// given to a constructor.
 	ErrNilArgument = errors.New("httplimit: nil argument")
@@ -20,7 +16,7 @@ var (
 	// ErrNoKey reports a request that a KeyFunc cannot key: the header,
 	// API key, route or context value it looks for is missing. The
 	// middleware refuses such a request with 400 Bad Request, or serves it
-	// without a limit under WithSkipUnkeyed. A Decider may return it
+	// without a limit under Config.SkipUnkeyed. A Decider may return it
 	// (wrapped) for the same treatment.
 	ErrNoKey = errors.New("httplimit: request has no key")
 
@@ -30,7 +26,7 @@ var (
 	// trusted proxies that is too short or malformed. It wraps ErrNoKey,
 	// but unlike a missing key it is never a reason to serve the request
 	// without a limit: the middleware refuses it with 400
-	// {"code":"KEY_INVALID"} whatever WithSkipUnkeyed says, and
+	// {"code":"KEY_INVALID"} whatever Config.SkipUnkeyed says, and
 	// policy.HTTP does not leave its descriptor out. So a client cannot
 	// escape its own limit by repeating or emptying the header it is keyed
 	// by.
@@ -46,7 +42,7 @@ var (
 	ErrNoClientIP error = &kindOf{"httplimit: no trustworthy client address", ErrNoKey}
 
 	// ErrKeyTooLong reports a key longer than the maximum (see
-	// WithMaxKeyLength). The middleware refuses the request with 431
+	// Config.MaxKeyLength). The middleware refuses the request with 431
 	// Request Header Fields Too Large without asking the limiter, as it
 	// does when the limiter itself finds the key too long. It is
 	// admit.ErrKeyTooLong.

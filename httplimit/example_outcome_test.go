@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit/httplimit"
 )
 
-func ExampleWithFailure() {
+func ExampleConfig_failure() {
 	// A rate towards a backend that adapts to its answers: +1/s for each
 	// success, halved when the backend is unavailable.
 	lim, err := adaptive.NewAIMD(adaptive.AIMDConfig{Min: 10, Max: 100, Initial: 40})
@@ -21,8 +21,9 @@ func ExampleWithFailure() {
 	if err != nil {
 		panic(err)
 	}
-	m, err := httplimit.NewChain(chain, []httplimit.KeyFunc{httplimit.Const("")},
-		httplimit.WithFailure(func(status int) bool { return status == http.StatusServiceUnavailable }))
+	m, err := httplimit.NewChain(chain, []httplimit.KeyFunc{httplimit.Const("")}, httplimit.Config{
+		Failure: func(status int) bool { return status == http.StatusServiceUnavailable },
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -21,7 +21,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	m, err := httplimit.New(lim, httplimit.RemoteIP, httplimit.WithExemptPaths("/healthz"))
+	m, err := httplimit.New(lim, httplimit.RemoteIP, httplimit.Config{ExemptPaths: []string{"/healthz"}})
 	if err != nil {
 		panic(err)
 	}
@@ -80,7 +80,7 @@ func Example() {
 
 func ExampleNewClientIP() {
 	// Behind load balancers in 10.0.0.0/8 that append to X-Forwarded-For.
-	c, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+	c, err := httplimit.NewClientIP(httplimit.ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	if err != nil {
 		panic(err)
 	}
@@ -114,16 +114,18 @@ func ExampleJoin() {
 	// 192.0.2.1|POST|acme\|eu <nil>
 }
 
-func ExampleWithShadow() {
+func ExampleConfig_shadow() {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "signup", Clock: clk}, Limit: admit.Every(time.Hour)})
 	if err != nil {
 		panic(err)
 	}
-	m, err := httplimit.New(lim, httplimit.RemoteIP, httplimit.WithShadow(true),
-		httplimit.WithObserver(func(e httplimit.Event) {
+	m, err := httplimit.New(lim, httplimit.RemoteIP, httplimit.Config{
+		Shadow: true,
+		Observe: func(e httplimit.Event) {
 			fmt.Printf("  %s key=%s retry=%v\n", e.Outcome, e.Key, e.Decision.RetryAfter)
-		}))
+		},
+	})
 	if err != nil {
 		panic(err)
 	}

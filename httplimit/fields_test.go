@@ -33,7 +33,7 @@ func TestFieldValues(t *testing.T) {
 		{Allowed: true, Limit: admit.Limit{Rate: 1 << 60, Period: time.Hour, Burst: 1 << 60}, Remaining: math.MaxInt64, ResetAfter: 1 << 62, Rule: "huge"},
 	}
 	for i, d := range decisions {
-		m, err := NewDecider(fixedDecider{d})
+		m, err := NewDecider(fixedDecider{d}, Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

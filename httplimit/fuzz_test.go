@@ -40,7 +40,7 @@ func FuzzForwardingHeaders(f *testing.F) {
 	trusted := netip.MustParsePrefix("10.0.0.0/8")
 	f.Fuzz(func(t *testing.T, line1, line2 string, hsel uint8) {
 		h := fuzzHeaders[int(hsel)%len(fuzzHeaders)]
-		c, err := NewClientIP(WithTrustedProxies(trusted), WithProxyHeader(h))
+		c, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{trusted}, ProxyHeader: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,13 +93,13 @@ func FuzzClientIP(f *testing.F) {
 	f.Add("@", "", uint8(0), uint8(0), uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, remote, line string, hsel, hops, v6, v4 uint8) {
 		h := fuzzHeaders[int(hsel)%len(fuzzHeaders)]
-		opts := []IPOption{WithProxyHeader(h), WithIPv6Prefix(int(v6)%128 + 1), WithIPv4Prefix(int(v4)%32 + 1)}
+		cfg := ClientIPConfig{ProxyHeader: h, IPv6Prefix: int(v6)%128 + 1, IPv4Prefix: int(v4)%32 + 1}
 		if hops%3 == 0 {
-			opts = append(opts, WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")))
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")}
 		} else {
-			opts = append(opts, WithTrustedHops(1))
+			cfg.TrustedHops = 1
 		}
-		c, err := NewClientIP(opts...)
+		c, err := NewClientIP(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,14 +188,9 @@ var fuzzShared [8]struct {
 	m  *Middleware
 }
 
-// fuzzOptions are the options of the middlewares of FuzzAnswers, by
-// index.
-func fuzzOptions(i int) []Option {
-	opts := []Option{WithFields([...]Fields{IETFFields | LegacyFields, IETFFields, LegacyFields, NoFields}[i%4])}
-	if i >= 4 {
-		opts = append(opts, WithProblemJSON("", ""))
-	}
-	return opts
+// fuzzConfig is the Config of the middlewares of FuzzAnswers, by index.
+func fuzzConfig(i int) Config {
+	return Config{Fields: [...]Fields{IETFFields | LegacyFields, IETFFields, LegacyFields, NoFields}[i%4], ProblemJSON: i >= 4}
 }
 
 // FuzzAnswers: a decision is answered by a middleware whose cache holds
@@ -222,11 +217,11 @@ func FuzzAnswers(f *testing.F) {
 		s := &fuzzShared[i]
 		if s.m == nil {
 			s.st = &stub{}
-			s.m = mustNew(t, s.st, RemoteIP, fuzzOptions(i)...)
+			s.m = mustNew(t, s.st, RemoteIP, fuzzConfig(i))
 		}
 		s.st.d, s.st.keys, s.st.costs = d, nil, nil
 		got := do(s.m.Handler(&okHandler{}), "/", "")
-		want := do(mustNew(t, &stub{d: d}, RemoteIP, fuzzOptions(i)...).Handler(&okHandler{}), "/", "")
+		want := do(mustNew(t, &stub{d: d}, RemoteIP, fuzzConfig(i)).Handler(&okHandler{}), "/", "")
 		if got.Code != want.Code || !reflect.DeepEqual(got.Result().Header, want.Result().Header) || got.Body.String() != want.Body.String() {
 			t.Fatalf("%+v: cached %d %v %q, new %d %v %q", d, got.Code, got.Result().Header, got.Body, want.Code, want.Result().Header, want.Body)
 		}

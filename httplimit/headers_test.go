@@ -20,7 +20,7 @@ import (
 func TestFieldsGCRA(t *testing.T) {
 	lim, clk := gcra(t, admit.PerMinute(2), "api")
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP).Handler(next)
+	h := mustNew(t, lim, RemoteIP, Config{}).Handler(next)
 
 	w := do(h, "/items", "192.0.2.1:1234")
 	checkResponse(t, w, 200, with(okType,
@@ -87,7 +87,7 @@ func TestFieldsGCRA(t *testing.T) {
 // name; durations round up.
 func TestFieldsFractional(t *testing.T) {
 	lim, _ := gcra(t, admit.PerSecond(3).WithBurst(6), "")
-	h := mustNew(t, lim, RemoteIP).Handler(&okHandler{})
+	h := mustNew(t, lim, RemoteIP, Config{}).Handler(&okHandler{})
 	for range 6 {
 		do(h, "/", "")
 	}
@@ -121,7 +121,7 @@ func TestFieldsOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, _ := gcra(t, admit.Every(10*time.Second), "api")
-			h := mustNew(t, lim, RemoteIP, WithFields(tc.fields)).Handler(&okHandler{})
+			h := mustNew(t, lim, RemoteIP, Config{Fields: tc.fields}).Handler(&okHandler{})
 			checkResponse(t, do(h, "/", ""), 200, tc.allowed, okBody)
 			checkResponse(t, do(h, "/", ""), 429, tc.refused, `{"code":"RATE_LIMIT","limit_dim":"api","retry_after_ms":10000}`+"\n")
 		})
@@ -147,7 +147,7 @@ func TestKinds(t *testing.T) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = w.Write([]byte(okBody))
 	})
-	m, err := NewChain(chain, []KeyFunc{Const("")})
+	m, err := NewChain(chain, []KeyFunc{Const("")}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = mustNew(t, q, RemoteIP).Handler(&okHandler{})
+	h = mustNew(t, q, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 200, with(okType,
 		"RateLimit-Policy", `"daily";q=1;w=86400`,
 		"RateLimit", `"daily";r=0;t=3600`,
@@ -210,7 +210,7 @@ type fixedClock time.Time
 // decision, odd rule names.
 func TestDecisionEdges(t *testing.T) {
 	never := &stub{d: admit.Decision{Limit: admit.PerSecond(5), RetryAfter: admit.InfDuration, ResetAfter: admit.InfDuration, Rule: `a "b"\c` + "\xff\n"}}
-	h := mustNew(t, never, RemoteIP).Handler(&okHandler{})
+	h := mustNew(t, never, RemoteIP, Config{}).Handler(&okHandler{})
 	// No Retry-After and no t: waiting does not help; the body says so.
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type":          "application/json",
@@ -221,7 +221,7 @@ func TestDecisionEdges(t *testing.T) {
 		"X-RateLimit-Reset":     "31536000",
 	}, `{"code":"RATE_LIMIT","limit_dim":"a \"b\"\\c\ufffd\u000a","never":true}`+"\n")
 	neverQuota := &stub{d: admit.Decision{Limit: admit.PerSecond(5), Remaining: 3, RetryAfter: admit.InfDuration, ResetAfter: 2e9, Rule: "q", Kind: admit.KindQuota}}
-	h = mustNew(t, neverQuota, RemoteIP, WithProblemJSON("", "")).Handler(&okHandler{})
+	h = mustNew(t, neverQuota, RemoteIP, Config{ProblemJSON: true}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type":          "application/problem+json",
 		"RateLimit-Policy":      `"q";q=5;w=1`,
@@ -234,24 +234,24 @@ func TestDecisionEdges(t *testing.T) {
 		`"violated-policies":["q"],"code":"RATE_LIMIT","limit_dim":"q","never":true,"kind":"QUOTA_EXCEEDED"}`+"\n")
 
 	unlimited := &stub{d: admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: admit.Inf}}
-	h = mustNew(t, unlimited, RemoteIP).Handler(&okHandler{})
+	h = mustNew(t, unlimited, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
 
 	zero := &stub{d: admit.Decision{Allowed: true}} // a Guard's fail-open
-	h = mustNew(t, zero, RemoteIP).Handler(&okHandler{})
+	h = mustNew(t, zero, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
 
 	// A refusal without a limit or a wait (a concurrency layer whose
 	// holders have no lease) still says to wait 1 s.
 	bare := &stub{d: admit.Decision{Rule: "x"}}
-	h = mustNew(t, bare, RemoteIP).Handler(&okHandler{})
+	h = mustNew(t, bare, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type": "application/json",
 		"Retry-After":  "1",
 	}, `{"code":"RATE_LIMIT","limit_dim":"x","retry_after_ms":1000}`+"\n")
 
 	huge := &stub{d: admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 1, Period: admit.InfDuration, Burst: admit.Inf - 1}, Remaining: admit.Inf - 1, ResetAfter: 2 * MaxRetryAfter}}
-	h = mustNew(t, huge, RemoteIP).Handler(&okHandler{})
+	h = mustNew(t, huge, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 200, with(okType,
 		"RateLimit-Policy", `"default";q=999999999999999;w=999999999999999`,
 		"RateLimit", `"default";r=999999999999999;t=31536000`,

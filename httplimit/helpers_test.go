@@ -34,9 +34,9 @@ func gcra(t testing.TB, l admit.Limit, name string) (*keyed.Limiter, *admittest.
 	return lim, clk
 }
 
-func mustNew(t testing.TB, lim admit.KeyedLimiter, key KeyFunc, opts ...Option) *Middleware {
+func mustNew(t testing.TB, lim admit.KeyedLimiter, key KeyFunc, cfg Config) *Middleware {
 	t.Helper()
-	m, err := New(lim, key, opts...)
+	m, err := New(lim, key, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

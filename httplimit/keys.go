@@ -15,7 +15,7 @@ import (
 // KeyFunc returns the key a request is limited under: its client address,
 // API key, user, route, or a combination. An error means the request
 // cannot be keyed (the middleware refuses it with 400, or serves it
-// without a limit under WithSkipUnkeyed); the KeyFuncs of this package
+// without a limit under Config.SkipUnkeyed); the KeyFuncs of this package
 // return errors wrapping ErrNoKey. A KeyFunc must be safe for concurrent
 // use, and should return a substring of the request rather than a new
 // string where it can, to save an allocation.

@@ -25,7 +25,7 @@ type Outcome uint8
 const (
 	// Admitted: the limit admitted the request; it was served.
 	Admitted Outcome = iota
-	// Refused: the limit refused the request (429, or WithStatus's).
+	// Refused: the limit refused the request (429, or Config.Status).
 	Refused
 	// Unkeyed: the request could not be keyed (Event.Err says why: its
 	// KeyFunc or cost function failed, or the key was too long, or the
@@ -33,13 +33,13 @@ const (
 	// or 431.
 	Unkeyed
 	// Skipped: the request could not be keyed and was served without a
-	// limit (WithSkipUnkeyed).
+	// limit (Config.SkipUnkeyed).
 	Skipped
 	// FailedOpen: the limiter failed (Event.Err); the request was served
-	// (WithFailOpen, the default).
+	// (failing open, the default).
 	FailedOpen
 	// FailedClosed: the limiter failed (Event.Err); the request was refused
-	// with 503 (WithFailClosed).
+	// with 503 (Config.FailClosed).
 	FailedClosed
 	// Canceled: the request's context ended while the limiter decided (the
 	// client went away); it was answered 503 without being served.
@@ -60,7 +60,7 @@ func (o Outcome) String() string {
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// Event describes one request the middleware decided, for WithObserver.
+// Event describes one request the middleware decided, for Config.Observe.
 type Event struct {
 	// Request is the request. It must not be kept after the observer
 	// returns.
@@ -68,12 +68,12 @@ type Event struct {
 	// Key is the request's key (for a Chain, the first layer's; empty for
 	// a Decider, or when the request could not be keyed).
 	Key string
-	// Cost is the request's cost (1 unless WithCost; 0 for a Decider).
+	// Cost is the request's cost (1 unless Config.Cost; 0 for a Decider).
 	Cost int64
 	// Outcome is what the middleware did, or in shadow mode what it would
 	// have done.
 	Outcome Outcome
-	// Shadow reports shadow mode (WithShadow): the request was served
+	// Shadow reports shadow mode (Config.Shadow): the request was served
 	// whatever the Outcome says.
 	Shadow bool
 	// Decision is the limiter's decision (the zero Decision if there was
@@ -99,11 +99,11 @@ const (
 // Each request is decided in one of three ways, fixed by the constructor:
 // by a keyed limiter and a KeyFunc (New), by a compose.Chain with a
 // KeyFunc per layer (NewChain), or by a Decider such as a policy engine
-// (NewDecider). Requests on exempt paths (WithExemptPaths,
-// WithExemptPrefixes, WithExempt) are served without a decision.
+// (NewDecider). Requests on exempt paths (Config.ExemptPaths,
+// ExemptPrefixes, Exempt) are served without a decision.
 //
 // An admitted request is served with the rate-limit fields of its decision
-// (see WithFields): for a limit of 100 per minute named "api" with 42
+// (see Config.Fields): for a limit of 100 per minute named "api" with 42
 // requests left, full again in 30 s,
 //
 //	RateLimit-Policy: "api";q=100;w=60
@@ -123,7 +123,7 @@ const (
 // w or X-RateLimit-Reset, and without t but on a refusal. A decision without a finite limit (an unlimited
 // limit, or a compose.Guard's fail-open) gets no rate-limit fields.
 //
-// A refused request is answered with status 429 (WithStatus), the same
+// A refused request is answered with status 429 (Config.Status), the same
 // fields except that t is the Retry-After (so that Retry-After does not
 // end before the effective window, as the draft asks), Retry-After in
 // seconds (the decision's RetryAfter rounded up; at least 1 s, since a
@@ -135,22 +135,23 @@ const (
 // limit_dim is the Rule, retry_after_ms the RetryAfter in milliseconds,
 // rounded up (and bounded as Retry-After is). A refusal by a concurrency
 // limit or a calendar quota adds "kind":"CONCURRENCY_LIMIT" or
-// "kind":"QUOTA_EXCEEDED". WithProblemJSON sends RFC 9457 problem details
-// instead, and WithRefusalHandler writes whatever the caller likes.
+// "kind":"QUOTA_EXCEEDED". Config.ProblemJSON sends RFC 9457 problem
+// details instead, and Config.RefusalHandler writes whatever the caller
+// likes.
 //
 // A request that cannot be keyed (the KeyFunc or cost function fails) is
 // refused with 400 {"code":"KEY_MISSING"}, or served without a limit under
-// WithSkipUnkeyed; one whose key is repeated, empty or malformed (an error
+// Config.SkipUnkeyed; one whose key is repeated, empty or malformed (an error
 // wrapping ErrBadKey) is refused with 400 {"code":"KEY_INVALID"} whatever
-// WithSkipUnkeyed says, so that repeating or emptying a header is never a
-// way around the limit; a key longer than WithMaxKeyLength (default 4 KiB)
+// Config.SkipUnkeyed says, so that repeating or emptying a header is never
+// a way around the limit; a key longer than Config.MaxKeyLength (default 4 KiB)
 // is refused with 431 {"code":"KEY_TOO_LONG"} without reaching the
 // limiter.
 // The limiter's errors about the request are treated alike: a key too long
 // for it (admit.ErrKeyTooLong) gets 431, an invalid cost 400. Any other
 // error of the limiter is a failure, decided by the failure policy:
-// WithFailOpen (the default) serves the request, WithFailClosed refuses
-// it with 503 and Retry-After.
+// failing open (the default) serves the request, Config.FailClosed
+// refuses it with 503 and Retry-After.
 //
 // The slots a Chain's or a Decider's concurrency limits grant (recorded in
 // a compose.Held) are released when the handler returns, or panics: the
@@ -158,8 +159,8 @@ const (
 // request's outcome (compose.Held.WantsOutcome: an adaptive limit), the
 // middleware captures the status the handler writes and finishes the Held
 // instead (compose.Held.Finish): the request failed if the handler
-// panicked or if WithFailure's function says so of the status (by
-// default, 429 or 500 and more). The ResponseWriter the handler then gets
+// panicked or if Config.Failure says so of the status (by default, 429
+// or 500 and more). The ResponseWriter the handler then gets
 // wraps the original one: it implements http.Flusher, http.Hijacker and
 // io.ReaderFrom by delegating (Flush does nothing, and Hijack fails with
 // http.ErrNotSupported, where the original does not support them), and
@@ -209,66 +210,64 @@ type refusalBody struct {
 	body   string
 }
 
-// New returns middleware that decides each request by asking lim for the
-// request's key (key(r)) and cost (1, or WithCost's). lim is any keyed
-// limiter (an admit.KeyedLimiter): a keyed.Limiter, a redisstore.Limiter,
-// a compose.Guard, a compose.Chain whose layers share the key. New fails with ErrNilArgument
-// for a nil lim or key, and with ErrInvalidOption for an invalid option.
-func New(lim admit.KeyedLimiter, key KeyFunc, opts ...Option) (*Middleware, error) {
+// New returns middleware configured by cfg that decides each request by
+// asking lim for the request's key (key(r)) and cost (1, or cfg.Cost's).
+// lim is any keyed limiter (an admit.KeyedLimiter): a keyed.Limiter, a
+// redisstore.Limiter, a compose.Guard, a compose.Chain whose layers share
+// the key. New fails with ErrNilArgument for a nil lim or key, and with an
+// error wrapping admit.ErrInvalidConfig for a field of cfg out of its
+// domain.
+func New(lim admit.KeyedLimiter, key KeyFunc, cfg Config) (*Middleware, error) {
 	if isNil(lim) || key == nil {
 		return nil, fmt.Errorf("%w: New needs a limiter and a key function", ErrNilArgument)
 	}
-	return build(&Middleware{mode: modeKeyed, lim: lim, key: key}, opts)
+	return build(&Middleware{mode: modeKeyed, lim: lim, key: key}, &cfg)
 }
 
-// NewChain returns middleware that decides each request by chain c, with
-// keys[i](r) the key of the chain's layer i, and the cost of WithCost
-// (default 1). The slots of the chain's concurrency layers are held until
-// the handler returns. NewChain fails with ErrNilArgument for a nil c or
-// key function, and with ErrInvalidOption if len(keys) is not the number of
-// layers.
-func NewChain(c *compose.Chain, keys []KeyFunc, opts ...Option) (*Middleware, error) {
+// NewChain returns middleware configured by cfg that decides each request
+// by chain c, with keys[i](r) the key of the chain's layer i, and the cost
+// of cfg.Cost (default 1). The slots of the chain's concurrency layers are
+// held until the handler returns. NewChain fails with ErrNilArgument for a
+// nil c or key function, and with an error wrapping admit.ErrInvalidConfig
+// if len(keys) is not the number of layers or a field of cfg is out of its
+// domain.
+func NewChain(c *compose.Chain, keys []KeyFunc, cfg Config) (*Middleware, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: NewChain needs a chain", ErrNilArgument)
 	}
 	if n := len(c.Layers()); len(keys) != n {
-		return nil, fmt.Errorf("%w: %d key functions for %d layers", ErrInvalidOption, len(keys), n)
+		return nil, fmt.Errorf("%w: httplimit: NewChain: %d key functions for %d layers", admit.ErrInvalidConfig, len(keys), n)
 	}
 	for i, k := range keys {
 		if k == nil {
 			return nil, fmt.Errorf("%w: key function %d is nil", ErrNilArgument, i)
 		}
 	}
-	return build(&Middleware{mode: modeChain, chain: c, keys: append([]KeyFunc(nil), keys...)}, opts)
+	return build(&Middleware{mode: modeChain, chain: c, keys: append([]KeyFunc(nil), keys...)}, &cfg)
 }
 
-// NewDecider returns middleware that decides each request by d, a policy
-// engine or any Decider: d works out the keys and the cost itself, so
-// WithCost is an error here. The slots d records in the Held are released
+// NewDecider returns middleware configured by cfg that decides each
+// request by d, a policy engine or any Decider: d works out the keys and
+// the cost itself, so a cfg.Cost is an error here (wrapping
+// admit.ErrInvalidConfig, as is a field of cfg out of its domain). The slots d records in the Held are released
 // when the handler returns (or at once if d refuses or fails); grants that
 // learn from the outcome are finished with it (see Middleware). An error of
 // d wrapping ErrNoKey is treated as a request that cannot be keyed.
 // NewDecider fails with ErrNilArgument for a nil d.
-func NewDecider(d Decider, opts ...Option) (*Middleware, error) {
+func NewDecider(d Decider, cfg Config) (*Middleware, error) {
 	if isNil(d) {
 		return nil, fmt.Errorf("%w: NewDecider needs a Decider", ErrNilArgument)
 	}
-	m, err := build(&Middleware{mode: modeDecider, decider: d}, opts)
-	if err == nil && m.cost != nil {
-		return nil, fmt.Errorf("%w: WithCost: a Decider decides the cost itself", ErrInvalidOption)
+	if cfg.Cost != nil {
+		return nil, fmt.Errorf("%w: httplimit: Cost: a Decider decides the cost itself", admit.ErrInvalidConfig)
 	}
-	return m, err
+	return build(&Middleware{mode: modeDecider, decider: d}, &cfg)
 }
 
-func build(m *Middleware, opts []Option) (*Middleware, error) {
-	m.options = defaultOptions()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&m.options)
-		}
-	}
-	if m.err != nil {
-		return nil, m.err
+func build(m *Middleware, cfg *Config) (*Middleware, error) {
+	var err error
+	if m.options, err = cfg.resolve(); err != nil {
+		return nil, err
 	}
 	m.exempts = len(m.exactPaths) > 0 || len(m.prefixes) > 0 || m.exemptFunc != nil
 	m.bad[0] = m.badBody(http.StatusBadRequest, "KEY_MISSING", "the request carries no usable key for its rate limit")

@@ -16,7 +16,7 @@ import (
 
 func TestStatusAndProblemJSON(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Minute), "per-user")
-	m := mustNew(t, lim, RemoteIP, WithStatus(http.StatusServiceUnavailable), WithProblemJSON("", ""), WithFields(NoFields))
+	m := mustNew(t, lim, RemoteIP, Config{Status: http.StatusServiceUnavailable, ProblemJSON: true, Fields: NoFields})
 	h := m.Handler(&okHandler{})
 	do(h, "/", "")
 	w := do(h, "/", "")
@@ -26,7 +26,7 @@ func TestStatusAndProblemJSON(t *testing.T) {
 	}, `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Temporary Reduced Capacity","status":503,"detail":"Rate limit \"per-user\" exceeded; retry after 60 seconds.","violated-policies":["per-user"],"code":"RATE_LIMIT","limit_dim":"per-user","retry_after_ms":60000}`+"\n")
 
 	lim, _ = gcra(t, admit.Every(time.Second), "api")
-	h = mustNew(t, lim, RemoteIP, WithProblemJSON("", ""), WithFields(NoFields)).Handler(&okHandler{})
+	h = mustNew(t, lim, RemoteIP, Config{ProblemJSON: true, Fields: NoFields}).Handler(&okHandler{})
 	do(h, "/", "")
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type": "application/problem+json",
@@ -34,7 +34,7 @@ func TestStatusAndProblemJSON(t *testing.T) {
 	}, `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Quota Exceeded","status":429,"detail":"Rate limit \"api\" exceeded; retry after 1 second.","violated-policies":["api"],"code":"RATE_LIMIT","limit_dim":"api","retry_after_ms":1000}`+"\n")
 
 	lim, _ = gcra(t, admit.Every(time.Second), "api")
-	h = mustNew(t, lim, RemoteIP, WithProblemJSON("https://example.com/probs/slow-down", "Slow Down"), WithFields(NoFields)).Handler(&okHandler{})
+	h = mustNew(t, lim, RemoteIP, Config{ProblemJSON: true, ProblemType: "https://example.com/probs/slow-down", ProblemTitle: "Slow Down", Fields: NoFields}).Handler(&okHandler{})
 	do(h, "/", "")
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type": "application/problem+json",
@@ -45,12 +45,12 @@ func TestStatusAndProblemJSON(t *testing.T) {
 func TestRefusalHandler(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Second), "api")
 	var got admit.Decision
-	h := mustNew(t, lim, RemoteIP, WithFields(LegacyFields), WithRefusalHandler(func(w http.ResponseWriter, r *http.Request, d admit.Decision, status int) {
+	h := mustNew(t, lim, RemoteIP, Config{Fields: LegacyFields, RefusalHandler: func(w http.ResponseWriter, r *http.Request, d admit.Decision, status int) {
 		got = d
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte("slow down"))
-	})).Handler(&okHandler{})
+	}}).Handler(&okHandler{})
 	do(h, "/", "")
 	checkResponse(t, do(h, "/", ""), 429, map[string]string{
 		"Content-Type":          "text/plain",
@@ -70,11 +70,7 @@ func (c fixedClock) NewTimer(time.Duration) admit.Timer { panic("no timers") }
 func TestExemptions(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Hour), "api")
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP,
-		WithExemptPaths("/healthz", "/readyz"),
-		WithExemptPrefixes("/metrics", "/debug/"),
-		WithExempt(func(r *http.Request) bool { return r.Header.Get("X-Internal") == "yes" }),
-	).Handler(next)
+	h := mustNew(t, lim, RemoteIP, Config{ExemptPaths: []string{"/healthz", "/readyz"}, ExemptPrefixes: []string{"/metrics", "/debug/"}, Exempt: func(r *http.Request) bool { return r.Header.Get("X-Internal") == "yes" }}).Handler(next)
 	// Use up the hour.
 	if w := do(h, "/api", ""); w.Code != 200 {
 		t.Fatalf("first request: %d", w.Code)
@@ -135,7 +131,7 @@ func TestShadow(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Hour), "api")
 	var ev events
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP, WithShadow(true), WithObserver(ev.observe)).Handler(next)
+	h := mustNew(t, lim, RemoteIP, Config{Shadow: true, Observe: ev.observe}).Handler(next)
 	for range 3 {
 		checkResponse(t, do(h, "/", "192.0.2.1:1"), 200, okType, okBody)
 	}
@@ -158,14 +154,14 @@ func TestFailurePolicies(t *testing.T) {
 
 	var ev events
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP, WithObserver(ev.observe)).Handler(next)
+	h := mustNew(t, lim, RemoteIP, Config{Observe: ev.observe}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
 	if got := ev.outcomes(); got != "failed-open" || !errors.Is(ev.list[0].Err, down) {
 		t.Errorf("fail open: %q %v", got, ev.list[0].Err)
 	}
 
 	ev = events{}
-	h = mustNew(t, lim, RemoteIP, WithFailClosed(0), WithObserver(ev.observe)).Handler(next)
+	h = mustNew(t, lim, RemoteIP, Config{FailClosed: true, Observe: ev.observe}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 503, map[string]string{
 		"Content-Type": "application/json",
 		"Retry-After":  "1",
@@ -174,18 +170,14 @@ func TestFailurePolicies(t *testing.T) {
 		t.Errorf("fail closed: %q", got)
 	}
 
-	h = mustNew(t, lim, RemoteIP, WithFailClosed(2500*time.Millisecond), WithProblemJSON("", "")).Handler(next)
+	h = mustNew(t, lim, RemoteIP, Config{FailClosed: true, FailClosedRetryAfter: 2500 * time.Millisecond, ProblemJSON: true}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 503, map[string]string{
 		"Content-Type": "application/problem+json",
 		"Retry-After":  "3",
 	}, `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Temporary Reduced Capacity","status":503,"detail":"The rate limiter is unavailable; retry after 3 seconds.","violated-policies":["fail-closed"],"code":"RATE_LIMIT","limit_dim":"fail-closed","retry_after_ms":2500}`+"\n")
 
-	// The last option wins.
-	h = mustNew(t, lim, RemoteIP, WithFailClosed(0), WithFailOpen()).Handler(next)
-	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
-
 	// Shadow mode serves what fail closed would refuse.
-	h = mustNew(t, lim, RemoteIP, WithFailClosed(0), WithShadow(true)).Handler(next)
+	h = mustNew(t, lim, RemoteIP, Config{FailClosed: true, Shadow: true}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
 }
 
@@ -194,7 +186,7 @@ func TestCanceled(t *testing.T) {
 	lim := &stub{err: context.Canceled}
 	var ev events
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP, WithObserver(ev.observe)).Handler(next)
+	h := mustNew(t, lim, RemoteIP, Config{Observe: ev.observe}).Handler(next)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
@@ -216,7 +208,7 @@ func TestUnkeyed(t *testing.T) {
 	lim, _ := gcra(t, admit.PerSecond(10), "api")
 	var ev events
 	next := &okHandler{}
-	h := mustNew(t, lim, Header("X-User"), WithObserver(ev.observe), WithMaxKeyLength(16)).Handler(next)
+	h := mustNew(t, lim, Header("X-User"), Config{Observe: ev.observe, MaxKeyLength: 16}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_MISSING"}`+"\n")
 	checkResponse(t, do(h, "/", "", "X-User", strings.Repeat("u", 17)), 431, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_TOO_LONG"}`+"\n")
 	checkResponse(t, do(h, "/", "", "X-User", strings.Repeat("u", 16)), 200, with(okType,
@@ -234,7 +226,7 @@ func TestUnkeyed(t *testing.T) {
 
 	// Skipped, but a key too long is still refused.
 	ev = events{}
-	h = mustNew(t, lim, Header("X-User"), WithSkipUnkeyed(), WithObserver(ev.observe), WithMaxKeyLength(16)).Handler(next)
+	h = mustNew(t, lim, Header("X-User"), Config{SkipUnkeyed: true, Observe: ev.observe, MaxKeyLength: 16}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 200, okType, okBody)
 	checkResponse(t, do(h, "/", "", "X-User", strings.Repeat("u", 1<<20)), 431, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_TOO_LONG"}`+"\n")
 	if got := ev.outcomes(); got != "skipped unkeyed" {
@@ -242,7 +234,7 @@ func TestUnkeyed(t *testing.T) {
 	}
 
 	// problem+json.
-	h = mustNew(t, lim, Header("X-User"), WithProblemJSON("", "")).Handler(next)
+	h = mustNew(t, lim, Header("X-User"), Config{ProblemJSON: true}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/problem+json"},
 		`{"type":"about:blank","title":"Bad Request","status":400,"detail":"the request carries no usable key for its rate limit","code":"KEY_MISSING"}`+"\n")
 	checkResponse(t, do(h, "/", "", "X-User", strings.Repeat("u", 5000)), 431, map[string]string{"Content-Type": "application/problem+json"},
@@ -257,11 +249,11 @@ func TestLimiterRequestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := &okHandler{}
-	h := mustNew(t, short, Header("X-User"), WithSkipUnkeyed()).Handler(next)
+	h := mustNew(t, short, Header("X-User"), Config{SkipUnkeyed: true}).Handler(next)
 	checkResponse(t, do(h, "/", "", "X-User", "12345"), 431, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_TOO_LONG"}`+"\n")
 
 	bad := &stub{d: admit.Decision{RetryAfter: admit.InfDuration}, err: admit.ErrInvalidCost}
-	h = mustNew(t, bad, RemoteIP).Handler(next)
+	h = mustNew(t, bad, RemoteIP, Config{}).Handler(next)
 	checkResponse(t, do(h, "/", ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	if next.calls.Load() != 0 {
 		t.Errorf("handler called %d times", next.calls.Load())
@@ -272,7 +264,7 @@ func TestCost(t *testing.T) {
 	lim := &stub{d: admit.Decision{Allowed: true}}
 	var ev events
 	next := &okHandler{}
-	h := mustNew(t, lim, RemoteIP, WithObserver(ev.observe), WithCost(func(r *http.Request) (int64, error) {
+	h := mustNew(t, lim, RemoteIP, Config{Observe: ev.observe, Cost: func(r *http.Request) (int64, error) {
 		switch r.URL.Path {
 		case "/neg":
 			return -1, nil
@@ -280,7 +272,7 @@ func TestCost(t *testing.T) {
 			return 0, errors.New("no content length")
 		}
 		return r.ContentLength, nil
-	})).Handler(next)
+	}}).Handler(next)
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("12345"))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -298,7 +290,7 @@ func TestCost(t *testing.T) {
 func TestObserverEvents(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Hour), "api")
 	var ev events
-	h := mustNew(t, lim, RemoteIP, WithObserver(ev.observe)).Handler(&okHandler{})
+	h := mustNew(t, lim, RemoteIP, Config{Observe: ev.observe}).Handler(&okHandler{})
 	do(h, "/", "192.0.2.9:80")
 	do(h, "/", "192.0.2.9:80")
 	do(h, "/", "@")
@@ -336,32 +328,45 @@ func TestConstructors(t *testing.T) {
 		err  error
 		make func() (*Middleware, error)
 	}{
-		{"nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nil, RemoteIP) }},
-		{"typed nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nilLim, RemoteIP) }},
-		{"nil key", ErrNilArgument, func() (*Middleware, error) { return New(lim, nil) }},
-		{"nil chain", ErrNilArgument, func() (*Middleware, error) { return NewChain(nil, nil) }},
-		{"chain keys", ErrInvalidOption, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{RemoteIP, RemoteIP}) }},
-		{"chain nil key", ErrNilArgument, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{nil}) }},
-		{"nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nil) }},
-		{"typed nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nilDecider) }},
-		{"decider cost", ErrInvalidOption, func() (*Middleware, error) {
-			return NewDecider(&decider{}, WithCost(func(*http.Request) (int64, error) { return 1, nil }))
+		{"nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nil, RemoteIP, Config{}) }},
+		{"typed nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nilLim, RemoteIP, Config{}) }},
+		{"nil key", ErrNilArgument, func() (*Middleware, error) { return New(lim, nil, Config{}) }},
+		{"nil chain", ErrNilArgument, func() (*Middleware, error) { return NewChain(nil, nil, Config{}) }},
+		{"chain keys", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{RemoteIP, RemoteIP}, Config{}) }},
+		{"chain nil key", ErrNilArgument, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{nil}, Config{}) }},
+		{"nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nil, Config{}) }},
+		{"typed nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nilDecider, Config{}) }},
+		{"decider cost", admit.ErrInvalidConfig, func() (*Middleware, error) {
+			return NewDecider(&decider{}, Config{Cost: func(*http.Request) (int64, error) { return 1, nil }})
 		}},
-		{"status 200", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithStatus(200)) }},
-		{"status 600", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithStatus(600)) }},
-		{"fields", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithFields(8)) }},
-		{"problem title", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithProblemJSON("urn:x", "")) }},
-		{"exempt path", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithExemptPaths("healthz")) }},
-		{"exempt prefix", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithExemptPrefixes("")) }},
-		{"fail closed", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithFailClosed(-1)) }},
-		{"max key length", ErrInvalidOption, func() (*Middleware, error) { return New(lim, RemoteIP, WithMaxKeyLength(0)) }},
+		{"status 200", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{Status: 200}) }},
+		{"status 600", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{Status: 600}) }},
+		{"fields", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{Fields: 8}) }},
+		{"problem title", admit.ErrInvalidConfig, func() (*Middleware, error) {
+			return New(lim, RemoteIP, Config{ProblemJSON: true, ProblemType: "urn:x"})
+		}},
+		{"exempt path", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{ExemptPaths: []string{"healthz"}}) }},
+		{"exempt prefix", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{ExemptPrefixes: []string{""}}) }},
+		{"fail closed", admit.ErrInvalidConfig, func() (*Middleware, error) {
+			return New(lim, RemoteIP, Config{FailClosed: true, FailClosedRetryAfter: -1})
+		}},
+		{"max key length", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{MaxKeyLength: -1}) }},
+		{"no fields and others", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, RemoteIP, Config{Fields: NoFields | IETFFields}) }},
+		{"problem type without problem", admit.ErrInvalidConfig, func() (*Middleware, error) {
+			return New(lim, RemoteIP, Config{ProblemType: "urn:x", ProblemTitle: "X"})
+		}},
 	} {
 		m, err := tc.make()
 		if m != nil || !errors.Is(err, tc.err) {
 			t.Errorf("%s: got %v, %v; want %v", tc.name, m, err, tc.err)
 		}
 	}
-	if _, err := New(lim, RemoteIP, nil, WithStatus(503)); err != nil {
-		t.Errorf("a nil option: %v", err)
+	if _, err := New(lim, RemoteIP, Config{Status: 503}); err != nil {
+		t.Errorf("status 503: %v", err)
+	}
+	// The zero Config gives the defaults.
+	m, err := New(lim, RemoteIP, Config{})
+	if err != nil || m.status != 429 || m.fields != IETFFields|LegacyFields || m.maxKeyLen != 4096 || m.failRetry != time.Second || m.failure == nil {
+		t.Errorf("the zero Config: %+v, %v", m, err)
 	}
 }

@@ -24,9 +24,9 @@ type oddKey struct {
 // malformed, for every KeyFunc of the package that reads what a client
 // sends.
 func oddKeys() []oddKey {
-	hops, _ := NewClientIP(WithTrustedHops(1))
-	proxies, _ := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
-	fwd, _ := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")), WithProxyHeader(Forwarded))
+	hops, _ := NewClientIP(ClientIPConfig{TrustedHops: 1})
+	proxies, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	fwd, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: Forwarded})
 	return []oddKey{
 		{"header repeated", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "a"}},
 		{"header repeated, other value", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "b"}},
@@ -58,17 +58,13 @@ func oddKeys() []oddKey {
 // TestOddKeysNeverLiftTheLimit: whatever the options, a request that
 // sends its key oddly is refused with 400 KEY_INVALID, so it never gets
 // more than a request sending it once (5 of 15, the limit): not under
-// WithSkipUnkeyed, which serves requests without a key unlimited.
+// Config.SkipUnkeyed, which serves requests without a key unlimited.
 func TestOddKeysNeverLiftTheLimit(t *testing.T) {
 	for _, c := range oddKeys() {
 		for _, skip := range []bool{false, true} {
 			lim, _ := gcra(t, admit.Limit{Rate: 5, Period: 3600e9}, "k")
-			var opts []Option
-			if skip {
-				opts = append(opts, WithSkipUnkeyed())
-			}
 			next := &okHandler{}
-			h := mustNew(t, lim, c.key, opts...).Handler(next)
+			h := mustNew(t, lim, c.key, Config{SkipUnkeyed: skip}).Handler(next)
 			for range 15 {
 				w := do(h, c.target, c.remote, c.header...)
 				if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"KEY_INVALID"`) {
@@ -90,7 +86,7 @@ func TestOddKeysNeverLiftTheLimit(t *testing.T) {
 
 // TestMissingKeysAreNotBad: a key source a request does not send at all
 // is missing (ErrNoKey, not ErrBadKey): the request is refused with 400
-// KEY_MISSING, or served unlimited under WithSkipUnkeyed, as documented.
+// KEY_MISSING, or served unlimited under Config.SkipUnkeyed, as documented.
 func TestMissingKeysAreNotBad(t *testing.T) {
 	cases := []oddKey{
 		{"header", Header("X-Api-Key"), "/", "", nil},
@@ -104,7 +100,7 @@ func TestMissingKeysAreNotBad(t *testing.T) {
 			t.Errorf("%s: error %v, want ErrNoKey and not ErrBadKey", c.name, err)
 		}
 		lim, _ := gcra(t, admit.Limit{Rate: 5, Period: 3600e9}, "k")
-		w := do(mustNew(t, lim, c.key).Handler(&okHandler{}), c.target, c.remote, c.header...)
+		w := do(mustNew(t, lim, c.key, Config{}).Handler(&okHandler{}), c.target, c.remote, c.header...)
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"KEY_MISSING"`) {
 			t.Errorf("%s: %d %s, want 400 KEY_MISSING", c.name, w.Code, w.Body)
 		}
@@ -136,7 +132,7 @@ func newRequest(target, remote string, header ...string) *http.Request {
 // FuzzKeySources sends any header lines and query to every KeyFunc that
 // reads what a client sends: a source the request carries in any form
 // either gives a key or fails with ErrBadKey, never with a bare ErrNoKey
-// (which WithSkipUnkeyed and policy.HTTP take as "no such source"); and
+// (which Config.SkipUnkeyed and policy.HTTP take as "no such source"); and
 // the same request always gives the same answer.
 func FuzzKeySources(f *testing.F) {
 	f.Add("a", "", uint8(1), "k=a")
@@ -157,8 +153,8 @@ func FuzzKeySources(f *testing.F) {
 			r.Header.Add("Authorization", v)
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		hops, _ := NewClientIP(WithTrustedHops(1))
-		proxies, _ := NewClientIP(WithTrustedProxies(netip.MustParsePrefix("10.0.0.0/8")))
+		hops, _ := NewClientIP(ClientIPConfig{TrustedHops: 1})
+		proxies, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 		present := len(vals) > 0
 		for _, c := range []struct {
 			name    string

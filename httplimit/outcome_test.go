@@ -54,13 +54,13 @@ func (s *outcomeSlots) TryAcquire(_ context.Context, req admit.Request) (admit.R
 	return plainRel{s}, d, nil
 }
 
-func outcomeChain(t testing.TB, s *outcomeSlots, opts ...Option) *Middleware {
+func outcomeChain(t testing.TB, s *outcomeSlots, cfg Config) *Middleware {
 	t.Helper()
 	chain, err := compose.All(compose.Layer{Name: "slots", Slots: s})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewChain(chain, []KeyFunc{Const("k")}, opts...)
+	m, err := NewChain(chain, []KeyFunc{Const("k")}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func outcomeChain(t testing.TB, s *outcomeSlots, opts ...Option) *Middleware {
 // it and the handler gets the original ResponseWriter.
 func TestOutcome(t *testing.T) {
 	s := &outcomeSlots{fin: true}
-	m := outcomeChain(t, s)
+	m := outcomeChain(t, s, Config{})
 	for _, tc := range []struct {
 		name   string
 		h      http.HandlerFunc
@@ -115,16 +115,16 @@ func TestOutcome(t *testing.T) {
 	if got := s.take(); len(got) != 1 || got[0] != "finish true" {
 		t.Errorf("panic: %q", got)
 	}
-	// WithFailure decides.
-	m = outcomeChain(t, s, WithFailure(func(status int) bool { return status == 404 }))
+	// Config.Failure decides.
+	m = outcomeChain(t, s, Config{Failure: func(status int) bool { return status == 404 }})
 	do(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) })), "/", "")
 	do(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })), "/", "")
 	if got := s.take(); fmt.Sprint(got) != "[finish true finish false]" {
-		t.Errorf("WithFailure: %q", got)
+		t.Errorf("Config.Failure: %q", got)
 	}
 	// No Finisher: released, and the handler has the original writer.
 	plain := &outcomeSlots{}
-	m = outcomeChain(t, plain, WithFailure(nil))
+	m = outcomeChain(t, plain, Config{Failure: nil})
 	var wrapped bool
 	do(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, wrapped = w.(*statusWriter)
@@ -133,8 +133,8 @@ func TestOutcome(t *testing.T) {
 	if got := plain.take(); fmt.Sprint(got) != "[release]" || wrapped {
 		t.Errorf("without a Finisher: %q, wrapped %v", got, wrapped)
 	}
-	if DefaultFailure(200) || DefaultFailure(404) || !DefaultFailure(429) || !DefaultFailure(502) {
-		t.Error("DefaultFailure")
+	if defaultFailure(200) || defaultFailure(404) || !defaultFailure(429) || !defaultFailure(502) {
+		t.Error("defaultFailure")
 	}
 }
 
@@ -143,7 +143,7 @@ func TestOutcome(t *testing.T) {
 // http.ResponseController (deadlines), on a real server.
 func TestOutcomeWriter(t *testing.T) {
 	s := &outcomeSlots{fin: true}
-	m := outcomeChain(t, s)
+	m := outcomeChain(t, s, Config{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
@@ -228,7 +228,7 @@ func BenchmarkAdmittedOutcome(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewChain(chain, []KeyFunc{RemoteIP, Const("")})
+	m, err := NewChain(chain, []KeyFunc{RemoteIP, Const("")}, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

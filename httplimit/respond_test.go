@@ -45,12 +45,8 @@ func TestBodiesAreJSON(t *testing.T) {
 	for _, problem := range []bool{false, true} {
 		for _, rule := range []string{"", "api", `we"ird\` + "\n\u2028\xfe", strings.Repeat("r", 500)} {
 			for _, kind := range []admit.Kind{admit.KindRate, admit.KindConcurrency, admit.KindQuota} {
-				var opts []Option
-				if problem {
-					opts = append(opts, WithProblemJSON("", ""))
-				}
 				lim := &stub{d: admit.Decision{Limit: admit.PerSecond(5), RetryAfter: 1500 * time.Millisecond, Rule: rule, Kind: kind}}
-				w := do(mustNew(t, lim, RemoteIP, opts...).Handler(&okHandler{}), "/", "")
+				w := do(mustNew(t, lim, RemoteIP, Config{ProblemJSON: problem}).Handler(&okHandler{}), "/", "")
 				var body map[string]any
 				if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 					t.Fatalf("%q: %v", w.Body.String(), err)
@@ -98,7 +94,7 @@ func wantFields(d admit.Decision) (map[string]string, string) {
 // answers, and finds an answer by Rule, Limit, Kind and status.
 func TestAnswerCache(t *testing.T) {
 	st := &stub{}
-	m := mustNew(t, st, RemoteIP)
+	m := mustNew(t, st, RemoteIP, Config{})
 	h := m.Handler(&okHandler{})
 	const n = 3 * answerCacheSize
 	for round := range 3 {
@@ -160,7 +156,7 @@ func TestAnswerCache(t *testing.T) {
 // of their own.
 func TestRefusalValuesShared(t *testing.T) {
 	lim, _ := gcra(t, admit.Every(time.Minute), "api")
-	mw := mustNew(t, lim, RemoteIP)
+	mw := mustNew(t, lim, RemoteIP, Config{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mw.Handler(&okHandler{}).ServeHTTP(w, r)
 		for k := range w.Header() {
@@ -190,14 +186,14 @@ func TestRefusalValuesShared(t *testing.T) {
 
 	lim, _ = gcra(t, admit.Every(time.Minute), "api")
 	var seen []string
-	rh := mustNew(t, lim, RemoteIP, WithRefusalHandler(func(w http.ResponseWriter, r *http.Request, d admit.Decision, status int) {
+	rh := mustNew(t, lim, RemoteIP, Config{RefusalHandler: func(w http.ResponseWriter, r *http.Request, d admit.Decision, status int) {
 		for _, k := range []string{"Ratelimit-Policy", "Ratelimit", "Retry-After", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"} {
 			v := w.Header()[k]
 			seen = append(seen, strings.Join(v, ","))
 			v[0] = "tampered"
 		}
 		w.WriteHeader(status)
-	})).Handler(&okHandler{})
+	}}).Handler(&okHandler{})
 	do(rh, "/", "")
 	do(rh, "/", "")
 	do(rh, "/", "")
@@ -207,7 +203,7 @@ func TestRefusalValuesShared(t *testing.T) {
 
 	lim, _ = gcra(t, admit.PerMinute(10), "api")
 	seen = nil
-	ah := mustNew(t, lim, RemoteIP).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ah := mustNew(t, lim, RemoteIP, Config{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, k := range []string{"Ratelimit-Policy", "X-Ratelimit-Limit"} {
 			v := w.Header()[k]
 			seen = append(seen, strings.Join(v, ","))
@@ -243,7 +239,7 @@ func (b byKey) Allow(_ context.Context, req admit.Request) (admit.Decision, erro
 // answers are evicted and the memos replaced while others read them) each
 // get their own decision's fields and body.
 func TestRefusalsConcurrent(t *testing.T) {
-	h := mustNew(t, byKey{rules: answerCacheSize + 3}, Header("X-Key")).Handler(&okHandler{})
+	h := mustNew(t, byKey{rules: answerCacheSize + 3}, Header("X-Key"), Config{}).Handler(&okHandler{})
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -263,7 +259,7 @@ func TestRefusalsConcurrent(t *testing.T) {
 // own values.
 func TestRefusalMemo(t *testing.T) {
 	st := &stub{}
-	h := mustNew(t, st, RemoteIP).Handler(&okHandler{})
+	h := mustNew(t, st, RemoteIP, Config{}).Handler(&okHandler{})
 	d := admit.Decision{Limit: admit.PerMinute(100), RetryAfter: 1500 * time.Millisecond, ResetAfter: 30 * time.Second, Rule: "api"}
 	for i, change := range []func(*admit.Decision){
 		func(*admit.Decision) {},
@@ -293,7 +289,7 @@ func TestRefusalMemo(t *testing.T) {
 func TestRefusalsOverHTTP(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		lim, _ := gcra(t, admit.Every(time.Minute), "api")
-		srv := httptest.NewUnstartedServer(mustNew(t, lim, Const("all")).Handler(&okHandler{}))
+		srv := httptest.NewUnstartedServer(mustNew(t, lim, Const("all"), Config{}).Handler(&okHandler{}))
 		srv.EnableHTTP2 = h2
 		srv.StartTLS()
 		refuseOverHTTP(t, srv, h2)

@@ -41,7 +41,7 @@ rules:
 		fmt.Println(err)
 		return
 	}
-	m, err := httplimit.NewDecider(d)
+	m, err := httplimit.NewDecider(d, httplimit.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -27,7 +27,7 @@ type HTTPEntry struct {
 	// Required makes a request without this value (Value returns an error
 	// wrapping httplimit.ErrNoKey) a request that cannot be decided: the
 	// middleware refuses it with 400, or serves it without any limit
-	// under httplimit.WithSkipUnkeyed. When false, the descriptor is left
+	// under httplimit.Config.SkipUnkeyed. When false, the descriptor is left
 	// out of such a request, so the rules matching it do not apply (a
 	// per-user limit skips anonymous requests). A value that is present
 	// but repeated, empty or malformed (an error wrapping

@@ -63,7 +63,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := httplimit.NewDecider(d)
+	m, err := httplimit.NewDecider(d, httplimit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func newGateway(t *testing.T) *gateway {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	// The test's client is the trusted proxy: it names the client in
 	// X-Forwarded-For.
-	ip, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")))
+	ip, err := httplimit.NewClientIP(httplimit.ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func newGateway(t *testing.T) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := httplimit.NewDecider(d, httplimit.WithExemptPaths("/healthz"))
+	m, err := httplimit.NewDecider(d, httplimit.Config{ExemptPaths: []string{"/healthz"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := httplimit.NewDecider(d)
+	m, err := httplimit.NewDecider(d, httplimit.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func BenchmarkDecided(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	e := decision("api", "api", admit.KindRate, true)
 	obs.Decided(e)
 	b.ReportAllocs()
@@ -23,7 +23,7 @@ func BenchmarkDecided(b *testing.B) {
 
 // BenchmarkDecidedRules cycles through 64 label combinations.
 func BenchmarkDecidedRules(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	events := make([]admit.DecisionEvent, 64)
 	for i := range events {
 		events[i] = decision(fmt.Sprint("limiter-", i%4), fmt.Sprint("rule-", i/2), admit.KindRate, i%2 == 0)
@@ -40,7 +40,7 @@ func BenchmarkDecidedRules(b *testing.B) {
 // BenchmarkDecidedBeyondCap decides under a rule beyond the cap, counted
 // under rule="other".
 func BenchmarkDecidedBeyondCap(b *testing.B) {
-	obs, _ := newObserver(b, promlimit.WithMaxSeries(1))
+	obs, _ := newObserver(b, promlimit.Config{MaxSeries: 1})
 	obs.Decided(decision("api", "api", admit.KindRate, true))
 	e := decision("api", "rule-beyond-the-cap", admit.KindRate, true)
 	obs.Decided(e)
@@ -54,7 +54,7 @@ func BenchmarkDecidedBeyondCap(b *testing.B) {
 // series of its own: it must cost no more than a short one beyond the cap
 // (the rule is never hashed).
 func BenchmarkDecidedLongRule(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	obs.Decided(decision("api", "api", admit.KindRate, true))
 	e := decision("api", strings.Repeat("r", 1<<20), admit.KindRate, true)
 	obs.Decided(e)
@@ -65,7 +65,7 @@ func BenchmarkDecidedLongRule(b *testing.B) {
 }
 
 func BenchmarkDecidedKeyLabel(b *testing.B) {
-	obs, _ := newObserver(b, promlimit.WithKeyLabel(true))
+	obs, _ := newObserver(b, promlimit.Config{KeyLabel: true})
 	e := decision("api", "api", admit.KindRate, true)
 	e.Key = "tenant-0042"
 	obs.Decided(e)
@@ -78,7 +78,7 @@ func BenchmarkDecidedKeyLabel(b *testing.B) {
 // BenchmarkDecidedParallel decides from every P on one series, the worst
 // case for the counter's cache line.
 func BenchmarkDecidedParallel(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	e := decision("api", "api", admit.KindRate, true)
 	obs.Decided(e)
 	b.ReportAllocs()
@@ -91,7 +91,7 @@ func BenchmarkDecidedParallel(b *testing.B) {
 
 // BenchmarkDecidedParallelRules decides from every P on 64 series.
 func BenchmarkDecidedParallelRules(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	events := make([]admit.DecisionEvent, 64)
 	for i := range events {
 		events[i] = decision("api", fmt.Sprint("rule-", i), admit.KindRate, true)
@@ -108,7 +108,7 @@ func BenchmarkDecidedParallelRules(b *testing.B) {
 }
 
 func BenchmarkStoreCalled(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	e := admit.StoreEvent{Limiter: "redis", Op: "decide", Keys: 8, Duration: 420 * time.Microsecond}
 	obs.StoreCalled(e)
 	b.ReportAllocs()
@@ -118,7 +118,7 @@ func BenchmarkStoreCalled(b *testing.B) {
 }
 
 func BenchmarkStoreCalledParallel(b *testing.B) {
-	obs, _ := newObserver(b)
+	obs, _ := newObserver(b, promlimit.Config{})
 	e := admit.StoreEvent{Limiter: "redis", Op: "decide", Keys: 8, Duration: 420 * time.Microsecond}
 	obs.StoreCalled(e)
 	b.ReportAllocs()

@@ -3,7 +3,7 @@
 // github.com/prometheus/client_golang.
 //
 //	reg := prometheus.NewRegistry() // or prometheus.DefaultRegisterer
-//	obs, err := promlimit.New(reg)
+//	obs, err := promlimit.New(reg, promlimit.Config{})
 //	if err != nil {
 //		return err
 //	}
@@ -22,20 +22,20 @@
 // # Which one should I use?
 //
 //   - One Observer per process, given to every limiter: the usual choice.
-//     The limiters' names (their WithName options) tell their series apart
+//     The limiters' names (admit.Options.Name in their Config) tell their series apart
 //     in the limiter label, so name every limiter, and name each one
 //     differently. One Observer costs one set of metrics, and its cap on
-//     series (WithMaxSeries) bounds them all together.
-//   - One Observer per component, each with WithConstLabels of the same
+//     series (Config.MaxSeries) bounds them all together.
+//   - One Observer per component, each with Config.ConstLabels of the same
 //     label name (say {"component": "gateway"} and {"component": "jobs"})
 //     on one registry, when the components of a process must stay apart
-//     even where their limiters share names; or with WithNamespace when
+//     even where their limiters share names; or with Config.Namespace when
 //     their metrics must have different names.
 //     Two Observers of the same namespace and const labels cannot share a
 //     registry: New returns an error wrapping
 //     prometheus.AlreadyRegisteredError, whose ExistingCollector is the
 //     Observer registered first, to share.
-//   - WithKeyLabel only when the keys are few and fixed (a dozen tenants);
+//   - Config.KeyLabel only when the keys are few and fixed (a dozen tenants);
 //     never for client addresses, users or API keys, which would make a
 //     series per client. Logs, or an admit.Observer of your own, are the
 //     place for the decisions of single clients.

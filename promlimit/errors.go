@@ -2,15 +2,13 @@ package promlimit
 
 import "errors"
 
+// Errors returned by New, besides admit.ErrInvalidConfig for a Config
+// with a field outside its domain.
 var (
 	// ErrNilRegisterer is returned by New when it is given no
 	// prometheus.Registerer. New never falls back on the global registry
 	// (prometheus.DefaultRegisterer): pass it explicitly to use it.
 	ErrNilRegisterer = errors.New("promlimit: nil prometheus.Registerer")
-
-	// ErrInvalidOption is wrapped by the errors New returns for an option
-	// with an invalid value.
-	ErrInvalidOption = errors.New("promlimit: invalid option")
 
 	// ErrRegistration is wrapped by the errors New returns when the
 	// registry refuses the metrics. The registry's own error is wrapped

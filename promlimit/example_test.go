@@ -18,7 +18,7 @@ import (
 
 func Example() {
 	reg := prometheus.NewRegistry() // or prometheus.DefaultRegisterer
-	obs, err := promlimit.New(reg)
+	obs, err := promlimit.New(reg, promlimit.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -60,11 +60,11 @@ func Example() {
 // share the one registered first.
 func ExampleNew_shared() {
 	reg := prometheus.NewRegistry()
-	first, err := promlimit.New(reg)
+	first, err := promlimit.New(reg, promlimit.Config{})
 	if err != nil {
 		panic(err)
 	}
-	obs, err := promlimit.New(reg)
+	obs, err := promlimit.New(reg, promlimit.Config{})
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {
 		fmt.Println("already registered:", errors.Is(err, promlimit.ErrRegistration))

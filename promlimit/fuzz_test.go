@@ -20,7 +20,7 @@ func FuzzEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, max uint8, keyLabel bool) {
 		reg := prometheus.NewPedanticRegistry()
 		cap := int(max%8) + 1
-		obs, err := New(reg, WithMaxSeries(cap), WithKeyLabel(keyLabel))
+		obs, err := New(reg, Config{MaxSeries: cap, KeyLabel: keyLabel})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
+	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/quota"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -21,7 +22,7 @@ import (
 // check the series their events produce.
 
 func TestKeyedLimiter(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerSecond(2), Shards: 1, MaxKeys: 2, ForgetAfter: -1})
 	if err != nil {
@@ -58,7 +59,7 @@ admit_decisions_total{decision="denied",kind="rate",limiter="api",rule="api"} 1
 }
 
 func TestConcurrencyLimiter(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := concurrency.New(concurrency.Config{Options: admit.Options{Name: "jobs", Observer: obs}, Max: 1})
 	if err != nil {
@@ -94,7 +95,7 @@ admit_decisions_total{decision="denied",kind="concurrency",limiter="jobs",rule="
 }
 
 func TestQuota(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	q, err := quota.New(quota.Config{Options: admit.Options{Name: "daily", Observer: obs}, Limit: 2, Period: quota.Day, Location: time.UTC})
 	if err != nil {
@@ -116,7 +117,7 @@ admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily
 // limiter from its creation, at 0, and follows the keys as they are added,
 // before any eviction, so that their growth can be watched before the cap.
 func TestKeysTrackedFromStart(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	lim, err := keyed.New(keyed.Config{Options: admit.Options{Name: "api", Observer: obs}, Limit: admit.PerHour(10), Shards: 1})
 	if err != nil {
@@ -164,7 +165,7 @@ func (f *flaky) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 }
 
 func TestGuard(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	primary := &flaky{}
 	g, err := compose.NewGuard(primary, compose.GuardConfig{Options: admit.Options{Name: "redis", Observer: obs}, Policy: compose.FailClosed, Threshold: 2, Timeout: -1})

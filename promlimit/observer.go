@@ -12,9 +12,9 @@ import (
 )
 
 // Observer is an admit.Observer that records what limiters decide and do
-// as Prometheus metrics. Give it to the limiters with their WithObserver
-// option. The metrics, named here with the default namespace (see
-// WithNamespace), are:
+// as Prometheus metrics. Give it to the limiters as the Observer of their
+// Config (admit.Options.Observer). The metrics, named here with the
+// default namespace (see Config.Namespace), are:
 //
 //	admit_decisions_total{limiter,rule,kind,decision}   counter (requests)
 //	admit_store_duration_seconds{limiter,op}            histogram (seconds)
@@ -28,7 +28,7 @@ import (
 // A decision counts once in admit_decisions_total, whatever its cost (n),
 // under its limiter (DecisionEvent.Limiter), its rule (Decision.Rule: the
 // limiter, rule or layer that decided), its kind ("rate", "concurrency" or
-// "quota") and decision "allowed" or "denied"; WithKeyLabel adds its key.
+// "quota") and decision "allowed" or "denied"; Config.KeyLabel adds its key.
 // Each call to a remote store (Redis) is observed in
 // admit_store_duration_seconds, whose _count counts the calls, and in
 // admit_store_keys_total (the keys it decided on, so keys_total / _count is
@@ -50,12 +50,12 @@ import (
 //
 // Label values are the limiters' names, rules and operations as given,
 // except that invalid UTF-8 is replaced by U+FFFD. So that they cannot
-// grow without bound, each metric gives at most WithMaxSeries label
+// grow without bound, each metric gives at most Config.MaxSeries label
 // combinations a series of their own, and only to values of at most 256
 // bytes. Any other combination is counted under "other" from its most
 // specific label on: the decisions of a rule beyond the cap are counted
 // under rule="other" of their limiter if that limiter has a series of its
-// own, and under limiter="other", rule="other" if not (under WithKeyLabel,
+// own, and under limiter="other", rule="other" if not (under Config.KeyLabel,
 // a new key is counted under key="other" of its rule first). The memory an
 // Observer holds is so bounded by the cap, whatever the limiters report.
 //
@@ -91,30 +91,27 @@ var (
 	_ prometheus.Collector = (*Observer)(nil)
 )
 
-// New returns an Observer whose metrics are registered on reg. It never
-// uses the global registry unless it is given it (reg =
-// prometheus.DefaultRegisterer). The error wraps ErrNilRegisterer (reg is
-// nil), ErrInvalidOption, or ErrRegistration and the registry's error: a
-// prometheus.AlreadyRegisteredError when an Observer of the same namespace
-// and const labels is registered on reg already (share that one, or tell
-// them apart with WithNamespace or WithConstLabels).
-func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
+// New returns an Observer configured by cfg (the zero Config gives the
+// defaults) whose metrics are registered on reg. It never uses the global
+// registry unless it is given it (reg = prometheus.DefaultRegisterer).
+// The error wraps ErrNilRegisterer (reg is nil), admit.ErrInvalidConfig
+// (a field of cfg out of its domain), or ErrRegistration and the
+// registry's error: a prometheus.AlreadyRegisteredError when an Observer
+// of the same namespace and const labels is registered on reg already
+// (share that one, or tell them apart with Config.Namespace or
+// Config.ConstLabels).
+func New(reg prometheus.Registerer, cfg Config) (*Observer, error) {
 	if isNil(reg) {
 		return nil, fmt.Errorf("%w: New needs the registry to register the metrics on (prometheus.NewRegistry(), or prometheus.DefaultRegisterer for the global one)", ErrNilRegisterer)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+	o, err := cfg.resolve()
+	if err != nil {
+		return nil, err
 	}
 	obs := newObserver(&o)
 	if err := reg.Register(obs); err != nil {
 		if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
-			return nil, fmt.Errorf("%w: an Observer with namespace %q and the same const labels is registered on this registry already (share it, or use WithNamespace or WithConstLabels): %w", ErrRegistration, o.namespace, err)
+			return nil, fmt.Errorf("%w: an Observer with namespace %q and the same const labels is registered on this registry already (share it, or set Config.Namespace or Config.ConstLabels): %w", ErrRegistration, o.namespace, err)
 		}
 		return nil, fmt.Errorf("%w (namespace %q): %w", ErrRegistration, o.namespace, err)
 	}
@@ -315,7 +312,7 @@ func (f *fallbackSeries) change(active bool) {
 }
 
 // decKey is the label values of a series of admit_decisions_total (key is
-// empty unless WithKeyLabel).
+// empty unless Config.KeyLabel).
 type decKey struct {
 	limiter, rule, key string
 	kind               admit.Kind

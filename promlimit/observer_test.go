@@ -22,10 +22,10 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // newObserver returns an Observer registered on a new pedantic registry
 // (which checks every collected metric against its description).
-func newObserver(t testing.TB, opts ...promlimit.Option) (*promlimit.Observer, *prometheus.Registry) {
+func newObserver(t testing.TB, cfg promlimit.Config) (*promlimit.Observer, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	obs, err := promlimit.New(reg, opts...)
+	obs, err := promlimit.New(reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ const decisionsHeader = `# HELP admit_decisions_total Requests decided by admit 
 `
 
 func TestDecided(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	for range 3 {
 		obs.Decided(decision("api", "api", admit.KindRate, true))
 	}
@@ -74,7 +74,7 @@ admit_decisions_total{decision="denied",kind="quota",limiter="daily",rule="daily
 }
 
 func TestDecidedKeyLabel(t *testing.T) {
-	obs, reg := newObserver(t, promlimit.WithKeyLabel(true))
+	obs, reg := newObserver(t, promlimit.Config{KeyLabel: true})
 	for _, key := range []string{"tenant-a", "tenant-b", "tenant-a", ""} {
 		obs.Decided(admit.DecisionEvent{Limiter: "api", Key: key, N: 1, Decision: admit.Decision{Allowed: true, Rule: "api"}})
 	}
@@ -86,7 +86,7 @@ admit_decisions_total{decision="allowed",key="tenant-b",kind="rate",limiter="api
 }
 
 func TestStoreCalled(t *testing.T) {
-	obs, reg := newObserver(t, promlimit.WithBuckets(0.001, 0.01))
+	obs, reg := newObserver(t, promlimit.Config{Buckets: []float64{0.001, 0.01}})
 	boom := errors.New("connection refused")
 	for _, e := range []admit.StoreEvent{
 		{Limiter: "redis", Op: "decide", Keys: 3, Duration: 500 * time.Microsecond},
@@ -122,7 +122,7 @@ admit_store_keys_total{limiter="redis",op="quota"} 1
 }
 
 func TestFallbackChanged(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	boom := errors.New("down")
 	active := func(limiter string) float64 {
 		t.Helper()
@@ -162,7 +162,7 @@ admit_fallback_changes_total{limiter="shared"} 3
 }
 
 func TestTrackedAndEvicted(t *testing.T) {
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	obs.Tracked("api", 10)
 	obs.Tracked("api", 7)
 	obs.Tracked("jobs", 0)
@@ -200,11 +200,11 @@ func driveAll(obs admit.Observer) {
 // TestLint checks every metric with promlint, the linter of `promtool
 // check metrics`.
 func TestLint(t *testing.T) {
-	for _, opts := range [][]promlimit.Option{
-		nil,
-		{promlimit.WithKeyLabel(true), promlimit.WithNamespace("shop_admit"), promlimit.WithConstLabels(prometheus.Labels{"component": "gateway"})},
+	for _, cfg := range []promlimit.Config{
+		{},
+		{KeyLabel: true, Namespace: "shop_admit", ConstLabels: prometheus.Labels{"component": "gateway"}},
 	} {
-		obs, reg := newObserver(t, opts...)
+		obs, reg := newObserver(t, cfg)
 		driveAll(obs)
 		n, err := testutil.GatherAndCount(reg)
 		if err != nil {
@@ -227,7 +227,7 @@ func TestLint(t *testing.T) {
 
 func TestNamespaceAndConstLabels(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	obs, err := promlimit.New(reg, promlimit.WithNamespace("shop"), promlimit.WithConstLabels(prometheus.Labels{"component": "gateway"}))
+	obs, err := promlimit.New(reg, promlimit.Config{Namespace: "shop", ConstLabels: prometheus.Labels{"component": "gateway"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,11 +241,11 @@ shop_decisions_total{component="gateway",decision="allowed",kind="rate",limiter=
 
 func TestRegisterTwice(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	first, err := promlimit.New(reg)
+	first, err := promlimit.New(reg, promlimit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := promlimit.New(reg)
+	second, err := promlimit.New(reg, promlimit.Config{})
 	if second != nil || !errors.Is(err, promlimit.ErrRegistration) {
 		t.Fatalf("New on a registry that has an Observer of the same namespace = %v, %v; want an error wrapping ErrRegistration", second, err)
 	}
@@ -256,12 +256,12 @@ func TestRegisterTwice(t *testing.T) {
 	if are.ExistingCollector != first {
 		t.Errorf("ExistingCollector = %v, want the first Observer", are.ExistingCollector)
 	}
-	if !strings.Contains(err.Error(), `namespace "admit"`) || !strings.Contains(err.Error(), "WithNamespace") {
+	if !strings.Contains(err.Error(), `namespace "admit"`) || !strings.Contains(err.Error(), "Config.Namespace") {
 		t.Errorf("the error %q does not say what is registered and what to do", err)
 	}
 
 	// Another namespace can share the registry.
-	other, err := promlimit.New(reg, promlimit.WithNamespace("other"))
+	other, err := promlimit.New(reg, promlimit.Config{Namespace: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,11 +273,11 @@ func TestRegisterTwice(t *testing.T) {
 	// So can other values of the same const labels, but not other label
 	// names (Prometheus wants one set of label names per metric name).
 	labelled := prometheus.NewPedanticRegistry()
-	b, err := promlimit.New(labelled, promlimit.WithConstLabels(prometheus.Labels{"component": "b"}))
+	b, err := promlimit.New(labelled, promlimit.Config{ConstLabels: prometheus.Labels{"component": "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := promlimit.New(labelled, promlimit.WithConstLabels(prometheus.Labels{"component": "c"}))
+	c, err := promlimit.New(labelled, promlimit.Config{ConstLabels: prometheus.Labels{"component": "c"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,20 +287,20 @@ func TestRegisterTwice(t *testing.T) {
 admit_decisions_total{component="b",decision="allowed",kind="rate",limiter="api",rule="api"} 1
 admit_decisions_total{component="c",decision="allowed",kind="rate",limiter="api",rule="api"} 1
 `, "admit_decisions_total")
-	if _, err := promlimit.New(labelled); !errors.Is(err, promlimit.ErrRegistration) {
+	if _, err := promlimit.New(labelled, promlimit.Config{}); !errors.Is(err, promlimit.ErrRegistration) {
 		t.Errorf("New without the const labels the others have: %v, want ErrRegistration", err)
 	}
 	// A registry with another metric of the same name refuses it.
 	reg2 := prometheus.NewRegistry()
 	reg2.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "admit_keys_tracked", Help: "Something else."}))
-	if _, err := promlimit.New(reg2); !errors.Is(err, promlimit.ErrRegistration) {
+	if _, err := promlimit.New(reg2, promlimit.Config{}); !errors.Is(err, promlimit.ErrRegistration) {
 		t.Errorf("New on a registry with a conflicting metric: %v, want ErrRegistration", err)
 	}
 	// Unregistering frees the namespace.
 	if !reg.Unregister(first) {
 		t.Fatal("Unregister(first) = false")
 	}
-	if _, err := promlimit.New(reg); err != nil {
+	if _, err := promlimit.New(reg, promlimit.Config{}); err != nil {
 		t.Errorf("New after Unregister: %v", err)
 	}
 }
@@ -308,66 +308,67 @@ admit_decisions_total{component="c",decision="allowed",kind="rate",limiter="api"
 func TestNilRegisterer(t *testing.T) {
 	var nilRegistry *prometheus.Registry
 	for _, reg := range []prometheus.Registerer{nil, nilRegistry} {
-		obs, err := promlimit.New(reg)
+		obs, err := promlimit.New(reg, promlimit.Config{})
 		if obs != nil || !errors.Is(err, promlimit.ErrNilRegisterer) {
 			t.Errorf("New(%#v) = %v, %v; want ErrNilRegisterer", reg, obs, err)
 		}
 	}
 }
 
-func TestBadOptions(t *testing.T) {
+func TestBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opt  promlimit.Option
+		cfg  promlimit.Config
 	}{
-		{"empty namespace", promlimit.WithNamespace("")},
-		{"namespace starting with a digit", promlimit.WithNamespace("1admit")},
-		{"namespace with a dash", promlimit.WithNamespace("my-app")},
-		{"namespace with a colon", promlimit.WithNamespace("a:b")},
-		{"namespace with a space", promlimit.WithNamespace("a b")},
-		{"const label with a dash", promlimit.WithConstLabels(prometheus.Labels{"a-b": "x"})},
-		{"empty const label name", promlimit.WithConstLabels(prometheus.Labels{"": "x"})},
-		{"reserved const label", promlimit.WithConstLabels(prometheus.Labels{"__name__": "x"})},
-		{"const label limiter", promlimit.WithConstLabels(prometheus.Labels{"limiter": "x"})},
-		{"const label le", promlimit.WithConstLabels(prometheus.Labels{"le": "x"})},
-		{"const label key", promlimit.WithConstLabels(prometheus.Labels{"ok": "fine", "key": "x"})},
-		{"const label value not UTF-8", promlimit.WithConstLabels(prometheus.Labels{"a": "\xff"})},
-		{"no buckets", promlimit.WithBuckets()},
-		{"zero bucket", promlimit.WithBuckets(0, 1)},
-		{"negative bucket", promlimit.WithBuckets(-1, 1)},
-		{"NaN bucket", promlimit.WithBuckets(math.NaN())},
-		{"infinite bucket", promlimit.WithBuckets(1, math.Inf(1))},
-		{"decreasing buckets", promlimit.WithBuckets(1, 0.5)},
-		{"repeated bucket", promlimit.WithBuckets(0.1, 0.1)},
-		{"zero max series", promlimit.WithMaxSeries(0)},
-		{"negative max series", promlimit.WithMaxSeries(-1)},
+		{"namespace starting with a digit", promlimit.Config{Namespace: "1admit"}},
+		{"namespace with a dash", promlimit.Config{Namespace: "my-app"}},
+		{"namespace with a colon", promlimit.Config{Namespace: "a:b"}},
+		{"namespace with a space", promlimit.Config{Namespace: "a b"}},
+		{"const label with a dash", promlimit.Config{ConstLabels: prometheus.Labels{"a-b": "x"}}},
+		{"empty const label name", promlimit.Config{ConstLabels: prometheus.Labels{"": "x"}}},
+		{"reserved const label", promlimit.Config{ConstLabels: prometheus.Labels{"__name__": "x"}}},
+		{"const label limiter", promlimit.Config{ConstLabels: prometheus.Labels{"limiter": "x"}}},
+		{"const label le", promlimit.Config{ConstLabels: prometheus.Labels{"le": "x"}}},
+		{"const label key", promlimit.Config{ConstLabels: prometheus.Labels{"ok": "fine", "key": "x"}}},
+		{"const label value not UTF-8", promlimit.Config{ConstLabels: prometheus.Labels{"a": "\xff"}}},
+		{"zero bucket", promlimit.Config{Buckets: []float64{0, 1}}},
+		{"negative bucket", promlimit.Config{Buckets: []float64{-1, 1}}},
+		{"NaN bucket", promlimit.Config{Buckets: []float64{math.NaN()}}},
+		{"infinite bucket", promlimit.Config{Buckets: []float64{1, math.Inf(1)}}},
+		{"decreasing buckets", promlimit.Config{Buckets: []float64{1, 0.5}}},
+		{"repeated bucket", promlimit.Config{Buckets: []float64{0.1, 0.1}}},
+		{"negative max series", promlimit.Config{MaxSeries: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			obs, err := promlimit.New(reg, tc.opt)
-			if obs != nil || !errors.Is(err, promlimit.ErrInvalidOption) {
-				t.Fatalf("New = %v, %v; want ErrInvalidOption", obs, err)
+			obs, err := promlimit.New(reg, tc.cfg)
+			if obs != nil || !errors.Is(err, admit.ErrInvalidConfig) {
+				t.Fatalf("New = %v, %v; want ErrInvalidConfig", obs, err)
 			}
 			// Nothing was registered.
-			if _, err := promlimit.New(reg); err != nil {
+			if _, err := promlimit.New(reg, promlimit.Config{}); err != nil {
 				t.Errorf("New after a refused New: %v", err)
 			}
 		})
 	}
-	// A nil option is ignored; the first error wins.
-	if _, err := promlimit.New(prometheus.NewRegistry(), nil); err != nil {
-		t.Errorf("New with a nil option: %v", err)
+	// The error names the package and the field.
+	_, err := promlimit.New(prometheus.NewRegistry(), promlimit.Config{MaxSeries: -1})
+	if err == nil || !strings.Contains(err.Error(), "promlimit: MaxSeries -1") {
+		t.Errorf("MaxSeries -1: %v, want an error naming the field", err)
 	}
-	_, err := promlimit.New(prometheus.NewRegistry(), promlimit.WithMaxSeries(0), promlimit.WithNamespace(""))
-	if err == nil || !strings.Contains(err.Error(), "WithMaxSeries") {
-		t.Errorf("two bad options: %v, want the first one's error", err)
+	// The zero Config gives the defaults: namespace admit, the default
+	// buckets.
+	obs, reg := newObserver(t, promlimit.Config{})
+	obs.Decided(decision("api", "api", admit.KindRate, true))
+	if n, err := testutil.GatherAndCount(reg, "admit_decisions_total"); err != nil || n != 1 {
+		t.Errorf("the zero Config: %d admit_decisions_total series, %v; want 1", n, err)
 	}
 }
 
-func TestOptionsCopyTheirArguments(t *testing.T) {
+func TestConfigIsCopied(t *testing.T) {
 	labels := prometheus.Labels{"component": "a"}
 	buckets := []float64{0.5, 1}
-	obs, reg := newObserver(t, promlimit.WithConstLabels(labels), promlimit.WithBuckets(buckets...))
+	obs, reg := newObserver(t, promlimit.Config{ConstLabels: labels, Buckets: buckets})
 	labels["component"] = "b"
 	buckets[0] = 0.75
 	obs.StoreCalled(admit.StoreEvent{Limiter: "r", Op: "decide", Keys: 1, Duration: 600 * time.Millisecond})
@@ -382,22 +383,6 @@ admit_store_duration_seconds_count{component="a",limiter="r",op="decide"} 1
 `, "admit_store_duration_seconds")
 }
 
-func TestDefaultBuckets(t *testing.T) {
-	b := promlimit.DefaultBuckets()
-	if b[0] != 0.0001 || b[len(b)-1] != 1 {
-		t.Errorf("DefaultBuckets() = %v, want 100µs to 1s", b)
-	}
-	for i := 1; i < len(b); i++ {
-		if b[i] <= b[i-1] {
-			t.Errorf("DefaultBuckets() = %v: not increasing", b)
-		}
-	}
-	b[0] = 42
-	if promlimit.DefaultBuckets()[0] != 0.0001 {
-		t.Error("DefaultBuckets returns a shared slice")
-	}
-}
-
 func TestZeroAndNilObserver(t *testing.T) {
 	for _, obs := range []*promlimit.Observer{nil, {}} {
 		driveAll(obs)
@@ -409,7 +394,7 @@ func TestZeroAndNilObserver(t *testing.T) {
 // TestLabelValues checks that label values that are not UTF-8, too long or
 // empty neither panic nor get lost.
 func TestLabelValues(t *testing.T) {
-	obs, reg := newObserver(t, promlimit.WithKeyLabel(true))
+	obs, reg := newObserver(t, promlimit.Config{KeyLabel: true})
 	long := strings.Repeat("x", 10000)
 	obs.Decided(admit.DecisionEvent{Limiter: "api\xff", Key: "\xfe\xfd", Decision: admit.Decision{Allowed: true, Rule: "r\x80"}})
 	obs.Decided(admit.DecisionEvent{Limiter: "api", Key: "k", Decision: admit.Decision{Allowed: true, Rule: "api"}})
@@ -447,7 +432,7 @@ admit_evictions_total{limiter="x",reason="pressure"} 1
 // TestConcurrentUse sends events from many goroutines, and checks the
 // totals; run it with -race.
 func TestConcurrentUse(t *testing.T) {
-	obs, reg := newObserver(t, promlimit.WithMaxSeries(50))
+	obs, reg := newObserver(t, promlimit.Config{MaxSeries: 50})
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -493,8 +478,8 @@ func TestConcurrentUse(t *testing.T) {
 // TestNoAllocations checks that the methods the limiters call on every
 // request do not allocate once their labels have been seen.
 func TestNoAllocations(t *testing.T) {
-	obs, _ := newObserver(t)
-	keyObs, _ := newObserver(t, promlimit.WithKeyLabel(true), promlimit.WithMaxSeries(2))
+	obs, _ := newObserver(t, promlimit.Config{})
+	keyObs, _ := newObserver(t, promlimit.Config{KeyLabel: true, MaxSeries: 2})
 	d := decision("api", "api", admit.KindRate, true)
 	s := admit.StoreEvent{Limiter: "redis", Op: "decide", Keys: 4, Duration: time.Millisecond, Err: errors.New("x")}
 	over := admit.DecisionEvent{Limiter: "api", Key: "k", Decision: admit.Decision{Rule: "api"}}

@@ -7,6 +7,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/redistest"
+	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,7 @@ func TestRedisGuard(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
 		WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
 	t.Cleanup(func() { client.Close() })
-	obs, reg := newObserver(t)
+	obs, reg := newObserver(t, promlimit.Config{})
 	store, err := redisstore.New(client, redisstore.Config{Options: admit.Options{Name: "redis", Observer: obs}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 )
 
 // other is the label value of the series that count what has no series of
-// its own: label values beyond the cap (WithMaxSeries) or too long.
+// its own: label values beyond the cap (Config.MaxSeries) or too long.
 const other = "other"
 
 // maxLabelLength is the longest label value, in bytes, that gets a series

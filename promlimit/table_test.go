@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func newTestObserver(t *testing.T, opts ...Option) (*Observer, *prometheus.Registry) {
+func newTestObserver(t *testing.T, cfg Config) (*Observer, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	obs, err := New(reg, opts...)
+	obs, err := New(reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ const header = `# HELP admit_decisions_total Requests decided by admit limiters,
 `
 
 func TestCapFoldsRules(t *testing.T) {
-	obs, reg := newTestObserver(t, WithMaxSeries(3))
+	obs, reg := newTestObserver(t, Config{MaxSeries: 3})
 	for i := range 100 {
 		decided(obs, "a", fmt.Sprint("r", i), "", true)
 	}
@@ -58,7 +58,7 @@ admit_decisions_total{decision="allowed",kind="rate",limiter="other",rule="other
 }
 
 func TestCapFoldsKeys(t *testing.T) {
-	obs, reg := newTestObserver(t, WithMaxSeries(4), WithKeyLabel(true))
+	obs, reg := newTestObserver(t, Config{MaxSeries: 4, KeyLabel: true})
 	for i := range 10 {
 		decided(obs, "api", "api", fmt.Sprint("k", i), true)
 	}
@@ -79,7 +79,7 @@ admit_decisions_total{decision="denied",key="other",kind="rate",limiter="other",
 }
 
 func TestCapOtherMetrics(t *testing.T) {
-	obs, reg := newTestObserver(t, WithMaxSeries(2))
+	obs, reg := newTestObserver(t, Config{MaxSeries: 2})
 	for i := range 10 {
 		l := fmt.Sprint("l", i)
 		obs.StoreCalled(admit.StoreEvent{Limiter: "redis", Op: fmt.Sprint("op", i), Keys: 1})
@@ -118,7 +118,7 @@ admit_fallback_active{limiter="other"} 8
 // and checks that the Observer keeps a bounded number of them.
 func TestCapBoundsMemory(t *testing.T) {
 	const n = 200_000
-	obs, reg := newTestObserver(t, WithMaxSeries(1000), WithKeyLabel(true))
+	obs, reg := newTestObserver(t, Config{MaxSeries: 1000, KeyLabel: true})
 	buf := make([]byte, 0, 64)
 	for i := range n {
 		buf = fmt.Appendf(buf[:0], "rule-%d", i)
@@ -213,7 +213,7 @@ func TestRecentCollisions(t *testing.T) {
 			t.Fatalf("the digests of %q and %q differ: pick other rules", r, rules[0])
 		}
 	}
-	obs, reg := newTestObserver(t)
+	obs, reg := newTestObserver(t, Config{})
 	want := make([]int, len(rules))
 	for i := range 1000 {
 		j := (i * i) % len(rules) // 0, 1, 0, 1, ... and some 2 and 3
@@ -230,5 +230,21 @@ func TestRecentCollisions(t *testing.T) {
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(text.String()), "admit_decisions_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestDefaultBuckets(t *testing.T) {
+	b := defaultBuckets()
+	if b[0] != 0.0001 || b[len(b)-1] != 1 {
+		t.Errorf("defaultBuckets() = %v, want 100µs to 1s", b)
+	}
+	for i := 1; i < len(b); i++ {
+		if b[i] <= b[i-1] {
+			t.Errorf("defaultBuckets() = %v: not increasing", b)
+		}
+	}
+	b[0] = 42
+	if defaultBuckets()[0] != 0.0001 {
+		t.Error("defaultBuckets returns a shared slice")
 	}
 }

@@ -227,11 +227,12 @@ type Config struct {
 	// transport (UpstreamDialTimeout, UpstreamTimeout, 256 idle
 	// connections kept 90s, HTTP_PROXY ignored); not settable from flags.
 	Transport http.RoundTripper
-	// LimitOptions are given to the gateway's httplimit middleware, such
-	// as httplimit.WithFailClosed or WithExemptPaths (not settable from
-	// flags). The default is none: 429 with the IETF and X-RateLimit
-	// fields, failing open.
-	LimitOptions []httplimit.Option
+	// Middleware configures the gateway's httplimit middleware, such as
+	// its FailClosed or ExemptPaths (not settable from flags). The zero
+	// value is httplimit's defaults: 429 with the IETF and X-RateLimit
+	// fields, failing open. Its Cost must be nil: the policy decides the
+	// cost.
+	Middleware httplimit.Config
 
 	// Logger receives the Server's and the gateway's records: start,
 	// reloads, store failures, upstream errors, shutdown (not settable

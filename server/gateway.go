@@ -78,7 +78,7 @@ type Gateway struct {
 // that the domain cfg.GatewayDomain of e's policy admits, configured by
 // the gateway's fields of cfg (Descriptors or HTTPDescriptors,
 // TrustedProxies, UpstreamDialTimeout, UpstreamTimeout,
-// UpstreamMaxBodyBytes, Transport, LimitOptions, Logger); it ignores the
+// UpstreamMaxBodyBytes, Transport, Middleware, Logger); it ignores the
 // others. Upstream and GatewayDomain are required. The error is
 // cfg.Validate's (a *ConfigError), or wraps ErrInvalidConfig or
 // policy.ErrInvalidOption (a nil engine, a domain the policy does not
@@ -103,7 +103,7 @@ func newGateway(e *policy.Engine, domain string, c *Config) (*Gateway, error) {
 	if err != nil {
 		return nil, &ConfigError{Field: "Upstream", Err: err}
 	}
-	clientIP, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(c.TrustedProxies...))
+	clientIP, err := httplimit.NewClientIP(httplimit.ClientIPConfig{TrustedProxies: c.TrustedProxies})
 	if err != nil {
 		return nil, &ConfigError{Field: "TrustedProxies", Err: err}
 	}
@@ -117,9 +117,9 @@ func newGateway(e *policy.Engine, domain string, c *Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	mw, err := httplimit.NewDecider(decider, c.LimitOptions...)
+	mw, err := httplimit.NewDecider(decider, c.Middleware)
 	if err != nil {
-		return nil, &ConfigError{Field: "LimitOptions", Err: err}
+		return nil, &ConfigError{Field: "Middleware", Err: err}
 	}
 	log := c.Logger
 	u := *upstream

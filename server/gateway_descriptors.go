@@ -15,7 +15,7 @@ import (
 // keys of the built-in policy (DefaultPolicy), which is the multi-tenant
 // API of the reference design.
 //
-//	remote_address=client_ip     the client's address (see WithTrustedProxies)
+//	remote_address=client_ip     the client's address (see Config.TrustedProxies)
 //	user=header:X-User           the user an authenticating proxy named
 //	tenant=header:X-Tenant       the tenant it named
 //	route=path                   the URL path, such as /login

@@ -16,7 +16,7 @@ func TestParseDescriptor(t *testing.T) {
 	r.RemoteAddr = "192.0.2.7:4711"
 	r.Header.Set("X-Tenant", "acme")
 	r.Header.Set("X-Forwarded-For", "203.0.113.1")
-	trusted, err := httplimit.NewClientIP(httplimit.WithTrustedProxies(netip.MustParsePrefix("192.0.2.0/24")))
+	trusted, err := httplimit.NewClientIP(httplimit.ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -510,7 +510,7 @@ func TestNewGatewayErrors(t *testing.T) {
 		{"dial timeout", "http://h/", "api", e, []option{withUpstreamDialTimeout(-1)}, ErrInvalidConfig},
 		{"upstream timeout", "http://h/", "api", e, []option{withUpstreamTimeout(-1)}, ErrInvalidConfig},
 		{"body cap", "http://h/", "api", e, []option{withUpstreamMaxBodyBytes(-1)}, ErrInvalidConfig},
-		{"cost", "http://h/", "api", e, []option{withLimitOptions(httplimit.WithCost(func(*http.Request) (int64, error) { return 1, nil }))}, ErrInvalidConfig},
+		{"cost", "http://h/", "api", e, []option{withMiddleware(httplimit.Config{Cost: func(*http.Request) (int64, error) { return 1, nil }})}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.upstream)

@@ -178,7 +178,7 @@ func (s *Server) buildMetrics() error {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	var err error
-	if s.obs, err = promlimit.New(s.reg); err != nil {
+	if s.obs, err = promlimit.New(s.reg, promlimit.Config{}); err != nil {
 		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
 	}
 	if s.cfg, err = newConfigMetrics(s.reg); err != nil {

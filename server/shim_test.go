@@ -96,8 +96,8 @@ func withUpstreamDialTimeout(d time.Duration) option {
 func withUpstreamTimeout(d time.Duration) option { return func(c *Config) { c.UpstreamTimeout = d } }
 func withUpstreamMaxBodyBytes(n int64) option    { return func(c *Config) { c.UpstreamMaxBodyBytes = n } }
 func withTransport(rt http.RoundTripper) option  { return func(c *Config) { c.Transport = rt } }
-func withLimitOptions(opts ...httplimit.Option) option {
-	return func(c *Config) { c.LimitOptions = opts }
+func withMiddleware(mc httplimit.Config) option {
+	return func(c *Config) { c.Middleware = mc }
 }
 func withUpstream(u *url.URL) option {
 	return func(c *Config) {

@@ -30,14 +30,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 	lim, _ := admit.NewGCRA(admit.PerSecond(1_000_000_000))
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		cfg  Config
 	}{
-		{"no limits", nil},
-		{"limiter", []Option{WithLimiter(lim)}},
-		{"host limit", []Option{WithHostLimit(admit.PerSecond(1_000_000_000))}},
-		{"limiter+host+retries", []Option{WithLimiter(lim), WithHostLimit(admit.PerSecond(1_000_000_000)), WithRetries(2)}},
+		{"no limits", Config{}},
+		{"limiter", Config{Limiter: lim}},
+		{"host limit", Config{HostLimit: admit.PerSecond(1_000_000_000)}},
+		{"limiter+host+retries", Config{Limiter: lim, HostLimit: admit.PerSecond(1_000_000_000), Retries: 2}},
 	} {
-		tr, err := New(nopRT{}, tc.opts...)
+		tr, err := New(nopRT{}, tc.cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

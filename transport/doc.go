@@ -5,12 +5,12 @@
 // budget, so that a limit never becomes a retry storm.
 //
 //	lim, _ := admit.NewGCRA(admit.PerSecond(10))
-//	tr, _ := transport.New(nil, transport.WithLimiter(lim), transport.WithRetries(2))
+//	tr, _ := transport.New(nil, transport.Config{Limiter: lim, Retries: 2})
 //	client := &http.Client{Transport: tr}
 //
 // Waits are bounded: a request whose wait (for tokens and for its host's
-// pause) would pass WithMaxWait or its context's deadline fails at once,
-// with ErrWaitTooLong or ErrDeadline, instead of waiting in vain; one
+// pause) would pass Config.MaxWait (default 10 seconds) or its context's
+// deadline fails at once, with ErrWaitTooLong or ErrDeadline, instead of waiting in vain; one
 // whose context ends while it waits fails with the context's error and
 // gives its tokens back.
 //
@@ -27,24 +27,24 @@
 //
 // Dates and Unix times are read against the response's Date field, so
 // clock skew between client and server does not matter; values that do
-// not parse are ignored, and pauses are capped (WithMaxPause, default 5
+// not parse are ignored, and pauses are capped (Config.MaxPause, default 5
 // minutes), so a garbled or hostile header cannot stop a client for long.
 // Later requests to the paused host wait for the end of the pause, or fail
 // fast by the bounded-wait rule.
 //
 // # Which one should I use?
 //
-//   - WithLimiter with an admit.GCRA (or admit.TokenBucket) when one quota
+//   - Config.Limiter with an admit.GCRA (or admit.TokenBucket) when one quota
 //     covers every call: a paid API with a per-account rate, a dependency
 //     you promised not to overload. Set its rate a little under the
 //     upstream's.
-//   - WithHostLimit when the client calls many hosts, each with its own
+//   - Config.HostLimit when the client calls many hosts, each with its own
 //     limit (webhook delivery, crawling, per-region endpoints): each host
 //     gets its own GCRA, and a slow host never holds up the others.
 //   - Neither, when the upstream tells its limits: the pauses alone keep
 //     the client from sending requests that would be refused.
-//   - WithRetries only for calls worth retrying and safe to repeat; keep n
-//     small (1 or 2). The retry budget (WithRetryBudget) caps retries at a
+//   - Config.Retries only for calls worth retrying and safe to repeat; keep n
+//     small (1 or 2). The retry budget (Config.RetryRatio, RetryMin) caps retries at a
 //     share of the traffic, so an upstream that refuses most requests sees
 //     at most that much more load, not a multiple of it.
 //

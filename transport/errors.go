@@ -10,7 +10,7 @@ import (
 // has more to say, so test them with errors.Is.
 var (
 	// ErrWaitTooLong reports a request that would have to wait longer than
-	// the Transport's maximum wait (WithMaxWait) for its turn: for a token
+	// the Transport's maximum wait (Config.MaxWait) for its turn: for a token
 	// of the rate limit, for the end of a pause the upstream asked for, or
 	// both. The request is failed at once, without waiting or sending it.
 	ErrWaitTooLong = errors.New("transport: the wait would exceed the maximum wait")
@@ -27,10 +27,7 @@ var (
 	ErrPaused = errors.New("transport: the host asked to wait")
 
 	// ErrTooManyHosts reports a request to a new host when the Transport
-	// already tracks WithMaxHosts hosts, none of which can be forgotten
+	// already tracks Config.MaxHosts hosts, none of which can be forgotten
 	// (each has a limit in use or a pause in force).
 	ErrTooManyHosts = errors.New("transport: too many hosts")
-
-	// ErrInvalidOption reports an option given an invalid value.
-	ErrInvalidOption = errors.New("transport: invalid option")
 )

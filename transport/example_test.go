@@ -23,7 +23,7 @@ func Example() {
 	}))
 	defer upstream.Close()
 
-	tr, err := transport.New(nil, transport.WithMaxWait(10*time.Second))
+	tr, err := transport.New(nil, transport.Config{MaxWait: 10 * time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -44,8 +44,8 @@ func Example() {
 }
 
 // A limiter shared by every request: 1 per second, and requests that
-// cannot go at once fail (WithMaxWait(0)) instead of waiting.
-func ExampleWithLimiter() {
+// cannot go at once fail (a negative MaxWait) instead of waiting.
+func ExampleConfig_limiter() {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer upstream.Close()
 
@@ -54,7 +54,7 @@ func ExampleWithLimiter() {
 	if err != nil {
 		panic(err)
 	}
-	tr, err := transport.New(nil, transport.WithLimiter(lim), transport.WithMaxWait(0), transport.WithClock(clk))
+	tr, err := transport.New(nil, transport.Config{Clock: clk, Limiter: lim, MaxWait: -1})
 	if err != nil {
 		panic(err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // maxSeconds bounds the seconds a header may ask for before the Transport
-// caps them (WithMaxPause): far beyond any cap, far below an overflow.
+// caps them (Config.MaxPause): far beyond any cap, far below an overflow.
 const maxSeconds = 1 << 32
 
 // pauseOf returns how long a response with header h and status code asks

@@ -72,10 +72,11 @@ func (u *upstream) host(t *testing.T) string {
 
 // newTransport returns a Transport on clk over a base that records the
 // bodies of responses it returns, with jitter off (backoffs at half).
-func newTransport(t *testing.T, clk *admittest.ManualClock, opts ...Option) (*Transport, *trackingRT) {
+func newTransport(t *testing.T, clk *admittest.ManualClock, cfg Config) (*Transport, *trackingRT) {
 	t.Helper()
 	base := &trackingRT{base: http.DefaultTransport}
-	tr, err := New(base, append([]Option{WithClock(clk)}, opts...)...)
+	cfg.Clock = clk
+	tr, err := New(base, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // host is what a Transport knows of one host: until when it asked to be
-// left alone, and its limit (WithHostLimit).
+// left alone, and its limit (Config.HostLimit).
 type host struct {
 	until atomic.Int64 // end of the pause, on the Transport's time line; 0 for none
 	lim   *admit.GCRA  // nil without a host limit
@@ -49,7 +49,7 @@ func (t *hostTable) get(key string, create bool, now time.Time, ns int64) (*host
 	if t.limit != nil {
 		lim, err := admit.NewGCRA(*t.limit, admit.WithClock(t.clock))
 		if err != nil {
-			// WithHostLimit validated the limit.
+			// New validated the limit.
 			return nil, err
 		}
 		h.lim = lim

@@ -18,10 +18,10 @@ import (
 // retries requests refused with 429 or 503 within a retry budget.
 //
 // Before a request is sent, it waits for three things: the end of its
-// host's pause, a token of its host's limit (WithHostLimit), and a token of
-// the shared limit (WithLimiter), reserved in that order for the instant
+// host's pause, a token of its host's limit (Config.HostLimit), and a token of
+// the shared limit (Config.Limiter), reserved in that order for the instant
 // the previous ones allow. The total wait is known before waiting: when it
-// would exceed WithMaxWait, or end after the request context's deadline,
+// would exceed Config.MaxWait, or end after the request context's deadline,
 // the request fails at once with an error wrapping ErrWaitTooLong or
 // ErrDeadline (and ErrPaused when the host's pause is the reason), without
 // being sent and without taking tokens. A wait ends early, with the
@@ -31,16 +31,16 @@ import (
 // or 503 with Retry-After, a RateLimit field saying a policy has no quota
 // left (r=0) for t seconds, or X-RateLimit-Remaining: 0 with
 // X-RateLimit-Reset. Later requests to the host wait for the pause to end
-// or fail fast by the same rule. Pauses are capped by WithMaxPause.
+// or fail fast by the same rule. Pauses are capped by Config.MaxPause.
 //
-// Retries (WithRetries) are for idempotent requests whose body can be
+// Retries (Config.Retries) are for idempotent requests whose body can be
 // sent again, answered 429 or 503, while the retry budget allows: each
 // retry waits for the pause and a jittered backoff by the same bounded-wait
 // rule, and when a retry cannot be made the 429 or 503 is returned as it
 // came. The bodies of responses that are not returned are drained (up to
 // 64 KiB) and closed, so their connections can be reused.
 //
-// Time is read from the Transport's Clock (WithClock), which also times the
+// Time is read from the Transport's Clock (Config.Clock), which also times the
 // waits; the deadline of a request's context is compared with it.
 //
 // The zero Transport is not usable; create one with New. A Transport is
@@ -64,27 +64,13 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // New returns a Transport sending requests through base
-// (http.DefaultTransport if nil) with the given options. It fails with an
-// error wrapping ErrInvalidOption for an invalid option value.
-func New(base http.RoundTripper, opts ...Option) (*Transport, error) {
-	o := options{
-		maxWait:    DefaultMaxWait,
-		maxPause:   DefaultMaxPause,
-		maxHosts:   DefaultMaxHosts,
-		ratio:      DefaultBudgetRatio,
-		budgetMin:  DefaultBudgetMin,
-		window:     DefaultBudgetWindow,
-		backoff:    DefaultBackoff,
-		maxBackoff: DefaultMaxBackoff,
-		clock:      admit.SystemClock,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+// (http.DefaultTransport if nil), configured by cfg (the zero Config gives
+// the defaults). It fails with an error wrapping admit.ErrInvalidConfig,
+// naming the field, for a field of cfg out of its domain.
+func New(base http.RoundTripper, cfg Config) (*Transport, error) {
+	o, err := cfg.resolve()
+	if err != nil {
+		return nil, err
 	}
 	if base == nil {
 		base = http.DefaultTransport

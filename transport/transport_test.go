@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,8 +40,8 @@ func TestPauseForms(t *testing.T) {
 		{"429 HTTP-date", step{code: 429, header: map[string]string{"Date": httpDate(0), "Retry-After": httpDate(45 * time.Second)}}, 45 * time.Second},
 		{"503 RFC 850 date", step{code: 503, header: map[string]string{"Date": httpDate(0), "Retry-After": date.Add(time.Minute).Format("Monday, 02-Jan-06 15:04:05 GMT")}}, time.Minute},
 		{"429 past date", step{code: 429, header: map[string]string{"Date": httpDate(0), "Retry-After": httpDate(-time.Hour)}}, 0},
-		{"429 absurd", step{code: 429, header: map[string]string{"Retry-After": "9999999999999999999999"}}, DefaultMaxPause},
-		{"429 far date", step{code: 429, header: map[string]string{"Date": httpDate(0), "Retry-After": httpDate(1000 * time.Hour)}}, DefaultMaxPause},
+		{"429 absurd", step{code: 429, header: map[string]string{"Retry-After": "9999999999999999999999"}}, defaultMaxPause},
+		{"429 far date", step{code: 429, header: map[string]string{"Date": httpDate(0), "Retry-After": httpDate(1000 * time.Hour)}}, defaultMaxPause},
 		{"429 garbage", step{code: 429, header: map[string]string{"Retry-After": "soon"}}, 0},
 		{"429 negative", step{code: 429, header: map[string]string{"Retry-After": "-5"}}, 0},
 		{"429 without header", step{code: 429}, 0},
@@ -61,7 +63,7 @@ func TestPauseForms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := admittest.NewManualClock(admittest.Epoch)
-			tr, _ := newTransport(t, clk)
+			tr, _ := newTransport(t, clk, Config{})
 			u := newUpstream(t, tc.step)
 			code, err := get(context.Background(), tr, u.URL)
 			if err != nil || code != tc.step.code {
@@ -76,7 +78,7 @@ func TestPauseForms(t *testing.T) {
 
 func TestPausedHost(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	tr, _ := newTransport(t, clk, WithMaxWait(10*time.Second))
+	tr, _ := newTransport(t, clk, Config{MaxWait: 10 * time.Second})
 	u := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "30"}})
 	other := newUpstream(t)
 	if code, err := get(context.Background(), tr, u.URL); code != 429 || err != nil {
@@ -116,7 +118,7 @@ func TestPausedHost(t *testing.T) {
 
 func TestDeadline(t *testing.T) {
 	clk := admittest.NewManualClock(time.Now())
-	tr, _ := newTransport(t, clk)
+	tr, _ := newTransport(t, clk, Config{})
 	u := newUpstream(t, step{code: 503, header: map[string]string{"Retry-After": "5"}})
 	if _, err := get(context.Background(), tr, u.URL); err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func TestLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := newTransport(t, clk, WithLimiter(lim), WithMaxWait(2*time.Second))
+	tr, _ := newTransport(t, clk, Config{Limiter: lim, MaxWait: 2 * time.Second})
 	a, b := newUpstream(t), newUpstream(t)
 	if _, err := get(context.Background(), tr, a.URL); err != nil {
 		t.Fatal(err)
@@ -183,7 +185,7 @@ func TestLimiter(t *testing.T) {
 
 	// A limit that never admits fails at once.
 	never, _ := admit.NewGCRA(admit.Limit{}, admit.WithClock(clk))
-	tr2, _ := newTransport(t, clk, WithLimiter(never))
+	tr2, _ := newTransport(t, clk, Config{Limiter: never})
 	if _, err := get(context.Background(), tr2, a.URL); !errors.Is(err, ErrWaitTooLong) {
 		t.Fatalf("zero limit: %v", err)
 	}
@@ -191,7 +193,7 @@ func TestLimiter(t *testing.T) {
 
 func TestHostLimit(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	tr, _ := newTransport(t, clk, WithHostLimit(admit.PerMinute(1)), WithMaxWait(0))
+	tr, _ := newTransport(t, clk, Config{HostLimit: admit.PerMinute(1), MaxWait: -1})
 	a := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "1"}})
 	b := newUpstream(t)
 	for _, u := range []*upstream{a, b} {
@@ -222,7 +224,7 @@ func TestHostLimit(t *testing.T) {
 
 func TestMaxHosts(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	tr, _ := newTransport(t, clk, WithHostLimit(admit.PerSecond(1)), WithMaxHosts(2), WithMaxWait(0))
+	tr, _ := newTransport(t, clk, Config{HostLimit: admit.PerSecond(1), MaxHosts: 2, MaxWait: -1})
 	us := []*upstream{newUpstream(t), newUpstream(t), newUpstream(t)}
 	for _, u := range us[:2] {
 		if _, err := get(context.Background(), tr, u.URL); err != nil {
@@ -242,7 +244,7 @@ func TestMaxHosts(t *testing.T) {
 		t.Errorf("%d hosts held", n)
 	}
 	// A pause of a new host when the table is full is not recorded.
-	tr2, _ := newTransport(t, clk, WithMaxHosts(1))
+	tr2, _ := newTransport(t, clk, Config{MaxHosts: 1})
 	p1 := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "9"}})
 	p2 := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "9"}})
 	for _, u := range []*upstream{p1, p2} {
@@ -261,7 +263,7 @@ func TestRetries(t *testing.T) {
 		step{code: 429, header: map[string]string{"Retry-After": "2"}, body: "slow down"},
 		step{code: 503, body: "busy"},
 	)
-	tr, base := newTransport(t, clk, WithRetries(2))
+	tr, base := newTransport(t, clk, Config{Retries: 2})
 	req, _ := http.NewRequest(http.MethodPut, u.URL, bytes.NewReader([]byte("the body")))
 	req.Header.Set("Idempotency-Key", "k1")
 	done := async(func() *http.Response {
@@ -322,7 +324,7 @@ func TestNoRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := admittest.NewManualClock(admittest.Epoch)
 			u := newUpstream(t, step{code: tc.code})
-			tr, _ := newTransport(t, clk, WithRetries(3))
+			tr, _ := newTransport(t, clk, Config{Retries: 3})
 			resp, err := tr.RoundTrip(tc.req(u.URL))
 			if err != nil || resp.StatusCode != tc.code {
 				t.Fatalf("%v, %v", resp, err)
@@ -336,7 +338,7 @@ func TestNoRetry(t *testing.T) {
 	// A retry whose wait is too long is not made: the 429 comes back.
 	clk := admittest.NewManualClock(admittest.Epoch)
 	u := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "60"}, body: "later"})
-	tr, _ := newTransport(t, clk, WithRetries(3))
+	tr, _ := newTransport(t, clk, Config{Retries: 3})
 	req, _ := http.NewRequest(http.MethodGet, u.URL, nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil || resp.StatusCode != 429 {
@@ -359,7 +361,7 @@ func TestRetryBudget(t *testing.T) {
 	}
 	u := newUpstream(t, steps...)
 	// No retries from the ratio, 3 from the minimum, per 10s.
-	tr, _ := newTransport(t, clk, WithRetries(5), WithRetryBudget(0, 3, 10*time.Second), WithBackoff(0, 0))
+	tr, _ := newTransport(t, clk, Config{Retries: 5, RetryMin: 3, RetryWindow: 10 * time.Second, Backoff: -1})
 	for range 10 {
 		if code, err := get(context.Background(), tr, u.URL); code != 503 || err != nil {
 			t.Fatal(code, err)
@@ -423,7 +425,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	u := newUpstream(t, steps...)
 	v := newUpstream(t, step{code: 503}, step{code: 503})
-	tr, err := New(nil, WithLimiter(lim), WithHostLimit(admit.PerSecond(1_000_000)), WithRetries(1), WithBackoff(time.Millisecond, time.Millisecond))
+	tr, err := New(nil, Config{Limiter: lim, HostLimit: admit.PerSecond(1_000_000), Retries: 1, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,30 +450,44 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-func TestOptions(t *testing.T) {
-	for _, opt := range []Option{
-		WithLimiter(nil),
-		WithHostLimit(admit.Limit{Rate: -1}),
-		WithMaxWait(-1),
-		WithMaxPause(-1),
-		WithMaxHosts(0),
-		WithRetries(-1),
-		WithRetryBudget(-0.1, 1, time.Second),
-		WithRetryBudget(11, 1, time.Second),
-		WithRetryBudget(0.1, -1, time.Second),
-		WithRetryBudget(0.1, 1, time.Microsecond),
-		WithBackoff(-1, time.Second),
-		WithBackoff(2*time.Second, time.Second),
+func TestConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{HostLimit: admit.Limit{Rate: -1}}, "HostLimit"},
+		{Config{MaxHosts: -1}, "MaxHosts"},
+		{Config{Retries: -1}, "Retries"},
+		{Config{RetryRatio: -0.1, RetryMin: 1, RetryWindow: time.Second}, "RetryRatio"},
+		{Config{RetryRatio: 11, RetryMin: 1, RetryWindow: time.Second}, "RetryRatio"},
+		{Config{RetryRatio: math.NaN()}, "RetryRatio"},
+		{Config{RetryRatio: 0.1, RetryMin: -1, RetryWindow: time.Second}, "RetryMin"},
+		{Config{RetryRatio: 0.1, RetryMin: 1, RetryWindow: time.Microsecond}, "RetryWindow"},
+		{Config{RetryWindow: -time.Second}, "RetryWindow"},
+		{Config{MaxBackoff: -1}, "MaxBackoff"},
+		{Config{Backoff: 2 * time.Second, MaxBackoff: time.Second}, "MaxBackoff"},
 	} {
-		if tr, err := New(nil, opt); !errors.Is(err, ErrInvalidOption) || tr != nil {
-			t.Errorf("%v, want ErrInvalidOption", err)
+		tr, err := New(nil, tc.cfg)
+		if !errors.Is(err, admit.ErrInvalidConfig) || tr != nil || !strings.Contains(err.Error(), "transport: "+tc.field) {
+			t.Errorf("%+v: %v, want ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	tr, err := New(nil, nil, WithClock(nil), WithMaxPause(0), WithMaxWait(0))
-	if err != nil || tr.base != http.DefaultTransport || tr.clock != admit.SystemClock {
+	// The zero Config gives the defaults.
+	tr, err := New(nil, Config{})
+	if err != nil || tr.base != http.DefaultTransport || tr.clock != admit.SystemClock ||
+		tr.maxWait != 10*time.Second || tr.maxPause != 5*time.Minute || tr.hosts.max != 10000 ||
+		tr.retries != 0 || tr.backoff != 100*time.Millisecond || tr.maxBackoff != 10*time.Second {
 		t.Fatalf("%+v, %v", tr, err)
 	}
-	// WithMaxPause(0) ignores pauses.
+	// A Backoff longer than the default MaxBackoff raises it.
+	if tr, err := New(nil, Config{Backoff: time.Minute}); err != nil || tr.maxBackoff != time.Minute {
+		t.Errorf("Backoff 1m: %+v, %v; want MaxBackoff 1m", tr, err)
+	}
+	tr, err = New(nil, Config{MaxPause: -1, MaxWait: -1})
+	if err != nil || tr.maxPause != 0 || tr.maxWait != 0 {
+		t.Fatalf("%+v, %v", tr, err)
+	}
+	// A negative MaxPause ignores pauses.
 	u := newUpstream(t, step{code: 429, header: map[string]string{"Retry-After": "5"}})
 	for _, want := range []int{429, 200} {
 		if code, err := get(context.Background(), tr, u.URL); code != want || err != nil {
@@ -501,7 +517,7 @@ func TestHostKey(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	tr, err := New(nopRT{}, WithBackoff(100*time.Millisecond, time.Second))
+	tr, err := New(nopRT{}, Config{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +539,7 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 	// A cap near the largest duration does not overflow.
-	huge, _ := New(nopRT{}, WithBackoff(time.Second, admit.InfDuration))
+	huge, _ := New(nopRT{}, Config{Backoff: time.Second, MaxBackoff: admit.InfDuration})
 	huge.random = func() float64 { return 0 }
 	for k := 1; k < 100; k++ {
 		if got := huge.backoffFor(k); got <= 0 {
@@ -541,7 +557,7 @@ func (c *idleCloser) CloseIdleConnections() { c.closed++ }
 
 func TestCloseIdleConnections(t *testing.T) {
 	base := &idleCloser{}
-	tr, err := New(base)
+	tr, err := New(base, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,6 +565,6 @@ func TestCloseIdleConnections(t *testing.T) {
 	if base.closed != 1 {
 		t.Errorf("base closed its idle connections %d times", base.closed)
 	}
-	tr, _ = New(nopRT{}) // a base without the method
+	tr, _ = New(nopRT{}, Config{}) // a base without the method
 	tr.CloseIdleConnections()
 }
