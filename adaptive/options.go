@@ -106,6 +106,18 @@ type aimdConfig struct {
 	gated     bool
 }
 
+// orDefault returns v, or def if v is 0, or neg if v is negative (the
+// fields whose negative values check refuses pass def again).
+func orDefault[T int | int64 | float64 | time.Duration](v, def, neg T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return neg
+	}
+	return v
+}
+
 // invalid returns an error wrapping admit.ErrInvalidConfig for field.
 func invalid(field string, v any, want string) error {
 	return fmt.Errorf("%w: adaptive: %s %v: want %s", admit.ErrInvalidConfig, field, v, want)
@@ -119,33 +131,29 @@ func (cfg *AIMDConfig) check() (aimdConfig, error) {
 		threshold: cfg.LatencyThreshold, incEvery: cfg.IncreaseInterval, decEvery: cfg.DecreaseInterval,
 		gated: cfg.IncreaseOnlyWhenLimited,
 	}
-	switch {
-	case cfg.Initial < 0:
-		return c, invalid("Initial", cfg.Initial, ">= 0")
-	case cfg.Period < 0:
-		return c, invalid("Period", cfg.Period, ">= 0")
-	case cfg.Burst < 0:
-		return c, invalid("Burst", cfg.Burst, ">= 0")
-	case cfg.Step < 0:
-		return c, invalid("Step", cfg.Step, ">= 0")
-	case cfg.Factor != 0 && !(cfg.Factor > 0 && cfg.Factor < 1): // also refuses NaN
-		return c, invalid("Factor", cfg.Factor, "0 < Factor < 1 (or 0 for 0.5)")
-	case cfg.LatencyThreshold < 0:
-		return c, invalid("LatencyThreshold", cfg.LatencyThreshold, ">= 0")
-	case cfg.IncreaseInterval < 0:
-		return c, invalid("IncreaseInterval", cfg.IncreaseInterval, ">= 0")
-	case cfg.DecreaseInterval < 0:
-		return c, invalid("DecreaseInterval", cfg.DecreaseInterval, ">= 0")
+	for _, f := range []struct {
+		name string
+		v    any
+		neg  bool
+	}{
+		{"Initial", cfg.Initial, cfg.Initial < 0},
+		{"Period", cfg.Period, cfg.Period < 0},
+		{"Burst", cfg.Burst, cfg.Burst < 0},
+		{"Step", cfg.Step, cfg.Step < 0},
+		{"LatencyThreshold", cfg.LatencyThreshold, cfg.LatencyThreshold < 0},
+		{"IncreaseInterval", cfg.IncreaseInterval, cfg.IncreaseInterval < 0},
+		{"DecreaseInterval", cfg.DecreaseInterval, cfg.DecreaseInterval < 0},
+	} {
+		if f.neg {
+			return c, invalid(f.name, f.v, ">= 0")
+		}
 	}
-	if c.period == 0 {
-		c.period = time.Second
+	if f := cfg.Factor; f != 0 && !(f > 0 && f < 1) { // also refuses NaN
+		return c, invalid("Factor", f, "0 < Factor < 1 (or 0 for 0.5)")
 	}
-	if c.step == 0 {
-		c.step = 1
-	}
-	if c.factor == 0 {
-		c.factor = 0.5
-	}
+	c.period = orDefault(c.period, time.Second, time.Second)
+	c.step = orDefault(c.step, 1, 1)
+	c.factor = orDefault(c.factor, 0.5, 0.5)
 	return c, nil
 }
 
@@ -256,35 +264,12 @@ func (cfg *GradientConfig) check() (gradientConfig, error) {
 	case cfg.WindowSamples < 0:
 		return c, invalid("WindowSamples", cfg.WindowSamples, ">= 0")
 	}
-	if c.tolerance == 0 {
-		c.tolerance = 1.5
-	}
-	if c.smoothing == 0 {
-		c.smoothing = 0.2
-	}
-	switch {
-	case c.queue == 0:
-		c.queue = -1
-	case c.queue < 0:
-		c.queue = 0
-	}
-	if c.longWindow == 0 {
-		c.longWindow = 100
-	}
-	if c.samples == 0 {
-		c.samples = 10
-	}
-	switch {
-	case c.minTime == 0:
-		c.minTime = time.Second
-	case c.minTime < 0:
-		c.minTime = 0
-	}
-	switch {
-	case c.maxWaiters == 0:
-		c.maxWaiters = -1
-	case c.maxWaiters < 0:
-		c.maxWaiters = 0
-	}
+	c.tolerance = orDefault(c.tolerance, 1.5, 1.5)
+	c.smoothing = orDefault(c.smoothing, 0.2, 0.2)
+	c.queue = orDefault(c.queue, -1, 0) // -1: the square root of the limit
+	c.longWindow = orDefault(c.longWindow, 100, 100)
+	c.samples = orDefault(c.samples, 10, 10)
+	c.minTime = orDefault(c.minTime, time.Second, 0)
+	c.maxWaiters = orDefault(c.maxWaiters, -1, 0) // -1: no bound
 	return c, nil
 }
