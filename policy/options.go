@@ -68,7 +68,7 @@ func WithObserver(obs admit.Observer) Option {
 }
 
 // WithLogger sets the logger told of the failure policies' switches (see
-// compose.WithLogger). The default, nil, logs nothing.
+// compose.GuardConfig.Logger). The default, nil, logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) { o.log = l })
 }
