@@ -21,7 +21,7 @@ const Tick = 100 * time.Millisecond
 
 // The step instants of the built-in scenarios, unexported as in
 // golang.org/x/time/rate's tests: tn is n ticks (n×100ms) after Epoch, so
-// t0 is Epoch and t9 is 900ms after it.
+// t0 is Epoch and t9 is 900ms after it (t7 is not used).
 var (
 	t0 = At(0 * Tick)
 	t1 = At(1 * Tick)
@@ -30,7 +30,6 @@ var (
 	t4 = At(4 * Tick)
 	t5 = At(5 * Tick)
 	t6 = At(6 * Tick)
-	t7 = At(7 * Tick)
 	t8 = At(8 * Tick)
 	t9 = At(9 * Tick)
 )
