@@ -17,8 +17,11 @@ import (
 
 // redisPolicy keeps its limits in Redis: an Envoy-style fixed window, a
 // GCRA, a quota and a concurrency cap with a lease, failing closed.
+// redisPolicy fails closed; its timeout is long so that a loaded machine
+// (the first call loads the script and dials) is not taken for a failing
+// Redis: the test stops Redis to see the failure policy.
 const redisPolicy = `
-defaults: {store: redis, failure: fail_closed}
+defaults: {store: redis, failure: {policy: fail_closed, timeout: 5s}}
 domain: edge
 rules:
   - {name: per-ip, match: remote_address, rate: 3/min, algorithm: fixed_window}
