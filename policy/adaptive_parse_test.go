@@ -61,7 +61,7 @@ rules:
 			t.Errorf("rule %s: store %v, failure %v", r.Name, r.Store, r.Failure)
 		}
 	}
-	if _, err := newEngine(p); err != nil {
+	if _, err := newEngine(p, Config{}); err != nil {
 		t.Fatalf("NewEngine without Redis: %v", err)
 	}
 }
@@ -262,7 +262,7 @@ func TestValidateAdaptive(t *testing.T) {
 			t.Errorf("no error %q in:\n%s", w, got)
 		}
 	}
-	if _, err := newEngine(p); !errors.Is(err, ErrInvalidPolicy) {
+	if _, err := newEngine(p, Config{}); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("NewEngine: %v", err)
 	}
 
@@ -272,7 +272,7 @@ func TestValidateAdaptive(t *testing.T) {
 		rule("rate", Limits{AdaptiveRate: &AdaptiveRate{Min: 1, Max: 5}}),
 		{Name: "lanes", Match: []Matcher{{Key: "p"}}, Limits: Limits{Lanes: &Lanes{Concurrency: 4, Lanes: []fair.Lane{{Name: "hi", Share: 1}, {Name: "lo", Share: 1}}}}},
 	}}}}
-	e, err := newEngine(ok)
+	e, err := newEngine(ok, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func benchEngine(b *testing.B) *Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func BenchmarkCheck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestCheckAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func adaptiveEngine(tb testing.TB) *Engine {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -517,7 +517,7 @@ func FuzzParseYAML(f *testing.F) {
 			t.Fatalf("loaded an invalid policy: %v", err)
 		}
 		localOnly(p)
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}

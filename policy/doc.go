@@ -208,8 +208,8 @@
 // Their keys are those of the rule's other limits (the values of the match
 // entries, for lanes all but lane_key's): a rule matching any value has
 // one limit (or budget) per value, a rule matching exact values, or with
-// shared: true, has one. At most WithMaxKeys keys per rule
-// (DefaultMaxAdaptiveKeys) are kept: a new key beyond it takes the place
+// shared: true, has one. At most Config.MaxKeys keys per rule
+// (10,000 by default) are kept: a new key beyond it takes the place
 // of an idle one (nothing in flight, nothing used), starting again from
 // initial, or is refused with ErrTooManyKeys if none is idle.
 //
@@ -238,7 +238,7 @@
 // concurrency caps and slot lanes, and the adaptive concurrency caps last
 // (a request refused after one of them would give its slots back at once,
 // a success of no latency). Checks allocate nothing for rules kept in
-// memory. NewEngine(p, WithPrevious(old)) reloads a policy keeping the
+// memory. NewEngine with Config.Previous reloads a policy keeping the
 // state of the rules that did not change (an adaptive limit keeps what it
 // learnt).
 package policy

@@ -337,7 +337,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 }
 
 // layer returns the layer of this definition: the previous engine's if it
-// had one (WithPrevious), else a new one built by build.
+// had one (Config.Previous), else a new one built by build.
 func (b *builder) layer(kind admit.Kind, label string, st store, f Failure, def string, build func(*clayer) error) (*clayer, error) {
 	print := fmt.Sprintf("%s|%v|%s|%s|%+v", label, kind, st.name, def, f)
 	if c := b.prev[print]; c != nil {

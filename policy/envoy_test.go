@@ -138,7 +138,7 @@ func TestEnvoySemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0) // noon
-	e, err := newEngine(p, WithClock(clock))
+	e, err := newEngine(p, clocked(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestLoadFiles(t *testing.T) {
 	if strings.Join(names, ",") != "sms,mongo,api" {
 		t.Errorf("domains %v", names)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestLoadFiles(t *testing.T) {
 	if len(p.Domains) != 2 || p.Domains[0].Name != "sms" || len(p.Domains[0].Rules) != n+1 {
 		t.Fatalf("merged: %d domains, sms with %d rules", len(p.Domains), len(p.Domains[0].Rules))
 	}
-	e2, err := newEngine(p)
+	e2, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func FuzzParseEnvoy(f *testing.F) {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("loaded an invalid policy: %v", err)
 		}
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}

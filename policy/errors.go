@@ -26,12 +26,8 @@ var (
 
 	// ErrNoStore reports a rule (or a domain's inline limits, or a
 	// Fallback failure policy) kept in a store the engine was not given
-	// (see WithBackend).
+	// (see Config.Backends).
 	ErrNoStore = errors.New("policy: no such store")
-
-	// ErrInvalidOption reports an option of NewEngine given an invalid
-	// value.
-	ErrInvalidOption = errors.New("policy: invalid option")
 
 	// ErrStoreFailed is the Err of a Status one of whose limits is kept in
 	// a store (Redis) that failed or did not answer in time, so that the
@@ -50,7 +46,7 @@ var (
 
 	// ErrTooManyKeys reports a request whose key would be one more for a
 	// rule's adaptive limit or lanes, which hold state for at most
-	// WithMaxKeys keys (DefaultMaxAdaptiveKeys), none of them idle. The
+	// Config.MaxKeys keys (10,000 by default), none of them idle. The
 	// request is refused.
 	ErrTooManyKeys = errors.New("policy: too many keys for an adaptive limit")
 )

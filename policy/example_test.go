@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
@@ -33,7 +34,10 @@ rules:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{
+		Options:  admit.Options{Clock: clock},
+		Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -87,7 +91,10 @@ descriptors:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{
+		Options:  admit.Options{Clock: clock},
+		Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -177,13 +184,13 @@ rules:
 }
 
 // A reload keeps the state of the rules that did not change.
-func ExampleWithPrevious() {
+func ExampleConfig_previous() {
 	load := func(rate string, old *policy.Engine, clock *admittest.ManualClock) *policy.Engine {
 		p, err := policy.ParseYAML("policy.yaml", []byte("rules:\n  - {name: users, match: user, rate: 3/min}\n  - {name: ips, match: ip, rate: "+rate+"}\n"))
 		if err != nil {
 			panic(err)
 		}
-		e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock), policy.WithPrevious(old))
+		e, err := policy.NewEngine(p, policy.Config{Options: admit.Options{Clock: clock}, Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()}, Previous: old})
 		if err != nil {
 			panic(err)
 		}

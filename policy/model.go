@@ -140,7 +140,7 @@ type Rule struct {
 
 	// Store names the store the rule's state lives in: StoreLocal
 	// (memory), "redis", or any name the engine is given a Backend by
-	// (WithBackend); StoreDefault (empty) names the engine's default
+	// (Config.Backends); StoreDefault (empty) names the engine's default
 	// store. A name the engine was not given makes NewEngine fail
 	// (ErrNoStore, at the rule's store field). A rule with
 	// AdaptiveConcurrency, AdaptiveRate or Lanes is kept in memory, all

@@ -53,7 +53,7 @@ func TestRedisExample(t *testing.T) {
 	slowMachine(p)
 	clock := admittest.NewManualClock(t0)
 	newEngine := func() *Engine {
-		e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+		e, err := newEngine(p, withRedis(store, clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ rules:
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+	e, err := newEngine(p, withRedis(store, clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestRedisDefaultStore(t *testing.T) {
 	clock := admittest.NewManualClock(t0)
 	var engines []*Engine
 	for range 2 {
-		e, err := newEngine(p, withRedis(store, clock), WithClock(clock), WithKeyPrefix("envoy:"))
+		e, err := newEngine(p, func() Config { c := withRedis(store, clock); c.KeyPrefix = "envoy:"; return c }())
 		if err != nil {
 			t.Fatal(err)
 		}

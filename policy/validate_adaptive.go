@@ -83,7 +83,7 @@ func (a *AdaptiveConcurrency) initial() int64 {
 	return a.Min
 }
 
-// String describes a, every field given (for WithPrevious).
+// String describes a, every field given (for Config.Previous).
 func (a *AdaptiveConcurrency) String() string {
 	q, t := "sqrt", "default"
 	if a.QueueSize != nil {
@@ -144,7 +144,7 @@ func (a *AdaptiveRate) limit() admit.Limit {
 	return admit.Limit{Rate: r, Period: p, Burst: b}
 }
 
-// String describes a, every field given (for WithPrevious).
+// String describes a, every field given (for Config.Previous).
 func (a *AdaptiveRate) String() string {
 	return "adaptive_rate period=" + a.Period.String() + " min=" + itoa(a.Min) + " max=" + itoa(a.Max) + " initial=" + itoa(a.Initial) +
 		" step=" + itoa(a.Step) + " factor=" + fmtFloat(a.Factor) + " burst=" + itoa(a.Burst) +
@@ -177,7 +177,7 @@ func (l *Lanes) laneKey(r *Rule) string {
 	return r.Match[len(r.Match)-1].Key
 }
 
-// String describes l, every field given (for WithPrevious).
+// String describes l, every field given (for Config.Previous).
 func (l *Lanes) String() string {
 	var b strings.Builder
 	b.WriteString("lanes")

@@ -157,7 +157,9 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 		return rep
 	}
 	defer store.Close()
-	e, err := policy.NewEngine(p, backends.Options(store)...)
+	var cfg policy.Config
+	cfg.Backends, cfg.DefaultStore = backends.Stores(store)
+	e, err := policy.NewEngine(p, cfg)
 	if err != nil {
 		rep.add(err)
 		return rep
