@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/envoyunit"
 )
 
 // The fields of envoyproxy/ratelimit's configuration files.
@@ -28,7 +29,7 @@ var (
 //     value matches any value (one limit per value).
 //   - requests_per_unit per unit (second, minute, hour, day, week, month =
 //     30 days, year = 365 days) is a fixed window aligned on the Unix
-//     epoch: Limits{Rate: UnitLimit(requests_per_unit, unit), Algorithm:
+//     epoch: Limits{Rate: requests_per_unit per unit, Algorithm:
 //     admit.AlgFixedWindow}. requests_per_unit 0 refuses everything.
 //   - unlimited: true is Limits.Unlimited; shadow_mode is Rule.Shadow;
 //     replaces is Rule.Replaces; share_threshold is Rule.Shared;
@@ -284,7 +285,7 @@ func (e *envoyDecoder) rateLimit(r *Rule, n *yaml.Node, path string) bool {
 	if !ok || !good {
 		return false
 	}
-	unit, uerr := ParseUnit(unitStr)
+	unit, uerr := envoyunit.Parse(unitStr)
 	switch {
 	case unlimited && hasUnit && uerr == nil:
 		w.fail(unitN, keyPath(path, "unit"), "should not specify rate limit unit when unlimited")
@@ -299,7 +300,7 @@ func (e *envoyDecoder) rateLimit(r *Rule, n *yaml.Node, path string) bool {
 		w.fail(unitN, keyPath(path, "unit"), "invalid rate limit unit '%s': want second, minute, hour, day, week, month or year", truncate(unitStr))
 		return false
 	default:
-		l, _ := UnitLimit(uint32(rpu), unit)
+		l, _ := envoyunit.Limit(uint32(rpu), unit)
 		r.Rate = &l
 		r.Algorithm = admit.AlgFixedWindow
 		if rpuN != nil {

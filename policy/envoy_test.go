@@ -237,7 +237,7 @@ func TestEnvoySemantics(t *testing.T) {
 	}
 	// An inline limit (Envoy's descriptor limit override) is honoured,
 	// and the configured limit ignored.
-	l, _ := UnitLimit(1, UnitMinute)
+	l := admit.Limit{Rate: 1, Period: time.Minute, Burst: 1}
 	over := desc("phone", "+15550000000")
 	over.Limit = &l
 	if res = check(t, e, request("sms", over), nil); !res.Decision.Allowed || !res.Statuses[0].Override || res.Statuses[0].Decision.Limit != l {

@@ -110,14 +110,13 @@ descriptors:
 			return
 		}
 		st := res.Statuses[0]
-		unit, _ := policy.UnitOf(st.Decision.Limit.Period)
-		fmt.Printf("%s: %v, %d per %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Decision.Limit.Rate, unit, st.Decision.Remaining, st.Decision.ResetAfter, st.Rule)
+		fmt.Printf("%s: %v, %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Decision.Limit, st.Decision.Remaining, st.Decision.ResetAfter, st.Rule)
 	}
 	// Output:
-	// 203.0.113.7: OK, 2 per minute, 1 remaining, reset in 30s (edge.remote_address)
-	// 203.0.113.7: OK, 2 per minute, 0 remaining, reset in 30s (edge.remote_address)
-	// 203.0.113.7: OVER_LIMIT, 2 per minute, 0 remaining, reset in 30s (edge.remote_address)
-	// 198.51.100.9: OVER_LIMIT, 0 per second, 0 remaining, reset in 0s (edge.remote_address_198.51.100.9)
+	// 203.0.113.7: OK, 2/min, 1 remaining, reset in 30s (edge.remote_address)
+	// 203.0.113.7: OK, 2/min, 0 remaining, reset in 30s (edge.remote_address)
+	// 203.0.113.7: OVER_LIMIT, 2/min, 0 remaining, reset in 30s (edge.remote_address)
+	// 198.51.100.9: OVER_LIMIT, 0/s, 0 remaining, reset in 0s (edge.remote_address_198.51.100.9)
 }
 
 // Two teams keep their descriptors of one domain in files of their own,

@@ -97,42 +97,6 @@ func TestParseQuota(t *testing.T) {
 	}
 }
 
-func TestUnits(t *testing.T) {
-	for u := UnitSecond; u <= UnitWeek; u++ {
-		got, err := ParseUnit(strings.ToUpper(u.String()))
-		if err != nil || got != u {
-			t.Errorf("ParseUnit(%q) = %v, %v", strings.ToUpper(u.String()), got, err)
-		}
-		if back, ok := UnitOf(u.Duration()); !ok || back != u {
-			t.Errorf("UnitOf(%v) = %v, %v; want %v", u.Duration(), back, ok, u)
-		}
-		l, err := UnitLimit(7, u)
-		if err != nil || l != (admit.Limit{Rate: 7, Period: u.Duration(), Burst: 7}) || l.Validate() != nil {
-			t.Errorf("UnitLimit(7, %v) = %+v, %v", u, l, err)
-		}
-	}
-	if UnitMonth.Duration() != 30*day || UnitYear.Duration() != 365*day {
-		t.Errorf("month %v, year %v: want envoyproxy/ratelimit's 30 and 365 days", UnitMonth.Duration(), UnitYear.Duration())
-	}
-	for _, s := range []string{"", "unknown", "fortnight", "seconds"} {
-		if _, err := ParseUnit(s); err == nil {
-			t.Errorf("ParseUnit(%q) succeeded", s)
-		}
-	}
-	if _, err := UnitLimit(1, UnitUnknown); err == nil {
-		t.Error("UnitLimit(1, UnitUnknown) succeeded")
-	}
-	if _, ok := UnitOf(3 * time.Second); ok {
-		t.Error("UnitOf(3s) found a unit")
-	}
-	if l, _ := UnitLimit(0, UnitSecond); l.Validate() != nil || l.Rate != 0 {
-		t.Errorf("UnitLimit(0, second) = %+v: want the zero rate, which refuses everything", l)
-	}
-	if Unit(99).String() != "Unit(99)" {
-		t.Error(Unit(99).String())
-	}
-}
-
 // FuzzParseRate checks that ParseRate never panics, agrees with
 // admit.ParseLimit wherever that accepts, returns only valid limits, and
 // that a limit's String parses back to it.
