@@ -18,7 +18,7 @@ import (
 
 // TestParseAdaptive: the fields of the new kinds, and their defaults.
 func TestParseAdaptive(t *testing.T) {
-	p, err := ParseYAML("p.yaml", []byte(`
+	p, err := parseAdmit("p.yaml", []byte(`
 defaults: {store: redis}
 domain: api
 rules:
@@ -176,7 +176,7 @@ var adaptiveBad = []struct {
 func TestParseAdaptiveBad(t *testing.T) {
 	for _, tc := range adaptiveBad {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseYAML("p.yaml", []byte(tc.src))
+			p, err := parseAdmit("p.yaml", []byte(tc.src))
 			if err == nil {
 				t.Fatalf("loaded %+v", p)
 			}
@@ -266,7 +266,7 @@ func TestValidateAdaptive(t *testing.T) {
 		t.Fatalf("NewEngine: %v", err)
 	}
 
-	// Zero fields are defaults; StoreDefault is memory, even with Redis.
+	// Zero fields are defaults; storeDefault is memory, even with Redis.
 	ok := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{
 		rule("conc", Limits{AdaptiveConcurrency: &AdaptiveConcurrency{Min: 1, Max: 5}}),
 		rule("rate", Limits{AdaptiveRate: &AdaptiveRate{Min: 1, Max: 5}}),

@@ -18,12 +18,12 @@ import (
 // name (policy/backends.Memory).
 const StoreLocal = "local"
 
-// StoreDefault, an empty Rule.Store or Override.Store, names the engine's
+// storeDefault, an empty Rule.Store or Override.Store, names the engine's
 // default store (Config.DefaultStore): StoreLocal, or a shared store the
 // engine is configured to default to. The Envoy loader uses it, since
 // envoyproxy/ratelimit's files do not say; in this package's YAML format,
 // it is store: default.
-const StoreDefault = ""
+const storeDefault = ""
 
 // Backend builds the limiters of the rules kept in one store: keyed rate
 // limiters, calendar quotas and concurrency slots, behind the root's

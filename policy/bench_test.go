@@ -28,7 +28,7 @@ rules:
 `
 
 func benchEngine(b *testing.B) *Engine {
-	p, err := ParseYAML("bench.yaml", []byte(benchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(benchPolicy))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("refused", func(b *testing.B) {
-		p, err := ParseYAML("bench.yaml", []byte("domain: api\nrules:\n  - {name: blocked, match: remote_address, rate: 0/s}\n  - {name: per-user, match: user, rate: 10/s}\n"))
+		p, err := parseAdmit("bench.yaml", []byte("domain: api\nrules:\n  - {name: blocked, match: remote_address, rate: 0/s}\n  - {name: per-user, match: user, rate: 10/s}\n"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func BenchmarkCheck(b *testing.B) {
 // (the reference design allocates only the key of its per-tenant
 // concurrency cap, which the concurrency limiter keeps while in flight).
 func TestCheckAllocations(t *testing.T) {
-	p, err := ParseYAML("bench.yaml", []byte(benchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(benchPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ rules:
 `
 
 func adaptiveEngine(tb testing.TB) *Engine {
-	p, err := ParseYAML("bench.yaml", []byte(adaptiveBenchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(adaptiveBenchPolicy))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,22 +23,23 @@
 //
 // # Which one should I use?
 //
-//   - This package's format (ParseYAML) for a new policy: rates with any
+//   - This package's format for a new policy: rates with any
 //     period ("100 per 5 minutes") and algorithm, bursts, calendar quotas
 //     in a time zone, concurrency caps, adaptive limits and priority
 //     lanes, tier tables, per-rule store and
 //     failure policy, exemptions (CIDR ranges included), several domains
 //     in a file, and errors that name file, line, column and field.
-//   - envoyproxy/ratelimit's format (ParseEnvoy) to switch from
+//   - envoyproxy/ratelimit's format to switch from
 //     envoyproxy/ratelimit without rewriting its configuration: its files
 //     load unchanged, with the meaning they have there (fixed windows per
 //     unit, the most specific match, replaces, unlimited, shadow_mode).
 //     Move rules to this package's format when you need what it lacks.
 //
-// Parse and ParseFile detect the format (DetectFormat); LoadFiles merges
-// several files, of either format, one domain or more each. ParseFile and
-// LoadFiles read a file with ReadFile, which reads at most MaxFileSize
-// bytes: a larger file, or one that never ends, is an error at once.
+// Parse detects the format; LoadFiles merges several files, of either
+// format, one domain or more each (MergeDomains merges the domains of one
+// name). LoadFiles reads a file with ReadFile, which reads at most
+// MaxFileSize bytes: a larger file, or one that never ends, is an error at
+// once.
 //
 // # The YAML format
 //

@@ -32,7 +32,7 @@ rules:
 `
 	clock := admittest.NewManualClock(t0)
 	load := func(src string, cfg Config) *Engine {
-		p, err := ParseYAML("v.yaml", []byte(src))
+		p, err := parseAdmit("v.yaml", []byte(src))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ rules:
 }
 
 func TestNewEngineErrors(t *testing.T) {
-	p, err := ParseFile("testdata/example.yaml")
+	p, err := parseFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

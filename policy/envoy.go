@@ -19,7 +19,7 @@ var (
 	envoyReplaceFields = []string{"name"}
 )
 
-// ParseEnvoy parses a configuration file of envoyproxy/ratelimit (one
+// parseEnvoy parses a configuration file of envoyproxy/ratelimit (one
 // domain and its descriptors) into a Policy with the meaning it has there:
 //
 //   - Each descriptor with a rate_limit is a Rule named by its full key
@@ -43,7 +43,7 @@ var (
 //     entries matches only at depth N, the most specific entry first
 //     (key and value, then a prefix, then the key alone) at each level
 //     (see Rule).
-//   - Rules keep StoreDefault: the engine keeps them in Redis if it has a
+//   - Rules keep the empty Store, the default store: the engine keeps them in Redis if it has a
 //     Redis store, as envoyproxy/ratelimit does, and fails open when
 //     Redis fails, as Envoy does by default.
 //
@@ -57,7 +57,7 @@ var (
 // an empty or self-referring replaces), with every error naming its file,
 // line and field, and every error reported. A wildcard "*" anywhere but
 // at the end of a value is refused rather than taken literally.
-func ParseEnvoy(name string, data []byte) (*Policy, error) {
+func parseEnvoy(name string, data []byte) (*Policy, error) {
 	var errs errList
 	root, w := parseYAML(name, data, &errs)
 	if root == nil {
@@ -84,7 +84,7 @@ type envoyDecoder struct {
 
 func (e *envoyDecoder) policy(root *yaml.Node) *Policy {
 	w := e.w
-	dom := &Domain{envoy: true, Override: Override{Algorithm: admit.AlgFixedWindow, Store: StoreDefault}, src: &source{pos: w.pos(root)}}
+	dom := &Domain{envoy: true, Override: Override{Algorithm: admit.AlgFixedWindow, Store: storeDefault}, src: &source{pos: w.pos(root)}}
 	var descs *yaml.Node
 	hasDomain := false
 	ok := w.fields(root, "", envoyTopFields, func(key string, vn *yaml.Node, fpath string) {
@@ -138,8 +138,8 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 		}
 		seen[final] = w.line(item, ipath)
 		match := append(append([]Matcher(nil), parent...), m)
-		if len(match) > MaxEntries {
-			w.fail(w.resolve(item, ipath), ipath, "descriptors nested deeper than %d levels", MaxEntries)
+		if len(match) > maxEntries {
+			w.fail(w.resolve(item, ipath), ipath, "descriptors nested deeper than %d levels", maxEntries)
 			return
 		}
 		src := &source{path: ipath, pos: w.pos(item)}

@@ -17,7 +17,7 @@ var (
 	ErrInvalidPolicy = errors.New("policy: invalid policy")
 
 	// ErrUnknownFormat reports a file that is neither this package's
-	// policy format nor envoyproxy/ratelimit's (see DetectFormat).
+	// policy format nor envoyproxy/ratelimit's (see Parse).
 	ErrUnknownFormat = errors.New("policy: unknown file format")
 
 	// ErrInvalidRequest reports a request the engine cannot decide: a
@@ -126,13 +126,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errors is the list of problems found in a policy, in the order of their
 // positions in the file (Validate's, for a Policy built in Go). A
 // loader reports all the problems it finds, not only the first, up to
-// MaxErrors. An Errors matches ErrInvalidPolicy under errors.Is, and
+// 100 (and one more entry saying that it stopped). An Errors matches ErrInvalidPolicy under errors.Is, and
 // errors.As finds each *Error in it.
 type Errors []*Error
 
-// MaxErrors is the most problems a loader reports; one more entry says
+// maxErrors is the most problems a loader reports; one more entry says
 // that it stopped there.
-const MaxErrors = 100
+const maxErrors = 100
 
 // Error returns the problems, one per line.
 func (es Errors) Error() string {
@@ -158,7 +158,7 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
-// errList collects Errors, up to MaxErrors.
+// errList collects Errors, up to maxErrors.
 type errList struct {
 	errs Errors
 	full bool
@@ -170,7 +170,7 @@ func (l *errList) addErr(p Pos, field, msg string, err error) {
 	if l.full {
 		return
 	}
-	if len(l.errs) == MaxErrors {
+	if len(l.errs) == maxErrors {
 		l.errs = append(l.errs, &Error{File: p.File, Line: p.Line, Column: p.Column, Msg: "too many errors; stopping here"})
 		l.full = true
 		return

@@ -17,7 +17,7 @@ import (
 // from their client address and X-Tenant header, and httplimit writes the
 // decision's fields and the refusals.
 func ExampleNewHTTP() {
-	p, err := policy.ParseYAML("policy.yaml", []byte(`
+	p, err := policy.Parse("policy.yaml", []byte(`
 domain: api
 rules:
   - {name: per-ip, match: remote_address, rate: 100/s}

@@ -15,8 +15,8 @@ import (
 // A policy in this package's format: per-address limits, a tenant's plan
 // from a tier table, and a cap on requests in flight, checked at explicit
 // instants of a manual clock.
-func ExampleParseYAML() {
-	p, err := policy.ParseYAML("policy.yaml", []byte(`
+func ExampleParse() {
+	p, err := policy.Parse("policy.yaml", []byte(`
 tier_tables:
   plans:
     default: free
@@ -76,8 +76,8 @@ rules:
 // A configuration of envoyproxy/ratelimit loads unchanged, with its
 // meaning: fixed windows per unit, the most specific match first, and one
 // status per descriptor, as Envoy's rate-limit service answers.
-func ExampleParseEnvoy() {
-	p, err := policy.ParseEnvoy("config.yaml", []byte(`
+func ExampleParse_envoy() {
+	p, err := policy.Parse("config.yaml", []byte(`
 domain: edge
 descriptors:
   - key: remote_address
@@ -122,7 +122,7 @@ descriptors:
 // Two teams keep their descriptors of one domain in files of their own,
 // merged as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG merges them.
 func ExampleMergeDomains() {
-	search, err := policy.ParseEnvoy("search.yaml", []byte(`
+	search, err := policy.Parse("search.yaml", []byte(`
 domain: edge
 descriptors:
   - key: path
@@ -133,7 +133,7 @@ descriptors:
 		fmt.Println(err)
 		return
 	}
-	login, err := policy.ParseEnvoy("login.yaml", []byte(`
+	login, err := policy.Parse("login.yaml", []byte(`
 domain: edge
 descriptors:
   - key: path
@@ -165,7 +165,7 @@ descriptors:
 
 // Errors name the file, line, column and field of every problem.
 func ExampleErrors() {
-	_, err := policy.ParseYAML("policy.yaml", []byte(`
+	_, err := policy.Parse("policy.yaml", []byte(`
 rules:
   - name: per-ip
     match: remote_address
@@ -185,7 +185,7 @@ rules:
 // A reload keeps the state of the rules that did not change.
 func ExampleConfig_previous() {
 	load := func(rate string, old *policy.Engine, clock *admittest.ManualClock) *policy.Engine {
-		p, err := policy.ParseYAML("policy.yaml", []byte("rules:\n  - {name: users, match: user, rate: 3/min}\n  - {name: ips, match: ip, rate: "+rate+"}\n"))
+		p, err := policy.Parse("policy.yaml", []byte("rules:\n  - {name: users, match: user, rate: 3/min}\n  - {name: ips, match: ip, rate: "+rate+"}\n"))
 		if err != nil {
 			panic(err)
 		}

@@ -205,18 +205,10 @@ var quotaPeriods = map[string]calendar.Period{
 	"y": calendar.Year, "yr": calendar.Year, "year": calendar.Year, "yearly": calendar.Year,
 }
 
-// ParseQuota parses a calendar quota written "N/PERIOD" or "N per PERIOD",
-// PERIOD being hour, day, week, month or year (a quota.Period; or h, d, w, mo, y, or
-// hourly, daily, weekly, monthly, yearly): "1000/day", "100_000 per
-// month". N must be from 1 to 2^53. The error wraps ErrInvalidPolicy.
-func ParseQuota(s string) (n int64, period calendar.Period, err error) {
-	n, period, err = parseQuota(s)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: quota %q: %v", ErrInvalidPolicy, truncate(s), err)
-	}
-	return n, period, nil
-}
-
+// parseQuota parses a calendar quota written "N/PERIOD" or "N per
+// PERIOD", PERIOD being hour, day, week, month or year (a quota.Period; or
+// h, d, w, mo, y, or hourly, daily, weekly, monthly, yearly): "1000/day",
+// "100_000 per month". N must be from 1 to 2^53.
 func parseQuota(s string) (int64, calendar.Period, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	var nStr, pStr string

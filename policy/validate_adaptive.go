@@ -26,7 +26,7 @@ func (v *validator) memoryOnly(r *Rule, src *source, matchKeys map[string]int) {
 		kind = "adaptive_rate"
 	}
 	if !src.isBroken("store") {
-		if r.Store != StoreLocal && r.Store != StoreDefault {
+		if r.Store != StoreLocal && r.Store != storeDefault {
 			v.at(src, "store", "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and a shared store holds no such state), and so is its rule: remove store: %s, or put the limits to keep in %s in a rule of their own", kind, r.Store, r.Store)
 		} else if r.Failure != (Failure{}) {
 			v.at(src, "failure", "a failure policy applies to rules kept in Redis, and this one is kept in memory, as every rule with %s is", kind)
