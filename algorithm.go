@@ -66,17 +66,29 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	return 0, fmt.Errorf("%w %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", ErrUnknownAlgorithm, truncate(s))
 }
 
-// Limiter is the surface every single-key limiter of this package shares.
+// Limiter is the surface every single-key limiter of this package shares:
+// what New and the constructors of the window algorithms (NewFixedWindow,
+// NewSlidingWindow, NewSlidingLog) return. GCRA, TokenBucket and
+// LeakyBucket implement it and have more (reservations, waits, tokens, a
+// level).
 // All implementations are safe for concurrent use.
 type Limiter interface {
+	// Allow is shorthand for AllowN(clock.Now(), 1), on the limiter's
+	// clock (WithClock).
+	Allow() bool
 	// AllowN reports whether n events may happen at instant now, and if so
 	// consumes them.
 	AllowN(now time.Time, n int) bool
+	// Decide is shorthand for DecideN(clock.Now(), 1).
+	Decide() Decision
 	// DecideN is AllowN with the whole Decision.
 	DecideN(now time.Time, n int) Decision
 	// Limit returns the current limit, with Burst filled in.
 	Limit() Limit
-	// SetLimitAt changes the limit at instant now.
+	// SetLimit is shorthand for SetLimitAt(clock.Now(), l).
+	SetLimit(l Limit) error
+	// SetLimitAt changes the limit at instant now. The error wraps
+	// ErrInvalidLimit; the old limit then stays.
 	SetLimitAt(now time.Time, l Limit) error
 }
 

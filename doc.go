@@ -25,12 +25,12 @@
 //     order instead of refusing them (an outbound API client, a job
 //     dispatcher): uber-go/ratelimit's Take, with a context, a queue bound
 //     and a wait bound.
-//   - FixedWindow when clients expect a count that resets on the clock
+//   - NewFixedWindow when clients expect a count that resets on the clock
 //     ("1000 per calendar minute"); it lets twice the burst through at a
 //     window edge.
-//   - SlidingWindow when you want window counting without the edge burst,
+//   - NewSlidingWindow when you want window counting without the edge burst,
 //     in two counters per key.
-//   - SlidingLog when every window must hold at most the limit, exactly,
+//   - NewSlidingLog when every window must hold at most the limit, exactly,
 //     and the burst is small enough to log each event.
 //
 // # Limits and bursts

@@ -6,7 +6,15 @@ import (
 	"github.com/admit-go/admit/internal/algo"
 )
 
-// SlidingLog logs the instant of every admitted event and admits a request
+// slidingLog is the state of the limiters NewSlidingLog returns.
+type slidingLog struct {
+	m meter[algo.SlidingLog]
+}
+
+// NewSlidingLog returns an empty sliding log for l. The error wraps
+// ErrInvalidLimit, also when the window would be shorter than 1ns.
+//
+// The limiter logs the instant of every admitted event and admits a request
 // of n iff the events logged in the last W = Burst×Period/Rate (rounded up
 // to the nanosecond) plus n are at most Burst. It is the exact sliding
 // window: every interval of length W holds at most B admitted events. Its
@@ -14,16 +22,9 @@ import (
 // admitted at the same instant share one), so keep it for small bursts.
 //
 // An instant earlier than the latest logged event counts as that event's
-// instant. The zero SlidingLog is not usable; create one with NewSlidingLog.
-// A SlidingLog is safe for concurrent use.
-type SlidingLog struct {
-	m meter[algo.SlidingLog]
-}
-
-// NewSlidingLog returns an empty sliding log for l. The error wraps
-// ErrInvalidLimit, also when the window would be shorter than 1ns.
-func NewSlidingLog(l Limit, opts ...Option) (*SlidingLog, error) {
-	s := &SlidingLog{}
+// instant. The limiter is safe for concurrent use.
+func NewSlidingLog(l Limit, opts ...Option) (Limiter, error) {
+	s := &slidingLog{}
 	s.m.step = slidingLogStep
 	s.m.rebase = func(*algo.SlidingLog, *algo.Params, *algo.Params, int64) {}
 	if err := s.m.init(l, true, opts); err != nil {
@@ -33,28 +34,28 @@ func NewSlidingLog(l Limit, opts ...Option) (*SlidingLog, error) {
 }
 
 // Allow is shorthand for AllowN(clock.Now(), 1).
-func (s *SlidingLog) Allow() bool { return s.m.allowAt(clockNanos(s.m.clock), 1) }
+func (s *slidingLog) Allow() bool { return s.m.allowAt(clockNanos(s.m.clock), 1) }
 
 // AllowN reports whether n events fit in the window ending at instant now,
 // and if so logs them.
-func (s *SlidingLog) AllowN(now time.Time, n int) bool { return s.m.allowN(now, n) }
+func (s *slidingLog) AllowN(now time.Time, n int) bool { return s.m.allowN(now, n) }
 
 // Decide is shorthand for DecideN(clock.Now(), 1).
-func (s *SlidingLog) Decide() Decision { return s.m.decideAt(clockNanos(s.m.clock), 1) }
+func (s *slidingLog) Decide() Decision { return s.m.decideAt(clockNanos(s.m.clock), 1) }
 
 // DecideN is AllowN returning the whole Decision. RetryAfter is the instant
 // enough logged events leave the window.
-func (s *SlidingLog) DecideN(now time.Time, n int) Decision { return s.m.decideN(now, n) }
+func (s *slidingLog) DecideN(now time.Time, n int) Decision { return s.m.decideN(now, n) }
 
 // Limit returns the current limit, with Burst filled in.
-func (s *SlidingLog) Limit() Limit { return s.m.getLimit() }
+func (s *slidingLog) Limit() Limit { return s.m.getLimit() }
 
 // SetLimit is shorthand for SetLimitAt(clock.Now(), l).
-func (s *SlidingLog) SetLimit(l Limit) error { return s.SetLimitAt(s.m.clock.Now(), l) }
+func (s *slidingLog) SetLimit(l Limit) error { return s.SetLimitAt(s.m.clock.Now(), l) }
 
 // SetLimitAt changes the limit at instant now. The log carries over and is
 // judged by the new window and burst. The error wraps ErrInvalidLimit; the
 // old limit then stays.
-func (s *SlidingLog) SetLimitAt(now time.Time, l Limit) error {
+func (s *slidingLog) SetLimitAt(now time.Time, l Limit) error {
 	return s.m.setLimitAt(now, l, true)
 }

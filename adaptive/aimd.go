@@ -21,19 +21,19 @@ import (
 // [min, max]. So the rate climbs while the backend copes and halves when it
 // stops coping, settling in a saw tooth just below the rate at which
 // failures begin: the classic way to find an unknown and varying capacity
-// with nothing but success and failure to go by. WithLatencyThreshold
-// counts a success that took too long as a failure; WithIncreaseInterval,
-// WithDecreaseInterval and WithIncreaseOnlyWhenLimited temper the two
+// with nothing but success and failure to go by. AIMDConfig.LatencyThreshold
+// counts a success that took too long as a failure; IncreaseInterval,
+// DecreaseInterval and IncreaseOnlyWhenLimited temper the two
 // moves.
 //
-// The rate is a whole number of events per period (WithPeriod, default one
+// The rate is a whole number of events per period (AIMDConfig.Period, default one
 // second) and is enforced exactly, by the generic cell rate algorithm of
 // admit.GCRA: at the current rate r and burst b, over any interval in
 // which the rate does not change, at most b + r×t/period events are
 // admitted. A change of the rate keeps the events available at that
 // instant (capped at the new burst), as admit.GCRA's SetLimit does, so
 // raising the rate never takes capacity away and lowering it never grants
-// any. The burst is the rate (the default) or fixed by WithBurst.
+// any. The burst is the rate (the default) or fixed by AIMDConfig.Burst.
 //
 // The methods follow golang.org/x/time/rate: AllowN(now, n) for a yes or
 // no, DecideN for the whole admit.Decision, WaitN to wait; the shorthands
@@ -68,28 +68,20 @@ type AIMD struct {
 	name           string
 }
 
-// NewAIMD returns an AIMD whose rate, in events per period (see
-// WithPeriod), starts at min (or WithInitial) and stays within
-// [min, max]. It fails with an error wrapping ErrInvalidBounds unless
-// 1 <= min <= initial <= max < admit.Inf, ErrInvalidOption for an option
-// outside its domain, and admit.ErrInvalidLimit if a rate within the
-// bounds, with its burst, is outside the domain of admit.Limit (a capacity
-// burst×period/rate over 36 years, or burst×period over 2^63 ns).
-func NewAIMD(min, max int64, opts ...AIMDOption) (*AIMD, error) {
-	c := aimdConfig{
-		common: common{clock: admit.SystemClock},
-		period: time.Second,
-		step:   DefaultStep,
-		factor: DefaultFactor,
+// NewAIMD returns an AIMD whose rate, in events per cfg.Period, starts at
+// cfg.Initial (cfg.Min by default) and stays within [cfg.Min, cfg.Max]. It
+// fails with an error wrapping ErrInvalidBounds unless
+// 1 <= Min <= Initial <= Max < admit.Inf, admit.ErrInvalidConfig for
+// another field outside its domain, and admit.ErrInvalidLimit if a rate
+// within the bounds, with its burst, is outside the domain of admit.Limit
+// (a capacity burst×period/rate over 36 years, or burst×period over 2^63
+// ns).
+func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
+	c, err := cfg.check()
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range opts {
-		if o != nil {
-			o.applyAIMD(&c)
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
+	min, max := cfg.Min, cfg.Max
 	if min < 1 || min > max || max >= admit.Inf {
 		return nil, fmt.Errorf("%w: min %d, max %d: want 1 <= min <= max < admit.Inf", ErrInvalidBounds, min, max)
 	}
@@ -248,11 +240,11 @@ func (a *AIMD) Feedback(o Outcome) { a.feedbackAt(a.now(), o, 0) }
 
 // FeedbackAt reports the outcome of a request at instant now, with its
 // latency if known (0 if not). A success, unless its latency exceeds the
-// threshold (WithLatencyThreshold), grows the rate by the step, up to max;
+// threshold (AIMDConfig.LatencyThreshold), grows the rate by the step, up to max;
 // a failure (Dropped, or a success over the threshold) multiplies it by
 // the factor, rounded down, down to min; Ignored, and any value that is
-// not an Outcome, changes nothing. WithIncreaseInterval,
-// WithDecreaseInterval and WithIncreaseOnlyWhenLimited can make an
+// not an Outcome, changes nothing. AIMDConfig's IncreaseInterval,
+// DecreaseInterval and IncreaseOnlyWhenLimited can make an
 // outcome change nothing; see each. A negative latency counts as unknown.
 func (a *AIMD) FeedbackAt(now time.Time, o Outcome, latency time.Duration) {
 	a.feedbackAt(timeline.Nanos(now), o, latency)

@@ -15,46 +15,57 @@ import (
 
 func TestNewAIMDBadInput(t *testing.T) {
 	cases := []struct {
-		name     string
-		min, max int64
-		opts     []AIMDOption
-		want     error
+		name string
+		cfg  AIMDConfig
+		want error
 	}{
-		{"zero min", 0, 10, nil, ErrInvalidBounds},
-		{"negative min", -5, 10, nil, ErrInvalidBounds},
-		{"min above max", 11, 10, nil, ErrInvalidBounds},
-		{"unlimited max", 1, admit.Inf, nil, ErrInvalidBounds},
-		{"initial below min", 5, 10, []AIMDOption{WithInitial(4)}, ErrInvalidBounds},
-		{"initial above max", 5, 10, []AIMDOption{WithInitial(11)}, ErrInvalidBounds},
-		{"negative initial", 5, 10, []AIMDOption{WithInitial(-1)}, ErrInvalidOption},
-		{"factor 0", 1, 10, []AIMDOption{WithFactor(0)}, ErrInvalidOption},
-		{"factor 1", 1, 10, []AIMDOption{WithFactor(1)}, ErrInvalidOption},
-		{"factor above 1", 1, 10, []AIMDOption{WithFactor(2)}, ErrInvalidOption},
-		{"factor negative", 1, 10, []AIMDOption{WithFactor(-0.5)}, ErrInvalidOption},
-		{"factor NaN", 1, 10, []AIMDOption{WithFactor(math.NaN())}, ErrInvalidOption},
-		{"step 0", 1, 10, []AIMDOption{WithStep(0)}, ErrInvalidOption},
-		{"period 0", 1, 10, []AIMDOption{WithPeriod(0)}, ErrInvalidOption},
-		{"period negative", 1, 10, []AIMDOption{WithPeriod(-time.Second)}, ErrInvalidOption},
-		{"burst 0", 1, 10, []AIMDOption{WithBurst(0)}, ErrInvalidOption},
-		{"threshold negative", 1, 10, []AIMDOption{WithLatencyThreshold(-1)}, ErrInvalidOption},
-		{"increase interval negative", 1, 10, []AIMDOption{WithIncreaseInterval(-1)}, ErrInvalidOption},
-		{"decrease interval negative", 1, 10, []AIMDOption{WithDecreaseInterval(-1)}, ErrInvalidOption},
-		{"capacity over 36 years", 1, 10, []AIMDOption{WithPeriod(40 * 365 * 24 * time.Hour), WithBurst(1)}, admit.ErrInvalidLimit},
-		{"burst × period over 2^63", 1, 10, []AIMDOption{WithBurst(1e9), WithPeriod(1e10)}, admit.ErrInvalidLimit},
+		{"zero min", AIMDConfig{Min: 0, Max: 10}, ErrInvalidBounds},
+		{"negative min", AIMDConfig{Min: -5, Max: 10}, ErrInvalidBounds},
+		{"min above max", AIMDConfig{Min: 11, Max: 10}, ErrInvalidBounds},
+		{"unlimited max", AIMDConfig{Min: 1, Max: admit.Inf}, ErrInvalidBounds},
+		{"initial below min", AIMDConfig{Min: 5, Max: 10, Initial: 4}, ErrInvalidBounds},
+		{"initial above max", AIMDConfig{Min: 5, Max: 10, Initial: 11}, ErrInvalidBounds},
+		{"negative initial", AIMDConfig{Min: 5, Max: 10, Initial: -1}, admit.ErrInvalidConfig},
+		{"factor 1", AIMDConfig{Min: 1, Max: 10, Factor: 1}, admit.ErrInvalidConfig},
+		{"factor above 1", AIMDConfig{Min: 1, Max: 10, Factor: 2}, admit.ErrInvalidConfig},
+		{"factor negative", AIMDConfig{Min: 1, Max: 10, Factor: -0.5}, admit.ErrInvalidConfig},
+		{"factor NaN", AIMDConfig{Min: 1, Max: 10, Factor: math.NaN()}, admit.ErrInvalidConfig},
+		{"step negative", AIMDConfig{Min: 1, Max: 10, Step: -1}, admit.ErrInvalidConfig},
+		{"period negative", AIMDConfig{Min: 1, Max: 10, Period: -time.Second}, admit.ErrInvalidConfig},
+		{"burst negative", AIMDConfig{Min: 1, Max: 10, Burst: -1}, admit.ErrInvalidConfig},
+		{"threshold negative", AIMDConfig{Min: 1, Max: 10, LatencyThreshold: -1}, admit.ErrInvalidConfig},
+		{"increase interval negative", AIMDConfig{Min: 1, Max: 10, IncreaseInterval: -1}, admit.ErrInvalidConfig},
+		{"decrease interval negative", AIMDConfig{Min: 1, Max: 10, DecreaseInterval: -1}, admit.ErrInvalidConfig},
+		{"capacity over 36 years", AIMDConfig{Min: 1, Max: 10, Period: 40 * 365 * 24 * time.Hour, Burst: 1}, admit.ErrInvalidLimit},
+		{"burst × period over 2^63", AIMDConfig{Min: 1, Max: 10, Burst: 1e9, Period: 1e10}, admit.ErrInvalidLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			a, err := NewAIMD(c.min, c.max, c.opts...)
+			a, err := NewAIMD(c.cfg)
 			if !errors.Is(err, c.want) || a != nil {
 				t.Fatalf("NewAIMD = %v, %v; want an error wrapping %v", a, err, c.want)
 			}
 		})
 	}
+	// The zero fields are the defaults: a factor of 0.5, a step of 1, a
+	// period of one second.
+	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 10, Initial: 8})
+	if l := a.Limit(); l.Period != time.Second {
+		t.Fatalf("limit %v, want a period of one second", l)
+	}
+	a.FeedbackAt(t0, Dropped, 0)
+	if r := a.Rate(); r != 4 {
+		t.Fatalf("rate %d after a failure, want 4 (factor 0.5)", r)
+	}
+	a.FeedbackAt(t0, Succeeded, 0)
+	if r := a.Rate(); r != 5 {
+		t.Fatalf("rate %d after a success, want 5 (step 1)", r)
+	}
 }
 
-func mustAIMD(t testing.TB, min, max int64, opts ...AIMDOption) *AIMD {
+func mustAIMD(t testing.TB, cfg AIMDConfig) *AIMD {
 	t.Helper()
-	a, err := NewAIMD(min, max, opts...)
+	a, err := NewAIMD(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +75,7 @@ func mustAIMD(t testing.TB, min, max int64, opts ...AIMDOption) *AIMD {
 // TestAIMDMoves checks the additive increase and multiplicative decrease,
 // and the bounds.
 func TestAIMDMoves(t *testing.T) {
-	a := mustAIMD(t, 10, 100, WithInitial(40), WithClock(admittest.NewManualClock(t0)))
+	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: admittest.NewManualClock(t0)}, Min: 10, Max: 100, Initial: 40})
 	rates := func(want ...int64) {
 		t.Helper()
 		if r := a.Rate(); r != want[0] {
@@ -98,7 +109,7 @@ func TestAIMDMoves(t *testing.T) {
 
 	// A step that overshoots max lands on max; a factor close to 1 still
 	// moves the rate down by at least one.
-	b := mustAIMD(t, 1, 100, WithInitial(95), WithStep(7), WithFactor(0.99))
+	b := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 95, Step: 7, Factor: 0.99})
 	b.FeedbackAt(t0, Succeeded, 0)
 	if b.Rate() != 100 {
 		t.Fatalf("rate %d", b.Rate())
@@ -108,14 +119,14 @@ func TestAIMDMoves(t *testing.T) {
 	if b.Rate() != 98 {
 		t.Fatalf("rate %d", b.Rate())
 	}
-	c := mustAIMD(t, 1, 2, WithInitial(2), WithFactor(0.999999))
+	c := mustAIMD(t, AIMDConfig{Min: 1, Max: 2, Initial: 2, Factor: 0.999999})
 	c.FeedbackAt(t0, Dropped, 0)
 	c.FeedbackAt(t0, Dropped, 0)
 	if c.Rate() != 1 {
 		t.Fatalf("rate %d", c.Rate())
 	}
 	// Extreme rates do not overflow.
-	d := mustAIMD(t, 1, admit.Inf-1, WithInitial(admit.Inf-1), WithStep(math.MaxInt64), WithBurst(1))
+	d := mustAIMD(t, AIMDConfig{Min: 1, Max: admit.Inf - 1, Initial: admit.Inf - 1, Step: math.MaxInt64, Burst: 1})
 	d.FeedbackAt(t0, Succeeded, 0)
 	if d.Rate() != admit.Inf-1 {
 		t.Fatalf("rate %d", d.Rate())
@@ -129,7 +140,7 @@ func TestAIMDMoves(t *testing.T) {
 // TestAIMDEnforces checks that the current rate is enforced exactly, and
 // that a change of the rate keeps the events available.
 func TestAIMDEnforces(t *testing.T) {
-	a := mustAIMD(t, 1, 100, WithInitial(10), WithStep(10), WithName("db"))
+	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Name: "db"}, Min: 1, Max: 100, Initial: 10, Step: 10})
 	for i := range 10 {
 		if !a.AllowN(t0, 1) {
 			t.Fatalf("event %d refused", i)
@@ -166,7 +177,7 @@ func TestAIMDEnforces(t *testing.T) {
 	}
 
 	// A fixed burst stays as the rate moves.
-	b := mustAIMD(t, 1, 100, WithInitial(50), WithBurst(5))
+	b := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 50, Burst: 5})
 	if !b.AllowN(t0, 5) || b.AllowN(t0, 1) || b.Limit().Burst != 5 {
 		t.Fatal("burst 5")
 	}
@@ -175,14 +186,14 @@ func TestAIMDEnforces(t *testing.T) {
 		t.Fatalf("limit %+v", b.Limit())
 	}
 	// A longer period gives a finer rate: 30/min is one per 2s.
-	c := mustAIMD(t, 30, 600, WithPeriod(time.Minute), WithBurst(1))
+	c := mustAIMD(t, AIMDConfig{Min: 30, Max: 600, Period: time.Minute, Burst: 1})
 	if !c.AllowN(t0, 1) || c.AllowN(at(1999), 1) || !c.AllowN(at(2000), 1) {
 		t.Fatal("30/min")
 	}
 }
 
 func TestAIMDIntervals(t *testing.T) {
-	a := mustAIMD(t, 1, 100, WithInitial(50), WithIncreaseInterval(time.Second), WithDecreaseInterval(500*time.Millisecond))
+	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 50, IncreaseInterval: time.Second, DecreaseInterval: 500 * time.Millisecond})
 	a.FeedbackAt(at(0), Succeeded, 0) // the first change is free
 	a.FeedbackAt(at(999), Succeeded, 0)
 	if a.Rate() != 51 {
@@ -221,7 +232,7 @@ func TestAIMDIntervals(t *testing.T) {
 }
 
 func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
-	a := mustAIMD(t, 1, 100, WithInitial(2), WithIncreaseOnlyWhenLimited())
+	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 2, IncreaseOnlyWhenLimited: true})
 	a.FeedbackAt(t0, Succeeded, 0)
 	if a.Rate() != 2 {
 		t.Fatal("grew without being limited")
@@ -242,7 +253,7 @@ func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
 	}
 	// A wait counts as being limited too.
 	clk := admittest.NewManualClock(t0)
-	b := mustAIMD(t, 1, 100, WithInitial(1), WithIncreaseOnlyWhenLimited(), WithClock(clk))
+	b := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: clk}, Min: 1, Max: 100, Initial: 1, IncreaseOnlyWhenLimited: true})
 	b.Allow()
 	done := make(chan error)
 	go func() { done <- b.Wait(context.Background()) }()
@@ -258,7 +269,7 @@ func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
 }
 
 func TestAIMDLatencyThreshold(t *testing.T) {
-	a := mustAIMD(t, 1, 100, WithInitial(40), WithLatencyThreshold(200*time.Millisecond))
+	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 40, LatencyThreshold: 200 * time.Millisecond})
 	a.FeedbackAt(t0, Succeeded, 200*time.Millisecond)
 	if a.Rate() != 41 {
 		t.Fatalf("rate %d", a.Rate())
@@ -276,7 +287,7 @@ func TestAIMDLatencyThreshold(t *testing.T) {
 func TestAIMDWait(t *testing.T) {
 	checkGoroutines(t)
 	clk := admittest.NewManualClock(t0)
-	a := mustAIMD(t, 1, 10, WithInitial(1), WithClock(clk))
+	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: clk}, Min: 1, Max: 10, Initial: 1})
 	ctx := context.Background()
 	if err := a.Wait(ctx); err != nil { // available at once
 		t.Fatal(err)
@@ -319,7 +330,7 @@ func TestAIMDWait(t *testing.T) {
 	// A wait that would end after the deadline is refused at once (the
 	// deadline is real time: the clock reads it here).
 	rclk := admittest.NewManualClock(time.Now())
-	b := mustAIMD(t, 1, 10, WithInitial(1), WithClock(rclk))
+	b := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: rclk}, Min: 1, Max: 10, Initial: 1})
 	b.Allow()
 	dctx, dcancel := context.WithDeadline(ctx, rclk.Now().Add(500*time.Millisecond))
 	defer dcancel()
@@ -352,16 +363,18 @@ func newFailingServer(t testing.TB, capacity int64) *failingServer {
 func TestAIMDFindsCapacity(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		opts []AIMDOption
+		cfg  AIMDConfig
 	}{
-		{"per success", nil},
-		{"per 10ms", []AIMDOption{WithIncreaseInterval(10 * time.Millisecond), WithStep(2)}},
-		{"per 10ms, cut once per 50ms", []AIMDOption{WithIncreaseInterval(10 * time.Millisecond), WithStep(2), WithDecreaseInterval(50 * time.Millisecond)}},
+		{"per success", AIMDConfig{}},
+		{"per 10ms", AIMDConfig{IncreaseInterval: 10 * time.Millisecond, Step: 2}},
+		{"per 10ms, cut once per 50ms", AIMDConfig{IncreaseInterval: 10 * time.Millisecond, Step: 2, DecreaseInterval: 50 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const C = 500
 			srv := newFailingServer(t, C)
-			a := mustAIMD(t, 20, 2000, c.opts...)
+			cfg := c.cfg
+			cfg.Min, cfg.Max = 20, 2000
+			a := mustAIMD(t, cfg)
 			var served, failed int
 			var rateSum float64
 			prev := a.Rate()
@@ -381,7 +394,7 @@ func TestAIMDFindsCapacity(t *testing.T) {
 					if r < 20 || r > 2000 {
 						t.Fatalf("rate %d left its bounds", r)
 					}
-					if ok && r != prev && r != prev+1 && !(c.opts != nil && r == prev+2) {
+					if ok && r != prev && r != prev+1 && !(c.cfg.Step == 2 && r == prev+2) {
 						t.Fatalf("success moved the rate from %d to %d", prev, r)
 					}
 					if !ok && r != prev && r != max(prev/2, 20) {
@@ -408,7 +421,7 @@ func TestAIMDFindsCapacity(t *testing.T) {
 // more than the burst is admitted.
 func TestAIMDConcurrent(t *testing.T) {
 	checkGoroutines(t)
-	a := mustAIMD(t, 10, 1000, WithInitial(100), WithBurst(100))
+	a := mustAIMD(t, AIMDConfig{Min: 10, Max: 1000, Initial: 100, Burst: 100})
 	var (
 		wg       sync.WaitGroup
 		admitted atomic.Int64

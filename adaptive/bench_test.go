@@ -14,7 +14,7 @@ import (
 // rate change, with its rebase), and decisions from many goroutines.
 func BenchmarkAIMD(b *testing.B) {
 	newAIMD := func(b *testing.B) *AIMD {
-		a, err := NewAIMD(1, 1e9, WithInitial(1e9))
+		a, err := NewAIMD(AIMDConfig{Min: 1, Max: 1e9, Initial: 1e9})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func BenchmarkAIMD(b *testing.B) {
 		}
 	})
 	b.Run("Feedback", func(b *testing.B) {
-		a, err := NewAIMD(1, 1e15, WithBurst(1))
+		a, err := NewAIMD(AIMDConfig{Min: 1, Max: 1e15, Burst: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func BenchmarkAIMD(b *testing.B) {
 	// "Layer/Held+Finish": a chain of the layer alone, its grant recorded
 	// in a Held and finished as a success (the rate changes every time).
 	b.Run("Layer/Held+Finish", func(b *testing.B) {
-		a, err := NewAIMD(1, 1e9, WithInitial(1e9))
+		a, err := NewAIMD(AIMDConfig{Min: 1, Max: 1e9, Initial: 1e9})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func BenchmarkAIMD(b *testing.B) {
 // is the Token, boxed: one allocation), and from many goroutines.
 func BenchmarkGradient(b *testing.B) {
 	newGradient := func(b *testing.B) *Gradient {
-		g, err := NewGradient(1000, 1000)
+		g, err := NewGradient(GradientConfig{Min: 1000, Max: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,7 +12,7 @@
 // what it can serve, so that its latency stays low and it does not fall
 // over when it is asked for too much.
 //
-//	lim, err := adaptive.NewGradient(5, 500)
+//	lim, err := adaptive.NewGradient(adaptive.GradientConfig{Min: 5, Max: 500})
 //	...
 //	tok, err := lim.Acquire(ctx)
 //	if err != nil {
@@ -41,8 +41,8 @@
 //     or when the limit must be a rate: requests per second rather than in
 //     flight. Failures are what it learns from, so it overshoots the
 //     capacity until one comes; set max to the rate you could live with.
-//     WithDecreaseInterval stops a burst of failures from cutting it to
-//     the minimum; WithIncreaseInterval makes it grow with time rather
+//     AIMDConfig.DecreaseInterval stops a burst of failures from cutting it to
+//     the minimum; AIMDConfig.IncreaseInterval makes it grow with time rather
 //     than traffic.
 //   - Neither, if the backend publishes its limit (a third party's rate
 //     limit is a contract: use admit.GCRA at that rate), if the limit is
@@ -66,6 +66,6 @@
 // Gradient.TryAcquireN and Token.DoneAt too (DoneRTT takes a latency the
 // caller measured), so tests drive the limiters through explicit instants
 // and converge them deterministically. The shorthands and the blocking
-// calls read the Clock given with WithClock (admittest.ManualClock in
-// tests). The limiters start no goroutines and need no Close.
+// calls read the Clock of their Config (admittest.ManualClock in tests).
+// The limiters start no goroutines and need no Close.
 package adaptive

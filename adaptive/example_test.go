@@ -13,7 +13,7 @@ import (
 func ExampleAIMD() {
 	// Calls to a backend whose capacity is unknown: between 10 and 100
 	// per second, starting at 40.
-	lim, err := adaptive.NewAIMD(10, 100, adaptive.WithInitial(40))
+	lim, err := adaptive.NewAIMD(adaptive.AIMDConfig{Min: 10, Max: 100, Initial: 40})
 	if err != nil {
 		panic(err)
 	}
@@ -44,7 +44,7 @@ func ExampleGradient() {
 	// A concurrency limit between 4 and 1000 for a backend whose latency
 	// is 10ms when it is not overloaded. Windows of 8 samples, whatever
 	// their duration, to keep the example short.
-	lim, err := adaptive.NewGradient(4, 1000, adaptive.WithWindow(8, 0))
+	lim, err := adaptive.NewGradient(adaptive.GradientConfig{Min: 4, Max: 1000, WindowSamples: 8, WindowTime: -1})
 	if err != nil {
 		panic(err)
 	}
@@ -82,7 +82,7 @@ func ExampleGradient() {
 func ExampleAIMD_Layer() {
 	// The rate towards a backend as the last layer of a chain, after a
 	// per-client limit.
-	rate, _ := adaptive.NewAIMD(1, 1000, adaptive.WithInitial(2), adaptive.WithName("backend"))
+	rate, _ := adaptive.NewAIMD(adaptive.AIMDConfig{Options: admit.Options{Name: "backend"}, Min: 1, Max: 1000, Initial: 2})
 	chain, _ := compose.All(compose.Layer{Limiter: rate.Layer()})
 	ctx := context.Background()
 	for i := range 3 {
@@ -100,7 +100,7 @@ func ExampleAIMDLayer_Track() {
 	// admitted request in the compose.Held, and the Held's Finish reports
 	// the request's outcome to the AIMD (as httplimit and grpclimit do
 	// from the response's status).
-	lim, err := adaptive.NewAIMD(10, 100, adaptive.WithInitial(40))
+	lim, err := adaptive.NewAIMD(adaptive.AIMDConfig{Min: 10, Max: 100, Initial: 40})
 	if err != nil {
 		panic(err)
 	}

@@ -17,22 +17,22 @@ func FuzzAIMD(f *testing.F) {
 	f.Add(int64(5), int64(5), int64(5), uint8(3), []byte{9, 9, 9, 1, 1, 1, 200, 0, 0})
 	f.Add(int64(1), int64(1000000), int64(3), uint8(7), []byte{3, 3, 3, 3, 250, 2, 2, 2, 1, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, lo, hi, initial int64, flags uint8, ops []byte) {
-		opts := []AIMDOption{WithInitial(initial)}
+		cfg := AIMDConfig{Min: lo, Max: hi, Initial: initial}
 		if flags&1 != 0 {
-			opts = append(opts, WithBurst(int64(flags)+1))
+			cfg.Burst = int64(flags) + 1
 		}
 		if flags&2 != 0 {
-			opts = append(opts, WithIncreaseInterval(time.Duration(flags)*time.Millisecond))
+			cfg.IncreaseInterval = time.Duration(flags) * time.Millisecond
 		}
 		if flags&4 != 0 {
-			opts = append(opts, WithFactor(0.9), WithStep(int64(flags)))
+			cfg.Factor, cfg.Step = 0.9, int64(flags)
 		}
 		if flags&8 != 0 {
-			opts = append(opts, WithIncreaseOnlyWhenLimited(), WithDecreaseInterval(time.Millisecond))
+			cfg.IncreaseOnlyWhenLimited, cfg.DecreaseInterval = true, time.Millisecond
 		}
-		a, err := NewAIMD(lo, hi, opts...)
+		a, err := NewAIMD(cfg)
 		if err != nil {
-			if lo >= 1 && lo <= hi && hi <= 1e9 && initial >= lo && initial <= hi {
+			if lo >= 1 && lo <= hi && hi <= 1e9 && (initial == 0 || initial >= lo && initial <= hi) {
 				t.Fatalf("NewAIMD(%d, %d, %d): %v", lo, hi, initial, err)
 			}
 			return
@@ -88,10 +88,10 @@ func FuzzGradient(f *testing.F) {
 	f.Add(int64(3), int64(3), []byte{0, 3, 0, 3, 0, 3, 1, 200, 1, 7})
 	f.Add(int64(2), int64(500), []byte{0, 1, 0, 2, 0, 3, 1, 1, 1, 2, 1, 3, 3, 9})
 	f.Fuzz(func(t *testing.T, min, max int64, ops []byte) {
-		g, err := NewGradient(min, max, WithWindow(2, 0), WithLongWindow(3))
+		g, err := NewGradient(GradientConfig{Min: min, Max: max, WindowSamples: 2, WindowTime: -1, LongWindow: 3})
 		if err != nil {
 			if min >= 1 && min <= max {
-				t.Fatalf("NewGradient(%d, %d): %v", min, max, err)
+				t.Fatalf("NewGradient(GradientConfig{Min: %d, Max: %d}): %v", min, max, err)
 			}
 			return
 		}

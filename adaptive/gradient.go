@@ -32,9 +32,9 @@ import (
 //
 // Samples are gathered in windows. A window closes at the first sample
 // that gives it at least as many samples as were in flight when it opened,
-// at least WithWindow's number of samples of requests admitted since it
+// at least GradientConfig.WindowSamples samples of requests admitted since it
 // opened (so that it sees the effect of the limit it opened under), and a
-// duration of at least WithWindow's (one second by default): about one
+// duration of at least WindowTime (one second by default): about one
 // round trip at full load, more when the traffic is light. Then, with
 // short the mean latency of the window's successes and long the long-term
 // latency:
@@ -46,7 +46,7 @@ import (
 // except that the limit does not grow in a window in which fewer than half
 // its slots were ever in use: a limit that is not the bottleneck learns
 // nothing about capacity (it would otherwise climb to max while the
-// traffic is light). The queue allowance (WithQueueSize, √limit by
+// traffic is light). The queue allowance (QueueSize, √limit by
 // default) keeps a limit whose latency is within the tolerance probing
 // for more. The enforced limit is the estimate rounded down.
 //
@@ -59,7 +59,7 @@ import (
 // would, whatever the latencies.
 //
 // The long-term latency is the latency without load. It starts as the mean
-// of the first windows and then moves by 1/WithLongWindow of the way to a
+// of the first windows and then moves by 1/LongWindow of the way to a
 // window's latency, but only for windows that show no congestion: those
 // whose latency is below (1+tolerance)/2 × long, and those closed while
 // the limit is at its minimum (where the limiter cannot be the cause of
@@ -74,7 +74,7 @@ import (
 // serve. A backend that became faster is learnt when the traffic falls
 // below the limit; until then the limit keeps latencies near tolerance ×
 // the old baseline, queueing more than it needs to. For the same reason,
-// start the limit (WithInitial) at or below the backend's capacity, as the
+// start the limit (GradientConfig.Initial) at or below the backend's capacity, as the
 // default, min, does: windows of a limit far above it teach their
 // queueing as the baseline.
 //
@@ -137,29 +137,16 @@ type grant struct {
 	epoch uint64 // windows closed when it was granted
 }
 
-// NewGradient returns a Gradient whose limit starts at min (or
-// WithInitial) and stays within [min, max]. It fails with an error
-// wrapping ErrInvalidBounds unless 1 <= min <= initial <= max, and
-// ErrInvalidOption for an option outside its domain.
-func NewGradient(min, max int64, opts ...GradientOption) (*Gradient, error) {
-	c := gradientConfig{
-		common:     common{clock: admit.SystemClock},
-		tolerance:  DefaultTolerance,
-		smoothing:  DefaultSmoothing,
-		queue:      -1,
-		longWindow: DefaultLongWindow,
-		samples:    DefaultWindowSamples,
-		minTime:    DefaultWindowTime,
-		maxWaiters: -1,
+// NewGradient returns a Gradient whose limit starts at cfg.Initial
+// (cfg.Min by default) and stays within [cfg.Min, cfg.Max]. It fails with
+// an error wrapping ErrInvalidBounds unless 1 <= Min <= Initial <= Max,
+// and admit.ErrInvalidConfig for another field outside its domain.
+func NewGradient(cfg GradientConfig) (*Gradient, error) {
+	c, err := cfg.check()
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range opts {
-		if o != nil {
-			o.applyGradient(&c)
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
+	min, max := cfg.Min, cfg.Max
 	if min < 1 || min > max {
 		return nil, fmt.Errorf("%w: min %d, max %d: want 1 <= min <= max", ErrInvalidBounds, min, max)
 	}

@@ -14,40 +14,38 @@ import (
 
 func TestNewGradientBadInput(t *testing.T) {
 	cases := []struct {
-		name     string
-		min, max int64
-		opts     []GradientOption
-		want     error
+		name string
+		cfg  GradientConfig
+		want error
 	}{
-		{"zero min", 0, 10, nil, ErrInvalidBounds},
-		{"negative min", -1, 10, nil, ErrInvalidBounds},
-		{"min above max", 11, 10, nil, ErrInvalidBounds},
-		{"initial below min", 5, 10, []GradientOption{WithInitial(4)}, ErrInvalidBounds},
-		{"initial above max", 5, 10, []GradientOption{WithInitial(11)}, ErrInvalidBounds},
-		{"zero initial", 5, 10, []GradientOption{WithInitial(0)}, ErrInvalidOption},
-		{"tolerance below 1", 1, 10, []GradientOption{WithTolerance(0.9)}, ErrInvalidOption},
-		{"tolerance NaN", 1, 10, []GradientOption{WithTolerance(math.NaN())}, ErrInvalidOption},
-		{"tolerance Inf", 1, 10, []GradientOption{WithTolerance(math.Inf(1))}, ErrInvalidOption},
-		{"smoothing 0", 1, 10, []GradientOption{WithSmoothing(0)}, ErrInvalidOption},
-		{"smoothing above 1", 1, 10, []GradientOption{WithSmoothing(1.01)}, ErrInvalidOption},
-		{"smoothing NaN", 1, 10, []GradientOption{WithSmoothing(math.NaN())}, ErrInvalidOption},
-		{"queue negative", 1, 10, []GradientOption{WithQueueSize(-1)}, ErrInvalidOption},
-		{"queue NaN", 1, 10, []GradientOption{WithQueueSize(math.NaN())}, ErrInvalidOption},
-		{"queue Inf", 1, 10, []GradientOption{WithQueueSize(math.Inf(1))}, ErrInvalidOption},
-		{"long window 0", 1, 10, []GradientOption{WithLongWindow(0)}, ErrInvalidOption},
-		{"window samples 0", 1, 10, []GradientOption{WithWindow(0, time.Second)}, ErrInvalidOption},
-		{"window negative time", 1, 10, []GradientOption{WithWindow(10, -1)}, ErrInvalidOption},
+		{"zero min", GradientConfig{Min: 0, Max: 10}, ErrInvalidBounds},
+		{"negative min", GradientConfig{Min: -1, Max: 10}, ErrInvalidBounds},
+		{"min above max", GradientConfig{Min: 11, Max: 10}, ErrInvalidBounds},
+		{"initial below min", GradientConfig{Min: 5, Max: 10, Initial: 4}, ErrInvalidBounds},
+		{"initial above max", GradientConfig{Min: 5, Max: 10, Initial: 11}, ErrInvalidBounds},
+		{"negative initial", GradientConfig{Min: 5, Max: 10, Initial: -1}, admit.ErrInvalidConfig},
+		{"tolerance below 1", GradientConfig{Min: 1, Max: 10, Tolerance: 0.9}, admit.ErrInvalidConfig},
+		{"tolerance NaN", GradientConfig{Min: 1, Max: 10, Tolerance: math.NaN()}, admit.ErrInvalidConfig},
+		{"tolerance Inf", GradientConfig{Min: 1, Max: 10, Tolerance: math.Inf(1)}, admit.ErrInvalidConfig},
+		{"smoothing negative", GradientConfig{Min: 1, Max: 10, Smoothing: -0.1}, admit.ErrInvalidConfig},
+		{"smoothing above 1", GradientConfig{Min: 1, Max: 10, Smoothing: 1.01}, admit.ErrInvalidConfig},
+		{"smoothing NaN", GradientConfig{Min: 1, Max: 10, Smoothing: math.NaN()}, admit.ErrInvalidConfig},
+		{"queue NaN", GradientConfig{Min: 1, Max: 10, QueueSize: math.NaN()}, admit.ErrInvalidConfig},
+		{"queue Inf", GradientConfig{Min: 1, Max: 10, QueueSize: math.Inf(1)}, admit.ErrInvalidConfig},
+		{"queue -Inf", GradientConfig{Min: 1, Max: 10, QueueSize: math.Inf(-1)}, admit.ErrInvalidConfig},
+		{"long window negative", GradientConfig{Min: 1, Max: 10, LongWindow: -1}, admit.ErrInvalidConfig},
+		{"window samples negative", GradientConfig{Min: 1, Max: 10, WindowSamples: -1}, admit.ErrInvalidConfig},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := NewGradient(c.min, c.max, c.opts...)
+			g, err := NewGradient(c.cfg)
 			if !errors.Is(err, c.want) || g != nil {
 				t.Fatalf("NewGradient = %v, %v; want an error wrapping %v", g, err, c.want)
 			}
 		})
 	}
-	// Nil options and the extremes are fine.
-	g, err := NewGradient(1, math.MaxInt64, nil, WithTolerance(1), WithSmoothing(1), WithQueueSize(0), WithInitial(math.MaxInt64))
+	// The extremes are fine.
+	g, err := NewGradient(GradientConfig{Min: 1, Max: math.MaxInt64, Tolerance: 1, Smoothing: 1, QueueSize: -1, WindowTime: -1, Initial: math.MaxInt64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +54,9 @@ func TestNewGradientBadInput(t *testing.T) {
 	}
 }
 
-func mustGradient(t testing.TB, min, max int64, opts ...GradientOption) *Gradient {
+func mustGradient(t testing.TB, cfg GradientConfig) *Gradient {
 	t.Helper()
-	g, err := NewGradient(min, max, opts...)
+	g, err := NewGradient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +64,7 @@ func mustGradient(t testing.TB, min, max int64, opts ...GradientOption) *Gradien
 }
 
 func TestGradientTryAcquire(t *testing.T) {
-	g := mustGradient(t, 3, 10, WithName("backend"))
+	g := mustGradient(t, GradientConfig{Options: admit.Options{Name: "backend"}, Min: 3, Max: 10})
 	var toks []Token
 	for i := range 3 {
 		tok, d, err := g.TryAcquireN(t0, 1)
@@ -141,7 +139,7 @@ func grantAll(t *testing.T, g *Gradient, now time.Time, n int) []Token {
 
 // TestGradientUpdate checks the model's arithmetic window by window.
 func TestGradientUpdate(t *testing.T) {
-	g := mustGradient(t, 10, 100, WithInitial(20), WithWindow(4, 0), WithQueueSize(0), WithLongWindow(100))
+	g := mustGradient(t, GradientConfig{Min: 10, Max: 100, Initial: 20, WindowSamples: 4, WindowTime: -1, QueueSize: -1, LongWindow: 100})
 	check := func(step string, est float64, lim int64, long time.Duration) {
 		t.Helper()
 		st := g.Stats()
@@ -204,7 +202,7 @@ func TestGradientUpdate(t *testing.T) {
 }
 
 func TestGradientStaysInBounds(t *testing.T) {
-	g := mustGradient(t, 5, 8, WithWindow(1, 0), WithQueueSize(100))
+	g := mustGradient(t, GradientConfig{Min: 5, Max: 8, WindowSamples: 1, WindowTime: -1, QueueSize: 100})
 	for i := range 50 {
 		toks := grantAll(t, g, at(float64(i)), int(g.Limit()))
 		for _, tok := range toks {
@@ -250,7 +248,7 @@ func TestGradientConverges(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const service = 10 * time.Millisecond
-			g := mustGradient(t, 1, 10000, WithWindow(10, 0), WithTolerance(c.tolerance))
+			g := mustGradient(t, GradientConfig{Min: 1, Max: 10000, WindowSamples: 10, WindowTime: -1, Tolerance: c.tolerance})
 			s := newServer(c.workers, service, c.jitter, 1)
 			capacity := float64(c.workers) / service.Seconds() // requests per second
 			warm := simulate(g, s, t0, 3*time.Second)
@@ -286,7 +284,7 @@ func TestGradientConverges(t *testing.T) {
 // TestGradientFollowsCapacity halves the server's workers, then restores
 // them: the limit follows both ways.
 func TestGradientFollowsCapacity(t *testing.T) {
-	g := mustGradient(t, 1, 1000, WithWindow(10, 0))
+	g := mustGradient(t, GradientConfig{Min: 1, Max: 1000, WindowSamples: 10, WindowTime: -1})
 	s := newServer(60, 10*time.Millisecond, 0.5, 2)
 	start := t0
 	step := func(want float64) {
@@ -313,7 +311,7 @@ func TestGradientFollowsCapacity(t *testing.T) {
 // TestGradientDrops runs against a server that refuses requests beyond a
 // short queue: the drops keep the limit near capacity plus the queue.
 func TestGradientDrops(t *testing.T) {
-	g := mustGradient(t, 1, 1000, WithWindow(10, 0))
+	g := mustGradient(t, GradientConfig{Min: 1, Max: 1000, WindowSamples: 10, WindowTime: -1})
 	s := newServer(50, 10*time.Millisecond, 0.5, 3)
 	s.maxQueue = 10
 	simulate(g, s, t0, 3*time.Second)
@@ -331,7 +329,7 @@ func TestGradientDrops(t *testing.T) {
 // tolerance: the limit falls to min, learns the new latency there and
 // grows back to keep the server fully used.
 func TestGradientSlowerBackend(t *testing.T) {
-	g := mustGradient(t, 2, 1000, WithWindow(10, 0))
+	g := mustGradient(t, GradientConfig{Min: 2, Max: 1000, WindowSamples: 10, WindowTime: -1})
 	s := newServer(50, 10*time.Millisecond, 0.5, 4)
 	simulate(g, s, t0, 3*time.Second)
 	s.service = 25 * time.Millisecond
@@ -350,7 +348,7 @@ func TestGradientSlowerBackend(t *testing.T) {
 func TestGradientAcquireWaits(t *testing.T) {
 	checkGoroutines(t)
 	clk := admittest.NewManualClock(t0)
-	g := mustGradient(t, 2, 4, WithClock(clk), WithWindow(1000, 0))
+	g := mustGradient(t, GradientConfig{Options: admit.Options{Clock: clk}, Min: 2, Max: 4, WindowSamples: 1000, WindowTime: -1})
 	ctx := context.Background()
 	a, err := g.Acquire(ctx)
 	if err != nil {
@@ -422,7 +420,7 @@ func TestGradientAcquireWaits(t *testing.T) {
 
 func TestGradientAcquireErrors(t *testing.T) {
 	checkGoroutines(t)
-	g := mustGradient(t, 2, 4, WithMaxWaiters(1), WithWindow(1000, 0))
+	g := mustGradient(t, GradientConfig{Min: 2, Max: 4, MaxWaiters: 1, WindowSamples: 1000, WindowTime: -1})
 	ctx := context.Background()
 	if _, err := g.AcquireN(ctx, -1); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
@@ -455,7 +453,7 @@ func TestGradientAcquireErrors(t *testing.T) {
 	if err := <-errc; !errors.Is(err, admit.ErrExceedsBurst) {
 		t.Fatalf("head: %v", err)
 	}
-	g0 := mustGradient(t, 1, 1, WithMaxWaiters(0))
+	g0 := mustGradient(t, GradientConfig{Min: 1, Max: 1, MaxWaiters: -1})
 	h, _ := g0.Acquire(ctx)
 	if _, err := g0.Acquire(ctx); !errors.Is(err, ErrQueueFull) {
 		t.Fatal(err)
@@ -467,7 +465,7 @@ func TestGradientAcquireErrors(t *testing.T) {
 // flight never exceeds the limit, and everything is given back.
 func TestGradientConcurrent(t *testing.T) {
 	checkGoroutines(t)
-	g := mustGradient(t, 4, 64, WithWindow(5, 0))
+	g := mustGradient(t, GradientConfig{Min: 4, Max: 64, WindowSamples: 5, WindowTime: -1})
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex

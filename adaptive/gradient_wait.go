@@ -31,7 +31,7 @@ func (g *Gradient) Acquire(ctx context.Context) (Token, error) { return g.Acquir
 // It fails with the errors of TryAcquireN for invalid input; with an
 // error wrapping admit.ErrExceedsBurst if n exceeds the current limit while
 // nothing is in flight (no sample could come to grow the limit); with
-// ErrQueueFull if WithMaxWaiters callers wait already; and with ctx's
+// ErrQueueFull if GradientConfig.MaxWaiters callers wait already; and with ctx's
 // error if ctx ends first (slots granted just then are given back).
 func (g *Gradient) AcquireN(ctx context.Context, n int64) (Token, error) {
 	if err := g.check(n); err != nil {

@@ -67,7 +67,7 @@ func (l AIMDLayer) Refund(ctx context.Context, r admit.Request) error {
 // whatever the key, for a compose.Held (see compose.Learner): its
 // Finish(failed) reports the outcome to the AIMD, Dropped if failed, else
 // Succeeded, with the latency since Track measured by the AIMD's Clock (so
-// WithLatencyThreshold applies); only the first call counts. Its Release
+// AIMDConfig.LatencyThreshold applies); only the first call counts. Its Release
 // reports nothing, since a chain releases the grants of a request a later
 // layer refused, and a caller that releases does not know the outcome.
 // Each grant is one allocation.

@@ -15,8 +15,8 @@ import (
 func TestLayers(t *testing.T) {
 	ctx := context.Background()
 	clk := admittest.NewManualClock(t0)
-	a := mustAIMD(t, 1, 100, WithInitial(3), WithClock(clk), WithName("rate"))
-	g := mustGradient(t, 2, 10, WithClock(clk), WithName("inflight"), WithWindow(1000, 0))
+	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: clk, Name: "rate"}, Min: 1, Max: 100, Initial: 3})
+	g := mustGradient(t, GradientConfig{Options: admit.Options{Clock: clk, Name: "inflight"}, Min: 2, Max: 10, WindowSamples: 1000, WindowTime: -1})
 	perUser, err := keyed.New(keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(100)})
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +98,8 @@ func TestLayers(t *testing.T) {
 func TestLayerOutcomes(t *testing.T) {
 	ctx := context.Background()
 	clk := admittest.NewManualClock(t0)
-	a := mustAIMD(t, 1, 100, WithInitial(40), WithClock(clk), WithName("rate"), WithLatencyThreshold(100*time.Millisecond))
-	g := mustGradient(t, 1, 10, WithInitial(4), WithClock(clk), WithName("inflight"), WithWindow(1, 0))
+	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: clk, Name: "rate"}, Min: 1, Max: 100, Initial: 40, LatencyThreshold: 100 * time.Millisecond})
+	g := mustGradient(t, GradientConfig{Options: admit.Options{Clock: clk, Name: "inflight"}, Min: 1, Max: 10, Initial: 4, WindowSamples: 1, WindowTime: -1})
 	chain, err := compose.All(compose.Layer{Limiter: a.Layer()}, compose.Layer{Slots: g.Layer()})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestLayerOutcomes(t *testing.T) {
 	}
 	// A request refused by a later layer: the AIMD is refunded and learns
 	// nothing.
-	full := mustGradient(t, 1, 1, WithClock(clk))
+	full := mustGradient(t, GradientConfig{Options: admit.Options{Clock: clk}, Min: 1, Max: 1})
 	tok, _ := full.TryAcquire()
 	refusing, err := compose.All(compose.Layer{Limiter: a.Layer()}, compose.Layer{Slots: full.Layer()})
 	if err != nil {

@@ -349,7 +349,7 @@ func BenchmarkRedisOutage(b *testing.B) {
 			if breaker {
 				policy = compose.Breaker(policy)
 			}
-			g, err := compose.NewGuard(lim, policy)
+			g, err := compose.NewGuard(lim, compose.GuardConfig{Policy: policy})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -368,9 +368,9 @@ func TestAllErrors(t *testing.T) {
 	lim := mustKeyed(t, keyed.Config{Limit: admit.PerSecond(5)})
 	var nilKeyed *keyed.Limiter
 	var nilConc *concurrency.Limiter
-	noRefundGuard := mustGuard(t, &oneWay{}, compose.FailOpen)
-	refundGuard := mustGuard(t, lim, compose.Breaker(compose.FailClosed))
-	fallbackOneWay := mustGuard(t, lim, compose.Fallback(&oneWay{}))
+	noRefundGuard := mustGuard(t, &oneWay{}, compose.GuardConfig{Policy: compose.FailOpen})
+	refundGuard := mustGuard(t, lim, compose.GuardConfig{Policy: compose.Breaker(compose.FailClosed)})
+	fallbackOneWay := mustGuard(t, lim, compose.GuardConfig{Policy: compose.Fallback(&oneWay{})})
 	for name, c := range map[string]struct {
 		layers []compose.Layer
 		want   error

@@ -33,16 +33,16 @@ func BenchmarkGuard(b *testing.B) {
 	}{
 		{"keyed", func(b *testing.B) admit.KeyedLimiter { return newKeyed(b) }},
 		{"guard/no-timeout", func(b *testing.B) admit.KeyedLimiter {
-			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen), compose.WithTimeout(0))
+			return mustGuard(b, newKeyed(b), compose.GuardConfig{Policy: compose.Breaker(compose.FailOpen), Timeout: -1})
 		}},
 		{"guard/timeout", func(b *testing.B) admit.KeyedLimiter {
-			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen))
+			return mustGuard(b, newKeyed(b), compose.GuardConfig{Policy: compose.Breaker(compose.FailOpen)})
 		}},
 		{"guard/caller-deadline", func(b *testing.B) admit.KeyedLimiter {
-			return mustGuard(b, newKeyed(b), compose.Breaker(compose.FailOpen), compose.WithTimeout(time.Hour))
+			return mustGuard(b, newKeyed(b), compose.GuardConfig{Policy: compose.Breaker(compose.FailOpen), Timeout: time.Hour})
 		}},
 		{"guard/breaker-open", func(b *testing.B) admit.KeyedLimiter {
-			g := mustGuard(b, newPrimary(down), compose.Breaker(compose.FailOpen), compose.WithThreshold(1))
+			g := mustGuard(b, newPrimary(down), compose.GuardConfig{Policy: compose.Breaker(compose.FailOpen), Threshold: 1})
 			g.Allow(ctx, admit.Request{Key: "key-42", N: 1})
 			return g
 		}},

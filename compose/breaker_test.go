@@ -22,7 +22,7 @@ import (
 func TestThresholdWithoutBreaker(t *testing.T) {
 	prim := newPrimary(down)
 	obs := &recorder{}
-	g := mustGuard(t, prim, compose.FailOpen, compose.WithThreshold(3), compose.WithObserver(obs))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Observer: obs}, Policy: compose.FailOpen, Threshold: 3})
 	for i := 1; i <= 5; i++ {
 		allow(t, g, "k", 1)
 		if active, want := g.Stats().Active, i >= 3; active != want {
@@ -54,10 +54,7 @@ func TestBreaker(t *testing.T) {
 	prim := newPrimary(down)
 	obs := &recorder{}
 	var logs syncBuffer
-	g := mustGuard(t, prim, compose.Breaker(compose.FailClosed),
-		compose.WithName("api"), compose.WithClock(clk), compose.WithThreshold(3),
-		compose.WithProbeInterval(time.Second), compose.WithObserver(obs),
-		compose.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Name: "api", Clock: clk, Observer: obs}, Policy: compose.Breaker(compose.FailClosed), Threshold: 3, ProbeInterval: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	calls := func(want int64) {
 		t.Helper()
@@ -147,7 +144,7 @@ func TestBreaker(t *testing.T) {
 func TestBreakerInconclusiveProbe(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	prim := newPrimary(down)
-	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithThreshold(1))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk}, Policy: compose.Breaker(compose.FailOpen), Threshold: 1})
 	allow(t, g, "k", 1) // opens
 	clk.Advance(time.Second)
 
@@ -181,7 +178,7 @@ func TestBreakerInFlightSuccess(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	entered, gate := make(chan struct{}), make(chan struct{})
 	prim := newPrimary(gated(entered, gate, healthy))
-	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithThreshold(2))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk}, Policy: compose.Breaker(compose.FailOpen), Threshold: 2})
 	done := make(chan admit.Decision)
 	go func() {
 		d, _ := g.Allow(ctx, admit.Request{Key: "slow", N: 1})
@@ -211,8 +208,7 @@ func TestBreakerOneProbeUnderLoad(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	prim := newPrimary(down)
 	obs := &recorder{}
-	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk),
-		compose.WithThreshold(1), compose.WithObserver(obs))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk, Observer: obs}, Policy: compose.Breaker(compose.FailOpen), Threshold: 1})
 	allow(t, g, "k", 1)
 	for round := 1; round <= 5; round++ {
 		clk.Advance(time.Second)
@@ -257,8 +253,7 @@ func TestSwitchesReportedOnceUnderLoad(t *testing.T) {
 			prim := newPrimary(down)
 			obs := &recorder{}
 			var logs syncBuffer
-			g := mustGuard(t, prim, p, compose.WithClock(clk), compose.WithObserver(obs),
-				compose.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk, Observer: obs}, Policy: p, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			load := func() {
 				var wg sync.WaitGroup
 				for range 32 {
@@ -278,7 +273,7 @@ func TestSwitchesReportedOnceUnderLoad(t *testing.T) {
 				t.Errorf("stats %+v after the failing load", s1)
 			}
 			prim.set(healthy)
-			clk.Advance(compose.DefaultProbeInterval)
+			clk.Advance(defaultProbeInterval)
 			load()
 			ev := obs.Events()
 			if len(ev) != 2 || !ev[0].Active || ev[1].Active {
@@ -303,7 +298,7 @@ func TestBreakerFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	prim := newPrimary(down)
-	g := mustGuard(t, prim, compose.Breaker(compose.Fallback(local)), compose.WithClock(clk), compose.WithThreshold(1))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk}, Policy: compose.Breaker(compose.Fallback(local)), Threshold: 1})
 	admitted := 0
 	for range 20 {
 		if allow(t, g, "k", 1).Allowed {
@@ -322,7 +317,7 @@ func TestBreakerTimeouts(t *testing.T) {
 		clk := admittest.NewManualClock(admittest.Epoch)
 		prim := newPrimary(hang(nil))
 		obs := &recorder{}
-		g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithObserver(obs))
+		g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk, Observer: obs}, Policy: compose.Breaker(compose.FailOpen)})
 		elapsed := func(calls int) time.Duration {
 			start := time.Now()
 			for range calls {
@@ -332,15 +327,15 @@ func TestBreakerTimeouts(t *testing.T) {
 			}
 			return time.Since(start)
 		}
-		if got, want := elapsed(compose.DefaultThreshold), compose.DefaultThreshold*compose.DefaultTimeout; got != want {
-			t.Errorf("the first %d requests took %v, want %v", compose.DefaultThreshold, got, want)
+		if got, want := elapsed(defaultThreshold), defaultThreshold*defaultTimeout; got != want {
+			t.Errorf("the first %d requests took %v, want %v", defaultThreshold, got, want)
 		}
 		if got := elapsed(1000); got != 0 {
 			t.Errorf("1000 requests under the open breaker took %v, want 0", got)
 		}
-		clk.Advance(compose.DefaultProbeInterval)
-		if got := elapsed(1000); got != compose.DefaultTimeout {
-			t.Errorf("1000 requests with one probe took %v, want %v", got, compose.DefaultTimeout)
+		clk.Advance(defaultProbeInterval)
+		if got := elapsed(1000); got != defaultTimeout {
+			t.Errorf("1000 requests with one probe took %v, want %v", got, defaultTimeout)
 		}
 		s := g.Stats()
 		if want := (compose.Stats{Failures: 6, Timeouts: 6, Decided: 2005, Skipped: 1999, Probes: 1, Switches: 1, Active: true}); s != want {
@@ -374,7 +369,7 @@ func TestOpenBreakerAsksCached(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	denied := admit.Decision{Limit: admit.PerHour(1), RetryAfter: time.Minute, Rule: "primary"}
 	prim := &cachePrimary{fakePrimary: newPrimary(down), known: map[string]admit.Decision{"hot": denied}}
-	g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithClock(clk), compose.WithThreshold(1))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk}, Policy: compose.Breaker(compose.FailOpen), Threshold: 1})
 	allow(t, g, "cold", 1) // opens the breaker
 	calls := prim.calls.Load()
 	if d := allow(t, g, "hot", 1); d != denied {

@@ -39,7 +39,7 @@
 // A failure is a timeout or an error of the primary other than one about
 // the request (see IsFailure); the caller's own cancellation is not a
 // failure. Requests the primary fails on are decided by the policy, one by
-// one; after a few consecutive failures (WithThreshold) the Guard reports
+// one; after a few consecutive failures (GuardConfig.Threshold) the Guard reports
 // the switch to its policy, once, to an admit.Observer (FallbackChanged)
 // and an optional slog.Logger, and once more when the primary is back.
 // Decisions the policy makes carry a Rule ending in "fail-open",
@@ -73,12 +73,12 @@
 //     limit costs more than refusing for a while.
 //   - Breaker(p), whichever p: it stops hammering a store that is down (and
 //     spending the timeout on each request while it is), lets one request
-//     through per WithProbeInterval to find out whether it is back, and
+//     through per GuardConfig.ProbeInterval to find out whether it is back, and
 //     switches back when it is. Without Breaker every request tries the
 //     primary first, so each pays up to the timeout while the store does
 //     not answer.
 //
-// Keep the timeout (WithTimeout, default 50ms) a small multiple of the
+// Keep the timeout (GuardConfig.Timeout, default 50ms) a small multiple of the
 // store's usual latency: a dead store must cost each request milliseconds,
 // not seconds.
 package compose

@@ -6,7 +6,8 @@ import (
 	"fmt"
 )
 
-// Errors returned by this package. They are wrapped with %w where a call
+// Errors returned by this package, besides admit.ErrInvalidConfig for a
+// GuardConfig field outside its domain. They are wrapped with %w where a call
 // has more to say, so test them with errors.Is.
 var (
 	// ErrNilLimiter reports a nil primary (NewGuard) or a nil local
@@ -17,12 +18,8 @@ var (
 	// FailOpen, FailClosed or Fallback.
 	ErrInvalidPolicy = errors.New("compose: invalid policy")
 
-	// ErrInvalidOption reports an option given an invalid value, such as a
-	// negative timeout or a threshold below 1.
-	ErrInvalidOption = errors.New("compose: invalid option")
-
 	// ErrTimeout reports a primary that did not answer within the Guard's
-	// timeout (see WithTimeout). It is the Reason of the FallbackEvent
+	// timeout (see GuardConfig.Timeout). It is the Reason of the FallbackEvent
 	// when a timeout causes a switch. It matches context.DeadlineExceeded
 	// under errors.Is.
 	ErrTimeout = fmt.Errorf("compose: the primary did not answer in time: %w", context.DeadlineExceeded)

@@ -41,9 +41,11 @@ func Example() {
 		panic(err)
 	}
 	redis := &store{}
-	g, err := compose.NewGuard(redis, compose.Breaker(compose.Fallback(local)),
-		compose.WithName("api"), compose.WithThreshold(2), compose.WithClock(clk),
-		compose.WithObserver(printer{}))
+	g, err := compose.NewGuard(redis, compose.GuardConfig{
+		Options:   admit.Options{Name: "api", Clock: clk, Observer: printer{}},
+		Policy:    compose.Breaker(compose.Fallback(local)),
+		Threshold: 2,
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +73,7 @@ func Example() {
 	// {Failures:2 Timeouts:0 Canceled:0 Decided:3 Skipped:1 Probes:1 Switches:2 Active:false}
 }
 
-func ExampleWithLogger() {
+func ExampleGuardConfig_logger() {
 	// Text logs without the time, so that the output is the same each run.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -82,8 +84,12 @@ func ExampleWithLogger() {
 		},
 	}))
 	// Sending SMS costs money: deny while the store cannot count them.
-	g, err := compose.NewGuard(&store{down: true}, compose.FailClosed,
-		compose.WithName("sms"), compose.WithThreshold(3), compose.WithLogger(logger))
+	g, err := compose.NewGuard(&store{down: true}, compose.GuardConfig{
+		Options:   admit.Options{Name: "sms"},
+		Policy:    compose.FailClosed,
+		Threshold: 3,
+		Logger:    logger,
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -19,17 +19,17 @@ import (
 // (Fallback), and as a Breaker it stops calling a primary that keeps
 // failing and probes it until it is back.
 //
-// Each call of the primary runs under a timeout (WithTimeout, default
-// 50ms), so that a store that does not answer costs milliseconds. A call
-// fails when it times out or returns an error that IsFailure (or the
-// function given to WithIsFailure) reports as a failure of the primary;
+// Each call of the primary runs under a timeout (GuardConfig.Timeout,
+// default 50ms), so that a store that does not answer costs milliseconds. A
+// call fails when it times out or returns an error that IsFailure (or the
+// function of GuardConfig.IsFailure) reports as a failure of the primary;
 // the policy then decides the request, and no error is returned. Other
 // errors are about the request (a negative n, a key too long) and are
 // returned as they are, as is the caller's own cancellation: a context
 // that is done before or during the call ends the request with the
 // context's error, and is not a failure of the primary.
 //
-// After WithThreshold consecutive failures (default 5) the Guard considers
+// After GuardConfig.Threshold consecutive failures (default 5) the Guard considers
 // the primary down: it switches to its policy, which it reports once to the
 // Observer (FallbackChanged with Active true and the last failure as the
 // Reason) and the logger, and, as a Breaker, it stops calling the primary.
@@ -46,14 +46,14 @@ import (
 // of the policy.
 //
 // The decisions the policy makes are marked by their Rule: the Guard's name
-// (WithName) followed by "/fail-open", "/fail-closed" or "/fallback", or
+// (GuardConfig.Name) followed by "/fail-open", "/fail-closed" or "/fallback", or
 // just "fail-open", "fail-closed" or "fallback" if the Guard has no name.
 // (Fallback's decisions are the local limiter's, with this Rule instead of
 // the local limiter's name.) Decisions of the primary are returned as the
 // primary made them.
 //
 // While the primary is healthy, a call costs the primary's call, the
-// timeout's context (none with WithTimeout(0)), a check of the caller's
+// timeout's context (none with a negative GuardConfig.Timeout), a check of the caller's
 // context and two atomic loads: no lock, and no allocation of its own.
 //
 // The zero Guard is not usable; create one with NewGuard. A Guard is safe
@@ -115,10 +115,12 @@ const (
 	stateActive               // switched to the policy without a Breaker: the primary is still called
 )
 
-// NewGuard returns a Guard asking primary and applying policy when it
+// NewGuard returns a Guard asking primary and applying cfg.Policy when it
 // fails. The error wraps ErrNilLimiter (a nil primary, or Fallback(nil)),
-// ErrInvalidPolicy (the zero Policy) or ErrInvalidOption.
-func NewGuard(primary admit.KeyedLimiter, policy Policy, opts ...Option) (*Guard, error) {
+// ErrInvalidPolicy (the zero Policy) or admit.ErrInvalidConfig (another
+// field of cfg outside its domain).
+func NewGuard(primary admit.KeyedLimiter, cfg GuardConfig) (*Guard, error) {
+	policy := cfg.Policy
 	if isNil(primary) {
 		return nil, fmt.Errorf("%w: NewGuard needs a primary limiter", ErrNilLimiter)
 	}
@@ -131,14 +133,9 @@ func NewGuard(primary admit.KeyedLimiter, policy Policy, opts ...Option) (*Guard
 	default:
 		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or Fallback(local)", ErrInvalidPolicy)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+	o, err := cfg.options()
+	if err != nil {
+		return nil, err
 	}
 	g := &Guard{
 		primary:   primary,
@@ -424,7 +421,7 @@ func (g *Guard) decide(ctx context.Context, r admit.Request) (admit.Decision, er
 // and the other gets them back, never beyond its full capacity. A probe
 // of an open Breaker is refunded to the policy's limiter likewise.
 //
-// The primary's Refund runs under the Guard's timeout (WithTimeout).
+// The primary's Refund runs under the Guard's timeout (GuardConfig.Timeout).
 // Refunds count in no Stats and never switch the Guard. The error is
 // non-nil for r.N < 0 (admit.ErrInvalidCost), when the limiter that should
 // take the refund cannot (ErrNotRefunder: the primary, or Fallback's local
@@ -503,7 +500,7 @@ type Stats struct {
 	// Failures counts the calls of the primary that failed: timeouts, and
 	// errors that are failures of the primary (see IsFailure).
 	Failures int64
-	// Timeouts counts the failures that were timeouts (see WithTimeout).
+	// Timeouts counts the failures that were timeouts (see GuardConfig.Timeout).
 	Timeouts int64
 	// Canceled counts the requests ended by the caller's context, before
 	// or during the call of the primary. They are not failures.
@@ -521,7 +518,7 @@ type Stats struct {
 	// once to the Observer and the logger.
 	Switches int64
 	// Active reports whether the Guard is switched to its policy now: the
-	// primary failed WithThreshold times in a row and has not succeeded
+	// primary failed GuardConfig.Threshold times in a row and has not succeeded
 	// since.
 	Active bool
 }

@@ -9,31 +9,32 @@ import (
 )
 
 // GuardSlots returns primary, a concurrency layer kept in a shared store
-// (redisstore.ConcurrencyLimiter.Slots), with policy applied to each call
+// (redisstore.ConcurrencyLimiter.Slots), with cfg.Policy applied to each call
 // that fails, as a Guard applies it to a rate limiter: FailOpen grants
 // nothing and admits (Limit admit.Unlimited), FailClosed refuses (a
 // request of N = 0 is allowed, as always; RetryAfter and ResetAfter are
-// the retry delay of WithRetryAfter), FallbackSlots(local) asks local for
+// GuardConfig.RetryAfter), FallbackSlots(local) asks local for
 // the slots, whose Releaser then gives them back to local.
 //
 // A call fails when it returns an error that IsFailure (or the function
-// given to WithIsFailure) reports as a failure of the primary, and the
+// of GuardConfig.IsFailure) reports as a failure of the primary, and the
 // caller's context is not done; other errors are returned as they are.
 // Slots have no breaker and no timeout of the layer's own: every call asks
 // the primary, within the store's own timeout (a Breaker policy decides as
-// the policy it wraps, and WithTimeout, WithThreshold and
-// WithProbeInterval are ignored), since slots granted by the store must be
+// the policy it wraps, and GuardConfig's Timeout, Threshold,
+// ProbeInterval, Clock, Observer and Logger are ignored), since slots granted by the store must be
 // given back to it.
 //
 // The decisions the policy makes are marked as a Guard's are: their Rule
-// is the name (WithName) followed by "/fail-open", "/fail-closed" or
+// is the name (GuardConfig.Name) followed by "/fail-open", "/fail-closed" or
 // "/fallback", and their Kind is admit.KindConcurrency.
 //
 // The error wraps ErrNilLimiter (a nil primary, or FallbackSlots(nil)),
 // ErrInvalidPolicy (the zero Policy, or Fallback, which is for rate
-// limiters) or ErrInvalidOption. The layer is safe for concurrent use if
+// limiters) or admit.ErrInvalidConfig. The layer is safe for concurrent use if
 // primary and local are.
-func GuardSlots(primary admit.Slots, policy Policy, opts ...Option) (admit.Slots, error) {
+func GuardSlots(primary admit.Slots, cfg GuardConfig) (admit.Slots, error) {
+	policy := cfg.Policy
 	if isNil(primary) {
 		return nil, fmt.Errorf("%w: GuardSlots needs a primary", ErrNilLimiter)
 	}
@@ -46,14 +47,9 @@ func GuardSlots(primary admit.Slots, policy Policy, opts ...Option) (admit.Slots
 	case policy.kind != fallback:
 		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or FallbackSlots(local)", ErrInvalidPolicy)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+	o, err := cfg.options()
+	if err != nil {
+		return nil, err
 	}
 	rule := policy.suffix()
 	if o.name != "" {

@@ -35,14 +35,14 @@ func (c countSlots) TryAcquire(_ context.Context, r admit.Request) (admit.Releas
 func TestGuardSlots(t *testing.T) {
 	ctx := context.Background()
 	down := brokenSlots{ErrTimeout}
-	open, err := GuardSlots(down, FailOpen, WithName("r"))
+	open, err := GuardSlots(down, GuardConfig{Options: admit.Options{Name: "r"}, Policy: FailOpen})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rel, d, err := open.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || rel != nil || !d.Allowed || d.Rule != "r/fail-open" || d.Kind != admit.KindConcurrency {
 		t.Errorf("fail open: %v %+v %v", rel, d, err)
 	}
-	closed, err := GuardSlots(down, Breaker(FailClosed), WithName("r"), WithRetryAfter(3*time.Second))
+	closed, err := GuardSlots(down, GuardConfig{Options: admit.Options{Name: "r"}, Policy: Breaker(FailClosed), RetryAfter: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestGuardSlots(t *testing.T) {
 		t.Errorf("fail closed, a peek: %+v %v", d, err)
 	}
 	var held int64
-	fb, err := GuardSlots(down, FallbackSlots(countSlots{&held}), WithName("r"))
+	fb, err := GuardSlots(down, GuardConfig{Options: admit.Options{Name: "r"}, Policy: FallbackSlots(countSlots{&held})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestGuardSlots(t *testing.T) {
 	}
 	// Not a failure of the store: returned as it is.
 	bad := fmt.Errorf("key: %w", admit.ErrKeyTooLong)
-	g, _ := GuardSlots(brokenSlots{bad}, FailOpen)
+	g, _ := GuardSlots(brokenSlots{bad}, GuardConfig{Policy: FailOpen})
 	if _, _, err := g.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, bad) {
 		t.Errorf("a request's error: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestGuardSlots(t *testing.T) {
 		t.Errorf("canceled: %v", err)
 	}
 	// A healthy primary decides.
-	ok, _ := GuardSlots(countSlots{&held}, FailClosed)
+	ok, _ := GuardSlots(countSlots{&held}, GuardConfig{Policy: FailClosed})
 	if _, d, err := ok.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); err != nil || !d.Allowed || d.Rule != "local" {
 		t.Errorf("healthy: %+v %v", d, err)
 	}
@@ -86,15 +86,15 @@ func TestGuardSlots(t *testing.T) {
 		p    Policy
 		want error
 	}{{Policy{}, ErrInvalidPolicy}, {Fallback(countSlots{&held}.asLimiter()), ErrInvalidPolicy}, {FallbackSlots(nil), ErrNilLimiter}} {
-		if _, err := GuardSlots(down, c.p); !errors.Is(err, c.want) {
-			t.Errorf("GuardSlots(%v): %v, want %v", c.p, err, c.want)
+		if _, err := GuardSlots(down, GuardConfig{Policy: c.p}); !errors.Is(err, c.want) {
+			t.Errorf("GuardSlots(%v, GuardConfig{}): %v, want %v", c.p, err, c.want)
 		}
 	}
-	if _, err := GuardSlots(nil, FailOpen); !errors.Is(err, ErrNilLimiter) {
+	if _, err := GuardSlots(nil, GuardConfig{Policy: FailOpen}); !errors.Is(err, ErrNilLimiter) {
 		t.Errorf("nil primary: %v", err)
 	}
-	if _, err := GuardSlots(down, FailOpen, WithRetryAfter(-1)); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("bad option: %v", err)
+	if _, err := GuardSlots(down, GuardConfig{Policy: FailOpen, RetryAfter: -1}); !errors.Is(err, admit.ErrInvalidConfig) {
+		t.Errorf("bad config: %v", err)
 	}
 }
 

@@ -23,7 +23,7 @@ func TestHealthyPrimaryDecides(t *testing.T) {
 	for _, p := range []compose.Policy{compose.FailOpen, compose.FailClosed, compose.Breaker(compose.FailOpen)} {
 		prim := newPrimary(healthy)
 		obs := &recorder{}
-		g := mustGuard(t, prim, p, compose.WithObserver(obs))
+		g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Observer: obs}, Policy: p})
 		for range 3 {
 			if d := allow(t, g, "k", 1); d != primaryDecision {
 				t.Errorf("%v: decision %+v, want the primary's %+v", p, d, primaryDecision)
@@ -41,7 +41,7 @@ func TestHealthyPrimaryDecides(t *testing.T) {
 func TestFailOpen(t *testing.T) {
 	prim := newPrimary(down)
 	obs := &recorder{}
-	g := mustGuard(t, prim, compose.FailOpen, compose.WithName("api"), compose.WithObserver(obs))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Name: "api", Observer: obs}, Policy: compose.FailOpen})
 	d := allow(t, g, "k", 3)
 	want := admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: math.MaxInt64, Rule: "api/fail-open"}
 	if d != want {
@@ -60,13 +60,13 @@ func TestFailOpen(t *testing.T) {
 }
 
 func TestFailClosed(t *testing.T) {
-	g := mustGuard(t, newPrimary(down), compose.FailClosed)
+	g := mustGuard(t, newPrimary(down), compose.GuardConfig{Policy: compose.FailClosed})
 	d := allow(t, g, "k", 1)
-	want := admit.Decision{RetryAfter: compose.DefaultRetryAfter, ResetAfter: compose.DefaultRetryAfter, Rule: "fail-closed"}
+	want := admit.Decision{RetryAfter: defaultRetryAfter, ResetAfter: defaultRetryAfter, Rule: "fail-closed"}
 	if d != want {
 		t.Errorf("decision %+v, want %+v", d, want)
 	}
-	g = mustGuard(t, newPrimary(down), compose.FailClosed, compose.WithRetryAfter(3*time.Second), compose.WithName("sms"))
+	g = mustGuard(t, newPrimary(down), compose.GuardConfig{Options: admit.Options{Name: "sms"}, Policy: compose.FailClosed, RetryAfter: 3 * time.Second})
 	if d := allow(t, g, "k", 1); d.Allowed || d.RetryAfter != 3*time.Second || d.Rule != "sms/fail-closed" {
 		t.Errorf("WithRetryAfter(3s): decision %+v", d)
 	}
@@ -87,7 +87,7 @@ func TestFallback(t *testing.T) {
 	}
 	prim := newPrimary(down)
 	obs := &recorder{}
-	g := mustGuard(t, prim, compose.Fallback(local), compose.WithName("api"), compose.WithObserver(obs))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Name: "api", Observer: obs}, Policy: compose.Fallback(local)})
 	var got []string
 	for range 3 {
 		d := allow(t, g, "k", 1)
@@ -117,7 +117,7 @@ func TestRequestErrorsAreReturned(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := &recorder{}
-	g := mustGuard(t, prim, compose.FailOpen, compose.WithThreshold(1), compose.WithObserver(obs))
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Observer: obs}, Policy: compose.FailOpen, Threshold: 1})
 	if _, err := g.Allow(ctx, admit.Request{Key: "a-key-that-is-too-long", N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
@@ -131,7 +131,7 @@ func TestRequestErrorsAreReturned(t *testing.T) {
 	// WithIsFailure decides which errors are the store's.
 	errBad := errors.New("bad request")
 	fp := newPrimary(func(context.Context, string, int64) (admit.Decision, error) { return admit.Decision{}, errBad })
-	g = mustGuard(t, fp, compose.FailOpen, compose.WithIsFailure(func(err error) bool { return !errors.Is(err, errBad) }))
+	g = mustGuard(t, fp, compose.GuardConfig{Policy: compose.FailOpen, IsFailure: func(err error) bool { return !errors.Is(err, errBad) }})
 	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); err != errBad {
 		t.Errorf("error %v, want errBad", err)
 	}
@@ -167,11 +167,11 @@ func TestTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prim := newPrimary(hang(nil))
 		obs := &recorder{}
-		g := mustGuard(t, prim, compose.FailClosed, compose.WithThreshold(1), compose.WithObserver(obs))
+		g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Observer: obs}, Policy: compose.FailClosed, Threshold: 1})
 		start := time.Now()
 		d := allow(t, g, "k", 1)
-		if waited := time.Since(start); waited != compose.DefaultTimeout {
-			t.Errorf("waited %v, want the timeout, %v", waited, compose.DefaultTimeout)
+		if waited := time.Since(start); waited != defaultTimeout {
+			t.Errorf("waited %v, want the timeout, %v", waited, defaultTimeout)
 		}
 		if d.Allowed || d.Rule != "fail-closed" {
 			t.Errorf("decision %+v, want fail-closed's", d)
@@ -183,7 +183,7 @@ func TestTimeout(t *testing.T) {
 		if len(ev) != 1 || !errors.Is(ev[0].Reason, compose.ErrTimeout) || !errors.Is(ev[0].Reason, context.DeadlineExceeded) {
 			t.Errorf("events %v, want one whose Reason is ErrTimeout", ev)
 		}
-		g = mustGuard(t, prim, compose.FailOpen, compose.WithTimeout(7*time.Millisecond))
+		g = mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: 7 * time.Millisecond})
 		start = time.Now()
 		allow(t, g, "k", 1)
 		if waited := time.Since(start); waited != 7*time.Millisecond {
@@ -197,7 +197,7 @@ func TestTimeout(t *testing.T) {
 func TestTimeoutNoLeak(t *testing.T) {
 	base := runtime.NumGoroutine()
 	prim := newPrimary(hang(nil))
-	g := mustGuard(t, prim, compose.FailOpen, compose.WithTimeout(2*time.Millisecond))
+	g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: 2 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -225,7 +225,7 @@ func TestTimeoutNoLeak(t *testing.T) {
 func TestCallerCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		prim := newPrimary(healthy)
-		g := mustGuard(t, prim, compose.FailOpen, compose.WithThreshold(1))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Threshold: 1})
 
 		// Done before the call: the primary is not called.
 		cctx, cancel := context.WithCancel(ctx)
@@ -272,7 +272,7 @@ func TestTimeoutBound(t *testing.T) {
 			return admit.Decision{Allowed: true}, nil
 		}
 		prim := newPrimary(record)
-		g := mustGuard(t, prim, compose.FailOpen, compose.WithTimeout(50*time.Millisecond))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: 50 * time.Millisecond})
 		start := time.Now()
 		cases := []struct {
 			name   string
@@ -325,31 +325,31 @@ func TestBadArguments(t *testing.T) {
 		name    string
 		primary admit.KeyedLimiter
 		policy  compose.Policy
-		opts    []compose.Option
+		cfg     compose.GuardConfig
 		want    error
 		text    string
 	}{
-		{"nil primary", nil, compose.FailOpen, nil, compose.ErrNilLimiter, "primary"},
-		{"typed nil primary", nilKeyed, compose.FailOpen, nil, compose.ErrNilLimiter, "primary"},
-		{"nil fallback", prim, compose.Fallback(nil), nil, compose.ErrNilLimiter, "Fallback(nil)"},
-		{"typed nil fallback", prim, compose.Breaker(compose.Fallback(nilKeyed)), nil, compose.ErrNilLimiter, "Fallback(nil)"},
-		{"zero policy", prim, compose.Policy{}, nil, compose.ErrInvalidPolicy, "zero Policy"},
-		{"breaker of nothing", prim, compose.Breaker(compose.Policy{}), nil, compose.ErrInvalidPolicy, "zero Policy"},
-		{"negative timeout", prim, compose.FailOpen, []compose.Option{compose.WithTimeout(-time.Millisecond)}, compose.ErrInvalidOption, "WithTimeout(-1ms)"},
-		{"threshold 0", prim, compose.FailOpen, []compose.Option{compose.WithThreshold(0)}, compose.ErrInvalidOption, "WithThreshold(0)"},
-		{"negative threshold", prim, compose.FailOpen, []compose.Option{compose.WithThreshold(-2)}, compose.ErrInvalidOption, "WithThreshold(-2)"},
-		{"zero probe interval", prim, compose.FailOpen, []compose.Option{compose.WithProbeInterval(0)}, compose.ErrInvalidOption, "WithProbeInterval(0s)"},
-		{"negative probe interval", prim, compose.FailOpen, []compose.Option{compose.WithProbeInterval(-time.Second)}, compose.ErrInvalidOption, "WithProbeInterval(-1s)"},
-		{"zero retry", prim, compose.FailClosed, []compose.Option{compose.WithRetryAfter(0)}, compose.ErrInvalidOption, "WithRetryAfter(0s)"},
-		{"first bad option wins", prim, compose.FailClosed, []compose.Option{compose.WithThreshold(0), compose.WithTimeout(-1)}, compose.ErrInvalidOption, "WithThreshold(0)"},
+		{"nil primary", nil, compose.FailOpen, compose.GuardConfig{}, compose.ErrNilLimiter, "primary"},
+		{"typed nil primary", nilKeyed, compose.FailOpen, compose.GuardConfig{}, compose.ErrNilLimiter, "primary"},
+		{"nil fallback", prim, compose.Fallback(nil), compose.GuardConfig{}, compose.ErrNilLimiter, "Fallback(nil)"},
+		{"typed nil fallback", prim, compose.Breaker(compose.Fallback(nilKeyed)), compose.GuardConfig{}, compose.ErrNilLimiter, "Fallback(nil)"},
+		{"zero policy", prim, compose.Policy{}, compose.GuardConfig{}, compose.ErrInvalidPolicy, "zero Policy"},
+		{"breaker of nothing", prim, compose.Breaker(compose.Policy{}), compose.GuardConfig{}, compose.ErrInvalidPolicy, "zero Policy"},
+		{"negative threshold", prim, compose.FailOpen, compose.GuardConfig{Threshold: -2}, admit.ErrInvalidConfig, "Threshold -2"},
+		{"negative probe interval", prim, compose.FailOpen, compose.GuardConfig{ProbeInterval: -time.Second}, admit.ErrInvalidConfig, "ProbeInterval -1s"},
+		{"negative retry", prim, compose.FailClosed, compose.GuardConfig{RetryAfter: -time.Second}, admit.ErrInvalidConfig, "RetryAfter -1s"},
+		{"first bad field wins", prim, compose.FailClosed, compose.GuardConfig{Threshold: -1, RetryAfter: -1}, admit.ErrInvalidConfig, "Threshold -1"},
 	} {
-		g, err := compose.NewGuard(tc.primary, tc.policy, tc.opts...)
+		cfg := tc.cfg
+		cfg.Policy = tc.policy
+		g, err := compose.NewGuard(tc.primary, cfg)
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) || g != nil {
 			t.Errorf("%s: %v, %v; want an error wrapping %v and saying %q", tc.name, g, err, tc.want, tc.text)
 		}
 	}
-	// Nil options, a nil clock and a nil failure test leave the defaults.
-	g := mustGuard(t, prim, compose.FailOpen, nil, compose.WithClock(nil), compose.WithIsFailure(nil), compose.WithTimeout(0))
+	// The zero fields (a nil clock and a nil failure test among them) are
+	// the defaults; a negative Timeout is none.
+	g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: -1})
 	if d := allow(t, g, "k", 1); d != primaryDecision {
 		t.Errorf("decision %+v", d)
 	}
@@ -368,7 +368,7 @@ func TestPolicyString(t *testing.T) {
 	if got := compose.Breaker(compose.Breaker(compose.Fallback(newPrimary(healthy)))).String(); got != "breaker/fallback" {
 		t.Errorf("String() = %q", got)
 	}
-	g := mustGuard(t, newPrimary(healthy), compose.Breaker(compose.FailClosed))
+	g := mustGuard(t, newPrimary(healthy), compose.GuardConfig{Policy: compose.Breaker(compose.FailClosed)})
 	if got := g.Policy().String(); got != "breaker/fail-closed" {
 		t.Errorf("Policy() = %q", got)
 	}
@@ -395,7 +395,7 @@ func TestSuccessWithoutTheStore(t *testing.T) {
 			policy = compose.Breaker(policy)
 		}
 		rec := &recorder{}
-		g := mustGuard(t, prim, policy, compose.WithClock(clk), compose.WithThreshold(1), compose.WithObserver(rec))
+		g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk, Observer: rec}, Policy: policy, Threshold: 1})
 		allow(t, g, "k", 1) // switches to the policy
 		prim.set(healthy)   // answers, from its cache only
 		for range 5 {

@@ -116,9 +116,17 @@ func (s *syncBuffer) Lines() []string {
 
 var ctx = context.Background()
 
-func mustGuard(t testing.TB, primary admit.KeyedLimiter, p compose.Policy, opts ...compose.Option) *compose.Guard {
+// The defaults of GuardConfig's fields, as its documentation states them.
+const (
+	defaultTimeout       = 50 * time.Millisecond
+	defaultThreshold     = 5
+	defaultProbeInterval = time.Second
+	defaultRetryAfter    = time.Second
+)
+
+func mustGuard(t testing.TB, primary admit.KeyedLimiter, cfg compose.GuardConfig) *compose.Guard {
 	t.Helper()
-	g, err := compose.NewGuard(primary, p, opts...)
+	g, err := compose.NewGuard(primary, cfg)
 	if err != nil {
 		t.Fatalf("NewGuard: %v", err)
 	}

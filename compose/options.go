@@ -9,30 +9,85 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// The defaults of the options of NewGuard.
-const (
-	// DefaultTimeout is the default time a Guard gives each call of its
-	// primary (see WithTimeout).
-	DefaultTimeout = 50 * time.Millisecond
-	// DefaultThreshold is the default number of consecutive failures after
-	// which a Guard switches to its policy (see WithThreshold).
-	DefaultThreshold = 5
-	// DefaultProbeInterval is the default time between two probes of the
-	// primary by a Breaker (see WithProbeInterval).
-	DefaultProbeInterval = time.Second
-	// DefaultRetryAfter is the default RetryAfter of FailClosed's denials
-	// (see WithRetryAfter).
-	DefaultRetryAfter = time.Second
-)
+// GuardConfig configures a Guard (NewGuard) or a guarded concurrency
+// layer (GuardSlots). Set Policy; every other field's zero value is its
+// default. A field outside its domain is an error wrapping
+// admit.ErrInvalidConfig that names it.
+type GuardConfig struct {
+	// Options are the clock, name and observer (see admit.Options). The
+	// clock is the one a Breaker reads to schedule its probes. The name is
+	// each FallbackEvent's and each logged switch's Limiter, and the start
+	// of the Rule of the decisions the policy makes (see Guard). The
+	// observer is told of each switch to the policy and back
+	// (FallbackChanged) and of each decision the policy makes (Decided);
+	// the primary's decisions are its own to report. GuardSlots uses the
+	// name only.
+	admit.Options
 
-// Option configures a Guard. The zero set of options gives the defaults
-// documented on each option.
-type Option interface {
-	apply(*options)
+	// Policy is what decides when the primary fails: FailOpen, FailClosed,
+	// Fallback(local) (FallbackSlots(local) for GuardSlots), or any of
+	// them as a Breaker. Required: the zero Policy is an error wrapping
+	// ErrInvalidPolicy.
+	Policy Policy
+
+	// Timeout bounds each call of the primary: it runs under
+	// context.WithTimeout(ctx, Timeout), and a call that has not returned
+	// after it is a failure, decided by the policy. A store that is down
+	// must cost each request milliseconds, not the seconds of a TCP
+	// timeout, so keep it a small multiple of the store's usual latency.
+	// The primary must return when its context is done (go-redis and the
+	// limiters of this module do); the Guard starts no goroutine to
+	// abandon a call. 0 means 50ms. A negative Timeout means none: the
+	// primary gets the caller's context as it is, which saves the cost of
+	// a timer per call for a primary that never waits, such as a
+	// keyed.Limiter. GuardSlots has no timeout of its own and ignores it.
+	Timeout time.Duration
+
+	// Threshold is the number of consecutive failures of the primary after
+	// which the Guard considers it down: it reports the switch (to the
+	// Observer and the Logger) and, under a Breaker, stops calling it. A
+	// failure is an error of the primary (see IsFailure) or a timeout; a
+	// success resets the count. Failures below the threshold are decided by
+	// the policy too, one by one, and counted in Stats. 0 means 5; a
+	// negative value is an error. GuardSlots ignores it.
+	Threshold int
+
+	// ProbeInterval is how often a Breaker that is open lets one request
+	// through to the primary, to find out whether it is back. Only Breaker
+	// policies use it (and not GuardSlots). 0 means one second; a negative
+	// value is an error.
+	ProbeInterval time.Duration
+
+	// RetryAfter is the RetryAfter (and ResetAfter) of the denials of
+	// FailClosed: how long a client is told to wait while the store is
+	// failing. Only FailClosed policies use it. 0 means one second; a
+	// negative value is an error.
+	RetryAfter time.Duration
+
+	// Logger, if not nil, is told of each switch to the policy (at level
+	// Warn) and back (at level Info), once per switch, never per request.
+	// Nil logs nothing.
+	Logger *slog.Logger
+
+	// IsFailure tells a failure of the primary (the store is failing: the
+	// policy decides) from an error about the request itself (returned to
+	// the caller as it is, counting neither way). The caller's own
+	// cancellation is never a failure, and a timeout always is, whatever
+	// it says. Nil means the function IsFailure of this package.
+	IsFailure func(err error) bool
 }
 
+// The defaults of GuardConfig's fields.
+const (
+	defaultTimeout       = 50 * time.Millisecond
+	defaultThreshold     = 5
+	defaultProbeInterval = time.Second
+	defaultRetryAfter    = time.Second
+)
+
+// options are a GuardConfig checked, with its defaults filled in.
 type options struct {
-	timeout    time.Duration
+	timeout    time.Duration // 0: none
 	threshold  int
 	interval   time.Duration
 	retryAfter time.Duration
@@ -41,142 +96,44 @@ type options struct {
 	obs        admit.Observer
 	log        *slog.Logger
 	isFailure  func(error) bool
-	err        error
 }
 
-func defaultOptions() options {
-	return options{
-		timeout:    DefaultTimeout,
-		threshold:  DefaultThreshold,
-		interval:   DefaultProbeInterval,
-		retryAfter: DefaultRetryAfter,
-		clock:      admit.SystemClock,
-		isFailure:  IsFailure,
+// options checks cfg's fields but the Policy and fills in their defaults.
+func (cfg *GuardConfig) options() (options, error) {
+	o := options{
+		timeout: cfg.Timeout, threshold: cfg.Threshold, interval: cfg.ProbeInterval, retryAfter: cfg.RetryAfter,
+		clock: cfg.ClockOrDefault(), name: cfg.Name, obs: cfg.Observer, log: cfg.Logger, isFailure: cfg.IsFailure,
 	}
-}
-
-type optionFunc func(*options)
-
-func (f optionFunc) apply(o *options) { f(o) }
-
-func (o *options) fail(format string, args ...any) {
-	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	switch {
+	case cfg.Threshold < 0:
+		return o, fmt.Errorf("%w: compose: Threshold %d: want >= 0", admit.ErrInvalidConfig, cfg.Threshold)
+	case cfg.ProbeInterval < 0:
+		return o, fmt.Errorf("%w: compose: ProbeInterval %v: want >= 0", admit.ErrInvalidConfig, cfg.ProbeInterval)
+	case cfg.RetryAfter < 0:
+		return o, fmt.Errorf("%w: compose: RetryAfter %v: want >= 0", admit.ErrInvalidConfig, cfg.RetryAfter)
 	}
+	switch {
+	case o.timeout == 0:
+		o.timeout = defaultTimeout
+	case o.timeout < 0:
+		o.timeout = 0
+	}
+	if o.threshold == 0 {
+		o.threshold = defaultThreshold
+	}
+	if o.interval == 0 {
+		o.interval = defaultProbeInterval
+	}
+	if o.retryAfter == 0 {
+		o.retryAfter = defaultRetryAfter
+	}
+	if o.isFailure == nil {
+		o.isFailure = IsFailure
+	}
+	return o, nil
 }
 
-// WithTimeout bounds each call of the primary: it runs under
-// context.WithTimeout(ctx, d), and a call that has not returned after d is
-// a failure, decided by the policy. A store that is down must cost each
-// request milliseconds, not the seconds of a TCP timeout, so keep d a small
-// multiple of the store's usual latency. The primary must return when its
-// context is done (go-redis and the limiters of this module do); the Guard
-// starts no goroutine to abandon a call.
-//
-// d = 0 gives the primary the caller's context as it is, without a timeout
-// of the Guard's own: use it for a primary that never waits, such as a
-// keyed.Limiter, to save the cost of a timer per call. The default is
-// DefaultTimeout (50ms); a negative d is an error.
-func WithTimeout(d time.Duration) Option {
-	return optionFunc(func(o *options) {
-		if d < 0 {
-			o.fail("WithTimeout(%v): want a duration >= 0 (0: no timeout)", d)
-			return
-		}
-		o.timeout = d
-	})
-}
-
-// WithThreshold sets the number of consecutive failures of the primary
-// after which the Guard considers it down: it reports the switch (to the
-// Observer and the logger) and, under a Breaker, stops calling it. A
-// failure is an error of the primary (see IsFailure) or a timeout; a
-// success resets the count. Failures below the threshold are decided by the
-// policy too, one by one, and counted in Stats. The default is
-// DefaultThreshold (5); n must be at least 1.
-func WithThreshold(n int) Option {
-	return optionFunc(func(o *options) {
-		if n < 1 {
-			o.fail("WithThreshold(%d): want at least 1 failure", n)
-			return
-		}
-		o.threshold = n
-	})
-}
-
-// WithProbeInterval sets how often a Breaker that is open lets one request
-// through to the primary, to find out whether it is back. Only Breaker
-// policies use it. The default is DefaultProbeInterval (1s); d must be
-// positive.
-func WithProbeInterval(d time.Duration) Option {
-	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.fail("WithProbeInterval(%v): want a positive duration", d)
-			return
-		}
-		o.interval = d
-	})
-}
-
-// WithRetryAfter sets the RetryAfter (and ResetAfter) of the denials of
-// FailClosed: how long a client is told to wait while the store is
-// failing. Only FailClosed policies use it. The default is
-// DefaultRetryAfter (1s); d must be positive.
-func WithRetryAfter(d time.Duration) Option {
-	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.fail("WithRetryAfter(%v): want a positive duration", d)
-			return
-		}
-		o.retryAfter = d
-	})
-}
-
-// WithClock sets the clock a Breaker reads to schedule its probes. The
-// default is admit.SystemClock; a nil clock leaves the default.
-func WithClock(c admit.Clock) Option {
-	return optionFunc(func(o *options) {
-		if c != nil {
-			o.clock = c
-		}
-	})
-}
-
-// WithName names the Guard: the name is each FallbackEvent's and each
-// logged switch's Limiter, and the start of the Rule of the decisions the
-// policy makes (see Guard). The default is no name.
-func WithName(name string) Option {
-	return optionFunc(func(o *options) { o.name = name })
-}
-
-// WithObserver sets an observer told of each switch to the policy and back
-// (FallbackChanged) and of each decision the policy makes (Decided). The
-// primary's decisions are its own to report. The default is none.
-func WithObserver(obs admit.Observer) Option {
-	return optionFunc(func(o *options) { o.obs = obs })
-}
-
-// WithLogger sets a logger told of each switch to the policy (at level
-// Warn) and back (at level Info), once per switch, never per request. The
-// default, nil, logs nothing.
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(o *options) { o.log = l })
-}
-
-// WithIsFailure sets the function that tells a failure of the primary (the
-// store is failing: the policy decides) from an error about the request
-// itself (returned to the caller as it is, counting neither way). The
-// caller's own cancellation is never a failure, and a timeout always is,
-// whatever f says. The default is IsFailure; a nil f leaves the default.
-func WithIsFailure(f func(err error) bool) Option {
-	return optionFunc(func(o *options) {
-		if f != nil {
-			o.isFailure = f
-		}
-	})
-}
-
-// IsFailure is the default test of WithIsFailure: every error is a failure
+// IsFailure is the default GuardConfig.IsFailure: every error is a failure
 // of the primary except those about the request, which a working store
 // would return too: errors wrapping admit.ErrInvalidCost,
 // admit.ErrInvalidLimit, admit.ErrUnknownAlgorithm or admit.ErrKeyTooLong

@@ -34,7 +34,7 @@ var (
 	// FailClosed denies each request the primary cannot decide (a request
 	// of n = 0, a peek, is allowed, as always). Its decision has a zero
 	// Limit, Remaining 0, and RetryAfter and ResetAfter both the Guard's
-	// retry delay (WithRetryAfter, default 1s). Use it where the limit
+	// retry delay (GuardConfig.RetryAfter, default 1s). Use it where the limit
 	// protects money or abuse-prone resources: SMS, paid APIs, sign-ups,
 	// password attempts.
 	FailClosed = Policy{kind: failClosed}
@@ -47,7 +47,7 @@ var (
 // that a fleet whose store is down still enforces about the same limit,
 // each instance on its own. local is called with the caller's context,
 // without the Guard's timeout, and its errors are returned as they are. The
-// Guard reports local's decisions to its Observer (see WithObserver), so
+// Guard reports local's decisions to its Observer (see GuardConfig.Observer), so
 // give the Observer to the Guard rather than to local. A nil local makes
 // NewGuard fail with ErrNilLimiter.
 func Fallback(local admit.KeyedLimiter) Policy {
@@ -63,9 +63,9 @@ func FallbackSlots(local admit.Slots) Policy {
 }
 
 // Breaker returns p as a circuit breaker: once the primary has failed
-// WithThreshold times in a row (default 5) the Guard stops calling it, and
+// GuardConfig.Threshold times in a row (default 5) the Guard stops calling it, and
 // p decides every request without waiting on the primary, except one
-// request every WithProbeInterval (default 1s), the probe, which calls the
+// request every GuardConfig.ProbeInterval (default 1s), the probe, which calls the
 // primary: if it succeeds the Guard switches back to the primary, if it
 // fails p decides it too and the breaker stays open. Use it to stop
 // hammering a dead store (and spending the timeout on each request) and to

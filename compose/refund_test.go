@@ -37,7 +37,7 @@ func (c *countingRefunder) Refund(ctx context.Context, req admit.Request) error 
 func TestGuardRefund(t *testing.T) {
 	t.Run("healthy primary", func(t *testing.T) {
 		prim, local := newProbe("primary", admits(5)), newProbe("local", admits(5))
-		g := mustGuard(t, prim, compose.Fallback(local))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.Fallback(local)})
 		allow(t, g, "k", 2)
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 2}); err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestGuardRefund(t *testing.T) {
 	})
 	t.Run("breaker open", func(t *testing.T) {
 		prim, local := newProbe("primary", fails(errDown)), newProbe("local", admits(5))
-		g := mustGuard(t, prim, compose.Breaker(compose.Fallback(local)), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.Breaker(compose.Fallback(local)), Threshold: 1, ProbeInterval: time.Hour})
 		allow(t, g, "k", 1) // fails: the breaker opens, the local limiter decides
 		allow(t, g, "k", 2)
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
@@ -67,7 +67,7 @@ func TestGuardRefund(t *testing.T) {
 	t.Run("primary fails the refund", func(t *testing.T) {
 		local := newProbe("local", admits(5))
 		prim := &failingRefunder{probe: newProbe("primary", fails(errDown)), err: errDown}
-		g := mustGuard(t, prim, compose.Fallback(local), compose.WithThreshold(100))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.Fallback(local), Threshold: 100})
 		allow(t, g, "k", 2) // the primary fails, the local decides
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 2}); err != nil {
 			t.Fatal(err)
@@ -83,19 +83,19 @@ func TestGuardRefund(t *testing.T) {
 	})
 	t.Run("fail open", func(t *testing.T) {
 		prim := newProbe("primary", fails(errDown))
-		g := mustGuard(t, prim, compose.Breaker(compose.FailOpen), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.Breaker(compose.FailOpen), Threshold: 1, ProbeInterval: time.Hour})
 		allow(t, g, "k", 1)
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 			t.Errorf("FailOpen has nothing to give back: %v", err)
 		}
 	})
 	t.Run("not refunders", func(t *testing.T) {
-		g := mustGuard(t, &oneWay{}, compose.FailOpen)
+		g := mustGuard(t, &oneWay{}, compose.GuardConfig{Policy: compose.FailOpen})
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
 			t.Errorf("a one-way primary: %v", err)
 		}
 		prim := newProbe("primary", fails(errDown))
-		g = mustGuard(t, prim, compose.Breaker(compose.Fallback(&oneWay{})), compose.WithThreshold(1), compose.WithProbeInterval(time.Hour))
+		g = mustGuard(t, prim, compose.GuardConfig{Policy: compose.Breaker(compose.Fallback(&oneWay{})), Threshold: 1, ProbeInterval: time.Hour})
 		allow(t, g, "k", 1)
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
 			t.Errorf("a one-way local limiter: %v", err)
@@ -103,7 +103,7 @@ func TestGuardRefund(t *testing.T) {
 	})
 	t.Run("bad input", func(t *testing.T) {
 		prim := newProbe("primary", admits(5))
-		g := mustGuard(t, prim, compose.FailOpen)
+		g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen})
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("n < 0: %v", err)
 		}
@@ -121,7 +121,7 @@ func TestGuardRefund(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		local := newProbe("local", admits(5))
-		g := mustGuard(t, &hangingRefunder{probe: newProbe("primary", admits(5))}, compose.Fallback(local), compose.WithTimeout(5*time.Millisecond))
+		g := mustGuard(t, &hangingRefunder{probe: newProbe("primary", admits(5))}, compose.GuardConfig{Policy: compose.Fallback(local), Timeout: 5 * time.Millisecond})
 		allow(t, g, "k", 1)
 		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); err != nil {
 			t.Fatal(err)

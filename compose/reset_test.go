@@ -39,7 +39,7 @@ func TestGuardReset(t *testing.T) {
 		t.Fatal("the local limiter admitted twice")
 	}
 	prim := &resettable{fakePrimary: newPrimary(healthy)}
-	g := mustGuard(t, prim, compose.Fallback(local))
+	g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.Fallback(local)})
 	if err := g.Reset(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +64,14 @@ func TestGuardReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh.Allow(ctx, admit.Request{Key: "s", N: 2})
-	gs := mustGuard(t, &resettable{fakePrimary: newPrimary(healthy)}, compose.Fallback(sh))
+	gs := mustGuard(t, &resettable{fakePrimary: newPrimary(healthy)}, compose.GuardConfig{Policy: compose.Fallback(sh)})
 	if err := gs.Reset(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := sh.Allow(ctx, admit.Request{Key: "s", N: 2}); !d.Allowed {
 		t.Error("the Shared was not reset")
 	}
-	if err := mustGuard(t, newPrimary(healthy), compose.FailOpen).Reset(ctx, "k"); !errors.Is(err, compose.ErrNotResetter) {
+	if err := mustGuard(t, newPrimary(healthy), compose.GuardConfig{Policy: compose.FailOpen}).Reset(ctx, "k"); !errors.Is(err, compose.ErrNotResetter) {
 		t.Errorf("a limiter without Reset: %v", err)
 	}
 }

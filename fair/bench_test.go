@@ -12,7 +12,7 @@ import (
 // one refused (everything empty), and the admit.KeyedLimiter form.
 func BenchmarkRateLanes(b *testing.B) {
 	newLanes := func(b *testing.B, budget admit.Limit) *RateLanes {
-		r, err := NewRateLanes(budget, threeLanes, WithBorrowing(BorrowAny))
+		r, err := NewRateLanes(RateLanesConfig{Budget: budget, Lanes: threeLanes, Borrowing: BorrowAny})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -23,37 +23,37 @@ func BenchmarkRateLanes(b *testing.B) {
 		r := newLanes(b, admit.PerSecond(1e9))
 		b.ReportAllocs()
 		for b.Loop() {
-			r.AllowAt(now, "critical", 1)
+			allowAt(r, now, "critical", 1)
 		}
 	})
 	b.Run("borrow", func(b *testing.B) {
 		// critical has a burst of 1 and an emission interval of 2ms; batch
 		// lends its spare at 1e9/s.
-		r, err := NewRateLanes(admit.Limit{Rate: 1e9, Period: time.Second, Burst: 3}, []Lane{{"critical", 1}, {"batch", 1 << 20}}, WithBorrowing(BorrowAny))
+		r, err := NewRateLanes(RateLanesConfig{Budget: admit.Limit{Rate: 1e9, Period: time.Second, Burst: 3}, Lanes: []Lane{{"critical", 1}, {"batch", 1 << 20}}, Borrowing: BorrowAny})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t := now
-		r.AllowAt(t, "critical", 1) // its own burst, 1
-		if d, _ := r.AllowAt(t.Add(time.Nanosecond), "critical", 1); !d.Allowed {
+		allowAt(r, t, "critical", 1) // its own burst, 1
+		if d, _ := allowAt(r, t.Add(time.Nanosecond), "critical", 1); !d.Allowed {
 			b.Fatal("not borrowing")
 		}
 		b.ReportAllocs()
 		for b.Loop() {
 			t = t.Add(time.Nanosecond)
-			r.AllowAt(t, "critical", 1)
+			allowAt(r, t, "critical", 1)
 		}
 	})
 	b.Run("refused", func(b *testing.B) {
 		r := newLanes(b, admit.PerHour(100))
 		for {
-			if d, _ := r.AllowAt(now, "batch", 1); !d.Allowed {
+			if d, _ := allowAt(r, now, "batch", 1); !d.Allowed {
 				break
 			}
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			r.AllowAt(now, "batch", 1)
+			allowAt(r, now, "batch", 1)
 		}
 	})
 	b.Run("Limiter", func(b *testing.B) {
@@ -68,7 +68,7 @@ func BenchmarkRateLanes(b *testing.B) {
 // BenchmarkSlotLanes measures a slot taken and released, from the lane's
 // own slots and borrowed, and through the compose layer.
 func BenchmarkSlotLanes(b *testing.B) {
-	s, err := NewSlotLanes(1000, threeLanes, WithBorrowing(BorrowAny))
+	s, err := NewSlotLanes(SlotLanesConfig{Max: 1000, Lanes: threeLanes, Borrowing: BorrowAny})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func BenchmarkSlotLanes(b *testing.B) {
 	})
 	b.Run("borrow", func(b *testing.B) {
 		// a's own 2 slots are held: each request borrows one of b's.
-		s, err := NewSlotLanes(4, []Lane{{"a", 1}, {"b", 1}}, WithBorrowing(BorrowAny))
+		s, err := NewSlotLanes(SlotLanesConfig{Max: 4, Lanes: []Lane{{"a", 1}, {"b", 1}}, Borrowing: BorrowAny})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func BenchmarkSlotLanes(b *testing.B) {
 // the contended path: goroutines that wait in the queue for few slots.
 func BenchmarkQueue(b *testing.B) {
 	b.Run("TryAcquire+Release", func(b *testing.B) {
-		q, _ := NewQueue(1000)
+		q, _ := NewQueue(QueueConfig{Max: 1000})
 		b.ReportAllocs()
 		for b.Loop() {
 			p, _, _ := q.TryAcquire(ctx, "tenant", 1)
@@ -118,7 +118,7 @@ func BenchmarkQueue(b *testing.B) {
 		}
 	})
 	b.Run("Acquire/contended", func(b *testing.B) {
-		q, _ := NewQueue(2, WithMaxWaiters(1<<20))
+		q, _ := NewQueue(QueueConfig{Max: 2, MaxWaiters: 1 << 20})
 		flows := []string{"a", "b", "c", "d"}
 		b.ReportAllocs()
 		b.SetParallelism(4)

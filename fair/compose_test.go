@@ -13,9 +13,9 @@ import (
 // ones.
 func TestComposeLayers(t *testing.T) {
 	clk := admittest.NewManualClock(t0)
-	rate := mustRate(t, admit.PerSecond(10), []Lane{{"hi", 1}, {"lo", 1}}, WithClock(clk), WithName("rate"))
-	slots := mustSlots(t, 2, []Lane{{"hi", 1}, {"lo", 1}}, WithBorrowing(BorrowNone), WithName("slots"))
-	q := mustQueue(t, 10, WithName("tenants"))
+	rate := mustRate(t, RateLanesConfig{Options: admit.Options{Clock: clk, Name: "rate"}, Budget: admit.PerSecond(10), Lanes: []Lane{{"hi", 1}, {"lo", 1}}})
+	slots := mustSlots(t, SlotLanesConfig{Options: admit.Options{Name: "slots"}, Max: 2, Lanes: []Lane{{"hi", 1}, {"lo", 1}}, Borrowing: BorrowNone})
+	q := mustQueue(t, QueueConfig{Options: admit.Options{Name: "tenants"}, Max: 10})
 	chain, err := compose.All(
 		compose.Layer{Limiter: rate},
 		compose.Layer{Slots: slots.Layer()},
@@ -35,7 +35,7 @@ func TestComposeLayers(t *testing.T) {
 	if err != nil || d.Allowed || d.Rule != "slots/lo" {
 		t.Fatalf("%+v, %v", d, err)
 	}
-	if d, _ := rate.AllowAt(t0, "lo", 4); !d.Allowed { // lo's burst is 5: 1 used
+	if d, _ := allowAt(rate, t0, "lo", 4); !d.Allowed { // lo's burst is 5: 1 used
 		t.Fatalf("not refunded: %+v", d)
 	}
 	if st := q.Stats(); st.InFlight != 1 {

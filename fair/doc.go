@@ -10,13 +10,17 @@
 // how one shared capacity is divided when it is scarce, without wasting
 // what a class leaves unused.
 //
-//	lanes, err := fair.NewRateLanes(admit.PerSecond(1000), []fair.Lane{
-//		{Name: "critical", Share: 50},
-//		{Name: "default", Share: 30},
-//		{Name: "batch", Share: 20},
-//	}, fair.WithBorrowing(fair.BorrowAny))
+//	lanes, err := fair.NewRateLanes(fair.RateLanesConfig{
+//		Budget: admit.PerSecond(1000),
+//		Lanes: []fair.Lane{
+//			{Name: "critical", Share: 50},
+//			{Name: "default", Share: 30},
+//			{Name: "batch", Share: 20},
+//		},
+//		Borrowing: fair.BorrowAny,
+//	})
 //	...
-//	d, err := lanes.Allow(ctx, priorityOf(req), 1)
+//	d, err := lanes.Allow(ctx, admit.Request{Key: priorityOf(req), N: 1})
 //
 // # Which one should I use?
 //
@@ -45,8 +49,8 @@
 // SlotLanes.Layer and Queue.Layer are admit.Slots whose key names the lane
 // or the flow.
 //
-// Time is a parameter: RateLanes.AllowAt takes the instant, as does Allow
-// given a Request with At (without, it reads the Clock of WithClock); SlotLanes and Queue do not read the time at
-// all, and Queue.Acquire waits only for slots or its context. Nothing here
+// Time is a parameter: RateLanes.Allow and Refund take the instant as the
+// Request's At (without, they read the Clock of RateLanesConfig); SlotLanes
+// and Queue do not read the time at all, and Queue.Acquire waits only for slots or its context. Nothing here
 // starts a goroutine or needs a Close.
 package fair

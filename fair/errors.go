@@ -3,7 +3,8 @@ package fair
 import "errors"
 
 // Errors returned by this package, besides those of package admit
-// (admit.ErrInvalidLimit, admit.ErrInvalidCost, admit.ErrExceedsBurst).
+// (admit.ErrInvalidConfig, admit.ErrInvalidLimit, admit.ErrInvalidCost,
+// admit.ErrExceedsBurst).
 // They are wrapped with %w where a call has more to say, so test them with
 // errors.Is.
 var (
@@ -14,13 +15,10 @@ var (
 	ErrInvalidLanes = errors.New("fair: invalid lanes")
 
 	// ErrUnknownLane reports a key that names no lane, when no default
-	// lane was set (WithDefaultLane).
+	// lane was set (DefaultLane of RateLanesConfig or SlotLanesConfig).
 	ErrUnknownLane = errors.New("fair: unknown lane")
 
-	// ErrInvalidOption reports an option given a value outside its domain.
-	ErrInvalidOption = errors.New("fair: invalid option")
-
-	// ErrInvalidWeight reports a weight function (WithWeight) that
+	// ErrInvalidWeight reports a weight function (QueueConfig.Weight) that
 	// returned a weight that is not a positive finite number.
 	ErrInvalidWeight = errors.New("fair: invalid weight")
 )

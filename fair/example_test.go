@@ -14,18 +14,23 @@ func ExampleRateLanes() {
 	// 100 requests per second shared by two lanes: 60% reserved for
 	// critical traffic, 40% for batch jobs. Either may borrow what the
 	// other leaves idle, beyond the half of its burst each lane keeps.
-	lanes, err := fair.NewRateLanes(admit.PerSecond(100), []fair.Lane{
-		{Name: "critical", Share: 60},
-		{Name: "batch", Share: 40},
-	}, fair.WithBorrowing(fair.BorrowAny))
+	lanes, err := fair.NewRateLanes(fair.RateLanesConfig{
+		Budget: admit.PerSecond(100),
+		Lanes: []fair.Lane{
+			{Name: "critical", Share: 60},
+			{Name: "batch", Share: 40},
+		},
+		Borrowing: fair.BorrowAny,
+	})
 	if err != nil {
 		panic(err)
 	}
+	ctx := context.Background()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	// flood takes all the batch lane can get, every millisecond.
 	flood := func(t time.Duration) (n int) {
 		for {
-			if d, _ := lanes.AllowAt(start.Add(t), "batch", 1); !d.Allowed {
+			if d, _ := lanes.Allow(ctx, admit.Request{Key: "batch", N: 1, At: start.Add(t)}); !d.Allowed {
 				return n
 			}
 			n++
@@ -45,7 +50,7 @@ func ExampleRateLanes() {
 	crit, batch := 0, 0
 	for t := time.Second; t < 3*time.Second; t += time.Millisecond {
 		if t%(5*time.Millisecond) == 0 {
-			if d, _ := lanes.AllowAt(start.Add(t), "critical", 1); d.Allowed {
+			if d, _ := lanes.Allow(ctx, admit.Request{Key: "critical", N: 1, At: start.Add(t)}); d.Allowed {
 				crit++
 			}
 		}
@@ -61,10 +66,13 @@ func ExampleSlotLanes() {
 	// 10 workers: 5 reserved for interactive requests, 3 for default, 2
 	// for batch. Interactive requests may borrow the others' spare
 	// workers; batch never borrows (BorrowUp, the default).
-	lanes, _ := fair.NewSlotLanes(10, []fair.Lane{
-		{Name: "interactive", Share: 5},
-		{Name: "default", Share: 3},
-		{Name: "batch", Share: 2},
+	lanes, _ := fair.NewSlotLanes(fair.SlotLanesConfig{
+		Max: 10,
+		Lanes: []fair.Lane{
+			{Name: "interactive", Share: 5},
+			{Name: "default", Share: 3},
+			{Name: "batch", Share: 2},
+		},
 	})
 	ctx := context.Background()
 	var held []fair.Permit
@@ -100,12 +108,15 @@ func ExampleQueue() {
 	// One slot, and two tenants waiting for it: "gold" weighs 3, "free"
 	// 1. However many requests each one queues, gold gets three slots
 	// for each one free gets.
-	q, _ := fair.NewQueue(1, fair.WithWeight(func(tenant string) float64 {
-		if tenant == "gold" {
-			return 3
-		}
-		return 1
-	}))
+	q, _ := fair.NewQueue(fair.QueueConfig{
+		Max: 1,
+		Weight: func(tenant string) float64 {
+			if tenant == "gold" {
+				return 3
+			}
+			return 1
+		},
+	})
 	ctx := context.Background()
 	busy, _, _ := q.TryAcquire(ctx, "someone", 1)
 

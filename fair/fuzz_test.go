@@ -27,7 +27,7 @@ func FuzzRateLanes(f *testing.F) {
 		}
 		budget := admit.Limit{Rate: rate, Period: time.Duration(periodMs) * time.Millisecond, Burst: burst}
 		reserve := []float64{0.5, 0.01, 1, 0.3}[flags>>2%4]
-		r, err := NewRateLanes(budget, lanes, WithBorrowing(Borrowing(flags%3)), WithReserve(reserve))
+		r, err := NewRateLanes(RateLanesConfig{Budget: budget, Lanes: lanes, Borrowing: Borrowing(flags % 3), Reserve: reserve})
 		if err != nil {
 			return
 		}
@@ -42,7 +42,7 @@ func FuzzRateLanes(f *testing.F) {
 				now += arg * arg * int64(time.Millisecond) / 8
 			case 1, 2:
 				n := arg % 5
-				d, err := r.AllowAt(t0.Add(time.Duration(now)), lane, n)
+				d, err := allowAt(r, t0.Add(time.Duration(now)), lane, n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +56,7 @@ func FuzzRateLanes(f *testing.F) {
 				}
 			case 3:
 				n := arg % 3
-				if err := r.RefundAt(t0.Add(time.Duration(now)), lane, n); err != nil {
+				if err := refundAt(r, t0.Add(time.Duration(now)), lane, n); err != nil {
 					t.Fatal(err)
 				}
 				admitted -= n
@@ -87,7 +87,7 @@ func FuzzSlotLanes(f *testing.F) {
 			lanes[i] = Lane{Name: string(rune('a' + i)), Share: int64(s)}
 		}
 		reserve := []float64{0.5, 0.01, 1, 0.3}[flags>>2%4]
-		s, err := NewSlotLanes(max, lanes, WithBorrowing(Borrowing(flags%3)), WithReserve(reserve))
+		s, err := NewSlotLanes(SlotLanesConfig{Max: max, Lanes: lanes, Borrowing: Borrowing(flags % 3), Reserve: reserve})
 		if err != nil {
 			return
 		}
@@ -152,7 +152,7 @@ func FuzzQueue(f *testing.F) {
 	f.Add(int64(3), uint8(4), []byte{0, 1, 0, 2, 0, 3, 1, 0, 2, 0, 0, 1, 3, 3})
 	f.Add(int64(1), uint8(2), []byte{0, 9, 0, 9, 0, 9, 0, 1, 2, 0, 1, 1, 1, 2})
 	f.Fuzz(func(t *testing.T, max int64, maxWaiters uint8, ops []byte) {
-		q, err := NewQueue(max%64, WithMaxWaiters(int(maxWaiters%16)))
+		q, err := NewQueue(QueueConfig{Max: max % 64, MaxWaiters: int(maxWaiters % 16)})
 		if err != nil {
 			return
 		}

@@ -6,145 +6,144 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// LanesOption configures a RateLanes or a SlotLanes. The zero set of
-// options gives the defaults documented on each option.
-type LanesOption interface {
-	applyLanes(*lanesConfig)
+// RateLanesConfig configures a RateLanes (NewRateLanes). Set Budget and
+// Lanes; every other field's zero value is its default. A field outside
+// its domain is an error wrapping admit.ErrInvalidConfig that names it.
+type RateLanesConfig struct {
+	// Options are the clock and name (see admit.Options). The clock is
+	// read by Allow and Refund for a Request whose At is zero. A lane's
+	// decisions carry the Rule "name/lane" (just "lane" without a name).
+	// The Observer is not called: lanes report nothing.
+	admit.Options
+
+	// Budget is the rate limit the lanes share. Required: an invalid,
+	// unlimited or zero Budget is an error wrapping admit.ErrInvalidLimit.
+	Budget admit.Limit
+
+	// Lanes are the lanes, in priority order, the first the highest (see
+	// Lane). Required: lanes NewRateLanes cannot use are an error
+	// wrapping ErrInvalidLanes.
+	Lanes []Lane
+
+	// Borrowing says which lanes may use the unused capacity of which.
+	// The zero value is BorrowUp: a lane may borrow from the lanes after
+	// it (of lower priority) only. A value that is not a Borrowing is an
+	// error.
+	Borrowing Borrowing
+
+	// Reserve is the fraction f of its own burst that a lane keeps for
+	// itself: other lanes may borrow from it only while it has more than
+	// ⌈f × burst⌉ events available, so a lane whose traffic arrives finds
+	// at least that much at once. 0 means one half; any other value must
+	// lie in (0, 1]; with 1 a lane lends nothing.
+	Reserve float64
+
+	// DefaultLane, if not empty, is the lane of the keys that name none;
+	// it must be one of the Lanes. Empty means none: such keys fail with
+	// ErrUnknownLane.
+	DefaultLane string
 }
 
-// QueueOption configures a Queue. The zero set of options gives the
-// defaults documented on each option.
-type QueueOption interface {
-	applyQueue(*queueConfig)
+// SlotLanesConfig configures a SlotLanes (NewSlotLanes). Set Max and
+// Lanes; every other field's zero value is its default. A field outside
+// its domain is an error wrapping admit.ErrInvalidConfig that names it.
+type SlotLanesConfig struct {
+	// Options are the name (see admit.Options): a lane's decisions carry
+	// the Rule "name/lane" (just "lane" without a name). SlotLanes do not
+	// read the time (Clock is not used) and report nothing (Observer is
+	// not called).
+	admit.Options
+
+	// Max is the number of slots the lanes share. Required: a Max below 1
+	// is an error wrapping admit.ErrInvalidLimit.
+	Max int64
+
+	// Lanes are the lanes, in priority order, the first the highest (see
+	// Lane). Required: lanes NewSlotLanes cannot use are an error wrapping
+	// ErrInvalidLanes.
+	Lanes []Lane
+
+	// Borrowing says which lanes may use the unused slots of which. The
+	// zero value is BorrowUp: a lane may borrow from the lanes after it
+	// (of lower priority) only. A value that is not a Borrowing is an
+	// error.
+	Borrowing Borrowing
+
+	// Reserve is the fraction f of its own slots that a lane keeps for
+	// itself: other lanes may borrow from it only while it has more than
+	// ⌈f × slots⌉ free, so a lane whose traffic arrives finds at least
+	// that many at once. 0 means one half; any other value must lie in
+	// (0, 1]; with 1 a lane lends nothing.
+	Reserve float64
+
+	// DefaultLane, if not empty, is the lane of the keys that name none;
+	// it must be one of the Lanes. Empty means none: such keys fail with
+	// ErrUnknownLane.
+	DefaultLane string
 }
 
-// Option configures any of this package's limiters: it is a LanesOption
-// and a QueueOption.
-type Option interface {
-	LanesOption
-	QueueOption
+// QueueConfig configures a Queue (NewQueue). Set Max; every other field's
+// zero value is its default. A field outside its domain is an error
+// wrapping admit.ErrInvalidConfig that names it.
+type QueueConfig struct {
+	// Options are the name (see admit.Options): the Rule of the Queue's
+	// decisions. A Queue does not read the time (Clock is not used) and
+	// reports nothing (Observer is not called).
+	admit.Options
+
+	// Max is the number of slots. Required: a Max below 1 is an error
+	// wrapping admit.ErrInvalidLimit.
+	Max int64
+
+	// Weight, if not nil, gives the weight of each flow: flows that wait
+	// are served in proportion to their weights (a flow of weight 3 gets
+	// three slots for each one a flow of weight 1 gets). It is called
+	// without the Queue's lock held, once per call of Acquire with n > 0
+	// (a flow that is already waiting keeps the weight it came with), and
+	// must return a positive finite number, or the request fails with
+	// ErrInvalidWeight. Nil gives every flow weight 1.
+	Weight func(flow string) float64
+
+	// MaxWaiters bounds the number of callers waiting in the Queue, all
+	// flows together (see Queue for who gives way when it is full). 0
+	// means 1024; a negative value means that no caller ever waits.
+	MaxWaiters int
 }
 
+// Defaults of the Configs' fields.
+const (
+	defaultReserve    = 0.5
+	defaultMaxWaiters = 1024
+)
+
+// lanesConfig is the part of a RateLanesConfig or a SlotLanesConfig
+// common to both, checked, with its defaults filled in.
 type lanesConfig struct {
 	name    string
-	clock   admit.Clock
 	borrow  Borrowing
 	reserve float64
-	def     string
-	hasDef  bool
-	err     error
+	def     int // -1: none
 }
 
-type queueConfig struct {
-	name       string
-	weight     func(flow string) float64
-	maxWaiters int
-	err        error
-}
-
-func failf(err *error, format string, args ...any) {
-	if *err == nil {
-		*err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+// checkConfig checks the fields of a lanes Config but the budget and the
+// lanes (see checkLanes), given the index of each lane's name.
+func checkConfig(o admit.Options, borrow Borrowing, reserve float64, def string, byName map[string]int) (lanesConfig, error) {
+	c := lanesConfig{name: o.Name, borrow: borrow, reserve: reserve, def: -1}
+	switch {
+	case borrow > BorrowNone:
+		return c, fmt.Errorf("%w: fair: Borrowing %d: not a Borrowing", admit.ErrInvalidConfig, borrow)
+	case reserve != 0 && !(reserve > 0 && reserve <= 1): // also refuses NaN
+		return c, fmt.Errorf("%w: fair: Reserve %v: want 0 < Reserve <= 1 (or 0 for 0.5)", admit.ErrInvalidConfig, reserve)
 	}
-}
-
-type nameOption string
-
-func (o nameOption) applyLanes(c *lanesConfig) { c.name = string(o) }
-func (o nameOption) applyQueue(c *queueConfig) { c.name = string(o) }
-
-type lanesOption func(*lanesConfig)
-
-func (f lanesOption) applyLanes(c *lanesConfig) { f(c) }
-
-type queueOption func(*queueConfig)
-
-func (f queueOption) applyQueue(c *queueConfig) { f(c) }
-
-// WithName names the limiter. A lane's decisions carry the Rule
-// "name/lane" (just "lane" without a name); a Queue's carry the name. The
-// default is no name.
-func WithName(name string) Option { return nameOption(name) }
-
-// WithClock sets the clock RateLanes.Allow and Refund read. The default is
-// admit.SystemClock; a nil c keeps it. SlotLanes do not read the time.
-func WithClock(c admit.Clock) LanesOption {
-	return lanesOption(func(o *lanesConfig) {
-		if c != nil {
-			o.clock = c
+	if c.reserve == 0 {
+		c.reserve = defaultReserve
+	}
+	if def != "" {
+		i, ok := byName[def]
+		if !ok {
+			return c, fmt.Errorf("%w: fair: DefaultLane %q names no lane", admit.ErrInvalidConfig, def)
 		}
-	})
-}
-
-// WithBorrowing sets which lanes may use the unused capacity of which. The
-// default is BorrowUp: a lane may borrow from the lanes after it (of lower
-// priority) only.
-func WithBorrowing(b Borrowing) LanesOption {
-	return lanesOption(func(o *lanesConfig) {
-		if b > BorrowNone {
-			failf(&o.err, "WithBorrowing(%d): not a Borrowing", b)
-			return
-		}
-		o.borrow = b
-	})
-}
-
-// WithReserve sets the fraction f of its own capacity (a rate lane's
-// burst, a slot lane's slots) that a lane keeps for itself: other lanes
-// may borrow from it only while it has more than ⌈f × capacity⌉ events
-// (or slots) available, so a lane whose traffic arrives finds at least
-// that much at once. The default is DefaultReserve (one half); f must lie
-// in (0, 1]; with 1 a lane lends nothing.
-func WithReserve(f float64) LanesOption {
-	return lanesOption(func(o *lanesConfig) {
-		if !(f > 0 && f <= 1) { // also refuses NaN
-			failf(&o.err, "WithReserve(%v): want 0 < f <= 1", f)
-			return
-		}
-		o.reserve = f
-	})
-}
-
-// DefaultReserve is the fraction of its capacity a lane keeps for itself
-// unless WithReserve says otherwise.
-const DefaultReserve = 0.5
-
-// WithDefaultLane sends keys that name no lane to the lane named name,
-// which must be one of the lanes. The default is none: such keys fail
-// with ErrUnknownLane.
-func WithDefaultLane(name string) LanesOption {
-	return lanesOption(func(o *lanesConfig) { o.def, o.hasDef = name, true })
-}
-
-// WithWeight sets the weight of each flow of a Queue: flows that wait are
-// served in proportion to their weights (a flow of weight 3 gets three
-// slots for each one a flow of weight 1 gets). weight is called without
-// the Queue's lock held, once per call of Acquire with n > 0 (a flow that
-// is already waiting keeps the weight it came with), and must return a
-// positive finite number, or the request fails with ErrInvalidWeight. The default gives every flow weight 1; a nil weight
-// keeps it.
-func WithWeight(weight func(flow string) float64) QueueOption {
-	return queueOption(func(o *queueConfig) {
-		if weight != nil {
-			o.weight = weight
-		}
-	})
-}
-
-// DefaultMaxWaiters is the number of callers a Queue lets wait unless
-// WithMaxWaiters says otherwise.
-const DefaultMaxWaiters = 1024
-
-// WithMaxWaiters bounds the number of callers waiting in a Queue, all
-// flows together (see Queue for who gives way when it is full). With n = 0
-// no caller ever waits. The default is DefaultMaxWaiters; n must not be
-// negative.
-func WithMaxWaiters(n int) QueueOption {
-	return queueOption(func(o *queueConfig) {
-		if n < 0 {
-			failf(&o.err, "WithMaxWaiters(%d): want n >= 0", n)
-			return
-		}
-		o.maxWaiters = n
-	})
+		c.def = i
+	}
+	return c, nil
 }

@@ -13,7 +13,7 @@ import (
 // served by weighted fair queueing across flows, rather than first come,
 // first served: when slots are scarce, each flow (a tenant, a client, a
 // key) gets a part of the slots granted in proportion to its weight
-// (WithWeight), however many requests it queues. A flow that floods the
+// (QueueConfig.Weight), however many requests it queues. A flow that floods the
 // queue waits behind its own requests, not in front of everyone else's.
 //
 // # Model
@@ -35,7 +35,7 @@ import (
 // that leaves the queue is forgotten; it comes back with no debt and no
 // credit.
 //
-// The queue holds at most WithMaxWaiters requests. When it is full, a new
+// The queue holds at most QueueConfig.MaxWaiters requests. When it is full, a new
 // request whose finish tag is earlier than that of the last waiter (the
 // one that would be served last, usually the tail of the flow that queued
 // most) takes its place, and that waiter is refused; otherwise the new
@@ -93,23 +93,20 @@ type qwaiter struct {
 
 var _ admit.Slots = QueueLayer{}
 
-// NewQueue returns a Queue of max slots. It fails with an error wrapping
-// admit.ErrInvalidLimit if max <= 0 and ErrInvalidOption for an invalid
-// option.
-func NewQueue(max int64, opts ...QueueOption) (*Queue, error) {
-	c := queueConfig{maxWaiters: DefaultMaxWaiters}
-	for _, o := range opts {
-		if o != nil {
-			o.applyQueue(&c)
-		}
+// NewQueue returns a Queue of cfg.Max slots. It fails with an error
+// wrapping admit.ErrInvalidLimit if Max <= 0.
+func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if cfg.Max <= 0 {
+		return nil, fmt.Errorf("%w: concurrency limit %d, must be positive", admit.ErrInvalidLimit, cfg.Max)
 	}
-	if c.err != nil {
-		return nil, c.err
+	maxWaiters := cfg.MaxWaiters
+	switch {
+	case maxWaiters == 0:
+		maxWaiters = defaultMaxWaiters
+	case maxWaiters < 0:
+		maxWaiters = 0
 	}
-	if max <= 0 {
-		return nil, fmt.Errorf("%w: concurrency limit %d, must be positive", admit.ErrInvalidLimit, max)
-	}
-	return &Queue{max: max, flows: make(map[string]*flow), maxWaiters: c.maxWaiters, weight: c.weight, name: c.name}, nil
+	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name}, nil
 }
 
 // decision describes the queue after a request of n was decided. It
@@ -155,7 +152,7 @@ func (q *Queue) TryAcquire(ctx context.Context, flow string, n int64) (Permit, a
 // they are free and nobody waits (even if ctx is done), otherwise in the
 // queue, in fair order (see Queue). It returns a Decision that admits
 // with the Permit, or one that refuses, without an error, when the queue
-// is full (WithMaxWaiters) and the request does not displace another, or
+// is full (QueueConfig.MaxWaiters) and the request does not displace another, or
 // when a later request displaced it. If ctx ends first it returns ctx's
 // error with a refusing Decision, and gives back slots granted just then.
 // Errors for bad input are those of TryAcquire, and ErrInvalidWeight.

@@ -11,9 +11,9 @@ import (
 	"github.com/admit-go/admit"
 )
 
-func mustQueue(t testing.TB, max int64, opts ...QueueOption) *Queue {
+func mustQueue(t testing.TB, cfg QueueConfig) *Queue {
 	t.Helper()
-	q, err := NewQueue(max, opts...)
+	q, err := NewQueue(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,24 +67,22 @@ func waitFor(t *testing.T, q *Queue, c context.Context, flow string, n int64, ou
 func TestNewQueueBadInput(t *testing.T) {
 	for _, c := range []struct {
 		max  int64
-		opts []QueueOption
 		want error
 	}{
-		{0, nil, admit.ErrInvalidLimit},
-		{-3, nil, admit.ErrInvalidLimit},
-		{1, []QueueOption{WithMaxWaiters(-1)}, ErrInvalidOption},
+		{0, admit.ErrInvalidLimit},
+		{-3, admit.ErrInvalidLimit},
 	} {
-		if q, err := NewQueue(c.max, c.opts...); !errors.Is(err, c.want) || q != nil {
-			t.Errorf("NewQueue(%d): %v, %v", c.max, q, err)
+		if q, err := NewQueue(QueueConfig{Max: c.max}); !errors.Is(err, c.want) || q != nil {
+			t.Errorf("NewQueue(QueueConfig{Max: %d}): %v, %v", c.max, q, err)
 		}
 	}
-	if _, err := NewQueue(1, nil, WithWeight(nil), WithName("q")); err != nil {
+	if _, err := NewQueue(QueueConfig{Options: admit.Options{Name: "q"}, Max: 1}); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestQueueImmediate(t *testing.T) {
-	q := mustQueue(t, 3, WithName("db"))
+	q := mustQueue(t, QueueConfig{Options: admit.Options{Name: "db"}, Max: 3})
 	p, d, err := q.TryAcquire(ctx, "a", 2)
 	want := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 3, Burst: 3}, Remaining: 1, Rule: "db", Kind: admit.KindConcurrency}
 	if err != nil || d != want {
@@ -109,7 +107,7 @@ func TestQueueImmediate(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// With no waiting allowed, Acquire is TryAcquire.
-	q0 := mustQueue(t, 1, WithMaxWaiters(0))
+	q0 := mustQueue(t, QueueConfig{Max: 1, MaxWaiters: -1})
 	h, _, _ := q0.Acquire(ctx, "a", 1)
 	if _, d, err := q0.Acquire(ctx, "a", 1); err != nil || d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
@@ -123,7 +121,7 @@ func TestQueueImmediate(t *testing.T) {
 func TestQueueWeightedFair(t *testing.T) {
 	checkGoroutines(t)
 	weights := map[string]float64{"gold": 3, "free": 1}
-	q := mustQueue(t, 1, WithWeight(func(flow string) float64 { return weights[flow] }))
+	q := mustQueue(t, QueueConfig{Max: 1, Weight: func(flow string) float64 { return weights[flow] }})
 	hold, _, _ := q.TryAcquire(ctx, "x", 1)
 	out := make(chan result, 200)
 	// free queues 60 first, then gold 60.
@@ -167,12 +165,12 @@ func TestQueueWeightedFair(t *testing.T) {
 // behind it until its slots are free, even if theirs are.
 func TestQueueHeavyNotOvertaken(t *testing.T) {
 	checkGoroutines(t)
-	q := mustQueue(t, 4, WithWeight(func(flow string) float64 {
+	q := mustQueue(t, QueueConfig{Max: 4, Weight: func(flow string) float64 {
 		if flow == "slow" {
 			return 0.25
 		}
 		return 1
-	}))
+	}})
 	a, _, _ := q.TryAcquire(ctx, "x", 2)
 	b, _, _ := q.TryAcquire(ctx, "x", 2)
 	out := make(chan result, 4)
@@ -183,7 +181,7 @@ func TestQueueHeavyNotOvertaken(t *testing.T) {
 	if r.flow != "big" {
 		t.Fatalf("got %s first", r.flow)
 	}
-	q2 := mustQueue(t, 4)
+	q2 := mustQueue(t, QueueConfig{Max: 4})
 	c, _, _ := q2.TryAcquire(ctx, "x", 3)
 	waitFor(t, q2, ctx, "big", 2, out)   // tag 2, needs 2 of the 1 free
 	waitFor(t, q2, ctx, "small", 3, out) // tag 3
@@ -216,7 +214,7 @@ func TestQueueHeavyNotOvertaken(t *testing.T) {
 // is refused.
 func TestQueueFull(t *testing.T) {
 	checkGoroutines(t)
-	q := mustQueue(t, 1, WithMaxWaiters(4))
+	q := mustQueue(t, QueueConfig{Max: 1, MaxWaiters: 4})
 	hold, _, _ := q.TryAcquire(ctx, "x", 1)
 	out := make(chan result, 10)
 	for range 4 {
@@ -255,7 +253,7 @@ func TestQueueFull(t *testing.T) {
 // waiters of its flow move up.
 func TestQueueCancel(t *testing.T) {
 	checkGoroutines(t)
-	q := mustQueue(t, 1)
+	q := mustQueue(t, QueueConfig{Max: 1})
 	hold, _, _ := q.TryAcquire(ctx, "x", 1)
 	out := make(chan result, 10)
 	cctx, cancel := context.WithCancel(ctx)
@@ -293,7 +291,7 @@ func TestQueueCancel(t *testing.T) {
 
 func TestQueueBadWeight(t *testing.T) {
 	for _, w := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		q := mustQueue(t, 1, WithWeight(func(string) float64 { return w }))
+		q := mustQueue(t, QueueConfig{Max: 1, Weight: func(string) float64 { return w }})
 		if _, d, err := q.Acquire(ctx, "a", 1); !errors.Is(err, ErrInvalidWeight) || d.Allowed {
 			t.Errorf("weight %v: %+v, %v", w, d, err)
 		}
@@ -301,7 +299,7 @@ func TestQueueBadWeight(t *testing.T) {
 }
 
 func TestQueueLayer(t *testing.T) {
-	q := mustQueue(t, 2)
+	q := mustQueue(t, QueueConfig{Max: 2})
 	l := q.Layer()
 	r, d, err := l.TryAcquire(ctx, admit.Request{Key: "a", N: 2})
 	if err != nil || !d.Allowed || r == nil {

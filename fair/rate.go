@@ -24,14 +24,14 @@ import (
 // × s_i/S events per P (exactly: the rates add up to R) and a burst B_i of
 // ⌊B × s_i/S⌋, the events left by the rounding going one each to the first
 // lanes (the bursts add up to B). Each lane keeps a reserve K_i =
-// ⌈reserve × B_i⌉ of its burst (WithReserve, half by default).
+// ⌈reserve × B_i⌉ of its burst (RateLanesConfig.Reserve, half by default).
 //
 // A request of n events in lane i is admitted:
 //
 //  1. by lane i's own limit, if it admits n: lane i may always use all of
 //     its share;
 //  2. otherwise by borrowing: by the first lane j that lane i may borrow
-//     from (WithBorrowing; the lowest priority asked first) that has n
+//     from (RateLanesConfig.Borrowing; the lowest priority asked first) that has n
 //     events available beyond its reserve (available - n >= K_j) and is
 //     not holding; n events are then taken from lane j's limit;
 //  3. otherwise it is refused. If lane i's own limit could ever admit n,
@@ -67,7 +67,7 @@ import (
 // lender's, if nothing else happens meanwhile (admit.InfDuration if it
 // never can be: n larger than the lane's burst and than what any lender
 // could lend), ResetAfter the time until the lane's own limit is full.
-// Rule is "lane", or "name/lane" (WithName).
+// Rule is "lane", or "name/lane" (with a Name).
 //
 // A RateLanes is safe for concurrent use: one mutex guards the lanes, and
 // a decision does not allocate. It starts no goroutine. The zero
@@ -101,23 +101,15 @@ var (
 	_ admit.Refunder     = (*RateLanes)(nil)
 )
 
-// NewRateLanes returns lanes sharing the rate limit budget (see
+// NewRateLanes returns cfg.Lanes sharing the rate limit cfg.Budget (see
 // RateLanes for the model), full. It fails with an error wrapping
-// admit.ErrInvalidLimit if budget is invalid, unlimited or zero, or if a
-// lane's share of it is outside the domain of admit.Limit;
+// admit.ErrInvalidLimit if the budget is invalid, unlimited or zero, or if
+// a lane's share of it is outside the domain of admit.Limit;
 // ErrInvalidLanes for lanes it cannot use (see Lane), including a budget
 // whose burst is too small to give each lane one event; and
-// ErrInvalidOption for an invalid option.
-func NewRateLanes(budget admit.Limit, lanes []Lane, opts ...LanesOption) (*RateLanes, error) {
-	c := lanesConfig{clock: admit.SystemClock, reserve: DefaultReserve}
-	for _, o := range opts {
-		if o != nil {
-			o.applyLanes(&c)
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
+// admit.ErrInvalidConfig for another field outside its domain.
+func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
+	budget, lanes := cfg.Budget, cfg.Lanes
 	if err := budget.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,25 +123,23 @@ func NewRateLanes(budget admit.Limit, lanes []Lane, opts ...LanesOption) (*RateL
 	if err != nil {
 		return nil, err
 	}
+	c, err := checkConfig(cfg.Options, cfg.Borrowing, cfg.Reserve, cfg.DefaultLane, byName)
+	if err != nil {
+		return nil, err
+	}
 	bursts, err := split(budget.Burst, lanes, sum, "burst")
 	if err != nil {
 		return nil, err
 	}
+	clock := cfg.ClockOrDefault()
 	r := &RateLanes{
 		lanes:  make([]rateLane, len(lanes)),
 		byName: byName,
-		def:    -1,
+		def:    c.def,
 		budget: budget,
 		borrow: c.borrow,
-		clock:  c.clock,
-		sys:    c.clock == admit.SystemClock,
-	}
-	if c.hasDef {
-		i, ok := byName[c.def]
-		if !ok {
-			return nil, fmt.Errorf("%w: WithDefaultLane(%q) names no lane", ErrInvalidOption, c.def)
-		}
-		r.def = i
+		clock:  clock,
+		sys:    clock == admit.SystemClock,
 	}
 	for i, l := range lanes {
 		rate, period, ok := shareOf(budget.Rate, int64(budget.Period), l.Share, sum)
@@ -232,9 +222,15 @@ func (r *RateLanes) now() int64 {
 	return timeline.Nanos(r.clock.Now())
 }
 
-// Allow is AllowAt(req.At, req.Key, req.N), with req.Key naming the lane
-// and the clock's now for a zero req.At (req.Limit is not used: each lane
-// has its own limit). It makes RateLanes an admit.KeyedLimiter.
+// Allow decides whether req.N events of the lane named req.Key may
+// happen at req.At (the clock's now when zero), and if so takes them from
+// the lane's own limit or a lender's (see RateLanes). It never waits.
+// req.Limit is not used: each lane has its own limit. N = 0 is always
+// admitted and takes nothing. The error is non-nil only for bad input,
+// with a Decision that denies with RetryAfter admit.InfDuration: a lane
+// that does not exist (ErrUnknownLane, unless
+// RateLanesConfig.DefaultLane) or N < 0 (admit.ErrInvalidCost). Allow
+// makes RateLanes an admit.KeyedLimiter.
 func (r *RateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
 	return r.allowKey(r.at(req.At), req.Key, req.N)
 }
@@ -245,16 +241,6 @@ func (r *RateLanes) at(t time.Time) int64 {
 		return r.now()
 	}
 	return timeline.Nanos(t)
-}
-
-// AllowAt decides whether n events of lane may happen at instant now, and
-// if so takes them from the lane's own limit or a lender's (see RateLanes).
-// It never waits. n = 0 is always admitted and takes nothing. The error is
-// non-nil only for bad input, with a Decision that denies with RetryAfter
-// admit.InfDuration: a lane that does not exist (ErrUnknownLane, unless
-// WithDefaultLane) or n < 0 (admit.ErrInvalidCost).
-func (r *RateLanes) AllowAt(now time.Time, lane string, n int64) (admit.Decision, error) {
-	return r.allowKey(timeline.Nanos(now), lane, n)
 }
 
 func (r *RateLanes) allowKey(t int64, key string, n int64) (admit.Decision, error) {
@@ -332,18 +318,14 @@ func (r *RateLanes) lendable(t int64, i int) int64 {
 	return sum
 }
 
-// Refund is RefundAt(req.At, req.Key, req.N), at the clock's now for a
-// zero req.At. It makes RateLanes an admit.Refunder.
+// Refund gives back req.N events admitted earlier in the lane named
+// req.Key at req.At (the clock's now when zero), to the lane's own limit,
+// as far as it allows (never beyond full). Events the lane borrowed come
+// back to it rather than to their lender; the budget is kept all the
+// same. The error is that of Allow for bad input. Refund makes RateLanes
+// an admit.Refunder.
 func (r *RateLanes) Refund(ctx context.Context, req admit.Request) error {
 	return r.refundAt(r.at(req.At), req.Key, req.N)
-}
-
-// RefundAt gives back n events admitted earlier in lane at instant now, to
-// the lane's own limit, as far as it allows (never beyond full). Events
-// the lane borrowed come back to it rather than to their lender; the
-// budget is kept all the same. The error is that of AllowAt for bad input.
-func (r *RateLanes) RefundAt(now time.Time, lane string, n int64) error {
-	return r.refundAt(timeline.Nanos(now), lane, n)
 }
 
 func (r *RateLanes) refundAt(t int64, key string, n int64) error {

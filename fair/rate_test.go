@@ -18,9 +18,9 @@ func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Mi
 
 var threeLanes = []Lane{{"critical", 50}, {"default", 30}, {"batch", 20}}
 
-func mustRate(t testing.TB, budget admit.Limit, lanes []Lane, opts ...LanesOption) *RateLanes {
+func mustRate(t testing.TB, cfg RateLanesConfig) *RateLanes {
 	t.Helper()
-	r, err := NewRateLanes(budget, lanes, opts...)
+	r, err := NewRateLanes(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,30 +37,32 @@ func TestNewLanesBadInput(t *testing.T) {
 		budget admit.Limit
 		max    int64
 		lanes  []Lane
-		opts   []LanesOption
+		borrow Borrowing
+		res    float64
+		def    string
 		want   error
 	}{
-		{"no lanes", admit.PerSecond(100), 100, nil, nil, ErrInvalidLanes},
-		{"too many lanes", admit.PerSecond(1000), 1000, many, nil, ErrInvalidLanes},
-		{"empty name", admit.PerSecond(100), 100, []Lane{{"", 1}}, nil, ErrInvalidLanes},
-		{"duplicate name", admit.PerSecond(100), 100, []Lane{{"a", 1}, {"a", 2}}, nil, ErrInvalidLanes},
-		{"zero share", admit.PerSecond(100), 100, []Lane{{"a", 0}}, nil, ErrInvalidLanes},
-		{"negative share", admit.PerSecond(100), 100, []Lane{{"a", -1}}, nil, ErrInvalidLanes},
-		{"huge share", admit.PerSecond(100), 100, []Lane{{"a", MaxShare + 1}}, nil, ErrInvalidLanes},
-		{"budget too small", admit.PerSecond(2), 2, threeLanes, nil, ErrInvalidLanes},
-		{"reserve 0", admit.PerSecond(100), 100, threeLanes, []LanesOption{WithReserve(0)}, ErrInvalidOption},
-		{"reserve above 1", admit.PerSecond(100), 100, threeLanes, []LanesOption{WithReserve(1.5)}, ErrInvalidOption},
-		{"reserve NaN", admit.PerSecond(100), 100, threeLanes, []LanesOption{WithReserve(math.NaN())}, ErrInvalidOption},
-		{"bad borrowing", admit.PerSecond(100), 100, threeLanes, []LanesOption{WithBorrowing(Borrowing(9))}, ErrInvalidOption},
-		{"unknown default lane", admit.PerSecond(100), 100, threeLanes, []LanesOption{WithDefaultLane("other")}, ErrInvalidOption},
+		{"no lanes", admit.PerSecond(100), 100, nil, 0, 0, "", ErrInvalidLanes},
+		{"too many lanes", admit.PerSecond(1000), 1000, many, 0, 0, "", ErrInvalidLanes},
+		{"empty name", admit.PerSecond(100), 100, []Lane{{"", 1}}, 0, 0, "", ErrInvalidLanes},
+		{"duplicate name", admit.PerSecond(100), 100, []Lane{{"a", 1}, {"a", 2}}, 0, 0, "", ErrInvalidLanes},
+		{"zero share", admit.PerSecond(100), 100, []Lane{{"a", 0}}, 0, 0, "", ErrInvalidLanes},
+		{"negative share", admit.PerSecond(100), 100, []Lane{{"a", -1}}, 0, 0, "", ErrInvalidLanes},
+		{"huge share", admit.PerSecond(100), 100, []Lane{{"a", MaxShare + 1}}, 0, 0, "", ErrInvalidLanes},
+		{"budget too small", admit.PerSecond(2), 2, threeLanes, 0, 0, "", ErrInvalidLanes},
+		{"reserve negative", admit.PerSecond(100), 100, threeLanes, 0, -0.5, "", admit.ErrInvalidConfig},
+		{"reserve above 1", admit.PerSecond(100), 100, threeLanes, 0, 1.5, "", admit.ErrInvalidConfig},
+		{"reserve NaN", admit.PerSecond(100), 100, threeLanes, 0, math.NaN(), "", admit.ErrInvalidConfig},
+		{"bad borrowing", admit.PerSecond(100), 100, threeLanes, Borrowing(9), 0, "", admit.ErrInvalidConfig},
+		{"unknown default lane", admit.PerSecond(100), 100, threeLanes, 0, 0, "other", admit.ErrInvalidConfig},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := NewRateLanes(c.budget, c.lanes, c.opts...)
+			r, err := NewRateLanes(RateLanesConfig{Budget: c.budget, Lanes: c.lanes, Borrowing: c.borrow, Reserve: c.res, DefaultLane: c.def})
 			if !errors.Is(err, c.want) || r != nil {
 				t.Errorf("NewRateLanes = %v, %v; want %v", r, err, c.want)
 			}
-			s, err := NewSlotLanes(c.max, c.lanes, c.opts...)
+			s, err := NewSlotLanes(SlotLanesConfig{Max: c.max, Lanes: c.lanes, Borrowing: c.borrow, Reserve: c.res, DefaultLane: c.def})
 			if !errors.Is(err, c.want) || s != nil {
 				t.Errorf("NewSlotLanes = %v, %v; want %v", s, err, c.want)
 			}
@@ -68,21 +70,21 @@ func TestNewLanesBadInput(t *testing.T) {
 	}
 	// Budgets that are no rate, and a concurrency limit of 0.
 	for _, b := range []admit.Limit{{}, admit.Unlimited, {Rate: -1, Period: time.Second}, {Rate: 1}, {Rate: 1, Period: 1 << 62, Burst: 1 << 40}} {
-		if _, err := NewRateLanes(b, threeLanes); !errors.Is(err, admit.ErrInvalidLimit) {
+		if _, err := NewRateLanes(RateLanesConfig{Budget: b, Lanes: threeLanes}); !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("budget %+v: %v", b, err)
 		}
 	}
-	if _, err := NewSlotLanes(0, threeLanes); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := NewSlotLanes(SlotLanesConfig{Max: 0, Lanes: threeLanes}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Error(err)
 	}
 	// A lane's share whose period overflows.
-	if _, err := NewRateLanes(admit.Limit{Rate: 3, Period: 1 << 61, Burst: 1 << 20}, []Lane{{"a", 1}, {"b", 1 << 19}}); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := NewRateLanes(RateLanesConfig{Budget: admit.Limit{Rate: 3, Period: 1 << 61, Burst: 1 << 20}, Lanes: []Lane{{"a", 1}, {"b", 1 << 19}}}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Error(err)
 	}
 }
 
 func TestRateLanesShares(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes)
+	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes})
 	for _, c := range []struct {
 		lane string
 		want admit.Limit
@@ -103,7 +105,7 @@ func TestRateLanesShares(t *testing.T) {
 	}
 	// Thirds of 10/s: 10 per 3s each; bursts 4, 3, 3 (the rounding's
 	// leftover to the first lane).
-	r = mustRate(t, admit.Limit{Rate: 10, Period: time.Second}, []Lane{{"a", 1}, {"b", 1}, {"c", 1}})
+	r = mustRate(t, RateLanesConfig{Budget: admit.Limit{Rate: 10, Period: time.Second}, Lanes: []Lane{{"a", 1}, {"b", 1}, {"c", 1}}})
 	for lane, want := range map[string]admit.Limit{
 		"a": {Rate: 10, Period: 3 * time.Second, Burst: 4},
 		"b": {Rate: 10, Period: 3 * time.Second, Burst: 3},
@@ -116,8 +118,8 @@ func TestRateLanesShares(t *testing.T) {
 }
 
 func TestRateLanesDecision(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes, WithName("api"))
-	d, err := r.AllowAt(t0, "critical", 1)
+	r := mustRate(t, RateLanesConfig{Options: admit.Options{Name: "api"}, Budget: admit.PerSecond(100), Lanes: threeLanes})
+	d, err := allowAt(r, t0, "critical", 1)
 	// 49 of its own, and what it may borrow beyond the reserves: batch
 	// 20-10, default 30-15.
 	want := admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 50, Period: time.Second, Burst: 50}, Remaining: 49 + 10 + 15, ResetAfter: 20 * time.Millisecond, Rule: "api/critical"}
@@ -125,47 +127,47 @@ func TestRateLanesDecision(t *testing.T) {
 		t.Fatalf("%+v, %v; want %+v", d, err, want)
 	}
 	// batch borrows nothing (BorrowUp): 20 of its own, then refused.
-	d, _ = r.AllowAt(t0, "batch", 20)
+	d, _ = allowAt(r, t0, "batch", 20)
 	if !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("%+v", d)
 	}
-	d, _ = r.AllowAt(t0, "batch", 1)
+	d, _ = allowAt(r, t0, "batch", 1)
 	if d.Allowed || d.RetryAfter != 50*time.Millisecond || d.ResetAfter != time.Second {
 		t.Fatalf("%+v", d)
 	}
-	if d, _ := r.AllowAt(t0, "batch", 21); d.Allowed || d.RetryAfter != admit.InfDuration {
+	if d, _ := allowAt(r, t0, "batch", 21); d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Fatalf("n > what batch can ever get: %+v", d)
 	}
 	// critical can get up to 50 at once (its burst): more only from a
 	// lender whose burst beyond its reserve allows it, and none does.
-	if d, _ := r.AllowAt(t0, "critical", 51); d.Allowed || d.RetryAfter != admit.InfDuration {
+	if d, _ := allowAt(r, t0, "critical", 51); d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Fatalf("n=51: %+v", d)
 	}
 	// Bad input.
-	if d, err := r.AllowAt(t0, "nope", 1); !errors.Is(err, ErrUnknownLane) || d.Allowed || d.RetryAfter != admit.InfDuration {
+	if d, err := allowAt(r, t0, "nope", 1); !errors.Is(err, ErrUnknownLane) || d.Allowed || d.RetryAfter != admit.InfDuration {
 		t.Fatalf("%+v, %v", d, err)
 	}
-	if d, err := r.AllowAt(t0, "batch", -1); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.Rule != "api/batch" {
+	if d, err := allowAt(r, t0, "batch", -1); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.Rule != "api/batch" {
 		t.Fatalf("%+v, %v", d, err)
 	}
-	if d, err := r.AllowAt(t0, "batch", 0); err != nil || !d.Allowed {
+	if d, err := allowAt(r, t0, "batch", 0); err != nil || !d.Allowed {
 		t.Fatalf("%+v, %v", d, err)
 	}
-	if err := r.RefundAt(t0, "nope", 1); !errors.Is(err, ErrUnknownLane) {
+	if err := refundAt(r, t0, "nope", 1); !errors.Is(err, ErrUnknownLane) {
 		t.Fatal(err)
 	}
-	if err := r.RefundAt(t0, "batch", -1); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := refundAt(r, t0, "batch", -1); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
 	// A refund gives events back to the lane.
-	if err := r.RefundAt(t0, "batch", 2); err != nil {
+	if err := refundAt(r, t0, "batch", 2); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := r.AllowAt(t0, "batch", 2); !d.Allowed {
+	if d, _ := allowAt(r, t0, "batch", 2); !d.Allowed {
 		t.Fatalf("after refund: %+v", d)
 	}
 	// The default lane takes unknown keys.
-	r = mustRate(t, admit.PerSecond(100), threeLanes, WithDefaultLane("batch"), WithClock(admittest.NewManualClock(t0)))
+	r = mustRate(t, RateLanesConfig{Options: admit.Options{Clock: admittest.NewManualClock(t0)}, Budget: admit.PerSecond(100), Lanes: threeLanes, DefaultLane: "batch"})
 	d, err = r.Allow(context.Background(), admit.Request{Key: "anything", N: 1})
 	if err != nil || !d.Allowed || d.Rule != "batch" {
 		t.Fatalf("%+v, %v", d, err)
@@ -173,7 +175,7 @@ func TestRateLanesDecision(t *testing.T) {
 	if err := r.Refund(context.Background(), admit.Request{Key: "anything", N: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.RefundAt(t0, "batch", 0); err != nil {
+	if err := refundAt(r, t0, "batch", 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,7 +186,7 @@ func flood(r *RateLanes, lane string, from, to int) int64 {
 	var got int64
 	for ms := from; ms < to; ms++ {
 		for {
-			d, _ := r.AllowAt(at(float64(ms)), lane, 1)
+			d, _ := allowAt(r, at(float64(ms)), lane, 1)
 			if !d.Allowed {
 				break
 			}
@@ -209,7 +211,7 @@ func TestRateLanesAlone(t *testing.T) {
 		{BorrowAny, "default", 330 + (20 - 10 + 200) + (50 - 25 + 500)},
 		{BorrowNone, "critical", 550},
 	} {
-		r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(c.borrow))
+		r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes, Borrowing: c.borrow})
 		if got := flood(r, c.lane, 0, 10001); got != c.want {
 			t.Errorf("%v, %s alone: %d events, want %d", c.borrow, c.lane, got, c.want)
 		}
@@ -221,17 +223,17 @@ func TestRateLanesAlone(t *testing.T) {
 // twice its share, and gets its reserve at once and its full share from
 // then on, while the flood keeps only its share plus what is unused.
 func TestRateLanesNoStarvation(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(BorrowAny))
+	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes, Borrowing: BorrowAny})
 	var batch, critical [10]int64 // per second
 	for ms := range 10000 {
 		now := at(float64(ms))
 		if ms >= 5000 && ms%10 == 0 {
-			if d, _ := r.AllowAt(now, "critical", 1); d.Allowed {
+			if d, _ := allowAt(r, now, "critical", 1); d.Allowed {
 				critical[ms/1000]++
 			}
 		}
 		for {
-			d, _ := r.AllowAt(now, "batch", 1)
+			d, _ := allowAt(r, now, "batch", 1)
 			if !d.Allowed {
 				break
 			}
@@ -262,19 +264,19 @@ func TestRateLanesNoStarvation(t *testing.T) {
 // TestRateLanesUnusedShare: a lane using part of its share leaves the rest
 // to borrowers, and no more.
 func TestRateLanesUnusedShare(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(BorrowAny))
+	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes, Borrowing: BorrowAny})
 	var batch, def int64
 	for ms := range 20000 {
 		now := at(float64(ms))
 		if ms%100 == 0 { // default sends 10/s of its 30
-			if d, _ := r.AllowAt(now, "default", 1); d.Allowed && ms >= 10000 {
+			if d, _ := allowAt(r, now, "default", 1); d.Allowed && ms >= 10000 {
 				def++
 			} else if !d.Allowed {
 				t.Fatalf("default refused at %dms: %+v", ms, d)
 			}
 		}
 		for {
-			d, _ := r.AllowAt(now, "batch", 1)
+			d, _ := allowAt(r, now, "batch", 1)
 			if !d.Allowed {
 				break
 			}
@@ -293,14 +295,14 @@ func TestRateLanesUnusedShare(t *testing.T) {
 // whose spare is being borrowed, gets through after the wait its own
 // limit says, every time.
 func TestRateLanesHold(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(BorrowAny))
+	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes, Borrowing: BorrowAny})
 	flood(r, "batch", 0, 2000) // drains critical down to its reserve
 	next := 2000.0
 	admitted := 0
 	for ms := 2000; ms < 8000; ms++ {
 		now := at(float64(ms))
 		if float64(ms) >= next {
-			d, _ := r.AllowAt(now, "critical", 40)
+			d, _ := allowAt(r, now, "critical", 40)
 			if d.Allowed {
 				admitted++
 				next = float64(ms) + 1
@@ -323,14 +325,14 @@ func TestRateLanesHold(t *testing.T) {
 // nothing else happens meanwhile.
 func TestRateLanesRetryAfter(t *testing.T) {
 	for _, b := range []Borrowing{BorrowUp, BorrowAny, BorrowNone} {
-		r := mustRate(t, admit.Limit{Rate: 7, Period: time.Second, Burst: 9}, threeLanes, WithBorrowing(b))
+		r := mustRate(t, RateLanesConfig{Budget: admit.Limit{Rate: 7, Period: time.Second, Burst: 9}, Lanes: threeLanes, Borrowing: b})
 		now := t0
 		for i := range 200 {
 			lane := threeLanes[i%3].Name
 			n := int64(i%4) + 1
-			d, _ := r.AllowAt(now, lane, n)
+			d, _ := allowAt(r, now, lane, n)
 			if !d.Allowed && d.RetryAfter != admit.InfDuration {
-				if d2, _ := r.AllowAt(now.Add(d.RetryAfter), lane, n); !d2.Allowed {
+				if d2, _ := allowAt(r, now.Add(d.RetryAfter), lane, n); !d2.Allowed {
 					t.Fatalf("%v, %s n=%d at %v: refused after waiting %v: %+v", b, lane, n, now.Sub(t0), d.RetryAfter, d2)
 				}
 				now = now.Add(d.RetryAfter)
@@ -343,7 +345,7 @@ func TestRateLanesRetryAfter(t *testing.T) {
 // TestRateLanesConcurrent: many goroutines at the same instants admit no
 // more than the budget allows.
 func TestRateLanesConcurrent(t *testing.T) {
-	r := mustRate(t, admit.PerSecond(100), threeLanes, WithBorrowing(BorrowAny))
+	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes, Borrowing: BorrowAny})
 	var (
 		mu    sync.Mutex
 		total int64
@@ -356,7 +358,7 @@ func TestRateLanesConcurrent(t *testing.T) {
 			var got int64
 			for _, now := range []time.Time{t0, at(500), at(1000)} {
 				for i := range 200 {
-					if d, _ := r.AllowAt(now, threeLanes[(w+i)%3].Name, 1); d.Allowed {
+					if d, _ := allowAt(r, now, threeLanes[(w+i)%3].Name, 1); d.Allowed {
 						got++
 					}
 				}
@@ -370,4 +372,14 @@ func TestRateLanesConcurrent(t *testing.T) {
 	if total != 200 { // B + R×1s: every event, none more
 		t.Fatalf("admitted %d, want 200", total)
 	}
+}
+
+// allowAt is r.Allow of n events of lane at now.
+func allowAt(r *RateLanes, now time.Time, lane string, n int64) (admit.Decision, error) {
+	return r.Allow(context.Background(), admit.Request{Key: lane, N: n, At: now})
+}
+
+// refundAt is r.Refund of n events of lane at now.
+func refundAt(r *RateLanes, now time.Time, lane string, n int64) error {
+	return r.Refund(context.Background(), admit.Request{Key: lane, N: n, At: now})
 }

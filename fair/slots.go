@@ -16,7 +16,7 @@ import (
 //
 // Lane i reserves R_i = ⌊max × s_i/S⌋ slots (the slots left by the
 // rounding going one each to the first lanes, so that they add up to max),
-// and keeps K_i = ⌈reserve × R_i⌉ of them for itself (WithReserve, half by
+// and keeps K_i = ⌈reserve × R_i⌉ of them for itself (SlotLanesConfig.Reserve, half by
 // default). A lane's free slots are its reserved slots less those held by
 // its own requests and those lent to other lanes. A request of n slots in
 // lane i is admitted:
@@ -24,7 +24,7 @@ import (
 //  1. from lane i's own free slots, if it has n: a lane may always use
 //     all of its reserved slots that are free;
 //  2. otherwise from the first lane j that lane i may borrow from
-//     (WithBorrowing; the lowest priority asked first) that has n free
+//     (SlotLanesConfig.Borrowing; the lowest priority asked first) that has n free
 //     slots beyond its reserve (free - n >= K_j) and is not holding: the
 //     slots are lent, and come back to lane j when the request releases
 //     them;
@@ -46,7 +46,7 @@ import (
 // come back when released, which cannot be foreseen), or
 // admit.InfDuration, with an error wrapping admit.ErrExceedsBurst, for a
 // request larger than the lane's reserved slots and than what any lender
-// could lend. Rule is "lane", or "name/lane" (WithName).
+// could lend. Rule is "lane", or "name/lane" (with a Name).
 //
 // A SlotLanes is safe for concurrent use: one mutex guards the lanes. It
 // starts no goroutine and does not read the time. The zero SlotLanes is
@@ -77,21 +77,13 @@ type slotGrant struct {
 	n          int64
 }
 
-// NewSlotLanes returns lanes sharing max slots in flight (see SlotLanes
-// for the model). It fails with an error wrapping admit.ErrInvalidLimit if
-// max <= 0, ErrInvalidLanes for lanes it cannot use (see Lane), including
-// a max too small to give each lane one slot, and ErrInvalidOption for an
-// invalid option.
-func NewSlotLanes(max int64, lanes []Lane, opts ...LanesOption) (*SlotLanes, error) {
-	c := lanesConfig{reserve: DefaultReserve}
-	for _, o := range opts {
-		if o != nil {
-			o.applyLanes(&c)
-		}
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
+// NewSlotLanes returns cfg.Lanes sharing cfg.Max slots in flight (see
+// SlotLanes for the model). It fails with an error wrapping
+// admit.ErrInvalidLimit if Max <= 0, ErrInvalidLanes for lanes it cannot
+// use (see Lane), including a Max too small to give each lane one slot,
+// and admit.ErrInvalidConfig for another field outside its domain.
+func NewSlotLanes(cfg SlotLanesConfig) (*SlotLanes, error) {
+	max, lanes := cfg.Max, cfg.Lanes
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: concurrency limit %d, must be positive", admit.ErrInvalidLimit, max)
 	}
@@ -99,18 +91,15 @@ func NewSlotLanes(max int64, lanes []Lane, opts ...LanesOption) (*SlotLanes, err
 	if err != nil {
 		return nil, err
 	}
+	c, err := checkConfig(cfg.Options, cfg.Borrowing, cfg.Reserve, cfg.DefaultLane, byName)
+	if err != nil {
+		return nil, err
+	}
 	parts, err := split(max, lanes, sum, "limit")
 	if err != nil {
 		return nil, err
 	}
-	s := &SlotLanes{lanes: make([]slotLane, len(lanes)), byName: byName, def: -1, max: max}
-	if c.hasDef {
-		i, ok := byName[c.def]
-		if !ok {
-			return nil, fmt.Errorf("%w: WithDefaultLane(%q) names no lane", ErrInvalidOption, c.def)
-		}
-		s.def = i
-	}
+	s := &SlotLanes{lanes: make([]slotLane, len(lanes)), byName: byName, def: c.def, max: max}
 	for i, l := range lanes {
 		s.lanes[i] = slotLane{name: l.Name, rule: rule(c.name, l.Name), reserved: parts[i], keep: reserveOf(parts[i], c.reserve)}
 	}
@@ -151,7 +140,7 @@ func (l *slotLane) lending() bool {
 //
 // The error is non-nil only for bad input, with a Decision that denies
 // with RetryAfter admit.InfDuration: a lane that does not exist
-// (ErrUnknownLane, unless WithDefaultLane), n < 0 (admit.ErrInvalidCost),
+// (ErrUnknownLane, unless SlotLanesConfig.DefaultLane), n < 0 (admit.ErrInvalidCost),
 // or n more than the lane could ever get (admit.ErrExceedsBurst). The
 // context is not consulted.
 func (s *SlotLanes) TryAcquire(ctx context.Context, key string, n int64) (Permit, admit.Decision, error) {

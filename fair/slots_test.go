@@ -11,9 +11,9 @@ import (
 
 var ctx = context.Background()
 
-func mustSlots(t testing.TB, max int64, lanes []Lane, opts ...LanesOption) *SlotLanes {
+func mustSlots(t testing.TB, cfg SlotLanesConfig) *SlotLanes {
 	t.Helper()
-	s, err := NewSlotLanes(max, lanes, opts...)
+	s, err := NewSlotLanes(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func stats(s *SlotLanes) map[string]LaneStats {
 }
 
 func TestSlotLanesReserved(t *testing.T) {
-	s := mustSlots(t, 10, threeLanes, WithName("workers"))
+	s := mustSlots(t, SlotLanesConfig{Options: admit.Options{Name: "workers"}, Max: 10, Lanes: threeLanes})
 	if s.Max() != 10 {
 		t.Fatal(s.Max())
 	}
@@ -85,11 +85,11 @@ func TestSlotLanesReserved(t *testing.T) {
 // more; the highest gets its own and the others' spare beyond their
 // reserves; a lane whose slots were lent gets its reserve at once.
 func TestSlotLanesBorrowUp(t *testing.T) {
-	s := mustSlots(t, 10, threeLanes) // 5, 3, 2; reserves 3, 2, 1
+	s := mustSlots(t, SlotLanesConfig{Max: 10, Lanes: threeLanes}) // 5, 3, 2; reserves 3, 2, 1
 	if got := len(take(t, s, "batch", 10)); got != 2 {
 		t.Fatalf("batch got %d", got)
 	}
-	s = mustSlots(t, 10, threeLanes)
+	s = mustSlots(t, SlotLanesConfig{Max: 10, Lanes: threeLanes})
 	crit := take(t, s, "critical", 10)
 	if len(crit) != 5+1+1 {
 		t.Fatalf("critical got %d", len(crit))
@@ -129,7 +129,7 @@ func TestSlotLanesBorrowUp(t *testing.T) {
 // and the slots lent come back to it as they are released, never lent
 // again while it waits.
 func TestSlotLanesBorrowAny(t *testing.T) {
-	s := mustSlots(t, 10, threeLanes, WithBorrowing(BorrowAny))
+	s := mustSlots(t, SlotLanesConfig{Max: 10, Lanes: threeLanes, Borrowing: BorrowAny})
 	batch := take(t, s, "batch", 10)
 	if len(batch) != 2+1+2 { // own 2, default 3-2, critical 5-3
 		t.Fatalf("batch got %d", len(batch))
@@ -168,7 +168,7 @@ func TestSlotLanesBorrowAny(t *testing.T) {
 }
 
 func TestSlotLanesLayerAndDefault(t *testing.T) {
-	s := mustSlots(t, 4, []Lane{{"a", 1}, {"b", 1}}, WithDefaultLane("b"), WithBorrowing(BorrowNone))
+	s := mustSlots(t, SlotLanesConfig{Max: 4, Lanes: []Lane{{"a", 1}, {"b", 1}}, DefaultLane: "b", Borrowing: BorrowNone})
 	l := s.Layer()
 	r, d, err := l.TryAcquire(ctx, admit.Request{Key: "unknown", N: 2})
 	if err != nil || !d.Allowed || r == nil || d.Rule != "b" {
@@ -194,7 +194,7 @@ func TestSlotLanesLayerAndDefault(t *testing.T) {
 // TestSlotLanesConcurrent hammers a SlotLanes from many goroutines: the
 // slots in flight never exceed max, and everything comes back.
 func TestSlotLanesConcurrent(t *testing.T) {
-	s := mustSlots(t, 16, threeLanes, WithBorrowing(BorrowAny))
+	s := mustSlots(t, SlotLanesConfig{Max: 16, Lanes: threeLanes, Borrowing: BorrowAny})
 	var (
 		mu       sync.Mutex
 		inflight int64

@@ -169,7 +169,7 @@ func TestServerOutcome(t *testing.T) {
 // Decider's chain learns from the calls' codes: Unavailable halves its
 // rate, a success adds one, NotFound is a success.
 func TestServerOutcomeAIMD(t *testing.T) {
-	lim, err := adaptive.NewAIMD(1, 100, adaptive.WithInitial(40))
+	lim, err := adaptive.NewAIMD(adaptive.AIMDConfig{Min: 1, Max: 100, Initial: 40})
 	if err != nil {
 		t.Fatal(err)
 	}

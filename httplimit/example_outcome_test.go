@@ -13,7 +13,7 @@ import (
 func ExampleConfig_failure() {
 	// A rate towards a backend that adapts to its answers: +1/s for each
 	// success, halved when the backend is unavailable.
-	lim, err := adaptive.NewAIMD(10, 100, adaptive.WithInitial(40))
+	lim, err := adaptive.NewAIMD(adaptive.AIMDConfig{Min: 10, Max: 100, Initial: 40})
 	if err != nil {
 		panic(err)
 	}

@@ -144,13 +144,14 @@ type gradientSlots struct {
 }
 
 func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) error {
-	opts := append(a.options(), adaptive.WithClock(e.o.clock), adaptive.WithName(c.label))
-	if _, err := adaptive.NewGradient(a.Min, a.Max, opts...); err != nil {
+	cfg := a.config()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := adaptive.NewGradient(cfg); err != nil {
 		return err
 	}
 	s := &gradientSlots{clock: e.o.clock}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.Gradient {
-		g, _ := adaptive.NewGradient(a.Min, a.Max, opts...) // checked above
+		g, _ := adaptive.NewGradient(cfg) // checked above
 		return g
 	}, func(g *adaptive.Gradient) bool {
 		st := g.Stats()
@@ -221,13 +222,14 @@ type aimdLimiter struct {
 }
 
 func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
-	opts := append(a.options(), adaptive.WithClock(e.o.clock), adaptive.WithName(c.label))
-	if _, err := adaptive.NewAIMD(a.Min, a.Max, opts...); err != nil {
+	cfg := a.config()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := adaptive.NewAIMD(cfg); err != nil {
 		return err
 	}
 	s := &aimdLimiter{clock: e.o.clock}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.AIMD {
-		x, _ := adaptive.NewAIMD(a.Min, a.Max, opts...) // checked above
+		x, _ := adaptive.NewAIMD(cfg) // checked above
 		return x
 	}, func(x *adaptive.AIMD) bool {
 		// Full (nothing used): forgetting it loosens nothing but the rate
@@ -326,20 +328,21 @@ type rateLanes struct {
 }
 
 func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
-	opts := append(l.options(), fair.WithClock(e.o.clock), fair.WithName(c.label))
-	if _, err := fair.NewRateLanes(*l.Budget, l.Lanes, opts...); err != nil {
+	cfg := l.rateConfig()
+	cfg.Options = admit.Options{Clock: e.o.clock, Name: c.label}
+	if _, err := fair.NewRateLanes(cfg); err != nil {
 		return err
 	}
 	clock := e.o.clock
 	s := &rateLanes{}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *fair.RateLanes {
-		r, _ := fair.NewRateLanes(*l.Budget, l.Lanes, opts...) // checked above
+		r, _ := fair.NewRateLanes(cfg) // checked above
 		return r
 	}, func(r *fair.RateLanes) bool {
 		// Every lane full: forgetting it changes no decision.
 		now := clock.Now()
 		for _, ln := range l.Lanes {
-			if d, _ := r.AllowAt(now, ln.Name, 0); d.ResetAfter != 0 {
+			if d, _ := r.Allow(context.Background(), admit.Request{Key: ln.Name, At: now}); d.ResetAfter != 0 {
 				return false
 			}
 		}
@@ -381,13 +384,14 @@ type slotLanes struct {
 }
 
 func (e *Engine) buildSlotLanes(c *clayer, l *Lanes, single bool) error {
-	opts := append(l.options(), fair.WithName(c.label))
-	if _, err := fair.NewSlotLanes(l.Concurrency, l.Lanes, opts...); err != nil {
+	cfg := l.slotConfig()
+	cfg.Options = admit.Options{Name: c.label}
+	if _, err := fair.NewSlotLanes(cfg); err != nil {
 		return err
 	}
 	s := &slotLanes{}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *fair.SlotLanes {
-		x, _ := fair.NewSlotLanes(l.Concurrency, l.Lanes, opts...) // checked above
+		x, _ := fair.NewSlotLanes(cfg) // checked above
 		return x
 	}, func(x *fair.SlotLanes) bool {
 		for _, st := range x.Stats() {

@@ -45,20 +45,15 @@ func policyOf(f Failure, local admit.KeyedLimiter) compose.Policy {
 }
 
 func (e *Engine) guard(primary admit.KeyedLimiter, label string, f Failure, local admit.KeyedLimiter) (admit.KeyedLimiter, error) {
-	opts := []compose.Option{compose.WithName(label), compose.WithClock(e.o.clock), compose.WithObserver(e.o.obs), compose.WithLogger(e.o.log)}
-	if f.Timeout > 0 {
-		opts = append(opts, compose.WithTimeout(f.Timeout))
-	}
-	if f.Threshold > 0 {
-		opts = append(opts, compose.WithThreshold(f.Threshold))
-	}
-	if f.ProbeInterval > 0 {
-		opts = append(opts, compose.WithProbeInterval(f.ProbeInterval))
-	}
-	if f.RetryAfter > 0 {
-		opts = append(opts, compose.WithRetryAfter(f.RetryAfter))
-	}
-	g, err := compose.NewGuard(primary, policyOf(f, local), opts...)
+	g, err := compose.NewGuard(primary, compose.GuardConfig{
+		Options:       admit.Options{Name: label, Clock: e.o.clock, Observer: e.o.obs},
+		Policy:        policyOf(f, local),
+		Timeout:       f.Timeout,
+		Threshold:     f.Threshold,
+		ProbeInterval: f.ProbeInterval,
+		RetryAfter:    f.RetryAfter,
+		Logger:        e.o.log,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +167,6 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 		}
 		p = compose.FallbackSlots(local)
 	}
-	opts := []compose.Option{compose.WithName(c.label)}
-	if f.RetryAfter > 0 {
-		opts = append(opts, compose.WithRetryAfter(f.RetryAfter))
-	}
-	c.slots, err = compose.GuardSlots(slots, p, opts...)
+	c.slots, err = compose.GuardSlots(slots, compose.GuardConfig{Options: admit.Options{Name: c.label}, Policy: p, RetryAfter: f.RetryAfter})
 	return err
 }

@@ -241,25 +241,24 @@ type AdaptiveConcurrency struct {
 	// Initial is where the limit starts, in [Min, Max]; 0 means Min.
 	Initial int64
 	// Tolerance is how much slower than without load requests may get
-	// before the limit shrinks (adaptive.WithTolerance), at least 1; 0
-	// means adaptive.DefaultTolerance (1.5).
+	// before the limit shrinks (adaptive.GradientConfig.Tolerance), at least 1; 0
+	// means 1.5.
 	Tolerance float64
 	// Smoothing is the weight of each window's new limit
-	// (adaptive.WithSmoothing), in (0, 1]; 0 means
-	// adaptive.DefaultSmoothing (0.2).
+	// (adaptive.GradientConfig.Smoothing), in (0, 1]; 0
+	// means 0.2.
 	Smoothing float64
 	// QueueSize, if not nil, is the queue allowance added to a limit
-	// that may grow (adaptive.WithQueueSize), at least 0; nil means the
+	// that may grow (adaptive.GradientConfig.QueueSize), at least 0; nil means the
 	// square root of the limit.
 	QueueSize *float64
 	// LongWindow is the number of windows the latency without load
-	// averages over (adaptive.WithLongWindow); 0 means
-	// adaptive.DefaultLongWindow (100).
+	// averages over (adaptive.GradientConfig.LongWindow); 0
+	// means 100.
 	LongWindow int
 	// WindowSamples and WindowTime are the least samples and duration of
-	// a window (adaptive.WithWindow); 0 and nil mean
-	// adaptive.DefaultWindowSamples (10) and adaptive.DefaultWindowTime
-	// (1s).
+	// a window (adaptive.GradientConfig's WindowSamples and
+	// WindowTime); 0 and nil mean 10 and 1s.
 	WindowSamples int
 	WindowTime    *time.Duration
 }
@@ -283,22 +282,22 @@ type AdaptiveRate struct {
 	Min, Max int64
 	// Initial is where the rate starts, in [Min, Max]; 0 means Min.
 	Initial int64
-	// Step is what a success adds to the rate (adaptive.WithStep); 0
-	// means adaptive.DefaultStep (1).
+	// Step is what a success adds to the rate (adaptive.AIMDConfig.Step);
+	// 0 means 1.
 	Step int64
 	// Factor is what a failure multiplies the rate by
-	// (adaptive.WithFactor), in (0, 1); 0 means adaptive.DefaultFactor
+	// (adaptive.AIMDConfig.Factor), in (0, 1); 0 means
 	// (0.5).
 	Factor float64
-	// Burst fixes the burst (adaptive.WithBurst); 0 means a burst equal to
+	// Burst fixes the burst (adaptive.AIMDConfig.Burst); 0 means a burst equal to
 	// the current rate.
 	Burst int64
 	// LatencyThreshold, if positive, makes a success slower than it a
-	// failure (adaptive.WithLatencyThreshold).
+	// failure (adaptive.AIMDConfig.LatencyThreshold).
 	LatencyThreshold time.Duration
 	// IncreaseInterval and DecreaseInterval, if positive, space the
-	// moves of the rate (adaptive.WithIncreaseInterval,
-	// adaptive.WithDecreaseInterval); 0 moves it on every outcome.
+	// moves of the rate (adaptive.AIMDConfig's IncreaseInterval
+	// and DecreaseInterval); 0 moves it on every outcome.
 	IncreaseInterval, DecreaseInterval time.Duration
 }
 
@@ -324,15 +323,14 @@ type Lanes struct {
 	// to fair.MaxLanes, with distinct names.
 	Lanes []fair.Lane
 	// Borrow says which lanes may use the capacity others leave unused
-	// (fair.WithBorrowing). The zero value is fair.BorrowUp.
+	// (fair.RateLanesConfig.Borrowing). The zero value is fair.BorrowUp.
 	Borrow fair.Borrowing
 	// DefaultLane is the lane of the values that name none; empty means
 	// the last lane, the lowest priority, so that a client cannot raise
 	// its priority by sending a value of its own.
 	DefaultLane string
 	// Reserve is the fraction of its share a lane keeps from borrowers
-	// (fair.WithReserve), in (0, 1]; 0 means fair.DefaultReserve (one
-	// half).
+	// (fair.RateLanesConfig.Reserve), in (0, 1]; 0 means one half.
 	Reserve float64
 }
 
@@ -474,17 +472,17 @@ type Failure struct {
 	// while Fallback decides: each enforces 1/LocalShare of it
 	// (admit.Limit.Share). 0 means 1 (the whole limit on each instance).
 	LocalShare int
-	// Timeout bounds each call of Redis (compose.WithTimeout); 0 means
-	// compose.DefaultTimeout.
+	// Timeout bounds each call of Redis (compose.GuardConfig.Timeout); 0
+	// means 50ms.
 	Timeout time.Duration
 	// Threshold is the consecutive failures after which the Guard
-	// switches (compose.WithThreshold); 0 means compose.DefaultThreshold.
+	// switches (compose.GuardConfig.Threshold); 0 means 5.
 	Threshold int
 	// ProbeInterval is the time between probes of an open breaker
-	// (compose.WithProbeInterval); 0 means its default.
+	// (compose.GuardConfig.ProbeInterval); 0 means one second.
 	ProbeInterval time.Duration
 	// RetryAfter is the RetryAfter of FailClosed's refusals
-	// (compose.WithRetryAfter); 0 means its default.
+	// (compose.GuardConfig.RetryAfter); 0 means one second.
 	RetryAfter time.Duration
 }
 

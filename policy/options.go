@@ -48,7 +48,7 @@ type Config struct {
 	DefaultStore string
 
 	// Logger is told of the failure policies' switches (see
-	// compose.WithLogger). Nil logs nothing.
+	// compose.GuardConfig.Logger). Nil logs nothing.
 	Logger *slog.Logger
 
 	// KeyPrefix is put in front of the name of every limiter the engine

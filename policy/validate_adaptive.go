@@ -43,36 +43,27 @@ func (v *validator) memoryOnly(r *Rule, src *source, matchKeys map[string]int) {
 	}
 }
 
-// options returns the options of the adaptive.Gradient of a, but its
+// config returns the configuration of the adaptive.Gradient of a, but its
 // clock and name.
-func (a *AdaptiveConcurrency) options() []adaptive.GradientOption {
-	var o []adaptive.GradientOption
-	if a.Initial > 0 {
-		o = append(o, adaptive.WithInitial(a.Initial))
+func (a *AdaptiveConcurrency) config() adaptive.GradientConfig {
+	c := adaptive.GradientConfig{
+		Min: a.Min, Max: a.Max, Initial: a.Initial,
+		Tolerance: a.Tolerance, Smoothing: a.Smoothing,
+		LongWindow: a.LongWindow, WindowSamples: a.WindowSamples,
 	}
-	if a.Tolerance != 0 {
-		o = append(o, adaptive.WithTolerance(a.Tolerance))
-	}
-	if a.Smoothing != 0 {
-		o = append(o, adaptive.WithSmoothing(a.Smoothing))
-	}
-	if a.QueueSize != nil {
-		o = append(o, adaptive.WithQueueSize(*a.QueueSize))
-	}
-	if a.LongWindow != 0 {
-		o = append(o, adaptive.WithLongWindow(a.LongWindow))
-	}
-	if a.WindowSamples != 0 || a.WindowTime != nil {
-		n, t := adaptive.DefaultWindowSamples, adaptive.DefaultWindowTime
-		if a.WindowSamples != 0 {
-			n = a.WindowSamples
+	if q := a.QueueSize; q != nil {
+		c.QueueSize = *q
+		if *q == 0 {
+			c.QueueSize = -1 // none
 		}
-		if a.WindowTime != nil {
-			t = *a.WindowTime
-		}
-		o = append(o, adaptive.WithWindow(n, t))
 	}
-	return o
+	if t := a.WindowTime; t != nil {
+		c.WindowTime = *t
+		if *t == 0 {
+			c.WindowTime = -1 // no least duration
+		}
+	}
+	return c
 }
 
 // initial returns where the limit starts.
@@ -97,35 +88,15 @@ func (a *AdaptiveConcurrency) String() string {
 		" long=" + itoa(int64(a.LongWindow)) + " samples=" + itoa(int64(a.WindowSamples)) + " time=" + t
 }
 
-// options returns the options of the adaptive.AIMD of a, but its clock and
-// name.
-func (a *AdaptiveRate) options() []adaptive.AIMDOption {
-	var o []adaptive.AIMDOption
-	if a.Period != 0 {
-		o = append(o, adaptive.WithPeriod(a.Period))
+// config returns the configuration of the adaptive.AIMD of a, but its
+// clock and name.
+func (a *AdaptiveRate) config() adaptive.AIMDConfig {
+	return adaptive.AIMDConfig{
+		Min: a.Min, Max: a.Max, Initial: a.Initial, Period: a.Period,
+		Step: a.Step, Factor: a.Factor, Burst: a.Burst,
+		LatencyThreshold: a.LatencyThreshold,
+		IncreaseInterval: a.IncreaseInterval, DecreaseInterval: a.DecreaseInterval,
 	}
-	if a.Initial > 0 {
-		o = append(o, adaptive.WithInitial(a.Initial))
-	}
-	if a.Step != 0 {
-		o = append(o, adaptive.WithStep(a.Step))
-	}
-	if a.Factor != 0 {
-		o = append(o, adaptive.WithFactor(a.Factor))
-	}
-	if a.Burst != 0 {
-		o = append(o, adaptive.WithBurst(a.Burst))
-	}
-	if a.LatencyThreshold != 0 {
-		o = append(o, adaptive.WithLatencyThreshold(a.LatencyThreshold))
-	}
-	if a.IncreaseInterval != 0 {
-		o = append(o, adaptive.WithIncreaseInterval(a.IncreaseInterval))
-	}
-	if a.DecreaseInterval != 0 {
-		o = append(o, adaptive.WithDecreaseInterval(a.DecreaseInterval))
-	}
-	return o
 }
 
 // limit returns the initial rate as a limit.
@@ -151,13 +122,16 @@ func (a *AdaptiveRate) String() string {
 		" threshold=" + a.LatencyThreshold.String() + " inc=" + a.IncreaseInterval.String() + " dec=" + a.DecreaseInterval.String()
 }
 
-// options returns the options of the lanes of l, but their clock and name.
-func (l *Lanes) options() []fair.LanesOption {
-	o := []fair.LanesOption{fair.WithBorrowing(l.Borrow), fair.WithDefaultLane(l.defaultLane())}
-	if l.Reserve != 0 {
-		o = append(o, fair.WithReserve(l.Reserve))
-	}
-	return o
+// rateConfig returns the configuration of the fair.RateLanes of l, but
+// their clock and name.
+func (l *Lanes) rateConfig() fair.RateLanesConfig {
+	return fair.RateLanesConfig{Budget: *l.Budget, Lanes: l.Lanes, Borrowing: l.Borrow, Reserve: l.Reserve, DefaultLane: l.defaultLane()}
+}
+
+// slotConfig returns the configuration of the fair.SlotLanes of l, but
+// their name.
+func (l *Lanes) slotConfig() fair.SlotLanesConfig {
+	return fair.SlotLanesConfig{Max: l.Concurrency, Lanes: l.Lanes, Borrowing: l.Borrow, Reserve: l.Reserve, DefaultLane: l.defaultLane()}
 }
 
 // defaultLane returns the lane of the values that name none.
@@ -224,7 +198,7 @@ func (v *validator) adaptiveConcurrency(a *AdaptiveConcurrency, src *source) {
 		v.at(src, f+"window_time", "window_time %v is negative", *t)
 	}
 	if len(v.errs.errs) == mark {
-		if _, err := adaptive.NewGradient(a.Min, a.Max, a.options()...); err != nil {
+		if _, err := adaptive.NewGradient(a.config()); err != nil {
 			v.at(src, "adaptive_concurrency", "%v", err)
 		}
 	}
@@ -263,7 +237,7 @@ func (v *validator) adaptiveRate(a *AdaptiveRate, src *source) {
 		}
 	}
 	if len(v.errs.errs) == mark {
-		if _, err := adaptive.NewAIMD(a.Min, a.Max, a.options()...); err != nil {
+		if _, err := adaptive.NewAIMD(a.config()); err != nil {
 			v.at(src, "adaptive_rate", "%v", err)
 		}
 	}
@@ -328,10 +302,10 @@ func (v *validator) lanes(r *Rule, l *Lanes, src *source, matchKeys map[string]i
 	var err error
 	field := f + "budget"
 	if l.Budget != nil {
-		_, err = fair.NewRateLanes(*l.Budget, l.Lanes, l.options()...)
+		_, err = fair.NewRateLanes(l.rateConfig())
 	} else {
 		field = f + "concurrency"
-		_, err = fair.NewSlotLanes(l.Concurrency, l.Lanes, l.options()...)
+		_, err = fair.NewSlotLanes(l.slotConfig())
 	}
 	if err != nil {
 		v.at(src, field, "%s", strings.TrimPrefix(err.Error(), fair.ErrInvalidLanes.Error()+": "))

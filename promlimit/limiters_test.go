@@ -168,9 +168,7 @@ func TestGuard(t *testing.T) {
 	obs, reg := newObserver(t, promlimit.Config{})
 	ctx := context.Background()
 	primary := &flaky{}
-	g, err := compose.NewGuard(primary, compose.FailClosed,
-		compose.WithName("redis"), compose.WithObserver(obs),
-		compose.WithThreshold(2), compose.WithTimeout(0))
+	g, err := compose.NewGuard(primary, compose.GuardConfig{Options: admit.Options{Name: "redis", Observer: obs}, Policy: compose.FailClosed, Threshold: 2, Timeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,7 @@ func TestRedisGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := compose.NewGuard(lim, compose.FailOpen, compose.WithName("guard"), compose.WithObserver(obs),
-		compose.WithThreshold(1), compose.WithTimeout(time.Second))
+	g, err := compose.NewGuard(lim, compose.GuardConfig{Options: admit.Options{Name: "guard", Observer: obs}, Policy: compose.FailOpen, Threshold: 1, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@
 //     a quota for the plan, checked together (package compose) with the
 //     quota last, so that the requests the rate limit refuses use no quota
 //     (a quota checked earlier gives them back: see Quota.Refund).
-//   - admit.FixedWindow when clients expect a count that resets on the
+//   - admit.NewFixedWindow when clients expect a count that resets on the
 //     clock every fixed duration (a minute, an hour) and time zones do not
 //     matter: its windows are aligned on the Unix epoch and all the same
 //     length, which calendar days and months are not.

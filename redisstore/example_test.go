@@ -102,7 +102,7 @@ func Example_failurePolicy() {
 	shared := admit.PerSecond(100)
 	lim, _ := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: shared})
 	local, _ := keyed.LocalShare(keyed.Config{Limit: shared}, 4)
-	guard, _ := compose.NewGuard(lim, compose.Breaker(compose.Fallback(local)), compose.WithName("api"))
+	guard, _ := compose.NewGuard(lim, compose.GuardConfig{Options: admit.Options{Name: "api"}, Policy: compose.Breaker(compose.Fallback(local))})
 
 	d, err := guard.Allow(context.Background(), admit.Request{Key: "client-42", N: 1})
 	fmt.Println(d.Allowed, d.Rule, d.Limit, err)

@@ -123,7 +123,7 @@ func TestFaultRedisKilledUnderLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := compose.NewGuard(lim, pc.policy(t), compose.WithTimeout(50*time.Millisecond), compose.WithProbeInterval(100*time.Millisecond), compose.WithThreshold(3))
+			g, err := compose.NewGuard(lim, compose.GuardConfig{Policy: pc.policy(t), Timeout: 50 * time.Millisecond, ProbeInterval: 100 * time.Millisecond, Threshold: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func TestFaultHungRedisCostsMilliseconds(t *testing.T) {
 	c := faultClient(t, srv.Addr())
 	s := newStore(t, c, redisstore.Config{})
 	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(100)})
-	g, _ := compose.NewGuard(lim, compose.FailOpen, compose.WithTimeout(20*time.Millisecond))
+	g, _ := compose.NewGuard(lim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: 20 * time.Millisecond})
 	if _, err := g.Allow(t.Context(), admit.Request{Key: "k", N: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestFaultClusterNodeKilled(t *testing.T) {
 	defer client.Close()
 	s := newStore(t, client, redisstore.Config{})
 	lim, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "api"}, Limit: admit.PerSecond(1e6)})
-	g, _ := compose.NewGuard(lim, compose.FailClosed, compose.WithTimeout(300*time.Millisecond))
+	g, _ := compose.NewGuard(lim, compose.GuardConfig{Policy: compose.FailClosed, Timeout: 300 * time.Millisecond})
 	ctx := t.Context()
 	// Find a key on node 0 and one elsewhere.
 	var dead, alive string
@@ -263,7 +263,7 @@ func TestFaultClusterMissingSlot(t *testing.T) {
 	})
 	_, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 	t.Logf("a key of the missing slot: %v", err)
-	g, _ := compose.NewGuard(lim, compose.FailOpen)
+	g, _ := compose.NewGuard(lim, compose.GuardConfig{Policy: compose.FailOpen})
 	if d, err := g.Allow(ctx, admit.Request{Key: key, N: 1}); err != nil || !d.Allowed || !strings.HasSuffix(d.Rule, "fail-open") {
 		t.Errorf("through a fail-open Guard: %+v %v", d, err)
 	}
@@ -299,7 +299,7 @@ func TestFaultDenyCacheDoesNotFlapTheGuard(t *testing.T) {
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			g, _ := compose.NewGuard(lim, policy, compose.WithThreshold(1), compose.WithProbeInterval(time.Millisecond))
+			g, _ := compose.NewGuard(lim, compose.GuardConfig{Policy: policy, Threshold: 1, ProbeInterval: time.Millisecond})
 			hot := "hot-" + policy.String()
 			g.Allow(ctx, admit.Request{Key: hot, N: 1}) // the burst
 			if d, err := g.Allow(ctx, admit.Request{Key: hot, N: 1}); err != nil || d.Allowed {
