@@ -37,9 +37,24 @@ var (
 	ErrInvalidConfig = errors.New("admit: invalid config")
 
 	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.
-	// The keyed limiters (packages keyed, redisstore) return it, so that a
-	// failure policy can tell a bad request from a failing store.
+	// Every keyed limiter, quota and concurrency limiter of this module
+	// (packages keyed, quota, concurrency, redisstore, and the middleware
+	// of httplimit) returns an error wrapping it, naming the package, so
+	// that a failure policy can tell a bad request from a failing store.
+	// Nothing was consumed.
 	ErrKeyTooLong = errors.New("admit: key too long")
+
+	// ErrTooManyKeys reports that a new key could not be stored: a bounded
+	// limiter (packages quota, concurrency) holds its maximum number of
+	// keys and none of them can be forgotten without changing a decision.
+	// The request was refused and nothing was consumed; it may succeed
+	// once other keys are idle. The error wrapping it names the package.
+	ErrTooManyKeys = errors.New("admit: too many keys")
+
+	// ErrClosed reports a call on something of this module after its
+	// Close (a redisstore.Store, a server.Server). The error wrapping it
+	// names the package.
+	ErrClosed = errors.New("admit: closed")
 
 	// ErrInvalidInstances reports a number of instances below 1 given to
 	// Limit.Share (or to keyed.LocalShare, keyed.LiveShare).

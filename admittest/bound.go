@@ -18,28 +18,32 @@ type Event struct {
 }
 
 // CheckBound checks events, admitted by algorithm alg under limit l for one
-// key, against the bound alg documents: CheckFixedWindowBound for
-// AlgFixedWindow, CheckLogBound and CheckBucketBound for AlgSlidingLog, and
-// CheckBucketBound for the others (the sliding window counter keeps the
-// bucket bound too).
+// key, against the bound alg documents, and reports an error naming the
+// interval that exceeds it by the most events. The bounds, with T =
+// Period/Rate and B the burst, over every closed interval [a, a+t]:
+//
+//   - GCRA, TokenBucket, LeakyBucket and SlidingWindow: at most B + ⌊t/T⌋
+//     events (the bucket bound);
+//   - FixedWindow: at most B×(⌈t/W⌉+1), W = B×T (such an interval meets
+//     at most ⌈t/W⌉+1 windows);
+//   - SlidingLog: the bucket bound, and at most B in an interval shorter
+//     than the log's window ⌈B×T⌉ ns.
+//
+// Events need not be sorted; events with N <= 0 are ignored. The
+// arithmetic is exact. An unlimited l admits anything; the zero limit
+// nothing.
 func CheckBound(alg admit.Algorithm, events []Event, l admit.Limit) error {
 	switch alg {
 	case admit.AlgFixedWindow:
-		return CheckFixedWindowBound(events, l)
+		return checkFixedWindowBound(events, l)
 	case admit.AlgSlidingLog:
-		return errors.Join(CheckLogBound(events, l), CheckBucketBound(events, l))
+		return errors.Join(checkLogBound(events, l), checkBucketBound(events, l))
 	}
-	return CheckBucketBound(events, l)
+	return checkBucketBound(events, l)
 }
 
-// CheckBucketBound reports an error if some closed interval [a, a+t] holds
-// more than B + ⌊t/T⌋ of the events (T = Period/Rate, B the burst), the
-// bound of GCRA, TokenBucket and LeakyBucket (and of SlidingWindow and
-// SlidingLog). Events need not be sorted; events with N <= 0 are ignored.
-// The arithmetic is exact. The error names the interval exceeding the bound
-// by the most events. An unlimited l admits anything; the zero limit
-// nothing.
-func CheckBucketBound(events []Event, l admit.Limit) error {
+// checkBucketBound checks the bucket bound, B + ⌊t/T⌋ (see CheckBound).
+func checkBucketBound(events []Event, l admit.Limit) error {
 	return checkPairs(events, l, "B + ⌊t/T⌋", func(b, dt *big.Int, rate, period int64) *big.Int {
 		// B + ⌊dt×Rate/Period⌋
 		q := new(big.Int).Mul(dt, big.NewInt(rate))
@@ -48,11 +52,8 @@ func CheckBucketBound(events []Event, l admit.Limit) error {
 	})
 }
 
-// CheckFixedWindowBound reports an error if some closed interval [a, a+t]
-// holds more than B×(⌈t/W⌉+1) of the events, W = B×T, the bound of
-// FixedWindow (such an interval meets at most ⌈t/W⌉+1 windows). Otherwise it
-// is as CheckBucketBound.
-func CheckFixedWindowBound(events []Event, l admit.Limit) error {
+// checkFixedWindowBound checks the bound of FixedWindow, B×(⌈t/W⌉+1).
+func checkFixedWindowBound(events []Event, l admit.Limit) error {
 	return checkPairs(events, l, "B×(⌈t/W⌉+1)", func(b, dt *big.Int, rate, period int64) *big.Int {
 		// ⌈t/W⌉ = ⌈dt×Rate/(B×Period)⌉
 		num := new(big.Int).Mul(dt, big.NewInt(rate))
@@ -66,10 +67,9 @@ func CheckFixedWindowBound(events []Event, l admit.Limit) error {
 	})
 }
 
-// CheckLogBound reports an error if some interval shorter than the sliding
-// log's window W = ⌈B×T⌉ ns holds more than B of the events, the bound of
-// SlidingLog. Otherwise it is as CheckBucketBound.
-func CheckLogBound(events []Event, l admit.Limit) error {
+// checkLogBound checks the bound of SlidingLog's window: B events in an
+// interval shorter than ⌈B×T⌉ ns.
+func checkLogBound(events []Event, l admit.Limit) error {
 	var w *big.Int
 	return checkPairs(events, l, "B within ⌈B×T⌉", func(b, dt *big.Int, rate, period int64) *big.Int {
 		if w == nil {

@@ -12,32 +12,32 @@ import (
 
 func TestCheckBucketBound(t *testing.T) {
 	l := admit.PerSecond(10).WithBurst(3) // T = 100ms
-	ok := []Event{{At(200 * ms), 1}, {T0, 3}, {T1, 1}, {T1, 0}, {T1, -5}}
-	if err := CheckBucketBound(ok, l); err != nil {
+	ok := []Event{{At(200 * ms), 1}, {t0, 3}, {t1, 1}, {t1, 0}, {t1, -5}}
+	if err := checkBucketBound(ok, l); err != nil {
 		t.Errorf("within the bound: %v", err)
 	}
 	// [0, 250ms] holds 6 > 3 + ⌊250/100⌋ = 5.
 	bad := append(ok, Event{At(250 * ms), 1})
-	err := CheckBucketBound(bad, l)
+	err := checkBucketBound(bad, l)
 	if err == nil || !strings.Contains(err.Error(), "6 events admitted in [+0s, +250ms] (t = 250ms), over the bound B + ⌊t/T⌋ = 5 by 1") {
 		t.Errorf("over the bound: %v", err)
 	}
 	// Events at one instant count together.
-	if err := CheckBucketBound([]Event{{T0, 2}, {T0, 2}}, l); err == nil {
+	if err := checkBucketBound([]Event{{t0, 2}, {t0, 2}}, l); err == nil {
 		t.Error("4 at one instant passed a burst of 3")
 	}
 	// The worst interval is reported, not the first.
-	worst := []Event{{T0, 4}, {At(10 * sec), 3}, {At(10 * sec), 3}}
-	if err := CheckBucketBound(worst, l); err == nil || !strings.Contains(err.Error(), "[+10s, +10s]") {
+	worst := []Event{{t0, 4}, {At(10 * sec), 3}, {At(10 * sec), 3}}
+	if err := checkBucketBound(worst, l); err == nil || !strings.Contains(err.Error(), "[+10s, +10s]") {
 		t.Errorf("worst interval: %v", err)
 	}
-	if err := CheckBucketBound(bad, admit.Unlimited); err != nil {
+	if err := checkBucketBound(bad, admit.Unlimited); err != nil {
 		t.Errorf("unlimited: %v", err)
 	}
-	if err := CheckBucketBound([]Event{{T0, 0}}, admit.Limit{}); err != nil {
+	if err := checkBucketBound([]Event{{t0, 0}}, admit.Limit{}); err != nil {
 		t.Errorf("zero limit, nothing admitted: %v", err)
 	}
-	if err := CheckBucketBound([]Event{{T0, 1}}, admit.Limit{}); err == nil {
+	if err := checkBucketBound([]Event{{t0, 1}}, admit.Limit{}); err == nil {
 		t.Error("zero limit admitted an event unnoticed")
 	}
 }
@@ -45,14 +45,14 @@ func TestCheckBucketBound(t *testing.T) {
 func TestCheckFixedWindowBound(t *testing.T) {
 	l := admit.PerSecond(3)
 	edge := []Event{{At(999 * ms), 3}, {At(sec), 3}}
-	if err := CheckFixedWindowBound(edge, l); err != nil {
+	if err := checkFixedWindowBound(edge, l); err != nil {
 		t.Errorf("two full windows at an edge: %v", err)
 	}
-	if err := CheckBucketBound(edge, l); err == nil {
+	if err := checkBucketBound(edge, l); err == nil {
 		t.Error("two full windows at an edge passed the bucket bound")
 	}
 	// [999ms, 1.5s] meets two windows: at most 6.
-	if err := CheckFixedWindowBound(append(edge, Event{At(1500 * ms), 1}), l); err == nil || !strings.Contains(err.Error(), "B×(⌈t/W⌉+1) = 6") {
+	if err := checkFixedWindowBound(append(edge, Event{At(1500 * ms), 1}), l); err == nil || !strings.Contains(err.Error(), "B×(⌈t/W⌉+1) = 6") {
 		t.Errorf("7 across two windows: %v", err)
 	}
 	if err := CheckBound(admit.AlgFixedWindow, edge, l); err != nil {
@@ -62,18 +62,18 @@ func TestCheckFixedWindowBound(t *testing.T) {
 
 func TestCheckLogBound(t *testing.T) {
 	l := admit.PerSecond(2) // W = 1s
-	if err := CheckLogBound([]Event{{T0, 2}, {At(sec), 2}}, l); err != nil {
+	if err := checkLogBound([]Event{{t0, 2}, {At(sec), 2}}, l); err != nil {
 		t.Errorf("a window apart: %v", err)
 	}
-	if err := CheckLogBound([]Event{{T0, 2}, {At(sec - ns), 1}}, l); err == nil {
+	if err := checkLogBound([]Event{{t0, 2}, {At(sec - ns), 1}}, l); err == nil {
 		t.Error("3 within 1s-1ns passed a burst of 2")
 	}
 	// 3/s burst 2: W = ⌈666666666⅔⌉ = 666666667.
 	l = admit.PerSecond(3).WithBurst(2)
-	if err := CheckLogBound([]Event{{T0, 2}, {At(666666666 * ns), 1}}, l); err == nil {
+	if err := checkLogBound([]Event{{t0, 2}, {At(666666666 * ns), 1}}, l); err == nil {
 		t.Error("3 within W-1ns passed")
 	}
-	if err := CheckLogBound([]Event{{T0, 2}, {At(666666667 * ns), 2}}, l); err != nil {
+	if err := checkLogBound([]Event{{t0, 2}, {At(666666667 * ns), 2}}, l); err != nil {
 		t.Errorf("a window apart: %v", err)
 	}
 }
@@ -103,7 +103,7 @@ func TestCheckBoundsAgainstBruteForce(t *testing.T) {
 		for _, c := range []struct {
 			check func([]Event, admit.Limit) error
 			ok    func(*big.Rat, int64) bool
-		}{{CheckBucketBound, bucket}, {CheckFixedWindowBound, fixed}, {CheckLogBound, logb}} {
+		}{{checkBucketBound, bucket}, {checkFixedWindowBound, fixed}, {checkLogBound, logb}} {
 			want := true
 			for _, a := range evs {
 				for _, b := range evs {

@@ -55,7 +55,7 @@ func TestManualClockTimers(t *testing.T) {
 	}
 	// Going backwards fires nothing; the timer fires when time comes back.
 	t4 := c.NewTimer(sec) // at +11s
-	c.Set(T0)
+	c.Set(t0)
 	c.Advance(10 * sec)
 	if _, ok := fired(t4); ok || c.Timers() != 1 {
 		t.Fatal("fired after going backwards")

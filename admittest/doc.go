@@ -12,21 +12,20 @@
 //   - To test a new backend (a keyed limiter, a Redis store): write a
 //     Factory that returns a fresh, empty admit.KeyedLimiter per call, and
 //     call Run from a test (one call: the suite asks the limiter
-//     admit.Requests at explicit instants). Then call RunDifferential (random timelines,
-//     decisions compared with Model's) and add a fuzz test that feeds
-//     TimelineFromBytes to Differential. The three together are what
+//     admit.Requests at explicit instants). Then call RunDifferential
+//     (random timelines, decisions compared with Model's) and add a fuzz
+//     test that feeds TimelineFromBytes to Differential. The three together are what
 //     "decides exactly as package admit does" means.
 //   - To write your own timeline tests in the manner of golang.org/x/time/rate
 //     (explicit instants, no sleeping): build a Scenario of Steps at instants
-//     named with At or T0..T9, with Allow, Deny and Never for the expected
-//     decisions, and call its Play method.
+//     named with At (step n of 100ms is At(n * Tick)), with Allow, Deny
+//     and Never for the expected decisions, and call its Play method.
 //   - To drive blocking code (WaitN, a Pacer, anything taking an admit.Clock)
 //     without sleeping: ManualClock, with BlockUntilTimers to wait until the
 //     code under test is parked on a timer and Advance to fire it.
 //   - To check what a limiter admitted (from a fuzz test, a load test, a
 //     simulation): record the admitted requests as Events and call
-//     CheckBound, or CheckBucketBound, CheckFixedWindowBound or
-//     CheckLogBound directly.
+//     CheckBound with the algorithm.
 //   - To know what a decision should be: Model, a slow, obviously correct
 //     implementation of every algorithm in exact rational arithmetic
 //     (math/big), sharing no code with package admit.

@@ -14,7 +14,7 @@ import (
 func ExampleModel() {
 	m := admittest.Model(admit.AlgGCRA, admit.PerSecond(3))
 	ctx := context.Background()
-	for _, at := range []time.Time{admittest.T0, admittest.T0, admittest.T0, admittest.T0, admittest.At(333333334)} {
+	for _, at := range []time.Time{admittest.Epoch, admittest.Epoch, admittest.Epoch, admittest.Epoch, admittest.At(333333334)} {
 		d, _ := m.Allow(ctx, admit.Request{Key: "client-1", N: 1, At: at})
 		fmt.Printf("%v allowed=%v remaining=%d retry-after=%v reset-after=%v\n",
 			at.Sub(admittest.Epoch), d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)
@@ -48,8 +48,8 @@ func ExampleManualClock() {
 func ExampleCheckBound() {
 	l := admit.PerSecond(10).WithBurst(3) // B = 3, T = 100ms
 	admitted := []admittest.Event{
-		{At: admittest.T0, N: 3},
-		{At: admittest.T1, N: 1},
+		{At: admittest.Epoch, N: 3},
+		{At: admittest.At(1 * admittest.Tick), N: 1},
 		{At: admittest.At(150 * time.Millisecond), N: 1},
 	}
 	fmt.Println(admittest.CheckBound(admit.AlgGCRA, admitted, l))

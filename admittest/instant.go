@@ -15,23 +15,23 @@ var Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // At returns the instant d after Epoch.
 func At(d time.Duration) time.Time { return Epoch.Add(d) }
 
-// Tick is the spacing of the step instants T0..T9, as in
-// golang.org/x/time/rate's tests.
+// Tick is the spacing of the step instants of the built-in scenarios, as
+// in golang.org/x/time/rate's tests: step n is At(n * Tick).
 const Tick = 100 * time.Millisecond
 
-// The step instants: Tn is n ticks (n×100ms) after Epoch, so T0 is Epoch and
-// T9 is 900ms after it.
+// The step instants of the built-in scenarios, unexported as in
+// golang.org/x/time/rate's tests: tn is n ticks (n×100ms) after Epoch, so
+// t0 is Epoch and t9 is 900ms after it (t7 is not used).
 var (
-	T0 = At(0 * Tick)
-	T1 = At(1 * Tick)
-	T2 = At(2 * Tick)
-	T3 = At(3 * Tick)
-	T4 = At(4 * Tick)
-	T5 = At(5 * Tick)
-	T6 = At(6 * Tick)
-	T7 = At(7 * Tick)
-	T8 = At(8 * Tick)
-	T9 = At(9 * Tick)
+	t0 = At(0 * Tick)
+	t1 = At(1 * Tick)
+	t2 = At(2 * Tick)
+	t3 = At(3 * Tick)
+	t4 = At(4 * Tick)
+	t5 = At(5 * Tick)
+	t6 = At(6 * Tick)
+	t8 = At(8 * Tick)
+	t9 = At(9 * Tick)
 )
 
 // offset formats t as its distance from Epoch: "+200ms", "-1ns".

@@ -27,7 +27,7 @@ func RandomLimit(r *rand.Rand) admit.Limit { return gen{randChooser{r}}.limit() 
 // 1ns less, long idle gaps) and, when backwards is set, now and then jump
 // back; costs n of 0, 1, up to the burst, just above it, and now and then
 // negative. The first instant is at or after Epoch.
-func RandomTimeline(r *rand.Rand, alg admit.Algorithm, l admit.Limit, count int, backwards bool, keys ...string) []Request {
+func RandomTimeline(r *rand.Rand, alg admit.Algorithm, l admit.Limit, count int, backwards bool, keys ...string) []admit.Request {
 	g := gen{randChooser{r}}
 	return g.timeline(alg, l, count, backwards, keys, nil)
 }
@@ -36,7 +36,7 @@ func RandomTimeline(r *rand.Rand, alg admit.Algorithm, l admit.Limit, count int,
 // RandomLimit's) and a timeline (as RandomTimeline's, with backward jumps,
 // up to 400 requests, keys "a", "b" and "{a}"). Every input decodes to
 // something valid.
-func TimelineFromBytes(data []byte) (admit.Algorithm, admit.Limit, []Request) {
+func TimelineFromBytes(data []byte) (admit.Algorithm, admit.Limit, []admit.Request) {
 	c := &byteChooser{data: data}
 	g := gen{c}
 	algs := admit.Algorithms()
@@ -49,8 +49,9 @@ func TimelineFromBytes(data []byte) (admit.Algorithm, admit.Limit, []Request) {
 // limit l, and on Model(alg, l), and fails t at the first decision on which
 // they differ (compared as Scenario.Play compares them), printing the
 // failing key's timeline. It then checks the events subj admitted for each
-// key whose instants never went backwards with CheckBound.
-func Differential(t testing.TB, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []Request) {
+// key whose instants never went backwards with CheckBound. The requests'
+// Limit is not used: every request is decided under l.
+func Differential(t testing.TB, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []admit.Request) {
 	t.Helper()
 	if err := differential(t.Context(), subj, alg, l, reqs); err != nil {
 		t.Fatal(err)
@@ -78,30 +79,31 @@ func RunDifferential(t *testing.T, f Factory, seed uint64, rounds int, algs ...a
 	}
 }
 
-func differential(ctx context.Context, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []Request) error {
+func differential(ctx context.Context, subj admit.KeyedLimiter, alg admit.Algorithm, l admit.Limit, reqs []admit.Request) error {
 	model := Model(alg, l)
 	limit := normalLimit(l)
 	type played struct {
-		r    Request
+		r    admit.Request
 		want Want
 	}
 	history := map[string][]played{}
 	events := map[string][]Event{}
 	backwards := map[string]bool{}
 	for i, r := range reqs {
-		want, err := model.Allow(ctx, r.request())
+		r.Limit = admit.Limit{} // the timeline is played under l
+		want, err := model.Allow(ctx, r)
 		if err != nil {
 			return fmt.Errorf("model %v %v: %v", alg, fmtLimit(l), err)
 		}
 		h := append(history[r.Key], played{r, wantOf(want)})
 		history[r.Key] = h
-		got, gerr := subj.Allow(ctx, r.request())
+		got, gerr := subj.Allow(ctx, r)
 		if msg := mismatch(limit, r.N, wantOf(want), got, gerr); msg != "" {
 			var b strings.Builder
 			for _, p := range h {
-				fmt.Fprintf(&b, "\n\t%v -> model %v", p.r, p.want)
+				fmt.Fprintf(&b, "\n\t%s -> model %v", fmtRequest(p.r), p.want)
 			}
-			return fmt.Errorf("%v %v: request %d %v: %s (want is the model's)\nkey %q so far:%s", alg, fmtLimit(l), i, r, msg, r.Key, b.String())
+			return fmt.Errorf("%v %v: request %d %s: %s (want is the model's)\nkey %q so far:%s", alg, fmtLimit(l), i, fmtRequest(r), msg, r.Key, b.String())
 		}
 		if len(h) > 1 && r.At.Before(h[len(h)-2].r.At) {
 			backwards[r.Key] = true
@@ -197,7 +199,7 @@ func windowLen(l admit.Limit) *big.Rat {
 
 // timeline draws count requests (fewer if stop reports true first), playing
 // them on a model to aim gaps at the instants its decisions name.
-func (g gen) timeline(alg admit.Algorithm, l admit.Limit, count int, backwards bool, keys []string, stop func() bool) []Request {
+func (g gen) timeline(alg admit.Algorithm, l admit.Limit, count int, backwards bool, keys []string, stop func() bool) []admit.Request {
 	if len(keys) == 0 {
 		keys = []string{"a", "b", "{a}"}
 	}
@@ -219,7 +221,7 @@ func (g gen) timeline(alg admit.Algorithm, l admit.Limit, count int, backwards b
 		d  admit.Decision
 	}
 	last := map[string]seen{}
-	var reqs []Request
+	var reqs []admit.Request
 	for len(reqs) < count && (stop == nil || !stop()) {
 		key := keys[g.c.intn(len(keys))]
 		next := now
@@ -268,7 +270,7 @@ func (g gen) timeline(alg admit.Algorithm, l admit.Limit, count int, backwards b
 		n := g.cost(b)
 		d, _ := model.Allow(ctx, admit.Request{Key: key, N: n, At: at})
 		last[key] = seen{now, d}
-		reqs = append(reqs, Request{at, key, n})
+		reqs = append(reqs, admit.Request{Key: key, N: n, At: at})
 	}
 	return reqs
 }

@@ -25,13 +25,13 @@ func commonScenarios() []Scenario {
 			// is refused for good and consumes nothing; so is n < 0.
 			Name: "fresh_peek_and_above_burst", Algs: allAlgs, Limit: admit.PerSecond(5),
 			Steps: []Step{
-				{T0, "a", 0, Allow(5, 0)},
-				{T0, "a", 6, Never(5, 0)},
-				{T0, "a", -1, Refused()},
-				{T0, "a", -1 << 62, Refused()},
-				{T0, "a", 0, Allow(5, 0)},
-				{T1, "a", 1 << 40, Never(5, 0)},
-				{T1, "a", 0, Allow(5, 0)},
+				{t0, "a", 0, Allow(5, 0)},
+				{t0, "a", 6, Never(5, 0)},
+				{t0, "a", -1, Refused()},
+				{t0, "a", -1 << 62, Refused()},
+				{t0, "a", 0, Allow(5, 0)},
+				{t1, "a", 1 << 40, Never(5, 0)},
+				{t1, "a", 0, Allow(5, 0)},
 			},
 		},
 		{
@@ -39,9 +39,9 @@ func commonScenarios() []Scenario {
 			// and reports nothing remaining; no instant changes that.
 			Name: "zero_limit", Algs: allAlgs, Limit: admit.Limit{},
 			Steps: []Step{
-				{T0, "a", 1, Never(0, 0)},
-				{T0, "a", 0, Allow(0, 0)},
-				{T0, "a", -1, Refused()},
+				{t0, "a", 1, Never(0, 0)},
+				{t0, "a", 0, Allow(0, 0)},
+				{t0, "a", -1, Refused()},
 				{At(time.Hour), "a", 1, Never(0, 0)},
 				{At(longIdle), "a", 5, Never(0, 0)},
 				{At(longIdle), "b", 1, Never(0, 0)},
@@ -52,8 +52,8 @@ func commonScenarios() []Scenario {
 			// reported keeps its Period.
 			Name: "zero_rate_with_period", Algs: allAlgs, Limit: admit.Limit{Period: time.Second},
 			Steps: []Step{
-				{T0, "a", 1, Never(0, 0)},
-				{T0, "a", 0, Allow(0, 0)},
+				{t0, "a", 1, Never(0, 0)},
+				{t0, "a", 0, Allow(0, 0)},
 			},
 		},
 		{
@@ -61,12 +61,12 @@ func commonScenarios() []Scenario {
 			// math.MaxInt64 remaining; n < 0 is still refused.
 			Name: "unlimited", Algs: allAlgs, Limit: admit.Unlimited,
 			Steps: []Step{
-				{T0, "a", 1, Allow(maxInt64, 0)},
-				{T0, "a", 1 << 40, Allow(maxInt64, 0)},
-				{T0, "a", 1 << 40, Allow(maxInt64, 0)},
-				{T0, "a", 0, Allow(maxInt64, 0)},
-				{T0, "a", -1, Refused()},
-				{T0, "b", 1 << 62, Allow(maxInt64, 0)},
+				{t0, "a", 1, Allow(maxInt64, 0)},
+				{t0, "a", 1 << 40, Allow(maxInt64, 0)},
+				{t0, "a", 1 << 40, Allow(maxInt64, 0)},
+				{t0, "a", 0, Allow(maxInt64, 0)},
+				{t0, "a", -1, Refused()},
+				{t0, "b", 1 << 62, Allow(maxInt64, 0)},
 				{At(-time.Hour), "a", 1, Allow(maxInt64, 0)},
 				{At(longIdle), "a", 1, Allow(maxInt64, 0)},
 			},
@@ -76,10 +76,10 @@ func commonScenarios() []Scenario {
 			// still full, and then n = B fits.
 			Name: "refusals_consume_nothing", Algs: allAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
-				{T0, "a", -1, Refused()},
-				{T0, "a", 3, Never(2, 0)},
-				{T0, "a", -(1 << 62), Refused()},
-				{T0, "a", 0, Allow(2, 0)},
+				{t0, "a", -1, Refused()},
+				{t0, "a", 3, Never(2, 0)},
+				{t0, "a", -(1 << 62), Refused()},
+				{t0, "a", 0, Allow(2, 0)},
 			},
 		},
 	}

@@ -18,8 +18,8 @@ func domainScenarios() []Scenario {
 		{
 			Name: "awkward_rate_per_day", Algs: bucketAlgs, Limit: l,
 			Steps: []Step{
-				{T0, "a", 100003, Allow(0, day)},
-				{T0, "a", 1, Deny(0, ceilT, day)},
+				{t0, "a", 100003, Allow(0, day)},
+				{t0, "a", 1, Deny(0, ceilT, day)},
 				// D = C-⌈T⌉+1; D+T-C = T-⌈T⌉+1 ∈ (0, 1).
 				{At(ceilT - ns), "a", 1, Deny(0, ns, day-ceilT+ns)},
 				// D+T = C-(⌈T⌉-T) <= C; TAT = C+T.
@@ -31,15 +31,15 @@ func domainScenarios() []Scenario {
 		{
 			Name: "awkward_rate_per_day", Algs: fixedAlgs, Limit: l,
 			Steps: []Step{
-				{T0, "a", 100003, Allow(0, day)},
-				{T0, "a", 1, Deny(0, day, day)},
+				{t0, "a", 100003, Allow(0, day)},
+				{t0, "a", 1, Deny(0, day, day)},
 				{At(day), "a", 1, Allow(100002, day)},
 			},
 		},
 		{
 			Name: "awkward_rate_per_day", Algs: slidingAlgs, Limit: l,
 			Steps: []Step{
-				{T0, "a", 100003, Allow(0, 2*day)},
+				{t0, "a", 100003, Allow(0, 2*day)},
 				{At(12 * time.Hour), "a", 0, Allow(0, 36*time.Hour)},
 				// Window 1 at e = 12h: estimate 100003/2 = 50001.5.
 				{At(36 * time.Hour), "a", 0, Allow(50001, 12*time.Hour)},
@@ -48,7 +48,7 @@ func domainScenarios() []Scenario {
 		{
 			Name: "awkward_rate_per_day", Algs: logAlgs, Limit: l,
 			Steps: []Step{
-				{T0, "a", 100003, Allow(0, day)},
+				{t0, "a", 100003, Allow(0, day)},
 				{At(day - ns), "a", 1, Deny(0, ns, ns)},
 				{At(day), "a", 1, Allow(100002, day)},
 			},
@@ -125,9 +125,9 @@ func backwardsAfterPeekScenarios() []Scenario {
 			// nothing: only an admission moves the counter to a new window.
 			Name: "backwards_after_peek", Algs: fixedAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
-				{T5, "a", 2, Allow(0, 500*ms)},
+				{t5, "a", 2, Allow(0, 500*ms)},
 				{At(2500 * ms), "a", 0, Allow(2, 0)},
-				{T6, "a", 1, Deny(0, 400*ms, 400*ms)}, // counts in [0, 1s)
+				{t6, "a", 1, Deny(0, 400*ms, 400*ms)}, // counts in [0, 1s)
 			},
 		},
 		{
@@ -136,9 +136,9 @@ func backwardsAfterPeekScenarios() []Scenario {
 			// 2×(1-0.5) + 0 + 1 <= 2; full at 2s.
 			Name: "backwards_after_peek", Algs: slidingAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
-				{T5, "a", 2, Allow(0, 1500*ms)},
+				{t5, "a", 2, Allow(0, 1500*ms)},
 				{At(2500 * ms), "a", 0, Allow(2, 0)},
-				{T6, "a", 1, Deny(0, 900*ms, 1400*ms)},
+				{t6, "a", 1, Deny(0, 900*ms, 1400*ms)},
 			},
 		},
 	}

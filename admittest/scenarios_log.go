@@ -19,9 +19,9 @@ func slidingLogScenarios() []Scenario {
 			// B = 3, W = 1s.
 			Name: "burst_then_slide", Algs: logAlgs, Limit: admit.PerSecond(3),
 			Steps: []Step{
-				{T0, "a", 1, Allow(2, sec)},
-				{T1, "a", 2, Allow(0, sec)},
-				{T5, "a", 1, Deny(0, 500*ms, 600*ms)}, // +0 leaves at 1s
+				{t0, "a", 1, Allow(2, sec)},
+				{t1, "a", 2, Allow(0, sec)},
+				{t5, "a", 1, Deny(0, 500*ms, 600*ms)}, // +0 leaves at 1s
 				{At(sec - ns), "a", 1, Deny(0, ns, 100*ms+ns)},
 				{At(sec), "a", 1, Allow(0, sec)},        // +0 left
 				{At(sec), "a", 2, Deny(0, 100*ms, sec)}, // the two at +100ms
@@ -34,7 +34,7 @@ func slidingLogScenarios() []Scenario {
 			// 3/s burst 2: W = ⌈666666666⅔⌉ = 666666667ns.
 			Name: "non_integer_window", Algs: logAlgs, Limit: admit.PerSecond(3).WithBurst(2),
 			Steps: []Step{
-				{T0, "a", 2, Allow(0, 666666667*ns)},
+				{t0, "a", 2, Allow(0, 666666667*ns)},
 				{At(666666666 * ns), "a", 1, Deny(0, ns, ns)},
 				{At(666666667 * ns), "a", 1, Allow(1, 666666667*ns)},
 				{At(666666667 * ns), "a", 2, Deny(1, 666666667*ns, 666666667*ns)},
@@ -44,7 +44,7 @@ func slidingLogScenarios() []Scenario {
 			// 7 per 3s burst 2: W = ⌈857142857 1/7⌉ = 857142858ns.
 			Name: "awkward_7_per_3s", Algs: logAlgs, Limit: admit.Limit{Rate: 7, Period: 3 * sec, Burst: 2},
 			Steps: []Step{
-				{T0, "a", 1, Allow(1, 857142858*ns)},
+				{t0, "a", 1, Allow(1, 857142858*ns)},
 				{At(ms), "a", 1, Allow(0, 857142858*ns)},
 				{At(ms), "a", 1, Deny(0, 856142858*ns, 857142858*ns)},
 				{At(857142857 * ns), "a", 1, Deny(0, ns, 1000001*ns)},
@@ -54,8 +54,8 @@ func slidingLogScenarios() []Scenario {
 		{
 			Name: "long_idle_gap", Algs: logAlgs, Limit: admit.PerMinute(100),
 			Steps: []Step{
-				{T0, "a", 100, Allow(0, time.Minute)},
-				{T0, "a", 1, Deny(0, time.Minute, time.Minute)},
+				{t0, "a", 100, Allow(0, time.Minute)},
+				{t0, "a", 1, Deny(0, time.Minute, time.Minute)},
 				{At(longIdle), "a", 0, Allow(100, 0)},
 				{At(longIdle), "a", 100, Allow(0, time.Minute)},
 			},
@@ -64,7 +64,7 @@ func slidingLogScenarios() []Scenario {
 			// W = 1ms.
 			Name: "huge_rate_and_burst", Algs: logAlgs, Limit: admit.Limit{Rate: 1e9, Period: sec, Burst: 1e6},
 			Steps: []Step{
-				{T0, "a", 1e6, Allow(0, ms)},
+				{t0, "a", 1e6, Allow(0, ms)},
 				{At(ms - ns), "a", 1, Deny(0, ns, ns)},
 				{At(ms), "a", 1, Allow(999999, ms)},
 				{At(ms), "a", 1e6, Deny(999999, ms, ms)},
@@ -74,7 +74,7 @@ func slidingLogScenarios() []Scenario {
 		{
 			Name: "tiny_rate", Algs: logAlgs, Limit: admit.PerDay(1),
 			Steps: []Step{
-				{T0, "a", 1, Allow(0, day)},
+				{t0, "a", 1, Allow(0, day)},
 				{At(12 * time.Hour), "a", 1, Deny(0, 12*time.Hour, 12*time.Hour)},
 				{At(day - ns), "a", 1, Deny(0, ns, ns)},
 				{At(day), "a", 1, Allow(0, day)},
@@ -83,13 +83,13 @@ func slidingLogScenarios() []Scenario {
 		{
 			Name: "independent_keys", Algs: logAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
-				{T0, "a", 2, Allow(0, sec)},
-				{T0, "b", 1, Allow(1, sec)},
-				{T0, "a", 1, Deny(0, sec, sec)},
-				{T0, "c", 0, Allow(2, 0)},
-				{T0, "{a}", 1, Allow(1, sec)},
-				{T0, "a\x00b", 2, Allow(0, sec)},
-				{T5, "b", 1, Allow(0, sec)},
+				{t0, "a", 2, Allow(0, sec)},
+				{t0, "b", 1, Allow(1, sec)},
+				{t0, "a", 1, Deny(0, sec, sec)},
+				{t0, "c", 0, Allow(2, 0)},
+				{t0, "{a}", 1, Allow(1, sec)},
+				{t0, "a\x00b", 2, Allow(0, sec)},
+				{t5, "b", 1, Allow(0, sec)},
 				{At(sec), "a", 1, Allow(1, sec)},
 				{At(sec), "b", 2, Deny(1, 500*ms, 500*ms)},
 				{At(sec), "{a}", 0, Allow(2, 0)},
@@ -102,7 +102,7 @@ func slidingLogScenarios() []Scenario {
 			Name: "backwards", Algs: logAlgs, Limit: admit.PerSecond(2),
 			Steps: []Step{
 				{At(sec), "a", 1, Allow(1, sec)},
-				{T5, "a", 1, Allow(0, 1500*ms)}, // logged at 1s
+				{t5, "a", 1, Allow(0, 1500*ms)}, // logged at 1s
 				{At(1500 * ms), "a", 1, Deny(0, 500*ms, 500*ms)},
 				{At(1900 * ms), "a", 0, Allow(0, 100*ms)},
 				{At(2 * sec), "a", 2, Allow(0, sec)},

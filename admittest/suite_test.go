@@ -40,9 +40,9 @@ func TestPlayReportsFirstMismatch(t *testing.T) {
 	sc := Scenario{
 		Name: "wrong", Algs: bucketAlgs, Limit: admit.PerSecond(10).WithBurst(3),
 		Steps: []Step{
-			{T0, "a", 1, Allow(2, 100*ms)},
-			{T2, "a", 2, Allow(1, 100*ms)}, // wrong: D = 0 before, 200ms after
-			{T2, "a", 0, Allow(0, 0)},      // also wrong, not reached
+			{t0, "a", 1, Allow(2, 100*ms)},
+			{t2, "a", 2, Allow(1, 100*ms)}, // wrong: D = 0 before, 200ms after
+			{t2, "a", 0, Allow(0, 0)},      // also wrong, not reached
 		},
 	}
 	rec := &recorder{ctx: t.Context()}
@@ -88,7 +88,7 @@ func TestErrorsStandForRefusalsOnly(t *testing.T) {
 		{0, Allow(2, 0), fixed{d: admit.Decision{Allowed: true, Limit: l, Remaining: 2, Rule: "any"}}, true},
 	} {
 		rec := &recorder{ctx: t.Context()}
-		Scenario{Name: "s", Limit: admit.Limit{Rate: 2, Period: time.Second}, Steps: []Step{{T0, "a", c.n, c.want}}}.Play(rec, c.subj)
+		Scenario{Name: "s", Limit: admit.Limit{Rate: 2, Period: time.Second}, Steps: []Step{{t0, "a", c.n, c.want}}}.Play(rec, c.subj)
 		if ok := len(rec.errs) == 0; ok != c.ok {
 			t.Errorf("n=%d want %v subject %+v: passed=%v, want %v (%q)", c.n, c.want, c.subj, ok, c.ok, rec.errs)
 		}
@@ -98,13 +98,13 @@ func TestErrorsStandForRefusalsOnly(t *testing.T) {
 // mutant is the model with one decision in some altered.
 type mutant struct {
 	admit.KeyedLimiter
-	mutate func(r Request, d *admit.Decision) bool
+	mutate func(r admit.Request, d *admit.Decision) bool
 	hit    bool
 }
 
 func (m *mutant) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	d, err := m.KeyedLimiter.Allow(ctx, r)
-	if !m.hit && m.mutate(Request{r.At, r.Key, r.N}, &d) {
+	if !m.hit && m.mutate(r, &d) {
 		m.hit = true
 	}
 	return d, err
@@ -113,29 +113,29 @@ func (m *mutant) Allow(ctx context.Context, r admit.Request) (admit.Decision, er
 // TestDifferentialCatchesMutants: off-by-one-nanosecond and off-by-one-event
 // errors, and the wrong rule for time going backwards, are all caught.
 func TestDifferentialCatchesMutants(t *testing.T) {
-	mutations := map[string]func(r Request, d *admit.Decision) bool{
-		"retry_1ns_early": func(r Request, d *admit.Decision) bool {
+	mutations := map[string]func(r admit.Request, d *admit.Decision) bool{
+		"retry_1ns_early": func(r admit.Request, d *admit.Decision) bool {
 			if !d.Allowed && d.RetryAfter > 1 && d.RetryAfter != admit.InfDuration {
 				d.RetryAfter--
 				return true
 			}
 			return false
 		},
-		"reset_1ns_late": func(r Request, d *admit.Decision) bool {
+		"reset_1ns_late": func(r admit.Request, d *admit.Decision) bool {
 			if d.ResetAfter > 0 {
 				d.ResetAfter++
 				return true
 			}
 			return false
 		},
-		"remaining_plus_one": func(r Request, d *admit.Decision) bool {
+		"remaining_plus_one": func(r admit.Request, d *admit.Decision) bool {
 			if r.N == 0 && d.Remaining < d.Limit.Burst {
 				d.Remaining++
 				return true
 			}
 			return false
 		},
-		"admits_a_denial": func(r Request, d *admit.Decision) bool {
+		"admits_a_denial": func(r admit.Request, d *admit.Decision) bool {
 			if r.N > 0 && !d.Allowed && d.RetryAfter != admit.InfDuration {
 				*d = admit.Decision{Allowed: true, Limit: d.Limit}
 				return true
@@ -185,9 +185,9 @@ func TestDifferentialCatchesMutants(t *testing.T) {
 // the key's timeline so far.
 func TestDifferentialReportsTimeline(t *testing.T) {
 	l := admit.PerSecond(1)
-	reqs := []Request{{T0, "a", 1}, {T0, "b", 1}, {T1, "a", 1}}
-	m := &mutant{KeyedLimiter: Model(admit.AlgGCRA, l), mutate: func(r Request, d *admit.Decision) bool {
-		if r.At.Equal(T1) {
+	reqs := []admit.Request{{Key: "a", N: 1, At: t0}, {Key: "b", N: 1, At: t0}, {Key: "a", N: 1, At: t1}}
+	m := &mutant{KeyedLimiter: Model(admit.AlgGCRA, l), mutate: func(r admit.Request, d *admit.Decision) bool {
+		if r.At.Equal(t1) {
 			d.RetryAfter++
 			return true
 		}
@@ -254,18 +254,18 @@ func TestModelRejectsInvalidLimits(t *testing.T) {
 		{admit.AlgGCRA, admit.Every(40 * 365 * day)},
 		{admit.AlgFixedWindow, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}},
 	} {
-		if _, err := Model(c.alg, c.l).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); !errors.Is(err, admit.ErrInvalidLimit) {
+		if _, err := Model(c.alg, c.l).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("%v %+v: %v", c.alg, c.l, err)
 		}
 	}
-	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); !errors.Is(err, admit.ErrUnknownAlgorithm) {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	// A window of 1ns is fine for the windows, and shorter for the buckets.
-	if _, err := Model(admit.AlgSlidingLog, admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); err != nil {
+	if _, err := Model(admit.AlgSlidingLog, admit.Limit{Rate: 1e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); err != nil {
 		t.Error(err)
 	}
-	if _, err := Model(admit.AlgGCRA, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: T0}); err != nil {
+	if _, err := Model(admit.AlgGCRA, admit.Limit{Rate: 2e9, Period: time.Second, Burst: 1}).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); err != nil {
 		t.Error(err)
 	}
 }

@@ -82,20 +82,8 @@ func wantOf(d admit.Decision) Want {
 	return Want{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter}
 }
 
-// Request is one call on a timeline: n events for key at instant At. (It
-// is admit.Request without a per-call Limit, with a String method for
-// failure reports.)
-type Request struct {
-	At  time.Time
-	Key string
-	N   int64
-}
-
-// request returns r as the admit.Request a limiter under test is asked.
-func (r Request) request() admit.Request { return admit.Request{Key: r.Key, N: r.N, At: r.At} }
-
-// String formats r as "at +200ms key "a" n=2".
-func (r Request) String() string {
+// fmtRequest formats one call of a timeline as "at +200ms key "a" n=2".
+func fmtRequest(r admit.Request) string {
 	return fmt.Sprintf("at %s key %q n=%d", offset(r.At), r.Key, r.N)
 }
 
@@ -107,8 +95,8 @@ type Step struct {
 	Want Want
 }
 
-// Request returns the step without its expectation.
-func (s Step) Request() Request { return Request{At: s.At, Key: s.Key, N: s.N} }
+// request returns the step without its expectation.
+func (s Step) request() admit.Request { return admit.Request{Key: s.Key, N: s.N, At: s.At} }
 
 // Scenario is a timeline table: requests at explicit instants against one
 // limit, each with the decision the documented semantics give, derived by
@@ -132,9 +120,9 @@ func (s Scenario) Play(t testing.TB, subj admit.KeyedLimiter) {
 	ctx := t.Context()
 	limit := normalLimit(s.Limit)
 	for i, st := range s.Steps {
-		d, err := subj.Allow(ctx, st.Request().request())
+		d, err := subj.Allow(ctx, st.request())
 		if msg := mismatch(limit, st.N, st.Want, d, err); msg != "" {
-			t.Errorf("%s (%v): step %d %v: %s", s.Name, s.Limit, i, st.Request(), msg)
+			t.Errorf("%s (%v): step %d %s: %s", s.Name, s.Limit, i, fmtRequest(st.request()), msg)
 			return
 		}
 	}
@@ -194,12 +182,7 @@ func normalLimit(l admit.Limit) admit.Limit {
 //	})
 func Run(t *testing.T, f Factory, algs ...admit.Algorithm) {
 	t.Helper()
-	RunScenarios(t, f, Scenarios(), algs...)
-}
-
-// RunScenarios is Run with the scenarios given.
-func RunScenarios(t *testing.T, f Factory, scenarios []Scenario, algs ...admit.Algorithm) {
-	t.Helper()
+	scenarios := Scenarios()
 	if len(algs) == 0 {
 		algs = admit.Algorithms()
 	}

@@ -40,7 +40,7 @@ func (a *asked) Refund(_ context.Context, r admit.Request) error {
 // its own cost, a Learner tracks its own cost, and dst receives each
 // layer's decision (zero for those not asked).
 func TestAdmitPerLayerRequests(t *testing.T) {
-	at := admittest.T0.Add(time.Minute)
+	at := admittest.Epoch.Add(time.Minute)
 	a, peeked, last := &asked{remaining: 7}, &asked{remaining: 3}, &asked{refuse: true}
 	j := &journal{}
 	l := &learner{probe: newProbe("learner", admits(5)), j: j}

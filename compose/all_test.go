@@ -123,7 +123,7 @@ func TestAllMostRestrictive(t *testing.T) {
 // refusal or failure of a later layer leaves every earlier one with the
 // capacity it had.
 func TestAllUndoesRealLimiters(t *testing.T) {
-	clk := admittest.NewManualClock(admittest.T0)
+	clk := admittest.NewManualClock(admittest.Epoch)
 	ip := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.PerSecond(10)})
 	window := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(100)})
 	conc, err := concurrency.New(concurrency.Config{Max: 3})
@@ -222,7 +222,7 @@ func TestAllNoOverConsumption(t *testing.T) {
 	limits := [3]admit.Limit{admit.PerSecond(20), {Rate: 5, Period: time.Second, Burst: 8}, admit.PerMinute(30)}
 	for _, alg := range admit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
-			clk := admittest.NewManualClock(admittest.T0)
+			clk := admittest.NewManualClock(admittest.Epoch)
 			var lims, twins [3]*keyed.Limiter
 			var counted [3]*probe
 			var layers []compose.Layer
@@ -502,7 +502,7 @@ func TestAllCanceledMidChain(t *testing.T) {
 // concurrency cap (run it with -race): what the chain admitted is what
 // each layer consumed, and every slot comes back.
 func TestAllConcurrent(t *testing.T) {
-	clk := admittest.NewManualClock(admittest.T0) // one instant: refunds are exact
+	clk := admittest.NewManualClock(admittest.Epoch) // one instant: refunds are exact
 	wide := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Limit: admit.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}})
 	narrow := mustKeyed(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgSlidingWindow, Limit: admit.Limit{Rate: 150, Period: time.Hour, Burst: 150}})
 	conc, _ := concurrency.New(concurrency.Config{Max: 6})

@@ -149,9 +149,9 @@ func TestBreakerInconclusiveProbe(t *testing.T) {
 	clk.Advance(time.Second)
 
 	prim.set(func(context.Context, string, int64) (admit.Decision, error) {
-		return admit.Decision{}, fmt.Errorf("%w: 9999 bytes", keyed.ErrKeyTooLong)
+		return admit.Decision{}, fmt.Errorf("%w: 9999 bytes", admit.ErrKeyTooLong)
 	})
-	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Fatalf("probe with a bad request: error %v", err)
 	}
 	synctest.Test(t, func(t *testing.T) {

@@ -98,7 +98,7 @@ func TestFallback(t *testing.T) {
 		t.Errorf("decisions %v, want %v", got, want)
 	}
 	// The local limiter's own errors are returned.
-	if _, err := g.Allow(ctx, admit.Request{Key: strings.Repeat("x", 4096+1), N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: strings.Repeat("x", 4096+1), N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
 	if s := g.Stats(); s.Failures != 4 || s.Decided != 3 {
@@ -118,7 +118,7 @@ func TestRequestErrorsAreReturned(t *testing.T) {
 	}
 	obs := &recorder{}
 	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Observer: obs}, Policy: compose.FailOpen, Threshold: 1})
-	if _, err := g.Allow(ctx, admit.Request{Key: "a-key-that-is-too-long", N: 1}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if _, err := g.Allow(ctx, admit.Request{Key: "a-key-that-is-too-long", N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: error %v, want ErrKeyTooLong", err)
 	}
 	if _, err := g.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
@@ -151,7 +151,7 @@ func TestIsFailure(t *testing.T) {
 		{fmt.Errorf("x: %w", admit.ErrInvalidCost), false},
 		{fmt.Errorf("x: %w", admit.ErrInvalidLimit), false},
 		{fmt.Errorf("x: %w", admit.ErrUnknownAlgorithm), false},
-		{fmt.Errorf("x: %w", keyed.ErrKeyTooLong), false},
+		{fmt.Errorf("x: %w", admit.ErrKeyTooLong), false},
 		{fmt.Errorf("x: %w", keyed.ErrStoreFull), true},
 	} {
 		if got := compose.IsFailure(tc.err); got != tc.want {

@@ -222,8 +222,8 @@ func fuzzBody(t *testing.T, data []byte) {
 						}
 					}
 					if busy >= 3 {
-						if !errors.Is(err, ErrTooManyKeys) {
-							t.Fatalf("step %d: a 4th key: err %v, want ErrTooManyKeys", i, err)
+						if !errors.Is(err, admit.ErrTooManyKeys) {
+							t.Fatalf("step %d: a 4th key: err %v, want admit.ErrTooManyKeys", i, err)
 						}
 						continue
 					}

@@ -172,8 +172,8 @@ func (l *Limiter) Max() int64 { return l.max }
 // with RetryAfter admit.InfDuration: an error wrapping admit.ErrInvalidLimit
 // (a per-call max <= 0), admit.ErrInvalidCost (r.N < 0),
 // admit.ErrExceedsBurst (r.N above the max: the request can never be
-// admitted) or ErrKeyTooLong; or, for a new key when the Limiter holds
-// Config.MaxKeys keys, an error wrapping ErrTooManyKeys, with RetryAfter 0
+// admitted) or admit.ErrKeyTooLong; or, for a new key when the Limiter holds
+// Config.MaxKeys keys, an error wrapping admit.ErrTooManyKeys, with RetryAfter 0
 // (unknown: the request may succeed once other keys are released). The
 // context is not consulted by this in-memory Limiter; it is there so that
 // the signature is that of limiters backed by a store.
@@ -242,7 +242,7 @@ func (l *Limiter) acquire(ctx context.Context, key string, max, n int64, wait bo
 				}
 				d := l.invalid(max)
 				d.RetryAfter = 0 // unknown: keys come back when their holders release
-				return Permit{}, d, fmt.Errorf("%w: the limit is %d keys", ErrTooManyKeys, l.maxKeys)
+				return Permit{}, d, fmt.Errorf("%w: concurrency: the limit is %d keys", admit.ErrTooManyKeys, l.maxKeys)
 			}
 		}
 		if ks.whead == nil && n <= max-ks.inflight { // inflight+n could overflow
@@ -294,7 +294,7 @@ func (l *Limiter) check(key string, max, n int64) error {
 	case n < 0:
 		return fmt.Errorf("%w: %d slots requested", admit.ErrInvalidCost, n)
 	case l.maxKeyLen >= 0 && len(key) > l.maxKeyLen:
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), l.maxKeyLen)
+		return fmt.Errorf("%w: concurrency: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), l.maxKeyLen)
 	}
 	return nil
 }

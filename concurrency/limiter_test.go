@@ -187,7 +187,7 @@ func TestMaxKeys(t *testing.T) {
 	a := mustAllow(t, l, "a", 1)
 	mustAllow(t, l, "b", 1)
 	_, d, err := l.TryAcquire(context.Background(), admit.Request{Key: "c", N: 1})
-	if !errors.Is(err, concurrency.ErrTooManyKeys) {
+	if !errors.Is(err, admit.ErrTooManyKeys) {
 		t.Fatalf("a third key: err = %v, want ErrTooManyKeys", err)
 	}
 	if d.Allowed || d.RetryAfter != 0 || d.Kind != admit.KindConcurrency {
@@ -252,13 +252,13 @@ func TestBadInput(t *testing.T) {
 		{name: "n > max, global", key: "", max: 3, n: 1 << 62, want: admit.ErrExceedsBurst, infRetry: true},
 		{name: "zero max", key: "k", max: 0, n: 1, want: admit.ErrInvalidLimit, infRetry: true},
 		{name: "negative max", key: "k", max: -5, n: 0, want: admit.ErrInvalidLimit, infRetry: true},
-		{name: "key too long", key: long, max: 3, n: 1, want: concurrency.ErrKeyTooLong, infRetry: true},
+		{name: "key too long", key: long, max: 3, n: 1, want: admit.ErrKeyTooLong, infRetry: true},
 		{name: "key at the maximum", key: long[1:], max: 3, n: 1, allowed: true},
 		{name: "any bytes", key: "\x00\xff{}\n", max: 3, n: 1, allowed: true},
 		{name: "empty key", key: "", max: 3, n: 3, allowed: true},
 		{name: "max int64", key: "k", max: 1<<63 - 1, n: 1<<63 - 1, allowed: true},
 		{name: "n = 0 = max", key: "k", max: 1, n: 0, allowed: true},
-		{name: "short max length", cfg: concurrency.Config{MaxKeyLength: 2}, key: "abc", max: 3, n: 1, want: concurrency.ErrKeyTooLong, infRetry: true},
+		{name: "short max length", cfg: concurrency.Config{MaxKeyLength: 2}, key: "abc", max: 3, n: 1, want: admit.ErrKeyTooLong, infRetry: true},
 		{name: "the empty key under the shortest max length", cfg: concurrency.Config{MaxKeyLength: 1}, key: "", max: 3, n: 1, allowed: true},
 		{name: "no key length bound", cfg: concurrency.Config{MaxKeyLength: -1}, key: long + long, max: 3, n: 1, allowed: true},
 	}
@@ -412,7 +412,7 @@ func TestMaxKeysReclaimsExpiredLeases(t *testing.T) {
 	for i := range 50 {
 		mustAllow(t, l, itoa(i), 1) // leaked
 	}
-	if _, _, err := l.TryAcquire(context.Background(), admit.Request{Key: "new", N: 1}); !errors.Is(err, concurrency.ErrTooManyKeys) {
+	if _, _, err := l.TryAcquire(context.Background(), admit.Request{Key: "new", N: 1}); !errors.Is(err, admit.ErrTooManyKeys) {
 		t.Fatalf("err = %v, want ErrTooManyKeys", err)
 	}
 	clk.Advance(time.Minute)

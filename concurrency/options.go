@@ -64,13 +64,13 @@ type Config struct {
 	// with slots held or callers waiting; idle keys are forgotten at once,
 	// and the empty key, the global limit, does not count). A request for
 	// a new key beyond the bound fails with an error wrapping
-	// ErrTooManyKeys, after expired leases have been reclaimed. 0 means no
+	// admit.ErrTooManyKeys, after expired leases have been reclaimed. 0 means no
 	// bound: the number of keys is then bounded by the number of requests
 	// in flight and waiting. A negative value is an error.
 	MaxKeys int
 
 	// MaxKeyLength bounds the length of keys, in bytes; a longer key fails
-	// with an error wrapping ErrKeyTooLong. 0 means 1024; a negative value
+	// with an error wrapping admit.ErrKeyTooLong. 0 means 1024; a negative value
 	// means no bound.
 	MaxKeyLength int
 }

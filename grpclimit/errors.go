@@ -3,12 +3,10 @@ package grpclimit
 import "errors"
 
 // Errors returned by this package's constructors. They are wrapped with %w
-// where a call has more to say, so test them with errors.Is.
+// where a call has more to say, so test them with errors.Is. Besides these,
+// a nil limiter or Decider given to NewServer, NewServerDecider or in a
+// Config's Methods is an error wrapping admit.ErrInvalidConfig.
 var (
-	// ErrNilLimiter reports a nil limiter or Decider given to NewServer,
-	// NewServerDecider or in a Config's Methods.
-	ErrNilLimiter = errors.New("grpclimit: nil limiter")
-
 	// ErrInvalidKey reports a Key that cannot find anything: a metadata
 	// name that gRPC would never send, prefix lengths out of range, a nil
 	// function, or no Key at all.

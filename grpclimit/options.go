@@ -136,7 +136,7 @@ func (cfg *Config) check() error {
 			return invalid("Methods: %w", err)
 		}
 		if m.Limiter == nil {
-			return fmt.Errorf("%w: Methods: %q with a nil limiter", ErrNilLimiter, m.Pattern)
+			return fmt.Errorf("%w: grpclimit: Methods: %q with a nil limiter", admit.ErrInvalidConfig, m.Pattern)
 		}
 	}
 	for _, p := range cfg.Exempt {

@@ -96,9 +96,8 @@ type Server struct {
 // (a repeated entry is keyed by its first value) never gets it more than
 // its limit.
 //
-// NewServer fails with ErrNilLimiter without any limiter, ErrInvalidKey for
-// an invalid key, and with an error wrapping admit.ErrInvalidConfig for a
-// field of cfg out of its domain (and ErrInvalidMethod too, for a bad
+// NewServer fails with ErrInvalidKey for an invalid key, and with an error
+// wrapping admit.ErrInvalidConfig without any limiter or for a field of cfg out of its domain (and ErrInvalidMethod too, for a bad
 // pattern).
 func NewServer(lim admit.KeyedLimiter, key Key, cfg Config) (*Server, error) {
 	if err := key.Err(); err != nil {
@@ -109,7 +108,7 @@ func NewServer(lim admit.KeyedLimiter, key Key, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if lim == nil && len(cfg.Methods) == 0 {
-		return nil, fmt.Errorf("%w: NewServer without a default limiter or Config.Methods", ErrNilLimiter)
+		return nil, fmt.Errorf("%w: grpclimit: NewServer without a default limiter or Config.Methods", admit.ErrInvalidConfig)
 	}
 	s.key = key
 	s.def = methodRule{lim: lim}
@@ -123,12 +122,12 @@ func NewServer(lim admit.KeyedLimiter, key Key, cfg Config) (*Server, error) {
 // NewServerDecider returns a Server configured by cfg deciding each call
 // with d. The Held
 // given to d.Decide belongs to the call until it ends and is reused
-// after: d must not keep it. NewServerDecider fails with ErrNilLimiter for
-// a nil d, admit.ErrInvalidConfig if cfg.Methods is given (d routes
+// after: d must not keep it. NewServerDecider fails with an error wrapping
+// admit.ErrInvalidConfig for a nil d or if cfg.Methods is given (d routes
 // calls itself), and as NewServer for the other fields.
 func NewServerDecider(d Decider, cfg Config) (*Server, error) {
 	if d == nil {
-		return nil, fmt.Errorf("%w: NewServerDecider(nil)", ErrNilLimiter)
+		return nil, fmt.Errorf("%w: grpclimit: NewServerDecider(nil)", admit.ErrInvalidConfig)
 	}
 	if len(cfg.Methods) > 0 {
 		return nil, invalid("Methods: do not apply to a Decider")

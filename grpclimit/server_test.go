@@ -424,7 +424,7 @@ func TestConstructorErrors(t *testing.T) {
 		new  func() (*Server, error)
 		want error
 	}{
-		{"nil limiter", func() (*Server, error) { return NewServer(nil, good, Config{}) }, ErrNilLimiter},
+		{"nil limiter", func() (*Server, error) { return NewServer(nil, good, Config{}) }, admit.ErrInvalidConfig},
 		{"zero key", func() (*Server, error) { return NewServer(lim, Key{}, Config{}) }, ErrInvalidKey},
 		{"empty metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey(""), Config{}) }, ErrInvalidKey},
 		{"bad metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("x api key"), Config{}) }, ErrInvalidKey},
@@ -445,14 +445,14 @@ func TestConstructorErrors(t *testing.T) {
 		}, ErrInvalidMethod},
 		{"method nil limiter", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: mUnary, Limiter: nil}}})
-		}, ErrNilLimiter},
+		}, admit.ErrInvalidConfig},
 		{"exempt pattern", func() (*Server, error) { return NewServer(lim, good, Config{Exempt: []string{"health"}}) }, ErrInvalidMethod},
 		{"max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: 70}) }, admit.ErrInvalidConfig},
 		{"negative max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: -1}) }, admit.ErrInvalidConfig},
 		{"method pattern is a config error", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "Method", Limiter: lim}}})
 		}, admit.ErrInvalidConfig},
-		{"nil decider", func() (*Server, error) { return NewServerDecider(nil, Config{}) }, ErrNilLimiter},
+		{"nil decider", func() (*Server, error) { return NewServerDecider(nil, Config{}) }, admit.ErrInvalidConfig},
 		{"decider with method", func() (*Server, error) {
 			return NewServerDecider(DeciderFunc(func(context.Context, string, *compose.Held) (admit.Decision, error) {
 				return admit.Decision{}, nil

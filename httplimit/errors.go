@@ -2,17 +2,18 @@ package httplimit
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/admit-go/admit"
 )
 
 // Errors returned by this package. They are wrapped with %w where a call
-// has more to say, so test them with errors.Is.
+// has more to say, so test them with errors.Is. Besides these, a
+// constructor given a nil limiter, key function, chain or Decider fails
+// with an error wrapping admit.ErrInvalidConfig; a key longer than
+// Config.MaxKeyLength is admit.ErrKeyTooLong (431), and a negative cost
+// admit.ErrInvalidCost (400, and ErrBadKey).
 var (
-	// ErrNilArgument reports a nil limiter, key function, chain or Decider
-	// given to a constructor.
-	ErrNilArgument = errors.New("httplimit: nil argument")
-
 	// ErrNoKey reports a request that a KeyFunc cannot key: the header,
 	// API key, route or context value it looks for is missing. The
 	// middleware refuses such a request with 400 Bad Request, or serves it
@@ -40,19 +41,19 @@ var (
 	// forwarding header (which a client may have sent itself, bypassing
 	// the proxies) wrap ErrBadKey too.
 	ErrNoClientIP error = &kindOf{"httplimit: no trustworthy client address", ErrNoKey}
-
-	// ErrKeyTooLong reports a key longer than the maximum (see
-	// Config.MaxKeyLength). The middleware refuses the request with 431
-	// Request Header Fields Too Large without asking the limiter, as it
-	// does when the limiter itself finds the key too long. It is
-	// admit.ErrKeyTooLong.
-	ErrKeyTooLong = admit.ErrKeyTooLong
-
-	// ErrInvalidCost reports a cost function that returned a negative cost.
-	// It wraps ErrBadKey: the request is refused with 400 (an error of the
-	// cost function is treated alike), never served without a limit.
-	ErrInvalidCost error = &kindOf{"httplimit: negative cost", ErrBadKey}
 )
+
+// errKeyTooLong reports a key longer than Config.MaxKeyLength: the
+// middleware refuses the request with 431 Request Header Fields Too Large
+// without asking the limiter, as it does when the limiter itself finds the
+// key too long.
+var errKeyTooLong = fmt.Errorf("%w: httplimit: key longer than Config.MaxKeyLength", admit.ErrKeyTooLong)
+
+// errNegativeCost reports a cost function that returned a negative cost:
+// it is admit.ErrInvalidCost and ErrBadKey, so the request is refused with
+// 400 (an error of the cost function is treated alike), never served
+// without a limit.
+var errNegativeCost error = &kindsOf{"httplimit: negative cost", []error{admit.ErrInvalidCost, ErrBadKey}}
 
 // kindOf is a sentinel error that is a kind of another: errors.Is matches
 // both, and its message is its own.

@@ -214,12 +214,11 @@ type refusalBody struct {
 // asking lim for the request's key (key(r)) and cost (1, or cfg.Cost's).
 // lim is any keyed limiter (an admit.KeyedLimiter): a keyed.Limiter, a
 // redisstore.Limiter, a compose.Guard, a compose.Chain whose layers share
-// the key. New fails with ErrNilArgument for a nil lim or key, and with an
-// error wrapping admit.ErrInvalidConfig for a field of cfg out of its
-// domain.
+// the key. New fails with an error wrapping admit.ErrInvalidConfig for a
+// nil lim or key, or a field of cfg out of its domain.
 func New(lim admit.KeyedLimiter, key KeyFunc, cfg Config) (*Middleware, error) {
 	if isNil(lim) || key == nil {
-		return nil, fmt.Errorf("%w: New needs a limiter and a key function", ErrNilArgument)
+		return nil, fmt.Errorf("%w: httplimit: New needs a limiter and a key function", admit.ErrInvalidConfig)
 	}
 	return build(&Middleware{mode: modeKeyed, lim: lim, key: key}, &cfg)
 }
@@ -227,20 +226,19 @@ func New(lim admit.KeyedLimiter, key KeyFunc, cfg Config) (*Middleware, error) {
 // NewChain returns middleware configured by cfg that decides each request
 // by chain c, with keys[i](r) the key of the chain's layer i, and the cost
 // of cfg.Cost (default 1). The slots of the chain's concurrency layers are
-// held until the handler returns. NewChain fails with ErrNilArgument for a
-// nil c or key function, and with an error wrapping admit.ErrInvalidConfig
-// if len(keys) is not the number of layers or a field of cfg is out of its
+// held until the handler returns. NewChain fails with an error wrapping
+// admit.ErrInvalidConfig for a nil c or key function, or if len(keys) is not the number of layers or a field of cfg is out of its
 // domain.
 func NewChain(c *compose.Chain, keys []KeyFunc, cfg Config) (*Middleware, error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: NewChain needs a chain", ErrNilArgument)
+		return nil, fmt.Errorf("%w: httplimit: NewChain needs a chain", admit.ErrInvalidConfig)
 	}
 	if n := len(c.Layers()); len(keys) != n {
 		return nil, fmt.Errorf("%w: httplimit: NewChain: %d key functions for %d layers", admit.ErrInvalidConfig, len(keys), n)
 	}
 	for i, k := range keys {
 		if k == nil {
-			return nil, fmt.Errorf("%w: key function %d is nil", ErrNilArgument, i)
+			return nil, fmt.Errorf("%w: httplimit: key function %d is nil", admit.ErrInvalidConfig, i)
 		}
 	}
 	return build(&Middleware{mode: modeChain, chain: c, keys: append([]KeyFunc(nil), keys...)}, &cfg)
@@ -253,10 +251,11 @@ func NewChain(c *compose.Chain, keys []KeyFunc, cfg Config) (*Middleware, error)
 // when the handler returns (or at once if d refuses or fails); grants that
 // learn from the outcome are finished with it (see Middleware). An error of
 // d wrapping ErrNoKey is treated as a request that cannot be keyed.
-// NewDecider fails with ErrNilArgument for a nil d.
+// NewDecider fails with an error wrapping admit.ErrInvalidConfig for a
+// nil d.
 func NewDecider(d Decider, cfg Config) (*Middleware, error) {
 	if isNil(d) {
-		return nil, fmt.Errorf("%w: NewDecider needs a Decider", ErrNilArgument)
+		return nil, fmt.Errorf("%w: httplimit: NewDecider needs a Decider", admit.ErrInvalidConfig)
 	}
 	if cfg.Cost != nil {
 		return nil, fmt.Errorf("%w: httplimit: Cost: a Decider decides the cost itself", admit.ErrInvalidConfig)
@@ -334,7 +333,7 @@ func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *htt
 		return
 	}
 	if len(key) > m.maxKeyLen {
-		m.unkeyed(next, w, r, "", n, ErrKeyTooLong)
+		m.unkeyed(next, w, r, "", n, errKeyTooLong)
 		return
 	}
 	d, err := m.lim.Allow(r.Context(), admit.Request{Key: key, N: n})
@@ -361,7 +360,7 @@ func (m *Middleware) costOf(r *http.Request) (int64, error) {
 		return 0, fmt.Errorf("httplimit: cost: %w: %w", ErrBadKey, err)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("%w: %d", ErrInvalidCost, n)
+		return 0, fmt.Errorf("%w: %d", errNegativeCost, n)
 	}
 	return n, nil
 }
@@ -404,7 +403,7 @@ func (m *Middleware) serveHeld(next http.Handler, w http.ResponseWriter, r *http
 			}
 			var k string
 			if k, err = kf(r); err == nil && len(k) > m.maxKeyLen {
-				err = ErrKeyTooLong
+				err = errKeyTooLong
 			}
 			keys = append(keys, k)
 		}
@@ -468,7 +467,7 @@ func release(h *compose.Held) {
 
 // unkeyed answers a request that cannot be keyed (err says why).
 func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, err error) {
-	tooLong := errors.Is(err, ErrKeyTooLong)
+	tooLong := errors.Is(err, admit.ErrKeyTooLong)
 	bad := errors.Is(err, ErrBadKey) || errors.Is(err, admit.ErrInvalidCost)
 	out := Unkeyed
 	if m.skipUnkeyed && !tooLong && !bad {
@@ -496,7 +495,7 @@ func (m *Middleware) unkeyed(next http.Handler, w http.ResponseWriter, r *http.R
 // failed answers a request whose limiter returned err.
 func (m *Middleware) failed(next http.Handler, w http.ResponseWriter, r *http.Request, key string, n int64, d *admit.Decision, err error) {
 	switch {
-	case errors.Is(err, ErrKeyTooLong), errors.Is(err, admit.ErrInvalidCost):
+	case errors.Is(err, admit.ErrKeyTooLong), errors.Is(err, admit.ErrInvalidCost):
 		m.unkeyed(next, w, r, key, n, err)
 		return
 	}

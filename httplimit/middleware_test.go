@@ -220,7 +220,7 @@ func TestUnkeyed(t *testing.T) {
 	if got := ev.outcomes(); got != "unkeyed unkeyed admitted" {
 		t.Errorf("outcomes %q", got)
 	}
-	if !errors.Is(ev.list[0].Err, ErrNoKey) || !errors.Is(ev.list[1].Err, ErrKeyTooLong) {
+	if !errors.Is(ev.list[0].Err, ErrNoKey) || !errors.Is(ev.list[1].Err, admit.ErrKeyTooLong) {
 		t.Errorf("errors %v, %v", ev.list[0].Err, ev.list[1].Err)
 	}
 
@@ -282,7 +282,7 @@ func TestCost(t *testing.T) {
 	for _, p := range []string{"/neg", "/err"} {
 		checkResponse(t, do(h, p, ""), 400, map[string]string{"Content-Type": "application/json"}, `{"code":"KEY_INVALID"}`+"\n")
 	}
-	if len(lim.costs) != 1 || !errors.Is(ev.list[1].Err, ErrInvalidCost) || !errors.Is(ev.list[2].Err, ErrNoKey) {
+	if len(lim.costs) != 1 || !errors.Is(ev.list[1].Err, admit.ErrInvalidCost) || !errors.Is(ev.list[2].Err, ErrNoKey) {
 		t.Errorf("limiter called with %v; events %+v", lim.costs, ev.list)
 	}
 }
@@ -328,14 +328,14 @@ func TestConstructors(t *testing.T) {
 		err  error
 		make func() (*Middleware, error)
 	}{
-		{"nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nil, RemoteIP, Config{}) }},
-		{"typed nil limiter", ErrNilArgument, func() (*Middleware, error) { return New(nilLim, RemoteIP, Config{}) }},
-		{"nil key", ErrNilArgument, func() (*Middleware, error) { return New(lim, nil, Config{}) }},
-		{"nil chain", ErrNilArgument, func() (*Middleware, error) { return NewChain(nil, nil, Config{}) }},
+		{"nil limiter", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(nil, RemoteIP, Config{}) }},
+		{"typed nil limiter", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(nilLim, RemoteIP, Config{}) }},
+		{"nil key", admit.ErrInvalidConfig, func() (*Middleware, error) { return New(lim, nil, Config{}) }},
+		{"nil chain", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewChain(nil, nil, Config{}) }},
 		{"chain keys", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{RemoteIP, RemoteIP}, Config{}) }},
-		{"chain nil key", ErrNilArgument, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{nil}, Config{}) }},
-		{"nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nil, Config{}) }},
-		{"typed nil decider", ErrNilArgument, func() (*Middleware, error) { return NewDecider(nilDecider, Config{}) }},
+		{"chain nil key", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewChain(chain, []KeyFunc{nil}, Config{}) }},
+		{"nil decider", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewDecider(nil, Config{}) }},
+		{"typed nil decider", admit.ErrInvalidConfig, func() (*Middleware, error) { return NewDecider(nilDecider, Config{}) }},
 		{"decider cost", admit.ErrInvalidConfig, func() (*Middleware, error) {
 			return NewDecider(&decider{}, Config{Cost: func(*http.Request) (int64, error) { return 1, nil }})
 		}},

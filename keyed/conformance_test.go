@@ -120,7 +120,7 @@ func FuzzConformanceEager(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		alg, l, reqs := admittest.TimelineFromBytes(data)
-		slices.SortStableFunc(reqs, func(a, b admittest.Request) int { return a.At.Compare(b.At) })
+		slices.SortStableFunc(reqs, func(a, b admit.Request) int { return a.At.Compare(b.At) })
 		admittest.Differential(t, factory(keyed.Config{Shards: 1, ForgetAfter: -1})(t, alg, l), alg, l, reqs)
 	})
 }

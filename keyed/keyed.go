@@ -11,17 +11,12 @@ import (
 	"github.com/admit-go/admit/internal/timeline"
 )
 
-// Errors returned by this package, besides admit's (ErrInvalidLimit,
-// ErrInvalidCost, ErrUnknownAlgorithm). Test them with errors.Is.
-var (
-	// ErrKeyTooLong reports a key longer than the limiter's maximum (see
-	// Config.MaxKeyLength). Nothing was consumed. It is admit.ErrKeyTooLong.
-	ErrKeyTooLong = admit.ErrKeyTooLong
-
-	// ErrStoreFull reports that a key could not be stored because its
-	// shard's key arena reached 4 GiB. Nothing was consumed.
-	ErrStoreFull = errors.New("keyed: key store full")
-)
+// ErrStoreFull reports that a key could not be stored because its shard's
+// key arena reached 4 GiB. Nothing was consumed. The package's other
+// errors are admit's (ErrInvalidLimit, ErrInvalidCost, ErrUnknownAlgorithm,
+// and ErrKeyTooLong for a key longer than Config.MaxKeyLength). Test them
+// with errors.Is.
+var ErrStoreFull = errors.New("keyed: key store full")
 
 // Limiter limits each key separately, by one of admit's algorithms, in
 // memory. Every key behaves exactly as its own single-key limiter of package
@@ -130,7 +125,7 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // different tiers; compiled limits are cached, so a handful of tiers cost
 // nothing per call. The error is non-nil only for bad input: r.N < 0
 // (admit.ErrInvalidCost), an invalid r.Limit (admit.ErrInvalidLimit), a
-// key longer than the maximum (ErrKeyTooLong), or a full store
+// key longer than the maximum (admit.ErrKeyTooLong), or a full store
 // (ErrStoreFull); nothing is consumed then. ctx is not used (deciding in
 // memory never waits); it is there so that every keyed limiter, in memory
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
@@ -193,7 +188,7 @@ func (lim *Limiter) at(t time.Time) int64 {
 //
 // The error is non-nil only for bad input: r.N < 0 (admit.ErrInvalidCost),
 // an invalid r.Limit (admit.ErrInvalidLimit) or a key longer than the
-// maximum (ErrKeyTooLong). r.N = 0 does nothing. ctx is not used. Refund
+// maximum (admit.ErrKeyTooLong). r.N = 0 does nothing. ctx is not used. Refund
 // does not allocate.
 func (lim *Limiter) Refund(ctx context.Context, r admit.Request) error {
 	c := lim.own
@@ -243,7 +238,7 @@ func (lim *Limiter) refuse(key string, c *limits.Compiled, n int64, err error) (
 	case n < 0:
 		err = fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
 	default:
-		err = fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), lim.maxKeyLen)
+		err = fmt.Errorf("%w: keyed: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), lim.maxKeyLen)
 	}
 	return c.Refusal(lim.name), err
 }

@@ -75,7 +75,7 @@ func TestTrackedGrows(t *testing.T) {
 		}
 		const keys = 5000
 		for i := 1; i <= keys; i++ {
-			allow(t, lim, admittest.T0, fmt.Sprint("k", i), 1)
+			allow(t, lim, admittest.Epoch, fmt.Sprint("k", i), 1)
 			if got := int(c.tracked.Load()); got > i || got < i-i/8-shards {
 				t.Fatalf("%d shards: %d keys, tracked %d", shards, i, got)
 			}
@@ -95,7 +95,7 @@ func TestKeysAreIndependent(t *testing.T) {
 		lim := mustNew(t, keyed.Config{Options: admit.Options{Name: "per-user"}, Algorithm: alg, Limit: admit.PerMinute(2)})
 		for _, k := range keys {
 			for i := range 3 {
-				d := allow(t, lim, admittest.T0, k, 1)
+				d := allow(t, lim, admittest.Epoch, k, 1)
 				if d.Allowed != (i < 2) || d.Rule != "per-user" {
 					t.Fatalf("%v key %q request %d: %+v", alg, k, i, d)
 				}
@@ -112,7 +112,7 @@ func TestTiers(t *testing.T) {
 	lim := mustNew(t, keyed.Config{Limit: free})
 	count := func(key string, l admit.Limit) (n int) {
 		for range 20 {
-			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, Limit: l, At: admittest.T0})
+			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1, Limit: l, At: admittest.Epoch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestTiers(t *testing.T) {
 		t.Fatalf("pro tier admitted %d", n)
 	}
 	// A bad per-call limit is an error, and consumes nothing.
-	if _, err := lim.Allow(ctx, admit.Request{Key: "carol", N: 1, Limit: admit.Limit{Rate: -1}, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "carol", N: 1, Limit: admit.Limit{Rate: -1}, At: admittest.Epoch}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Fatalf("negative rate: %v", err)
 	}
 	if lim.Len() != 2 {
@@ -144,12 +144,12 @@ func TestPeekStoresNothing(t *testing.T) {
 	c := &counter{}
 	lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Algorithm: admit.AlgSlidingWindow, Limit: admit.PerSecond(5)})
 	for i := range 1000 {
-		d := allow(t, lim, admittest.T0, fmt.Sprint("k", i), 0)
+		d := allow(t, lim, admittest.Epoch, fmt.Sprint("k", i), 0)
 		if !d.Allowed || d.Remaining != 5 || d.ResetAfter != 0 {
 			t.Fatalf("peek: %+v", d)
 		}
 		// A request that can never be admitted changes nothing either.
-		if d := allow(t, lim, admittest.T0, fmt.Sprint("k", i), 6); d.Allowed || d.RetryAfter != admit.InfDuration {
+		if d := allow(t, lim, admittest.Epoch, fmt.Sprint("k", i), 6); d.Allowed || d.RetryAfter != admit.InfDuration {
 			t.Fatalf("n > burst: %+v", d)
 		}
 	}
@@ -165,7 +165,7 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 	for _, alg := range admit.Algorithms() {
 		c := &counter{}
 		lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Algorithm: alg, Limit: admit.PerSecond(10), Shards: 4, ForgetAfter: time.Second})
-		now := admittest.T0
+		now := admittest.Epoch
 		// Each round 1000 new keys, one event each; a key is full again
 		// 1s later (window algorithms: 2s), and forgettable 1s after that.
 		for round := range 20 {
@@ -190,7 +190,7 @@ func TestCardinalityAttack(t *testing.T) {
 	const cap = 4_000
 	c := &counter{}
 	lim := mustNew(t, keyed.Config{Options: admit.Options{Observer: c}, Limit: admit.PerHour(1), MaxKeys: cap, Shards: 8})
-	now := admittest.T0
+	now := admittest.Epoch
 	allow(t, lim, now, "hot", 1)
 	for i := range 100_000 {
 		allow(t, lim, now, fmt.Sprint("flood-", i), 1)
@@ -210,8 +210,8 @@ func TestCardinalityAttack(t *testing.T) {
 
 func TestReset(t *testing.T) {
 	lim := mustNew(t, keyed.Config{Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(1)})
-	allow(t, lim, admittest.T0, "a", 1)
-	if d := allow(t, lim, admittest.T0, "a", 1); d.Allowed {
+	allow(t, lim, admittest.Epoch, "a", 1)
+	if d := allow(t, lim, admittest.Epoch, "a", 1); d.Allowed {
 		t.Fatal("second request admitted")
 	}
 	if lim.Len() != 1 {
@@ -223,7 +223,7 @@ func TestReset(t *testing.T) {
 	if err := lim.Reset(ctx, "a"); err != nil || lim.Len() != 0 {
 		t.Fatalf("Reset of a key not held: %v, %d keys", err, lim.Len())
 	}
-	if d := allow(t, lim, admittest.T0, "a", 1); !d.Allowed {
+	if d := allow(t, lim, admittest.Epoch, "a", 1); !d.Allowed {
 		t.Fatal("not admitted after Reset")
 	}
 }
@@ -231,7 +231,7 @@ func TestReset(t *testing.T) {
 func TestBatch(t *testing.T) {
 	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2)})
 	pro := admit.PerSecond(5)
-	t0 := admittest.T0
+	t0 := admittest.Epoch
 	reqs := []admit.Request{{Key: "a", N: 2, At: t0}, {Key: "a", N: 1, At: t0}, {Key: "b", N: 5, Limit: pro, At: t0}, {Key: "c", N: -1, At: t0}, {Key: "d", N: 1, At: t0}}
 	ds, err := lim.AllowBatch(ctx, reqs, nil)
 	if !errors.Is(err, admit.ErrInvalidCost) || !strings.Contains(err.Error(), "request 3") {
@@ -254,14 +254,14 @@ func TestBatch(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2), MaxKeyLength: 8})
-	if _, err := lim.Allow(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidCost) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "a", N: -1, At: admittest.Epoch}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("n < 0: %v", err)
 	}
-	d, err := lim.Allow(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0})
-	if !errors.Is(err, keyed.ErrKeyTooLong) || d.Allowed {
+	d, err := lim.Allow(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.Epoch})
+	if !errors.Is(err, admit.ErrKeyTooLong) || d.Allowed {
 		t.Errorf("long key: %+v, %v", d, err)
 	}
-	if _, err := lim.Allow(ctx, admit.Request{Key: "12345678", N: 1, At: admittest.T0}); err != nil {
+	if _, err := lim.Allow(ctx, admit.Request{Key: "12345678", N: 1, At: admittest.Epoch}); err != nil {
 		t.Errorf("key of the maximum length: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -296,7 +296,7 @@ func TestConcurrentExact(t *testing.T) {
 			wg.Go(func() {
 				for i := range 200 {
 					k := (g + i) % 4
-					if d := allow(t, lim, admittest.T0, fmt.Sprint("key", k), 1); d.Allowed {
+					if d := allow(t, lim, admittest.Epoch, fmt.Sprint("key", k), 1); d.Allowed {
 						admitted[k].Add(1)
 					}
 				}
@@ -352,11 +352,11 @@ func TestMemoryBounded(t *testing.T) {
 		return m.HeapAlloc
 	}
 	for i := range cap {
-		allow(t, lim, admittest.T0, fmt.Sprintf("%016d", i), 1)
+		allow(t, lim, admittest.Epoch, fmt.Sprintf("%016d", i), 1)
 	}
 	full := heap()
 	for i := range 10 * cap {
-		allow(t, lim, admittest.T0, fmt.Sprintf("%016d", cap+i), 1)
+		allow(t, lim, admittest.Epoch, fmt.Sprintf("%016d", cap+i), 1)
 	}
 	after := heap()
 	if after > full+cap*100 {

@@ -36,7 +36,7 @@ type Config struct {
 	MaxKeys int
 
 	// MaxKeyLength is the longest key, in bytes, the limiter accepts; a
-	// longer key is an error wrapping ErrKeyTooLong. 0 means 4096; it
+	// longer key is an error wrapping admit.ErrKeyTooLong. 0 means 4096; it
 	// must be at most 1<<24, and a negative value is an error.
 	MaxKeyLength int
 

@@ -27,34 +27,34 @@ func TestRefund(t *testing.T) {
 			lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(5)})
 			// A key that is not stored is full: nothing to give back,
 			// and nothing is stored.
-			refund(t, lim, admittest.T0, "a", 3)
+			refund(t, lim, admittest.Epoch, "a", 3)
 			if lim.Len() != 0 {
 				t.Fatalf("a refund stored a key: Len = %d", lim.Len())
 			}
-			if d := allow(t, lim, admittest.T0, "a", 3); !d.Allowed || d.Remaining != 2 {
+			if d := allow(t, lim, admittest.Epoch, "a", 3); !d.Allowed || d.Remaining != 2 {
 				t.Fatalf("AllowAt: %+v", d)
 			}
-			refund(t, lim, admittest.T0, "a", 2)
-			if d := allow(t, lim, admittest.T0, "a", 0); d.Remaining != 4 {
+			refund(t, lim, admittest.Epoch, "a", 2)
+			if d := allow(t, lim, admittest.Epoch, "a", 0); d.Remaining != 4 {
 				t.Fatalf("after giving back 2 of 3: %+v", d)
 			}
-			refund(t, lim, admittest.T0, "a", 100)
-			if d := allow(t, lim, admittest.T0, "a", 0); d.Remaining != 5 || d.ResetAfter != 0 {
+			refund(t, lim, admittest.Epoch, "a", 100)
+			if d := allow(t, lim, admittest.Epoch, "a", 0); d.Remaining != 5 || d.ResetAfter != 0 {
 				t.Fatalf("after giving back 100: %+v, want full (5, no reset)", d)
 			}
-			refund(t, lim, admittest.T0, "a", 0) // does nothing
-			if d := allow(t, lim, admittest.T0, "a", 5); !d.Allowed {
+			refund(t, lim, admittest.Epoch, "a", 0) // does nothing
+			if d := allow(t, lim, admittest.Epoch, "a", 5); !d.Allowed {
 				t.Fatalf("the whole burst after the refunds: %+v", d)
 			}
 			// Under a per-call limit.
 			pro := admit.PerSecond(50)
-			if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: admittest.T0}); err != nil || d.Remaining != 10 {
+			if d, err := lim.Allow(ctx, admit.Request{Key: "b", N: 40, Limit: pro, At: admittest.Epoch}); err != nil || d.Remaining != 10 {
 				t.Fatalf("Allow(Limit, At): %+v, %v", d, err)
 			}
-			if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: admittest.T0}); err != nil {
+			if err := lim.Refund(ctx, admit.Request{Key: "b", N: 30, Limit: pro, At: admittest.Epoch}); err != nil {
 				t.Fatal(err)
 			}
-			if d, _ := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: admittest.T0}); d.Remaining != 40 {
+			if d, _ := lim.Allow(ctx, admit.Request{Key: "b", N: 0, Limit: pro, At: admittest.Epoch}); d.Remaining != 40 {
 				t.Fatalf("after Refund(Limit, At): %+v", d)
 			}
 		})
@@ -66,9 +66,9 @@ func TestRefund(t *testing.T) {
 func TestRefundWindows(t *testing.T) {
 	for _, alg := range []admit.Algorithm{admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingLog} {
 		lim := mustNew(t, keyed.Config{Algorithm: alg, Limit: admit.PerSecond(4)})
-		allow(t, lim, admittest.T0, "k", 4)
-		refund(t, lim, admittest.T0.Add(time.Second), "k", 4)
-		d := allow(t, lim, admittest.T0.Add(time.Second), "k", 0)
+		allow(t, lim, admittest.Epoch, "k", 4)
+		refund(t, lim, admittest.Epoch.Add(time.Second), "k", 4)
+		d := allow(t, lim, admittest.Epoch.Add(time.Second), "k", 0)
 		switch alg {
 		case admit.AlgSlidingWindow: // the previous window still weighs in full at its end
 			if d.Remaining != 0 {
@@ -82,7 +82,7 @@ func TestRefundWindows(t *testing.T) {
 		// And half a window in: a sliding window's previous count weighs
 		// half, untouched by the refund.
 		if alg == admit.AlgSlidingWindow {
-			if d := allow(t, lim, admittest.T0.Add(1500*time.Millisecond), "k", 0); d.Remaining != 2 {
+			if d := allow(t, lim, admittest.Epoch.Add(1500*time.Millisecond), "k", 0); d.Remaining != 2 {
 				t.Errorf("%v half a window on: %+v", alg, d)
 			}
 		}
@@ -115,7 +115,7 @@ func TestRefundUndoesAdmission(t *testing.T) {
 					}
 					return allow(t, lim, now, key, n)
 				}
-				now := admittest.T0
+				now := admittest.Epoch
 				for i := range 200 {
 					now = now.Add(time.Duration(rng.Int64N(int64(l.Period) / int64(l.Rate) * 2)))
 					key := fmt.Sprint("k", rng.IntN(3))
@@ -139,7 +139,7 @@ func TestRefundUndoesAdmission(t *testing.T) {
 					da, db := do(a, now, key, n), do(b, now, key, n)
 					if da != db {
 						t.Fatalf("%v %v grace %v per-call %v, request %d (%s n=%d at +%v): %+v, without the refunded requests %+v",
-							alg, l, grace, perCall, i, key, n, now.Sub(admittest.T0), da, db)
+							alg, l, grace, perCall, i, key, n, now.Sub(admittest.Epoch), da, db)
 					}
 				}
 			}
@@ -158,13 +158,13 @@ func TestRefundConcurrent(t *testing.T) {
 				for i := range 300 {
 					key := fmt.Sprint("key", (g+i)%3)
 					n := int64(1 + i%3)
-					d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.T0})
+					d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.Epoch})
 					if err != nil {
 						t.Error(err)
 						return
 					}
 					if d.Allowed {
-						if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.T0}); err != nil {
+						if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.Epoch}); err != nil {
 							t.Error(err)
 							return
 						}
@@ -174,7 +174,7 @@ func TestRefundConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		for k := range 3 {
-			if d := allow(t, lim, admittest.T0, fmt.Sprint("key", k), 0); d.Remaining != 10 {
+			if d := allow(t, lim, admittest.Epoch, fmt.Sprint("key", k), 0); d.Remaining != 10 {
 				t.Errorf("%v key%d: %+v, want full", alg, k, d)
 			}
 		}
@@ -183,48 +183,48 @@ func TestRefundConcurrent(t *testing.T) {
 
 func TestRefundBadInput(t *testing.T) {
 	lim := mustNew(t, keyed.Config{Limit: admit.PerSecond(2), MaxKeyLength: 8})
-	allow(t, lim, admittest.T0, "a", 2)
+	allow(t, lim, admittest.Epoch, "a", 2)
 	for name, err := range map[string]error{
-		"negative n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
+		"negative n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.Epoch}),
 		"negative n now": lim.Refund(ctx, admit.Request{Key: "a", N: -1}),
-		"per-call n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.T0}),
+		"per-call n":     lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.Epoch}),
 		"per-call n now": lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2)}),
 	} {
 		if !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, keyed.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.Epoch}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
 	for _, l := range []admit.Limit{{Rate: -1, Period: time.Second}, {Rate: 5}} {
-		if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: l, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
+		if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: l, At: admittest.Epoch}); !errors.Is(err, admit.ErrInvalidLimit) {
 			t.Errorf("limit %+v: %v", l, err)
 		}
 	}
 	// Nothing was given back by the bad calls.
-	if d := allow(t, lim, admittest.T0, "a", 1); d.Allowed {
+	if d := allow(t, lim, admittest.Epoch, "a", 1); d.Allowed {
 		t.Errorf("a bad refund gave capacity back: %+v", d)
 	}
 }
 
 // TestRefundClock: Refund and Refund(Limit) read the limiter's clock.
 func TestRefundClock(t *testing.T) {
-	clk := admittest.NewManualClock(admittest.T0)
+	clk := admittest.NewManualClock(admittest.Epoch)
 	lim := mustNew(t, keyed.Config{Options: admit.Options{Clock: clk}, Algorithm: admit.AlgFixedWindow, Limit: admit.PerMinute(3)})
 	lim.Allow(ctx, admit.Request{Key: "k", N: 3})
 	clk.Advance(time.Minute) // the next window: nothing comes back
 	if err := lim.Refund(ctx, admit.Request{Key: "k", N: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.T0}); d.Remaining != 0 {
+	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.Epoch}); d.Remaining != 0 {
 		t.Fatalf("a refund in the next window gave back: %+v", d)
 	}
-	clk.Set(admittest.T0.Add(30 * time.Second))
+	clk.Set(admittest.Epoch.Add(30 * time.Second))
 	if err := lim.Refund(ctx, admit.Request{Key: "k", N: 2, Limit: admit.PerMinute(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.T0}); d.Remaining != 2 {
+	if d, _ := lim.Allow(ctx, admit.Request{Key: "k", N: 0, At: admittest.Epoch}); d.Remaining != 2 {
 		t.Fatalf("after Refund(Limit) in the window: %+v", d)
 	}
 }

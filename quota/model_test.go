@@ -159,7 +159,7 @@ func TestCapRefusesOnlyLiveKeys(t *testing.T) {
 		}
 	}
 	for i := range 10 {
-		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("x", i), N: 1, At: d0}); !errors.Is(err, ErrTooManyKeys) {
+		if _, err := q.Allow(context.Background(), admit.Request{Key: fmt.Sprint("x", i), N: 1, At: d0}); !errors.Is(err, admit.ErrTooManyKeys) {
 			t.Fatalf("key %d over the cap: %v", i, err)
 		}
 	}

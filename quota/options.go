@@ -39,12 +39,12 @@ type Config struct {
 	WeekStart *time.Weekday
 
 	// MaxKeys caps the number of keys the quota holds, exactly. A new key
-	// beyond the cap is refused with an error wrapping ErrTooManyKeys (see
+	// beyond the cap is refused with an error wrapping admit.ErrTooManyKeys (see
 	// Quota). 0 means 1<<20; a negative value is an error.
 	MaxKeys int
 
 	// MaxKeyLength is the longest key, in bytes, the quota accepts; a
-	// longer key is an error wrapping ErrKeyTooLong. 0 means 4096; a
+	// longer key is an error wrapping admit.ErrKeyTooLong. 0 means 4096; a
 	// negative value is an error.
 	MaxKeyLength int
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/calendar"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -55,7 +56,7 @@ import (
 // above). Peeks and denials of a key not held store nothing.
 //
 // The number of keys held is capped (Config.MaxKeys). At the cap, a new key
-// is refused with an error wrapping ErrTooManyKeys unless a key of an
+// is refused with an error wrapping admit.ErrTooManyKeys unless a key of an
 // ended period can be forgotten; the Observer sees the refusal (Decided)
 // and the number of keys (Tracked). A Quota never forgets a key whose
 // period is still running: that would give the key its whole quota again,
@@ -81,7 +82,7 @@ type Quota struct {
 
 	// cur is the current period: the latest any decision was made in. It
 	// only moves forward.
-	cur Latest
+	cur calendar.Latest
 	t   *table
 	// trackAt is the number of keys from which an insertion reports them
 	// to the Observer again (see observe).
@@ -105,7 +106,7 @@ func New(cfg Config) (*Quota, error) {
 		name:      cfg.Name,
 		obs:       cfg.Observer,
 		maxKeyLen: o.maxKeyLen,
-		errFull:   fmt.Errorf("%w: %d keys are held, none of them from an ended period", ErrTooManyKeys, o.maxKeys),
+		errFull:   fmt.Errorf("%w: quota: %d keys are held, none of them from an ended period", admit.ErrTooManyKeys, o.maxKeys),
 		t:         newTable(o.maxKeys),
 	}
 	if q.obs != nil {
@@ -159,8 +160,8 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // The error is non-nil only when the request could not be decided; it is
 // then refused (Allowed false) and nothing is counted: r.N < 0 (an error
 // wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a per-call size
-// below 1 (ErrInvalidQuota), a key longer than the maximum (ErrKeyTooLong,
-// RetryAfter InfDuration), or a new key beyond the cap (ErrTooManyKeys,
+// below 1 (ErrInvalidQuota), a key longer than the maximum (admit.ErrKeyTooLong,
+// RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
 // RetryAfter until the period ends, when keys are freed). ctx is not used
 // by the in-memory Quota (deciding never waits); it is there so that
 // every backend has the signature of admit.KeyedLimiter.
@@ -188,7 +189,7 @@ func (q *Quota) at(t time.Time) int64 {
 // size). Events counted in a period that has ended are not given back (the
 // count started over anyway), and a refund never takes a count below zero.
 // The error is non-nil only for bad input: r.N < 0 (admit.ErrInvalidCost)
-// or a key longer than the maximum (ErrKeyTooLong). ctx is not used.
+// or a key longer than the maximum (admit.ErrKeyTooLong). ctx is not used.
 func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
 	key, n := r.Key, r.N
 	if err := q.checkInput(key, n); err != nil {
@@ -367,7 +368,7 @@ func (q *Quota) checkInput(key string, n int64) error {
 		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
 	}
 	if len(key) > q.maxKeyLen {
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), q.maxKeyLen)
+		return fmt.Errorf("%w: quota: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), q.maxKeyLen)
 	}
 	return nil
 }

@@ -423,7 +423,7 @@ func TestAllowBadInput(t *testing.T) {
 	if d, err := q.Allow(context.Background(), admit.Request{Key: "k", N: -1, At: d0}); !errors.Is(err, admit.ErrInvalidCost) || !refused(d) {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
-	if d, err := q.Allow(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, quota.ErrKeyTooLong) || !refused(d) {
+	if d, err := q.Allow(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, admit.ErrKeyTooLong) || !refused(d) {
 		t.Errorf("long key: %+v, %v", d, err)
 	}
 	if d, err := q.Allow(context.Background(), admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: -3}, At: d0}); !errors.Is(err, quota.ErrInvalidQuota) || !refused(d) || d.Limit.Period != day {
@@ -432,7 +432,7 @@ func TestAllowBadInput(t *testing.T) {
 	if err := q.Refund(context.Background(), admit.Request{Key: "k", N: -1, At: d0}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("refund -1: %v", err)
 	}
-	if err := q.Refund(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, quota.ErrKeyTooLong) {
+	if err := q.Refund(context.Background(), admit.Request{Key: "123456789", N: 1, At: d0}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("refund with a long key: %v", err)
 	}
 	if q.Len() != 0 {
@@ -499,7 +499,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 				key := fmt.Sprint("k", (i*7+g)%40)
 				d, err := q.Allow(context.Background(), admit.Request{Key: key, N: int64(1 + i%3), At: at})
 				if err != nil {
-					if !errors.Is(err, quota.ErrTooManyKeys) {
+					if !errors.Is(err, admit.ErrTooManyKeys) {
 						t.Error(err)
 					}
 					continue

@@ -1,6 +1,10 @@
 package quota
 
-import "math"
+import (
+	"math"
+
+	"github.com/admit-go/admit/internal/calendar"
+)
 
 // This file is the quota algorithm as pure functions over a small value,
 // without locks, clocks, maps or time zones, so that a store (the Redis
@@ -11,13 +15,8 @@ import "math"
 // never is the RetryAfter (ns) of a request that can never be admitted.
 const never = int64(math.MaxInt64)
 
-// Window is a calendar period [Start, End), in ns since the Unix epoch.
-type Window struct {
-	Start, End int64
-}
-
-// window is the package's short name for Window.
-type window = Window
+// window is a calendar period [Start, End), in ns since the Unix epoch.
+type window = calendar.Window
 
 // state is one key's count: Used events admitted in the period [Start,
 // End). The zero state is empty: it holds no period (no period ends at the

@@ -33,7 +33,7 @@ func TestStep(t *testing.T) {
 			state{1000, 2000, 2}, result{Allowed: true, Remaining: 3, ResetAfter: 500, Start: 1000, End: 2000}},
 		{"peek of a new key", state{}, p1, 1500, 0, 5,
 			state{1000, 2000, 0}, result{Allowed: true, Remaining: 5, Start: 1000, End: 2000}},
-		{"new key in a period before 1970", state{}, window{-500, 100}, 0, 1, 5,
+		{"new key in a period before 1970", state{}, window{Start: -500, End: 100}, 0, 1, 5,
 			state{-500, 100, 1}, result{Allowed: true, Remaining: 4, ResetAfter: 100, Start: -500, End: 100}},
 		{"empty state keeps its period", state{2000, 2500, 0}, p1, 1500, 5, 5,
 			state{2000, 2500, 5}, result{Allowed: true, ResetAfter: 1000, Start: 2000, End: 2500}},
@@ -158,7 +158,7 @@ func FuzzStep(f *testing.F) {
 			inPrev := prev.End > w.Start && prev.End != 0
 			want := w
 			if inPrev {
-				want = window{prev.Start, prev.End}
+				want = window{Start: prev.Start, End: prev.End}
 				if want.Start < w.Start {
 					t.Fatalf("state %+v from a period before w %+v not reset", prev, w)
 				}

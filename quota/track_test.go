@@ -79,7 +79,7 @@ func TestTooManyKeys(t *testing.T) {
 		}
 	}
 	d, err := q.Allow(context.Background(), admit.Request{Key: "d", N: 1, At: d0})
-	if !errors.Is(err, quota.ErrTooManyKeys) {
+	if !errors.Is(err, admit.ErrTooManyKeys) {
 		t.Fatalf("a fourth key: %+v, %v; want ErrTooManyKeys", d, err)
 	}
 	if d.Allowed || d.RetryAfter != 12*time.Hour || d.Remaining != 0 || d.Limit.Period != day || d.Rule != "daily" {

@@ -148,9 +148,6 @@ func (s *Store) Concurrency(cfg ConcurrencyConfig) (*ConcurrencyLimiter, error) 
 // per key for Acquire and TryAcquire.
 func (l *ConcurrencyLimiter) Max() int64 { return l.max }
 
-// Name returns the limiter's name.
-func (l *ConcurrencyLimiter) Name() string { return l.name }
-
 // TryAcquire takes r.N slots of r.Key, if they are free; it never waits.
 // The limit is r.Limit.Rate slots in flight, or the limiter's own max (Max)
 // when r.Limit is zero; r.Limit's Period and Burst and r.At are not used.
@@ -163,8 +160,8 @@ func (l *ConcurrencyLimiter) Name() string { return l.name }
 // denies with RetryAfter admit.InfDuration: bad input (an error wrapping
 // admit.ErrInvalidLimit for a max outside [1, 2^53], admit.ErrInvalidCost
 // for r.N < 0, admit.ErrExceedsBurst for r.N above the max, which can
-// never be admitted, or ErrKeyTooLong), Redis failing (ErrStore), ctx
-// ending (its error), or a closed Store (ErrClosed). If the call failed
+// never be admitted, or admit.ErrKeyTooLong), Redis failing (ErrStore), ctx
+// ending (its error), or a closed Store (admit.ErrClosed). If the call failed
 // after Redis may have granted the slots (a timeout, a lost connection,
 // ctx ending mid-call), the limiter tries once to give them back, within
 // the Store's timeout; failing that, their lease expires.
@@ -262,7 +259,7 @@ func (l *ConcurrencyLimiter) tryFor(ctx context.Context, key string, max, n int6
 		return Lease{}, l.refusal(max), err
 	}
 	if l.s.closed.Load() {
-		return Lease{}, l.refusal(max), ErrClosed
+		return Lease{}, l.refusal(max), errClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return Lease{}, l.refusal(max), err

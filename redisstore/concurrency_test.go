@@ -362,10 +362,10 @@ func TestConcurrencyBadInput(t *testing.T) {
 	if _, _, err := l.TryAcquire(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Second}}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("a per-call limit of 0: %v", err)
 	}
-	if _, _, err := l.Acquire(ctx, admit.Request{Key: "key-too-long", N: 1}); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, _, err := l.Acquire(ctx, admit.Request{Key: "key-too-long", N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("a long key: %v", err)
 	}
-	if _, err := l.InFlight(ctx, "key-too-long"); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, err := l.InFlight(ctx, "key-too-long"); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("InFlight of a long key: %v", err)
 	}
 	// Any bytes in a key, braces included.
@@ -383,7 +383,7 @@ func TestConcurrencyBadInput(t *testing.T) {
 	l2 := newConcurrency(t, s2, redisstore.ConcurrencyConfig{Max: 1})
 	p, _, _ := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 	s2.Close()
-	if _, _, err := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
+	if _, _, err := l2.TryAcquire(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 	if ok, err := p.Release(ctx); !ok || err != nil {

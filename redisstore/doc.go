@@ -128,8 +128,8 @@
 // # Errors
 //
 // A denial is a Decision, not an error. Errors mean nothing was decided:
-// bad input (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong),
+// bad input (admit.ErrInvalidCost, admit.ErrInvalidLimit, admit.ErrKeyTooLong),
 // a failure of Redis (ErrStore: connection refused, timeout, an error reply
 // such as a key holding another type, or a malformed reply, which is never
-// a panic), the caller's context, or a closed Store (ErrClosed).
+// a panic), the caller's context, or a closed Store (admit.ErrClosed).
 package redisstore

@@ -2,26 +2,22 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/admit-go/admit"
 )
 
 // Errors returned by this package, wrapped with %w where there is more to
-// say: test them with errors.Is.
+// say: test them with errors.Is. Besides these, a key longer than
+// Config.MaxKeyLength is an error wrapping admit.ErrKeyTooLong (nothing is
+// sent to Redis), and a call on a Store after Close (or on one of its
+// limiters) one wrapping admit.ErrClosed.
 var (
 	// ErrStore reports that Redis could not decide: a connection failure,
 	// a timeout, an error reply (a key of the wrong type, a missing slot),
 	// or a malformed reply. The request was not decided; a failure policy
 	// (package compose) chooses what happens instead.
 	ErrStore = errors.New("redisstore: store failed")
-
-	// ErrClosed reports a check on a Store after Close.
-	ErrClosed = errors.New("redisstore: store closed")
-
-	// ErrKeyTooLong reports a key longer than the maximum (see
-	// Config.MaxKeyLength). Nothing is sent to Redis. It is
-	// admit.ErrKeyTooLong.
-	ErrKeyTooLong = admit.ErrKeyTooLong
 
 	// ErrInvalidArgument reports an argument of a call outside its
 	// domain: a lease's duration (Lease.ExtendFor, compose.WithLeaseTTL),
@@ -30,3 +26,6 @@ var (
 	// admit.ErrInvalidConfig.)
 	ErrInvalidArgument = errors.New("redisstore: invalid argument")
 )
+
+// errClosed is the error of a call on a Store after Close.
+var errClosed = fmt.Errorf("%w: redisstore: store closed", admit.ErrClosed)

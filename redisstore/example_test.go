@@ -73,7 +73,7 @@ func ExampleStore_AllowLayers() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, user := range []string{"ann", "bob", "cid"} {
 		// The tenant is the hash tag: all its layers live in one slot.
-		d, _, err := store.AllowLayersAt(ctx, now, "acme", 1, []redisstore.Layer{
+		d, _, err := store.AllowLayers(ctx, admit.Request{Key: "acme", N: 1, At: now}, []redisstore.Layer{
 			{Limiter: perUser, Key: "acme/" + user},
 			{Limiter: perTenant, Key: "acme"},
 		}, nil)
@@ -82,7 +82,7 @@ func ExampleStore_AllowLayers() {
 		}
 		fmt.Printf("%s: allowed %v by %q, remaining %d\n", user, d.Allowed, d.Rule, d.Remaining)
 	}
-	d, _, _ := store.AllowLayersAt(ctx, now, "acme", 0, []redisstore.Layer{{Limiter: perUser, Key: "acme/cid"}}, nil)
+	d, _, _ := store.AllowLayers(ctx, admit.Request{Key: "acme", N: 0, At: now}, []redisstore.Layer{{Limiter: perUser, Key: "acme/cid"}}, nil)
 	fmt.Printf("cid's own limit: remaining %d\n", d.Remaining)
 	// Output:
 	// ann: allowed true by "tenant", remaining 1

@@ -3,12 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/limits"
-	"github.com/admit-go/admit/internal/timeline"
 )
 
 // Layer is one limit a request must pass in Store.AllowLayers: the key
@@ -19,28 +16,24 @@ type Layer struct {
 	Limit   *admit.Limit
 }
 
-// AllowLayers decides n events against every layer at once, on Redis's
-// clock, in one script call: the request is admitted, and its events
-// consumed in every layer, only if every layer admits it; otherwise nothing
-// is consumed anywhere. It returns the strictest decision (the denial with
+// AllowLayers decides r.N events against every layer at once, in one
+// script call, at instant r.At (the zero time: on Redis's clock): the
+// request is admitted, and its events consumed in every layer, only if
+// every layer admits it; otherwise nothing is consumed anywhere. It returns the strictest decision (the denial with
 // the longest RetryAfter, or, if all admit, the one with the fewest
 // Remaining), whose Rule names its layer's limiter, and every layer's own
 // decision in layers' order, appended to dst.
 //
-// All the layers' keys live in one Redis Cluster slot, chosen by tag: a
-// layer's state is identified by its limiter, key and tag together, so use
-// the same tag for a key wherever it is checked (for example the tenant's
+// All the layers' keys live in one Redis Cluster slot, chosen by r.Key, the
+// tag (r.Limit is not used: each layer has its own): a layer's state is
+// identified by its limiter, key and tag together, so use the same tag for
+// a key wherever it is checked (for example the tenant's
 // name, for a per-tenant layer and the per-user layers under it). The
 // layers' keys are stored apart from those of Limiter.Allow, whose tag is
 // the key itself. The deny cache is not used: a denied layer must not hide
 // the others' states.
-func (s *Store) AllowLayers(ctx context.Context, tag string, n int64, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
-	return s.allowLayers(ctx, -1, tag, n, layers, dst)
-}
-
-// AllowLayersAt is AllowLayers at instant now.
-func (s *Store) AllowLayersAt(ctx context.Context, now time.Time, tag string, n int64, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
-	return s.allowLayers(ctx, algo.Clamp(timeline.Nanos(now)), tag, n, layers, dst)
+func (s *Store) AllowLayers(ctx context.Context, r admit.Request, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
+	return s.allowLayers(ctx, instant(r.At), r.Key, r.N, layers, dst)
 }
 
 func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
@@ -48,7 +41,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", ErrInvalidArgument, len(layers), maxKeysPerCall)
 	}
 	if len(tag) > s.o.maxKeyLen {
-		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: tag of %d bytes, the maximum is %d", ErrKeyTooLong, len(tag), s.o.maxKeyLen)
+		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: redisstore: tag of %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(tag), s.o.maxKeyLen)
 	}
 	cs := make([]*limits.Compiled, len(layers))
 	h := hashOf(tag)

@@ -63,9 +63,6 @@ func (lim *Limiter) Algorithm() admit.Algorithm { return lim.alg }
 // Limit returns the limiter's own limit, with Burst filled in.
 func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 
-// Name returns the limiter's name.
-func (lim *Limiter) Name() string { return lim.name }
-
 // Allow decides whether r.N events may happen for r.Key at instant r.At,
 // or now on Redis's clock when r.At is zero, under r.Limit (the limiter's
 // own limit when r.Limit is zero), and if so consumes them. A denial is a
@@ -76,9 +73,9 @@ func (lim *Limiter) Name() string { return lim.name }
 // still expire on Redis's clock (see Config.MinTTL).
 //
 // The error is non-nil when nothing was decided: bad input
-// (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong), Redis
+// (admit.ErrInvalidCost, admit.ErrInvalidLimit, admit.ErrKeyTooLong), Redis
 // failing (ErrStore), ctx ending first (its error), or a closed store
-// (ErrClosed). Keys may hold any bytes.
+// (admit.ErrClosed). Keys may hold any bytes.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	c, err := lim.compiled(r.Limit)
 	if err != nil {
@@ -241,9 +238,9 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 // limit.
 //
 // The error is non-nil when nothing may have been given back: bad input
-// (admit.ErrInvalidCost, admit.ErrInvalidLimit, ErrKeyTooLong), Redis
+// (admit.ErrInvalidCost, admit.ErrInvalidLimit, admit.ErrKeyTooLong), Redis
 // failing (ErrStore), ctx ending first (its error; the refund may then
-// still happen), or a closed store (ErrClosed). r.N = 0 does nothing.
+// still happen), or a closed store (admit.ErrClosed). r.N = 0 does nothing.
 func (lim *Limiter) Refund(ctx context.Context, r admit.Request) error {
 	c, err := lim.compiled(r.Limit)
 	if err != nil {

@@ -54,7 +54,7 @@ type Config struct {
 	Timeout time.Duration
 
 	// MaxKeyLength is the maximum length of a key, in bytes. A longer key
-	// is refused with ErrKeyTooLong before anything is sent. 0 means 4096;
+	// is refused with admit.ErrKeyTooLong before anything is sent. 0 means 4096;
 	// at most 2^24.
 	MaxKeyLength int
 

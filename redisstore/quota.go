@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/calendar"
 	"github.com/admit-go/admit/internal/timeline"
 	"github.com/admit-go/admit/quota"
 	"github.com/redis/go-redis/v9"
@@ -19,12 +20,12 @@ var quotaSource string
 
 var quotaScript = redis.NewScript(quotaSource)
 
-// QuotaGrace is how long a Quota's count outlives its period in Redis: a
-// key expires (PEXPIREAT) at its period's end plus QuotaGrace, on Redis's
+// quotaGrace is how long a Quota's count outlives its period in Redis: a
+// key expires (PEXPIREAT) at its period's end plus quotaGrace, on Redis's
 // clock, so that a check from a client whose instant is slightly behind
 // (Request.At), or a Redis whose clock stepped back, still finds the count
 // instead of a fresh one.
-const QuotaGrace = time.Minute
+const quotaGrace = time.Minute
 
 // Quota counts events per key per calendar period in Redis: at most N
 // events for each key in each period (hour, day, week, month or year) of
@@ -41,7 +42,8 @@ const QuotaGrace = time.Minute
 // A key's count lives in Redis under a name that holds its period's start
 // (see Keys), so it outlives the processes that count: a restarted
 // service, or another instance, sees the count so far. The count expires
-// (PEXPIREAT) when its period ends, plus QuotaGrace, on Redis's clock, and
+// (PEXPIREAT) a minute after its period ends, on Redis's clock (so that a
+// client whose instant is slightly behind still finds it), and
 // no later than Config.MinTTL from the last write.
 //
 // # Time
@@ -107,7 +109,7 @@ type Quota struct {
 
 	// cur is the latest period an explicit instant was decided in; it
 	// only moves forward.
-	cur quota.Latest
+	cur calendar.Latest
 
 	// guess is the local clock, which guesses the period of Redis's
 	// instant (a test sets it off).
@@ -168,9 +170,6 @@ func (q *Quota) Period() quota.Period { return q.period }
 // Location returns the time zone whose calendar the periods follow.
 func (q *Quota) Location() *time.Location { return q.loc }
 
-// Name returns the quota's name.
-func (q *Quota) Name() string { return q.name }
-
 // PeriodAt returns the period holding instant t, in the quota's location:
 // start <= t < end. It is q.Period().Bounds(t, location, week start).
 func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
@@ -191,8 +190,8 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 // The error is non-nil when nothing was decided, and the request is then
 // refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
 // admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
-// ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
-// closed Store (ErrClosed).
+// admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
+// closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	limit := q.limit
 	if r.Limit != (admit.Limit{}) {
@@ -216,7 +215,7 @@ func wallInstant(t time.Time) int64 {
 // that a later check refused after this quota admitted it. r.Limit is not
 // needed. A refund never takes a count below zero, and events counted in
 // a period that has ended are not given back. The error reports bad input
-// (admit.ErrInvalidCost, ErrKeyTooLong), Redis failing (ErrStore), ctx
+// (admit.ErrInvalidCost, admit.ErrKeyTooLong), Redis failing (ErrStore), ctx
 // ending or a closed Store.
 func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
 	return q.refund(ctx, wallInstant(r.At), r.Key, r.N)
@@ -239,7 +238,7 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	if q.s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	w := q.bounds(timeline.Wall(q.guess()))
 	keys := []string{
@@ -263,7 +262,7 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 		err = q.checkInput(key, n)
 	}
 	if err == nil && q.s.closed.Load() {
-		err = ErrClosed
+		err = errClosed
 	}
 	refusal := admit.Decision{
 		Limit:      admit.Limit{Rate: limit, Burst: limit},
@@ -310,7 +309,7 @@ func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) erro
 		return err
 	}
 	if q.s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	_, _, _, err := q.call(ctx, now, key, "r", n, 0)
 	return err
@@ -319,9 +318,9 @@ func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) erro
 // call runs the script for key at now (< 0: Redis's clock) and returns
 // its reply, the period it was decided in and the instant it was decided
 // at (ns).
-func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, quota.Window, int64, error) {
+func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit int64) ([]int64, calendar.Window, int64, error) {
 	explicit := now >= 0
-	var w quota.Window
+	var w calendar.Window
 	if explicit {
 		w = q.window(now)
 	} else {
@@ -333,7 +332,7 @@ func (q *Quota) call(ctx context.Context, now int64, key, op string, n, limit in
 		if explicit {
 			at = strconv.FormatInt(now/1000, 10)
 		}
-		expireAt := (w.End + int64(QuotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
+		expireAt := (w.End + int64(quotaGrace) + int64(time.Millisecond) - 1) / int64(time.Millisecond) // ms, rounded up
 		r, err := q.s.evalInts(ctx, quotaScript, "quota", []string{q.redisKey(w.Start, key)}, 3,
 			op, at, strconv.FormatInt(w.Start/1000, 10), strconv.FormatInt(w.End/1000, 10),
 			strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10),
@@ -365,12 +364,12 @@ func (q *Quota) redisKey(start int64, key string) string {
 // window returns the period to decide an explicit instant in: the latest
 // one decided in if now is in it or earlier, else the period holding now,
 // which becomes the latest.
-func (q *Quota) window(now int64) quota.Window { return q.cur.Window(now, q.bounds) }
+func (q *Quota) window(now int64) calendar.Window { return q.cur.Window(now, q.bounds) }
 
 // bounds returns the period holding now.
-func (q *Quota) bounds(now int64) quota.Window {
+func (q *Quota) bounds(now int64) calendar.Window {
 	start, end := q.period.Bounds(time.Unix(0, now), q.loc, q.weekStart)
-	return quota.Window{Start: start.UnixNano(), End: end.UnixNano()}
+	return calendar.Window{Start: start.UnixNano(), End: end.UnixNano()}
 }
 
 func (q *Quota) checkInput(key string, n int64) error { return q.s.checkInput(key, n) }

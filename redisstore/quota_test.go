@@ -302,7 +302,7 @@ func TestQuotaDurable(t *testing.T) {
 	}
 }
 
-// A count expires at its period's end plus QuotaGrace, on Redis's clock,
+// A count expires at its period's end plus quotaGrace, on Redis's clock,
 // or Config.MinTTL after its last write if that is later.
 func TestQuotaExpiry(t *testing.T) {
 	client := redistest.Standalone(t).Client(t)
@@ -328,7 +328,7 @@ func TestQuotaExpiry(t *testing.T) {
 		t.Fatalf("key %q: want %s{<16 hex>}:quota:api:hour@<start>:a}{b", keys[0], prefix)
 	}
 	pttl, _ := client.PTTL(ctx, keys[0]).Result()
-	if want := d.ResetAfter + QuotaGrace; pttl < want-time.Second || pttl > want+time.Millisecond {
+	if want := d.ResetAfter + quotaGrace; pttl < want-time.Second || pttl > want+time.Millisecond {
 		t.Errorf("PTTL %v, want about %v (ResetAfter and the grace)", pttl, want)
 	}
 	// The key names its period's start, which holds Redis's instant.
@@ -445,13 +445,13 @@ func TestQuotaBadInput(t *testing.T) {
 	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Hour}}); !errors.Is(err, quota.ErrInvalidQuota) || d.Allowed {
 		t.Errorf("a size of 0: %+v, %v", d, err)
 	}
-	if _, err := q.Allow(ctx, admit.Request{Key: "too-long-key", N: 1, At: time.Now()}); !errors.Is(err, ErrKeyTooLong) {
+	if _, err := q.Allow(ctx, admit.Request{Key: "too-long-key", N: 1, At: time.Now()}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("a long key: %v", err)
 	}
 	if err := q.Refund(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Errorf("a refund of -1: %v", err)
 	}
-	if err := q.Reset(ctx, "too-long-key"); !errors.Is(err, ErrKeyTooLong) {
+	if err := q.Reset(ctx, "too-long-key"); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("Reset of a long key: %v", err)
 	}
 	// Any bytes in a key, braces included.
@@ -461,8 +461,8 @@ func TestQuotaBadInput(t *testing.T) {
 		}
 	}
 	s.Close()
-	if _, err := q.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, ErrClosed) {
-		t.Errorf("after Close: %v, want ErrClosed", err)
+	if _, err := q.Allow(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, admit.ErrClosed) {
+		t.Errorf("after Close: %v, want admit.ErrClosed", err)
 	}
 }
 

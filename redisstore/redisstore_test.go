@@ -152,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, err := lim.Allow(ctx, admit.Request{Key: strings.Repeat("k", 1<<20), N: 1}); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if _, err := lim.Allow(ctx, admit.Request{Key: strings.Repeat("k", 1<<20), N: 1}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("a 1 MB key: err = %v, want ErrKeyTooLong", err)
 	}
 	if _, err := lim.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
@@ -307,7 +307,7 @@ func TestBatchAndLayers(t *testing.T) {
 		if i >= 2 {
 			key = "y"
 		}
-		d, all, err := s.AllowLayersAt(ctx, now, "t", 1, layers(key), nil)
+		d, all, err := s.AllowLayers(ctx, admit.Request{Key: "t", N: 1, At: now}, layers(key), nil)
 		if err != nil || d.Allowed != want || len(all) != 2 {
 			t.Fatalf("request %d: %+v %v, want allowed %v", i, d, err, want)
 		}
@@ -317,7 +317,7 @@ func TestBatchAndLayers(t *testing.T) {
 	}
 	// y was admitted once (request 3); the denied request 4 took nothing
 	// from it.
-	d, _, _ := s.AllowLayersAt(ctx, now, "t", 0, []redisstore.Layer{{Limiter: ip, Key: "y"}}, nil)
+	d, _, _ := s.AllowLayers(ctx, admit.Request{Key: "t", N: 0, At: now}, []redisstore.Layer{{Limiter: ip, Key: "y"}}, nil)
 	if d.Remaining != 1 {
 		t.Errorf("ip y after a denied layered request: remaining %d, want 1", d.Remaining)
 	}
@@ -367,7 +367,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 	lim, _ := s.Limiter(redisstore.LimiterConfig{Limit: admit.PerSecond(10)})
 	s.Close()
 	s.Close()
-	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, redisstore.ErrClosed) {
+	if _, err := lim.Allow(t.Context(), admit.Request{Key: "k", N: 1}); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -395,7 +395,7 @@ func TestCloseUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				_, err := lim.Allow(context.Background(), admit.Request{Key: "k" + strconv.Itoa(w*1000+i%50), N: 1})
-				if errors.Is(err, redisstore.ErrClosed) {
+				if errors.Is(err, admit.ErrClosed) {
 					return
 				}
 				if err != nil {
@@ -495,13 +495,13 @@ func TestLayersBadInput(t *testing.T) {
 		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong},
 		"1 MB tag":      {strings.Repeat("t", 1<<20), 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrKeyTooLong},
 	} {
-		d, _, err := s.AllowLayersAt(ctx, now, c.tag, c.n, c.layers, nil)
+		d, _, err := s.AllowLayers(ctx, admit.Request{Key: c.tag, N: c.n, At: now}, c.layers, nil)
 		if !errors.Is(err, c.want) || d.Allowed {
 			t.Errorf("%s: %+v, %v; want a refusal wrapping %v", name, d, err, c.want)
 		}
 	}
 	// Nothing was consumed: the one event of "k" under tag "t" is there.
-	if d, _, err := s.AllowLayersAt(ctx, now, "t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, nil); err != nil || !d.Allowed {
+	if d, _, err := s.AllowLayers(ctx, admit.Request{Key: "t", N: 1, At: now}, []redisstore.Layer{{Limiter: lim, Key: "k"}}, nil); err != nil || !d.Allowed {
 		t.Errorf("after the refusals: %+v %v", d, err)
 	}
 }

@@ -34,7 +34,7 @@ func TestRefund(t *testing.T) {
 			client := c.client(t)
 			s := newStore(t, client, redisstore.Config{})
 			ctx := t.Context()
-			t0 := admittest.T0
+			t0 := admittest.Epoch
 			for _, alg := range admit.Algorithms() {
 				lim := mustLimiter(t, s, redisstore.LimiterConfig{Algorithm: alg, Limit: admit.PerSecond(5)})
 				peek := func(key string) admit.Decision {
@@ -134,7 +134,7 @@ func TestRefundForgetsDenial(t *testing.T) {
 	}
 	ctx := t.Context()
 	a, b := mustLimiter(t, open(), redisstore.LimiterConfig{Limit: admit.PerMinute(2)}), mustLimiter(t, open(), redisstore.LimiterConfig{Limit: admit.PerMinute(2)})
-	t0 := admittest.T0
+	t0 := admittest.Epoch
 	if d, _ := a.Allow(ctx, admit.Request{Key: "k", N: 2, At: t0}); !d.Allowed {
 		t.Fatalf("admission: %+v", d)
 	}
@@ -168,28 +168,28 @@ func TestRefundBadInput(t *testing.T) {
 	lim := mustLimiter(t, s, redisstore.LimiterConfig{Limit: admit.PerSecond(2)})
 	ctx := t.Context()
 	for name, err := range map[string]error{
-		"negative n":      lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.T0}),
+		"negative n":      lim.Refund(ctx, admit.Request{Key: "a", N: -1, At: admittest.Epoch}),
 		"negative n, now": lim.Refund(ctx, admit.Request{Key: "a", N: -1}),
-		"per-call":        lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.T0}),
+		"per-call":        lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2), At: admittest.Epoch}),
 		"per-call, now":   lim.Refund(ctx, admit.Request{Key: "a", N: -1, Limit: admit.PerSecond(2)}),
 	} {
 		if !errors.Is(err, admit.ErrInvalidCost) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrKeyTooLong) {
+	if err := lim.Refund(ctx, admit.Request{Key: "123456789", N: 1, At: admittest.Epoch}); !errors.Is(err, admit.ErrKeyTooLong) {
 		t.Errorf("long key: %v", err)
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: admit.Limit{Rate: 3}, At: admittest.T0}); !errors.Is(err, admit.ErrInvalidLimit) {
+	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, Limit: admit.Limit{Rate: 3}, At: admittest.Epoch}); !errors.Is(err, admit.ErrInvalidLimit) {
 		t.Errorf("bad limit: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := lim.Refund(cctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, context.Canceled) {
+	if err := lim.Refund(cctx, admit.Request{Key: "a", N: 1, At: admittest.Epoch}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
 	}
 	s.Close()
-	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrClosed) {
+	if err := lim.Refund(ctx, admit.Request{Key: "a", N: 1, At: admittest.Epoch}); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("closed store: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func TestRefundWrongType(t *testing.T) {
 	if err := client.HSet(ctx, rkey, "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := lim.Refund(ctx, admit.Request{Key: "h", N: 1, At: admittest.T0}); !errors.Is(err, redisstore.ErrStore) {
+	if err := lim.Refund(ctx, admit.Request{Key: "h", N: 1, At: admittest.Epoch}); !errors.Is(err, redisstore.ErrStore) {
 		t.Errorf("refund of a hash: %v", err)
 	}
 	if typ := client.Type(ctx, rkey).Val(); typ != "hash" {
@@ -229,13 +229,13 @@ func TestRefundConcurrent(t *testing.T) {
 						for i := range 25 {
 							key := fmt.Sprint("key", (g+i)%3)
 							n := int64(1 + i%3)
-							d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.T0})
+							d, err := lim.Allow(ctx, admit.Request{Key: key, N: n, At: admittest.Epoch})
 							if err != nil {
 								t.Error(err)
 								return
 							}
 							if d.Allowed {
-								if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.T0}); err != nil {
+								if err := lim.Refund(ctx, admit.Request{Key: key, N: n, At: admittest.Epoch}); err != nil {
 									t.Error(err)
 									return
 								}
@@ -245,7 +245,7 @@ func TestRefundConcurrent(t *testing.T) {
 				}
 				wg.Wait()
 				for k := range 3 {
-					if d, err := lim.Allow(ctx, admit.Request{Key: fmt.Sprint("key", k), N: 0, At: admittest.T0}); err != nil || d.Remaining != 10 {
+					if d, err := lim.Allow(ctx, admit.Request{Key: fmt.Sprint("key", k), N: 0, At: admittest.Epoch}); err != nil || d.Remaining != 10 {
 						t.Errorf("%v key%d: %+v, %v; want full", alg, k, d, err)
 					}
 				}
@@ -278,7 +278,7 @@ func TestRefundMatchesKeyed(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					now := admittest.T0
+					now := admittest.Epoch
 					var history []string
 					for i := range 120 {
 						l := own
@@ -313,7 +313,7 @@ func TestRefundMatchesKeyed(t *testing.T) {
 							dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, At: now})
 							dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, At: now})
 						}
-						history = append(history, fmt.Sprintf("%d: %s %s n=%d %v at +%v: %+v", i, op, key, n, l, now.Sub(admittest.T0), dm))
+						history = append(history, fmt.Sprintf("%d: %s %s n=%d %v at +%v: %+v", i, op, key, n, l, now.Sub(admittest.Epoch), dm))
 						if em != nil || er != nil {
 							t.Fatalf("%v: %v / %v", alg, em, er)
 						}

@@ -80,7 +80,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 }
 
 // Close stops the store's pipeline workers, failing the checks still
-// queued with ErrClosed. It does not close the client. Close is idempotent.
+// queued with admit.ErrClosed. It does not close the client. Close is idempotent.
 func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.closed.Store(true)
@@ -89,7 +89,7 @@ func (s *Store) Close() error {
 		for {
 			select {
 			case p := <-s.queue:
-				p.err = ErrClosed
+				p.err = errClosed
 				p.done <- struct{}{}
 			default:
 				return
@@ -144,7 +144,7 @@ func (s *Store) putOp(p *op) {
 // error and p is left to the worker (and not reused).
 func (s *Store) do(ctx context.Context, p *op) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	p.deadline, _ = ctx.Deadline()
 	select {
@@ -152,7 +152,7 @@ func (s *Store) do(ctx context.Context, p *op) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.quit:
-		return ErrClosed
+		return errClosed
 	}
 	select {
 	case <-p.done:
@@ -163,7 +163,7 @@ func (s *Store) do(ctx context.Context, p *op) error {
 		// Close may have drained the queue before p went in: nobody
 		// would answer it. (A worker that took p still answers, into
 		// p.done's buffer, and p is not reused.)
-		return ErrClosed
+		return errClosed
 	}
 }
 
@@ -171,7 +171,7 @@ func (s *Store) do(ctx context.Context, p *op) error {
 // ctx and the store's timeout. Each op gets its results or error.
 func (s *Store) doBatch(ctx context.Context, ops []*op) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.timeout)
 	defer cancel()
@@ -401,13 +401,13 @@ func (s *Store) deliver(c *call) error {
 }
 
 // checkInput refuses a negative cost (admit.ErrInvalidCost) and a key
-// longer than the maximum (ErrKeyTooLong), for every limiter of the Store.
+// longer than the maximum (admit.ErrKeyTooLong), for every limiter of the Store.
 func (s *Store) checkInput(key string, n int64) error {
 	if n < 0 {
 		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
 	}
 	if len(key) > s.o.maxKeyLen {
-		return fmt.Errorf("%w: %d bytes, the maximum is %d", ErrKeyTooLong, len(key), s.o.maxKeyLen)
+		return fmt.Errorf("%w: redisstore: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), s.o.maxKeyLen)
 	}
 	return nil
 }

@@ -13,10 +13,8 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
-	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/quota"
 )
 
 // API is the HTTP JSON API of the rate-limit service, an http.Handler
@@ -289,11 +287,10 @@ func (a *API) decodeRequest(w http.ResponseWriter, r *http.Request, c *apiCall, 
 func (a *API) checkError(r *http.Request, err error) *apiError {
 	switch {
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrKeyTooLong),
-		errors.Is(err, concurrency.ErrKeyTooLong), errors.Is(err, quota.ErrKeyTooLong),
 		errors.Is(err, admit.ErrInvalidCost), errors.Is(err, admit.ErrInvalidLimit):
 		return apiUnprocessable("%s", err.Error())
 	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, keyed.ErrStoreFull),
-		errors.Is(err, concurrency.ErrTooManyKeys), errors.Is(err, quota.ErrTooManyKeys):
+		errors.Is(err, admit.ErrTooManyKeys):
 		return &apiError{http.StatusServiceUnavailable, apiCodeResourceExhausted, err.Error()}
 	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())

@@ -9,24 +9,19 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/quota"
 )
 
 // grpcCheckError is the gRPC status of an error of policy.Engine.Check.
 func grpcCheckError(err error) error {
 	switch {
 	case errors.Is(err, policy.ErrInvalidRequest),
-		errors.Is(err, admit.ErrKeyTooLong),
-		errors.Is(err, concurrency.ErrKeyTooLong),
-		errors.Is(err, quota.ErrKeyTooLong):
+		errors.Is(err, admit.ErrKeyTooLong):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, policy.ErrTooManyOverrides),
 		errors.Is(err, keyed.ErrStoreFull),
-		errors.Is(err, concurrency.ErrTooManyKeys),
-		errors.Is(err, quota.ErrTooManyKeys):
+		errors.Is(err, admit.ErrTooManyKeys):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())

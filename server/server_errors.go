@@ -1,6 +1,11 @@
 package server
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/admit-go/admit"
+)
 
 // The errors of the package, wrapped with %w where there is more to say:
 // test them with errors.Is.
@@ -17,10 +22,6 @@ var (
 	// ErrStarted reports a second Start of a Server.
 	ErrStarted = errors.New("server: already started")
 
-	// ErrClosed reports a Start, Reload or Run of a Server after Close or
-	// Shutdown.
-	ErrClosed = errors.New("server: closed")
-
 	// ErrShutdownTimeout reports a graceful shutdown whose requests in
 	// flight did not finish within the deadline: they were cut off.
 	ErrShutdownTimeout = errors.New("server: shutdown deadline passed with requests in flight")
@@ -33,3 +34,7 @@ var (
 	errInvalidRedisURL   = errors.New("invalid Redis URL")
 	errInvalidDescriptor = errors.New("invalid gateway descriptor")
 )
+
+// errClosed reports a Start, Reload or Run of a Server after Close or
+// Shutdown.
+var errClosed = fmt.Errorf("%w: server: closed", admit.ErrClosed)

@@ -72,7 +72,7 @@ func (m *configMetrics) failed() {
 // goroutine; reloads are serialized.
 func (s *Server) Reload() error {
 	if s.isClosed() {
-		return ErrClosed
+		return errClosed
 	}
 	if len(s.c.PolicyFiles) == 0 {
 		s.log.Info("reload: the policy is not from files; nothing to reload")

@@ -157,7 +157,7 @@ func withoutMetrics(h http.Handler) http.Handler {
 // the policy files. It returns once the listeners are bound (their
 // addresses are then HTTPAddr, GRPCAddr and AdminAddr), or with the error
 // of binding one (the others are closed). It fails with ErrStarted on a
-// second call and ErrClosed after Close or Shutdown.
+// second call and an error wrapping admit.ErrClosed after Close or Shutdown.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,7 +165,7 @@ func (s *Server) Start() error {
 	case stateStarted:
 		return ErrStarted
 	case stateClosed:
-		return ErrClosed
+		return errClosed
 	}
 	if err := s.bind(); err != nil {
 		return err

@@ -107,10 +107,10 @@ func TestServerBuiltIn(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
-	if err := s.Start(); !errors.Is(err, ErrClosed) {
+	if err := s.Start(); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("Start after Close: %v", err)
 	}
-	if err := s.Reload(); !errors.Is(err, ErrClosed) {
+	if err := s.Reload(); !errors.Is(err, admit.ErrClosed) {
 		t.Errorf("Reload after Close: %v", err)
 	}
 	if _, err := http.Get(base + "/healthz"); err == nil {

@@ -1,6 +1,7 @@
 // Package calendar holds the calendar periods of quotas (an hour, a day, a
 // week, a month, a year of the wall clock in a time zone), apart from any
 // backend, so that quota, redisstore and policy share one definition
+// (and quota and redisstore one current-period logic, Latest)
 // without importing one another: package quota exports them (quota.Period,
 // quota.Day...), which is how users name them.
 package calendar

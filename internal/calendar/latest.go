@@ -1,13 +1,18 @@
-package quota
+package calendar
 
 import "sync/atomic"
+
+// Window is a calendar period [Start, End), in ns since the Unix epoch.
+type Window struct {
+	Start, End int64
+}
 
 // Latest is the latest calendar period a quota has decided in. A quota
 // decides an instant before the end of that period in it, so time going
 // back never reopens a period that has ended, and an instant after it in
-// the period holding the instant, which becomes the latest. Quota uses
-// one, and so does the Redis quota of package redisstore for the instants
-// its callers give. The zero value holds no period; a Latest is safe for
+// the period holding the instant, which becomes the latest. quota.Quota
+// uses one, and so does the Redis quota of package redisstore for the
+// instants its callers give. The zero value holds no period; a Latest is safe for
 // concurrent use.
 type Latest struct {
 	cur atomic.Pointer[Window]
