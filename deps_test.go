@@ -19,6 +19,7 @@ var bridgePackages = map[string]bool{
 	"cmd/admit":          true,
 	"internal/redistest": true,
 	"internal/stores":    true,
+	"internal/policyfmt": true,
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {

@@ -169,16 +169,17 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var opts []policy.Option
+	var store *redisstore.Store
 	if c != nil {
-		store, err := redisstore.New(c, redisstore.Config{Prefix: "bench-rls:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
+		store, err = redisstore.New(c, redisstore.Config{Prefix: "bench-rls:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { store.Close() })
-		opts = append(opts, backends.Options(store)...)
 	}
-	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
+	var cfg policy.Config
+	cfg.Backends, cfg.DefaultStore = backends.Stores(store)
+	e, err := policy.NewEngine(p, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,10 +15,6 @@ import (
 	"github.com/admit-go/admit/fair"
 )
 
-// DefaultMaxAdaptiveKeys is the number of keys a rule's adaptive limit or
-// lanes keep state for unless WithMaxKeys says otherwise (see perKey).
-const DefaultMaxAdaptiveKeys = 10_000
-
 // perKey holds one instance of an adaptive limiter (or of lanes) per key
 // of a rule: one alone when every descriptor the rule matches has the
 // same key, else a map, created on first use. At most max keys are held;
@@ -136,7 +132,7 @@ func (e *Engine) maxKeysOf() int {
 	if e.o.maxKeys > 0 {
 		return e.o.maxKeys
 	}
-	return DefaultMaxAdaptiveKeys
+	return defaultMaxAdaptiveKeys
 }
 
 // gradientSlots is an adaptive_concurrency limit: an adaptive.Gradient per

@@ -18,7 +18,7 @@ import (
 
 // TestParseAdaptive: the fields of the new kinds, and their defaults.
 func TestParseAdaptive(t *testing.T) {
-	p, err := ParseYAML("p.yaml", []byte(`
+	p, err := parseAdmit("p.yaml", []byte(`
 defaults: {store: redis}
 domain: api
 rules:
@@ -61,7 +61,7 @@ rules:
 			t.Errorf("rule %s: store %v, failure %v", r.Name, r.Store, r.Failure)
 		}
 	}
-	if _, err := newEngine(p); err != nil {
+	if _, err := newEngine(p, Config{}); err != nil {
 		t.Fatalf("NewEngine without Redis: %v", err)
 	}
 }
@@ -176,7 +176,7 @@ var adaptiveBad = []struct {
 func TestParseAdaptiveBad(t *testing.T) {
 	for _, tc := range adaptiveBad {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseYAML("p.yaml", []byte(tc.src))
+			p, err := parseAdmit("p.yaml", []byte(tc.src))
 			if err == nil {
 				t.Fatalf("loaded %+v", p)
 			}
@@ -262,17 +262,17 @@ func TestValidateAdaptive(t *testing.T) {
 			t.Errorf("no error %q in:\n%s", w, got)
 		}
 	}
-	if _, err := newEngine(p); !errors.Is(err, ErrInvalidPolicy) {
+	if _, err := newEngine(p, Config{}); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("NewEngine: %v", err)
 	}
 
-	// Zero fields are defaults; StoreDefault is memory, even with Redis.
+	// Zero fields are defaults; storeDefault is memory, even with Redis.
 	ok := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{
 		rule("conc", Limits{AdaptiveConcurrency: &AdaptiveConcurrency{Min: 1, Max: 5}}),
 		rule("rate", Limits{AdaptiveRate: &AdaptiveRate{Min: 1, Max: 5}}),
 		{Name: "lanes", Match: []Matcher{{Key: "p"}}, Limits: Limits{Lanes: &Lanes{Concurrency: 4, Lanes: []fair.Lane{{Name: "hi", Share: 1}, {Name: "lo", Share: 1}}}}},
 	}}}}
-	e, err := newEngine(ok)
+	e, err := newEngine(ok, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := newEngine(p)
+	old, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(p2, WithPrevious(old))
+	e, err := newEngine(p2, Config{Previous: old})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e3, err := newEngine(p3, WithPrevious(e))
+	e3, err := newEngine(p3, Config{Previous: e})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ rules:
 }
 
 // TestEngineAdaptiveKeys: per-value adaptive limits hold at most
-// WithMaxKeys keys; a new key takes the place of an idle one, and fails
+// Config.MaxKeys keys; a new key takes the place of an idle one, and fails
 // with ErrTooManyKeys when none is idle.
 func TestEngineAdaptiveKeys(t *testing.T) {
 	e, clock := engine(t, `
@@ -375,7 +375,7 @@ rules:
   - {name: db, match: db, adaptive_concurrency: {min: 1, max: 10}}
   - {name: rate, match: backend, adaptive_rate: {min: 1/s, max: 10/s}}
   - {name: lanes, match: [tenant, prio], lanes: {budget: 2/s, shares: {hi: 1, lo: 1}}}
-`, WithMaxKeys(2))
+`, Config{MaxKeys: 2})
 	var ha, hb compose.Held
 	for _, c := range []struct {
 		h   *compose.Held

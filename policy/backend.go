@@ -1,7 +1,7 @@
 package policy
 
 // The seam between the engine and the stores its rules are kept in:
-// Backend, the Spec of each limiter, and the options naming them.
+// Backend, the Spec of each limiter, and the names of the stores.
 
 import (
 	"fmt"
@@ -18,18 +18,18 @@ import (
 // name (policy/backends.Memory).
 const StoreLocal = "local"
 
-// StoreDefault, an empty Rule.Store or Override.Store, names the engine's
-// default store (WithDefaultStore): StoreLocal, or a shared store the
+// storeDefault, an empty Rule.Store or Override.Store, names the engine's
+// default store (Config.DefaultStore): StoreLocal, or a shared store the
 // engine is configured to default to. The Envoy loader uses it, since
 // envoyproxy/ratelimit's files do not say; in this package's YAML format,
 // it is store: default.
-const StoreDefault = ""
+const storeDefault = ""
 
 // Backend builds the limiters of the rules kept in one store: keyed rate
 // limiters, calendar quotas and concurrency slots, behind the root's
 // contract (admit.KeyedLimiter, admit.Slots), each for one Spec. The
 // engine builds each limiter once (and hands it over on a reload, see
-// WithPrevious), and asks it with requests of a key and a cost (the zero
+// Config.Previous), and asks it with requests of a key and a cost (the zero
 // Limit and At: the limiter's own limit, and now by its clock); it resets
 // keys through admit.Resetter, and a Guard around a shared store's
 // limiters uses admit.HealthReporter and admit.Cacher where they are
@@ -38,7 +38,7 @@ const StoreDefault = ""
 // policy/backends.Memory (the in-memory packages keyed, quota and
 // concurrency) and policy/backends.Redis (package redisstore) implement
 // it; any other store implements these four methods and is given to the
-// engine by name (WithBackend). A Backend must be safe for concurrent use.
+// engine by name (Config.Backends). A Backend must be safe for concurrent use.
 type Backend interface {
 	// Rate returns a keyed rate limiter deciding by s.Algorithm under
 	// s.Limit.
@@ -64,7 +64,7 @@ type Backend interface {
 // is said by Backend's methods; the others are zero.
 type Spec struct {
 	// Name names the limiter (its metrics, and in a shared store its
-	// keys): the engine's key prefix (WithKeyPrefix) followed by the
+	// keys): the engine's key prefix (Config.KeyPrefix) followed by the
 	// rule's name, tier and kind, as in Decision.Rule (rule/tier/kind).
 	// A backend escapes what its store cannot hold.
 	Name string
@@ -83,55 +83,14 @@ type Spec struct {
 	// Lease bounds how long slots can be held; 0 means the backend's
 	// default.
 	Lease time.Duration
-	// Clock, Observer and MaxKeys are the engine's (WithClock,
-	// WithObserver, WithMaxKeys; MaxKeys 0 means the backend's default).
+	// Clock, Observer and MaxKeys are the engine's (Config.Clock,
+	// Config.Observer, Config.MaxKeys; MaxKeys 0 means the backend's
+	// default).
 	// A shared store decides on its own clock unless told otherwise
 	// (backends.Redis with a clock).
 	Clock    admit.Clock
 	Observer admit.Observer
 	MaxKeys  int
-}
-
-// WithBackend gives the engine a store named name, kept by b: the rules
-// whose store is name keep their state there. StoreLocal must be given
-// (policy/backends.Memory) for the rules kept in memory, which are those
-// of this package's YAML format without a store, adaptive limits and
-// lanes, and the local limiters of Fallback failure policies. A later
-// WithBackend of the same name replaces an earlier one; a nil b removes
-// the store. The engine does not own the backends: closing it leaves them
-// open. A store name is made of lower-case letters, digits, '-' and '_'
-// (see Rule.Store). The default is no store at all: give at least
-// StoreLocal.
-func WithBackend(name string, b Backend) Option {
-	return optionFunc(func(o *options) {
-		if !validStoreName(name) {
-			o.fail("WithBackend(%q): a store name is lower-case letters, digits, '-' and '_', starting with a letter", truncate(name))
-			return
-		}
-		if o.backends == nil {
-			o.backends = map[string]Backend{}
-		}
-		if b == nil {
-			delete(o.backends, name)
-			return
-		}
-		o.backends[name] = b
-	})
-}
-
-// WithDefaultStore names the store of the rules that name none
-// (Rule.Store empty: the rules of envoyproxy/ratelimit's files, and inline
-// limits unless a domain's Override names a store): a shared store when
-// the engine has one, so that a fleet enforces one limit. The default is
-// StoreLocal.
-func WithDefaultStore(name string) Option {
-	return optionFunc(func(o *options) {
-		if !validStoreName(name) {
-			o.fail("WithDefaultStore(%q): a store name is lower-case letters, digits, '-' and '_', starting with a letter", truncate(name))
-			return
-		}
-		o.defStore = name
-	})
 }
 
 // maxStoreName bounds the length of a store's name.
@@ -165,7 +124,7 @@ func (e *Engine) store(name string) (store, error) {
 	}
 	b := e.o.backends[name]
 	if b == nil {
-		return store{name: name}, fmt.Errorf("%w: the rule is kept in store %q, which the engine was not given (it has %s; see WithBackend)", ErrNoStore, name, e.storeNames())
+		return store{name: name}, fmt.Errorf("%w: the rule is kept in store %q, which the engine was not given (it has %s; see Config.Backends)", ErrNoStore, name, e.storeNames())
 	}
 	return store{name: name, b: b, shared: b.Shared()}, nil
 }

@@ -28,11 +28,11 @@ rules:
 `
 
 func benchEngine(b *testing.B) *Engine {
-	p, err := ParseYAML("bench.yaml", []byte(benchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(benchPolicy))
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("refused", func(b *testing.B) {
-		p, err := ParseYAML("bench.yaml", []byte("domain: api\nrules:\n  - {name: blocked, match: remote_address, rate: 0/s}\n  - {name: per-user, match: user, rate: 10/s}\n"))
+		p, err := parseAdmit("bench.yaml", []byte("domain: api\nrules:\n  - {name: blocked, match: remote_address, rate: 0/s}\n  - {name: per-user, match: user, rate: 10/s}\n"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,11 +109,11 @@ func BenchmarkCheck(b *testing.B) {
 // (the reference design allocates only the key of its per-tenant
 // concurrency cap, which the concurrency limiter keeps while in flight).
 func TestCheckAllocations(t *testing.T) {
-	p, err := ParseYAML("bench.yaml", []byte(benchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(benchPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +201,11 @@ rules:
 `
 
 func adaptiveEngine(tb testing.TB) *Engine {
-	p, err := ParseYAML("bench.yaml", []byte(adaptiveBenchPolicy))
+	p, err := parseAdmit("bench.yaml", []byte(adaptiveBenchPolicy))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -34,7 +34,7 @@ type Descriptor struct {
 
 	// Limit, if not nil, is the limit of this descriptor, given by the
 	// caller instead of the policy's rules (Envoy's descriptor limit
-	// override: requests_per_unit and unit, see UnitLimit). The domain's
+	// override: requests_per_unit and unit). The domain's
 	// Override says how it is enforced; its key is the descriptor's
 	// entries, keys and values. Rules are not matched for it.
 	Limit *admit.Limit

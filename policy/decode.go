@@ -48,10 +48,10 @@ type defaults struct {
 	failurePos Pos
 }
 
-// ParseYAML parses a policy in this package's YAML format (see the package
+// parseAdmit parses a policy in this package's YAML format (see the package
 // documentation). name names the file in errors. The error is an Errors
 // listing every problem found, which matches ErrInvalidPolicy.
-func ParseYAML(name string, data []byte) (*Policy, error) {
+func parseAdmit(name string, data []byte) (*Policy, error) {
 	var errs errList
 	root, w := parseYAML(name, data, &errs)
 	if root == nil {
@@ -236,7 +236,7 @@ func (d *decoder) store(n *yaml.Node, path string) (string, bool) {
 	case "local", "memory":
 		return StoreLocal, true
 	case "default":
-		return StoreDefault, true
+		return storeDefault, true
 	}
 	if !validStoreName(s) {
 		d.w.fail(n, path, "invalid store name %q (want local, redis, default, or the name of a store the engine is given: lower-case letters, digits, '-' and '_', starting with a letter)", truncate(s))

@@ -241,7 +241,7 @@ func (d *decoder) ruleStore(rd *ruleDecoding, path string) {
 	}
 	memOnly := rd.memoryOnly()
 	if memOnly != "" && rd.tiersN == nil {
-		if rd.storeSet && rd.storeOK && rd.storeVal != StoreLocal && rd.storeVal != StoreDefault {
+		if rd.storeSet && rd.storeOK && rd.storeVal != StoreLocal && rd.storeVal != storeDefault {
 			w.fail(rd.storeN, keyPath(path, "store"), "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and a shared store holds no such state), and so is its rule: remove store: %s, or put the limits to keep in %s in a rule of their own", memOnly, rd.storeVal, rd.storeVal)
 			rd.storeOK = false
 		}

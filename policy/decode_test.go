@@ -16,7 +16,7 @@ import (
 )
 
 func TestExampleFile(t *testing.T) {
-	p, err := ParseFile("testdata/example.yaml")
+	p, err := parseFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ domains:
         match: [{key: k, value: "1.50"}]
         unlimited: true
 `
-	p, err := ParseYAML("f.yaml", []byte(src))
+	p, err := parseAdmit("f.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ tier_tables:
 rules:
   - {name: t, match: tenant, tiers: plans}
 `
-	_, err := ParseYAML("t.yaml", []byte(src))
+	_, err := parseAdmit("t.yaml", []byte(src))
 	want := `t.yaml:7:39: tier_tables.plans.tiers.vip.unlimited: unlimited contradicts the rate, quota or concurrency also given`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
@@ -330,7 +330,7 @@ var badCases = []struct {
 func TestParseYAMLBad(t *testing.T) {
 	for _, tc := range badCases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseYAML("p.yaml", []byte(tc.src))
+			p, err := parseAdmit("p.yaml", []byte(tc.src))
 			if err == nil {
 				t.Fatalf("loaded %+v", p)
 			}
@@ -357,7 +357,7 @@ func TestParseYAMLBad(t *testing.T) {
 }
 
 func TestErrorFields(t *testing.T) {
-	_, err := ParseYAML("policy.yaml", []byte("rules:\n  - name: a\n    match: k\n    rate: 1/s\n  - name: b\n    match: j\n    rate: -1/s\n"))
+	_, err := parseAdmit("policy.yaml", []byte("rules:\n  - name: a\n    match: k\n    rate: 1/s\n  - name: b\n    match: j\n    rate: -1/s\n"))
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatal(err)
@@ -386,7 +386,7 @@ rules:
     store: redis
     failure: *f
 `
-	p, err := ParseYAML("a.yaml", []byte(ok))
+	p, err := parseAdmit("a.yaml", []byte(ok))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ rules:
 		fmt.Fprintf(&laughs, "  t%d: &%c [%s]\n", i, 'a'+i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*%c,", 'a'+i-1), 9), ","))
 	}
 	laughs.WriteString("rules:\n  - {name: x, match: k, rate: 1/s, exempt: {k: *i}}\n")
-	_, err = ParseYAML("laughs.yaml", []byte(laughs.String()))
+	_, err = parseAdmit("laughs.yaml", []byte(laughs.String()))
 	if err == nil || !strings.Contains(err.Error(), `laughs.yaml:1:14: description: want a string, got a list`) {
 		t.Fatalf("billion laughs: %v", err)
 	}
@@ -422,7 +422,7 @@ rules:
 	for range 3000 {
 		quad.WriteString("  - *r\n")
 	}
-	_, err = ParseYAML("quad.yaml", []byte(quad.String()))
+	_, err = parseAdmit("quad.yaml", []byte(quad.String()))
 	if err == nil || !strings.Contains(err.Error(), "aliases expand to too many nodes") {
 		t.Fatalf("alias expansion: %v", err)
 	}
@@ -430,7 +430,7 @@ rules:
 
 func TestFileSize(t *testing.T) {
 	big := []byte("description: \"" + strings.Repeat("x", MaxFileSize) + "\"\n")
-	_, err := ParseYAML("big.yaml", big)
+	_, err := parseAdmit("big.yaml", big)
 	if err == nil || !strings.Contains(err.Error(), "larger than the maximum") {
 		t.Errorf("%v", err)
 	}
@@ -438,44 +438,20 @@ func TestFileSize(t *testing.T) {
 	if err := os.WriteFile(path, big, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseFile(path); err == nil || !strings.Contains(err.Error(), "larger than the maximum") {
+	if _, err := parseFile(path); err == nil || !strings.Contains(err.Error(), "larger than the maximum") {
 		t.Errorf("ParseFile: %v", err)
 	}
-	if _, err := ParseFile(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := parseFile(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
 
-func TestDetectFormat(t *testing.T) {
-	for _, tc := range []struct {
-		src  string
-		want Format
-	}{
-		{"rules: []\n", FormatAdmit},
-		{"domains: []\n", FormatAdmit},
-		{"version: 1\ndomain: x\nrules: []\n", FormatAdmit},
-		{"domain: x\ndescriptors: []\n", FormatEnvoy},
-		{"domain: x\n", FormatEnvoy},
-	} {
-		if f, err := DetectFormat([]byte(tc.src)); f != tc.want || err != nil {
-			t.Errorf("DetectFormat(%q) = %v, %v; want %v", tc.src, f, err, tc.want)
-		}
-	}
-	for _, src := range []string{"", "[1]\n", "x: 1\n", "rules: []\ndescriptors: []\n", "a: [\n"} {
-		if f, err := DetectFormat([]byte(src)); f != FormatUnknown || !errors.Is(err, ErrUnknownFormat) {
-			t.Errorf("DetectFormat(%q) = %v, %v", src, f, err)
-		}
-	}
+func TestParseFormat(t *testing.T) {
 	if _, err := Parse("x.yaml", []byte("x: 1\n")); !errors.Is(err, ErrUnknownFormat) || !errors.Is(err, ErrInvalidPolicy) || !strings.HasPrefix(err.Error(), "x.yaml:1:1: unknown file format: ") {
 		t.Errorf("Parse of neither format: %v", err)
 	}
 	if _, err := Parse("x.yaml", []byte("a: [\n")); !errors.Is(err, ErrInvalidPolicy) || !strings.HasPrefix(err.Error(), "x.yaml:1: malformed YAML") {
 		t.Errorf("Parse of bad YAML: %v", err)
-	}
-	for _, f := range []Format{FormatAdmit, FormatEnvoy, FormatUnknown} {
-		if f.String() == "" {
-			t.Error(f)
-		}
 	}
 }
 
@@ -508,7 +484,7 @@ func FuzzParseYAML(f *testing.F) {
 		if _, err := Parse("f.yaml", data); err != nil {
 			checkPositions(t, err)
 		}
-		p, err := ParseYAML("f.yaml", data)
+		p, err := parseAdmit("f.yaml", data)
 		if err != nil {
 			checkPositions(t, err)
 			return
@@ -517,7 +493,7 @@ func FuzzParseYAML(f *testing.F) {
 			t.Fatalf("loaded an invalid policy: %v", err)
 		}
 		localOnly(p)
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}

@@ -23,22 +23,23 @@
 //
 // # Which one should I use?
 //
-//   - This package's format (ParseYAML) for a new policy: rates with any
+//   - This package's format for a new policy: rates with any
 //     period ("100 per 5 minutes") and algorithm, bursts, calendar quotas
 //     in a time zone, concurrency caps, adaptive limits and priority
 //     lanes, tier tables, per-rule store and
 //     failure policy, exemptions (CIDR ranges included), several domains
 //     in a file, and errors that name file, line, column and field.
-//   - envoyproxy/ratelimit's format (ParseEnvoy) to switch from
+//   - envoyproxy/ratelimit's format to switch from
 //     envoyproxy/ratelimit without rewriting its configuration: its files
 //     load unchanged, with the meaning they have there (fixed windows per
 //     unit, the most specific match, replaces, unlimited, shadow_mode).
 //     Move rules to this package's format when you need what it lacks.
 //
-// Parse and ParseFile detect the format (DetectFormat); LoadFiles merges
-// several files, of either format, one domain or more each. ParseFile and
-// LoadFiles read a file with ReadFile, which reads at most MaxFileSize
-// bytes: a larger file, or one that never ends, is an error at once.
+// Parse detects the format; LoadFiles merges several files, of either
+// format, one domain or more each (MergeDomains merges the domains of one
+// name). LoadFiles reads a file with ReadFile, which reads at most
+// MaxFileSize bytes: a larger file, or one that never ends, is an error at
+// once.
 //
 // # The YAML format
 //
@@ -208,8 +209,8 @@
 // Their keys are those of the rule's other limits (the values of the match
 // entries, for lanes all but lane_key's): a rule matching any value has
 // one limit (or budget) per value, a rule matching exact values, or with
-// shared: true, has one. At most WithMaxKeys keys per rule
-// (DefaultMaxAdaptiveKeys) are kept: a new key beyond it takes the place
+// shared: true, has one. At most Config.MaxKeys keys per rule
+// (10,000 by default) are kept: a new key beyond it takes the place
 // of an idle one (nothing in flight, nothing used), starting again from
 // initial, or is refused with ErrTooManyKeys if none is idle.
 //
@@ -238,7 +239,7 @@
 // concurrency caps and slot lanes, and the adaptive concurrency caps last
 // (a request refused after one of them would give its slots back at once,
 // a success of no latency). Checks allocate nothing for rules kept in
-// memory. NewEngine(p, WithPrevious(old)) reloads a policy keeping the
+// memory. NewEngine with Config.Previous reloads a policy keeping the
 // state of the rules that did not change (an adaptive limit keeps what it
 // learnt).
 package policy

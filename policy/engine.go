@@ -17,7 +17,7 @@ import (
 //
 // NewEngine builds one limiter per rule and limit kind (per tier for the
 // rules of a tier table), each by the Backend of the rule's store (see
-// WithBackend): in memory (policy/backends.Memory: keyed.Limiter,
+// Config.Backends): in memory (policy/backends.Memory: keyed.Limiter,
 // quota.Quota, concurrency.Limiter), or in a shared store such as Redis
 // (policy/backends.Redis), behind a compose.Guard or compose.GuardSlots
 // applying the rule's failure policy. Adaptive limits and
@@ -101,17 +101,13 @@ type cexempt struct {
 // NewEngine returns an engine enforcing p, after checking it (Validate).
 // The error is an Errors (ErrInvalidPolicy) for an invalid policy or for
 // rules naming a store the engine was not given (each Error, at the
-// rule's store field, wraps ErrNoStore), wraps ErrInvalidOption for an
-// invalid option, or is the error of building a limiter.
-func NewEngine(p *Policy, opts ...Option) (*Engine, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	if o.err != nil {
-		return nil, o.err
+// rule's store field, wraps ErrNoStore), wraps admit.ErrInvalidConfig
+// for an invalid Config, naming the field, or is the error of building a
+// limiter.
+func NewEngine(p *Policy, cfg Config) (*Engine, error) {
+	o, err := cfg.options()
+	if err != nil {
+		return nil, err
 	}
 	if p == nil {
 		p = &Policy{}
@@ -210,7 +206,7 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 
 // Close marks the engine closed: Check then fails with ErrClosed. It
 // releases the engine's inline-limit limiters; the limiters of its rules,
-// which an engine built WithPrevious(e) may share, need no release (they
+// which an engine built with Config.Previous e may share, need no release (they
 // start no goroutine), and the backends are not the engine's. Slots held
 // by requests still in flight are given back by their compose.Held as
 // usual. Close is idempotent and always returns nil.

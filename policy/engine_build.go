@@ -280,7 +280,7 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(string) string) error {
 	single := cr.constKey
 	if a := l.AdaptiveRate; a != nil {
-		c, err := b.layer(admit.KindRate, sub("adaptive_rate"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+		c, err := b.layer(admit.KindRate, sub("adaptive_rate"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%s single=%v", a.describe(), single), func(c *clayer) error {
 			return b.e.buildAIMD(c, a, single)
 		})
 		if err != nil {
@@ -312,7 +312,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 		if ln.Budget == nil {
 			kind = admit.KindConcurrency
 		}
-		c, err := b.layer(kind, sub("lanes"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v lane=%d only=%v", ln, idx, only), func(c *clayer) error {
+		c, err := b.layer(kind, sub("lanes"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%s lane=%d only=%v", ln.describe(), idx, only), func(c *clayer) error {
 			c.lanes, c.lane, c.laneOnly = true, idx, only
 			if ln.Budget != nil {
 				return b.e.buildRateLanes(c, ln, only)
@@ -325,7 +325,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 		s.layers = append(s.layers, c)
 	}
 	if a := l.AdaptiveConcurrency; a != nil {
-		c, err := b.layer(admit.KindConcurrency, sub("adaptive_concurrency"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%v single=%v", a, single), func(c *clayer) error {
+		c, err := b.layer(admit.KindConcurrency, sub("adaptive_concurrency"), store{name: StoreLocal}, Failure{}, fmt.Sprintf("%s single=%v", a.describe(), single), func(c *clayer) error {
 			return b.e.buildGradient(c, a, single)
 		})
 		if err != nil {
@@ -337,7 +337,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 }
 
 // layer returns the layer of this definition: the previous engine's if it
-// had one (WithPrevious), else a new one built by build.
+// had one (Config.Previous), else a new one built by build.
 func (b *builder) layer(kind admit.Kind, label string, st store, f Failure, def string, build func(*clayer) error) (*clayer, error) {
 	print := fmt.Sprintf("%s|%v|%s|%s|%+v", label, kind, st.name, def, f)
 	if c := b.prev[print]; c != nil {

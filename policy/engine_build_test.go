@@ -1,6 +1,6 @@
 package policy
 
-// Tests of building engines: NewEngine's errors, WithPrevious, policies built in Go, goroutines.
+// Tests of building engines: NewEngine's errors, Config.Previous, policies built in Go, goroutines.
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/admit-go/admit/compose"
 )
 
-func TestWithPrevious(t *testing.T) {
+func TestPrevious(t *testing.T) {
 	const v1 = `
 domain: api
 rules:
@@ -31,18 +31,19 @@ rules:
   - {name: routes, match: route, rate: 1/min}
 `
 	clock := admittest.NewManualClock(t0)
-	load := func(src string, opts ...Option) *Engine {
-		p, err := ParseYAML("v.yaml", []byte(src))
+	load := func(src string, cfg Config) *Engine {
+		p, err := parseAdmit("v.yaml", []byte(src))
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := newEngine(p, append([]Option{WithClock(clock)}, opts...)...)
+		cfg.Clock = clock
+		e, err := newEngine(p, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	old := load(v1)
+	old := load(v1, Config{})
 	var h compose.Held
 	req := request("api", desc("user", "u"), desc("tenant", "t"), desc("job", "j"))
 	check(t, old, req, &h)
@@ -52,7 +53,7 @@ rules:
 	ov.Limit = &l
 	check(t, old, request("api", ov), nil)
 
-	next := load(v2, WithPrevious(old))
+	next := load(v2, Config{Previous: old})
 	res := check(t, next, request("api", desc("user", "u")), nil)
 	want(t, "users kept its state", res.Decision, true, "users", 0)
 	res = check(t, next, request("api", desc("tenant", "t")), nil)
@@ -72,24 +73,24 @@ rules:
 	res = check(t, next, request("api", ov), nil)
 	want(t, "after the old engine's Close", res.Decision, true, "api/override/9/min", 6)
 
-	// Different options: nothing is reused.
-	other := load(v2, WithPrevious(next), WithKeyPrefix("x"))
+	// A different Config: nothing is reused.
+	other := load(v2, Config{Previous: next, KeyPrefix: "x"})
 	res = check(t, other, request("api", desc("user", "u")), nil)
 	want(t, "another prefix: fresh", res.Decision, true, "users", 2)
 	// A nil previous is no previous.
-	if _, err := newEngine(&Policy{}, WithPrevious(nil)); err != nil {
+	if _, err := newEngine(&Policy{}, Config{Previous: nil}); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestNewEngineErrors(t *testing.T) {
-	p, err := ParseFile("testdata/example.yaml")
+	p, err := parseFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newEngine(p)
+	_, err = newEngine(p, Config{})
 	if !errors.Is(err, ErrNoStore) || !errors.Is(err, ErrInvalidPolicy) ||
-		!strings.HasPrefix(err.Error(), `testdata/example.yaml:65:12: rules[2].store: policy: no such store: the rule is kept in store "redis", which the engine was not given (it has local; see WithBackend)`) {
+		!strings.HasPrefix(err.Error(), `testdata/example.yaml:65:12: rules[2].store: policy: no such store: the rule is kept in store "redis", which the engine was not given (it has local; see Config.Backends)`) {
 		t.Errorf("redis rules without a store: %v", err)
 	}
 	// Any name is a store; one the engine was not given is an error at
@@ -99,19 +100,29 @@ func TestNewEngineErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = newEngine(disk, withRedis(nil, nil))
-	if !errors.Is(err, ErrNoStore) || err.Error() != `p.yaml:5:12: rules[0].store: policy: no such store: the rule is kept in store "disk", which the engine was not given (it has local, redis; see WithBackend)` {
+	if !errors.Is(err, ErrNoStore) || err.Error() != `p.yaml:5:12: rules[0].store: policy: no such store: the rule is kept in store "disk", which the engine was not given (it has local, redis; see Config.Backends)` {
 		t.Errorf("a store the engine lacks: %v", err)
 	}
-	for _, opt := range []Option{WithMaxKeys(0), WithMaxOverrides(-1), WithKeyPrefix(strings.Repeat("x", 300))} {
-		if _, err := newEngine(&Policy{}, opt); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("bad option: %v", err)
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{MaxKeys: -1}, "MaxKeys -1"},
+		{Config{KeyPrefix: strings.Repeat("x", 300)}, "KeyPrefix: 300 bytes"},
+		{Config{DefaultStore: "Redis"}, `DefaultStore "Redis"`},
+		{Config{Backends: map[string]Backend{"a b": testMemory{}}}, `Backends["a b"]`},
+		{Config{Backends: map[string]Backend{"redis": nil}}, `Backends["redis"] is nil`},
+	} {
+		_, err := newEngine(&Policy{}, c.cfg)
+		if !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "policy: "+c.field) {
+			t.Errorf("bad Config %+v: %v, want ErrInvalidConfig naming %s", c.cfg, err, c.field)
 		}
 	}
 	bad := &Policy{Domains: []*Domain{{Name: "d", Rules: []*Rule{{Name: "r", Match: []Matcher{{Key: "k"}}, Limits: Limits{Rate: &admit.Limit{Rate: -1}}}}}}}
-	if _, err := newEngine(bad); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
+	if _, err := newEngine(bad, Config{}); !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "domains[0].rules[0].rate: invalid rate") {
 		t.Errorf("invalid policy: %v", err)
 	}
-	if e, err := newEngine(nil); err != nil || e.HasDomain("") {
+	if e, err := newEngine(nil, Config{}); err != nil || e.HasDomain("") {
 		t.Errorf("nil policy: %v", err)
 	}
 }

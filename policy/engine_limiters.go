@@ -23,7 +23,7 @@ func (e *Engine) local() (Backend, error) {
 	if b := e.o.backends[StoreLocal]; b != nil {
 		return b, nil
 	}
-	return nil, fmt.Errorf("%w: the failure policy falls back to store %q, which the engine was not given (it has %s; see WithBackend)", ErrNoStore, StoreLocal, e.storeNames())
+	return nil, fmt.Errorf("%w: the failure policy falls back to store %q, which the engine was not given (it has %s; see Config.Backends)", ErrNoStore, StoreLocal, e.storeNames())
 }
 
 // policyOf returns the compose.Policy of f, with local as Fallback's

@@ -157,7 +157,7 @@ rules:
 		t.Errorf("shadow: %+v, %+v", st, res.Shadow)
 	}
 	// The engine's shadow mode: nothing refuses.
-	g, _ := engine(t, src, WithShadow(true))
+	g, _ := engine(t, src, Config{Shadow: true})
 	for range 3 {
 		res = check(t, g, req, nil)
 		if !res.Decision.Allowed {
@@ -370,7 +370,7 @@ func TestEngineOverrides(t *testing.T) {
 domain: api
 rules:
   - {name: a, match: a, rate: 1/min}
-`, WithMaxOverrides(2))
+`, Config{MaxOverrides: 2})
 	l := admit.PerMinute(3)
 	d := desc("a", "1")
 	d.Limit = &l
@@ -539,7 +539,7 @@ domain: api
 rules:
   - {name: a, match: user, rate: 10/min}
   - {name: b, match: [tenant, user], quota: 10/day}
-`, WithObserver(obs))
+`, Config{Options: admit.Options{Observer: obs}})
 	var res Result
 	for _, u := range []string{"alice", "bob", "carol"} {
 		if err := e.Check(context.Background(), request("api", desc("user", u), desc("tenant", "t", "user", u)), nil, &res); err != nil {

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/envoyunit"
 )
 
 // The fields of envoyproxy/ratelimit's configuration files.
@@ -18,7 +19,7 @@ var (
 	envoyReplaceFields = []string{"name"}
 )
 
-// ParseEnvoy parses a configuration file of envoyproxy/ratelimit (one
+// parseEnvoy parses a configuration file of envoyproxy/ratelimit (one
 // domain and its descriptors) into a Policy with the meaning it has there:
 //
 //   - Each descriptor with a rate_limit is a Rule named by its full key
@@ -28,7 +29,7 @@ var (
 //     value matches any value (one limit per value).
 //   - requests_per_unit per unit (second, minute, hour, day, week, month =
 //     30 days, year = 365 days) is a fixed window aligned on the Unix
-//     epoch: Limits{Rate: UnitLimit(requests_per_unit, unit), Algorithm:
+//     epoch: Limits{Rate: requests_per_unit per unit, Algorithm:
 //     admit.AlgFixedWindow}. requests_per_unit 0 refuses everything.
 //   - unlimited: true is Limits.Unlimited; shadow_mode is Rule.Shadow;
 //     replaces is Rule.Replaces; share_threshold is Rule.Shared;
@@ -42,7 +43,7 @@ var (
 //     entries matches only at depth N, the most specific entry first
 //     (key and value, then a prefix, then the key alone) at each level
 //     (see Rule).
-//   - Rules keep StoreDefault: the engine keeps them in Redis if it has a
+//   - Rules keep the empty Store, the default store: the engine keeps them in Redis if it has a
 //     Redis store, as envoyproxy/ratelimit does, and fails open when
 //     Redis fails, as Envoy does by default.
 //
@@ -56,7 +57,7 @@ var (
 // an empty or self-referring replaces), with every error naming its file,
 // line and field, and every error reported. A wildcard "*" anywhere but
 // at the end of a value is refused rather than taken literally.
-func ParseEnvoy(name string, data []byte) (*Policy, error) {
+func parseEnvoy(name string, data []byte) (*Policy, error) {
 	var errs errList
 	root, w := parseYAML(name, data, &errs)
 	if root == nil {
@@ -83,7 +84,7 @@ type envoyDecoder struct {
 
 func (e *envoyDecoder) policy(root *yaml.Node) *Policy {
 	w := e.w
-	dom := &Domain{envoy: true, Override: Override{Algorithm: admit.AlgFixedWindow, Store: StoreDefault}, src: &source{pos: w.pos(root)}}
+	dom := &Domain{envoy: true, Override: Override{Algorithm: admit.AlgFixedWindow, Store: storeDefault}, src: &source{pos: w.pos(root)}}
 	var descs *yaml.Node
 	hasDomain := false
 	ok := w.fields(root, "", envoyTopFields, func(key string, vn *yaml.Node, fpath string) {
@@ -137,8 +138,8 @@ func (e *envoyDecoder) descriptors(dom *Domain, n *yaml.Node, path string, paren
 		}
 		seen[final] = w.line(item, ipath)
 		match := append(append([]Matcher(nil), parent...), m)
-		if len(match) > MaxEntries {
-			w.fail(w.resolve(item, ipath), ipath, "descriptors nested deeper than %d levels", MaxEntries)
+		if len(match) > maxEntries {
+			w.fail(w.resolve(item, ipath), ipath, "descriptors nested deeper than %d levels", maxEntries)
 			return
 		}
 		src := &source{path: ipath, pos: w.pos(item)}
@@ -284,7 +285,7 @@ func (e *envoyDecoder) rateLimit(r *Rule, n *yaml.Node, path string) bool {
 	if !ok || !good {
 		return false
 	}
-	unit, uerr := ParseUnit(unitStr)
+	unit, uerr := envoyunit.Parse(unitStr)
 	switch {
 	case unlimited && hasUnit && uerr == nil:
 		w.fail(unitN, keyPath(path, "unit"), "should not specify rate limit unit when unlimited")
@@ -299,7 +300,7 @@ func (e *envoyDecoder) rateLimit(r *Rule, n *yaml.Node, path string) bool {
 		w.fail(unitN, keyPath(path, "unit"), "invalid rate limit unit '%s': want second, minute, hour, day, week, month or year", truncate(unitStr))
 		return false
 	default:
-		l, _ := UnitLimit(uint32(rpu), unit)
+		l, _ := envoyunit.Limit(uint32(rpu), unit)
 		r.Rate = &l
 		r.Algorithm = admit.AlgFixedWindow
 		if rpuN != nil {

@@ -86,7 +86,7 @@ func TestParseEnvoyModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := p.Domains[0]
-	if d.Name != "sms" || d.Override.Algorithm != admit.AlgFixedWindow || d.Override.Store != StoreDefault {
+	if d.Name != "sms" || d.Override.Algorithm != admit.AlgFixedWindow || d.Override.Store != storeDefault {
 		t.Fatalf("domain %+v", d)
 	}
 	rules := map[string]*Rule{}
@@ -102,7 +102,7 @@ func TestParseEnvoyModel(t *testing.T) {
 		t.Errorf("rules %s\nwant  %s", strings.Join(names, " "), wantNames)
 	}
 	promo := rules["sms.campaign_promo.phone"]
-	if *promo.Rate != (admit.Limit{Rate: 2, Period: time.Hour, Burst: 2}) || promo.Algorithm != admit.AlgFixedWindow || promo.Store != StoreDefault ||
+	if *promo.Rate != (admit.Limit{Rate: 2, Period: time.Hour, Burst: 2}) || promo.Algorithm != admit.AlgFixedWindow || promo.Store != storeDefault ||
 		len(promo.Match) != 2 || promo.Match[0] != (Matcher{Key: "campaign", Kind: MatchExact, Value: "promo"}) || promo.Match[1] != (Matcher{Key: "phone"}) {
 		t.Errorf("promo: %+v", promo)
 	}
@@ -133,12 +133,12 @@ func TestParseEnvoyModel(t *testing.T) {
 }
 
 func TestEnvoySemantics(t *testing.T) {
-	p, err := ParseEnvoy("sms.yaml", []byte(envoySMS))
+	p, err := parseEnvoy("sms.yaml", []byte(envoySMS))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0) // noon
-	e, err := newEngine(p, WithClock(clock))
+	e, err := newEngine(p, clocked(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestEnvoySemantics(t *testing.T) {
 	}
 	// An inline limit (Envoy's descriptor limit override) is honoured,
 	// and the configured limit ignored.
-	l, _ := UnitLimit(1, UnitMinute)
+	l := admit.Limit{Rate: 1, Period: time.Minute, Burst: 1}
 	over := desc("phone", "+15550000000")
 	over.Limit = &l
 	if res = check(t, e, request("sms", over), nil); !res.Decision.Allowed || !res.Statuses[0].Override || res.Statuses[0].Decision.Limit != l {
@@ -301,7 +301,7 @@ var envoyBad = []struct {
 func TestParseEnvoyBad(t *testing.T) {
 	for _, tc := range envoyBad {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseEnvoy("e.yaml", []byte(tc.src))
+			p, err := parseEnvoy("e.yaml", []byte(tc.src))
 			if err == nil || p != nil {
 				t.Fatalf("loaded %+v", p)
 			}
@@ -313,7 +313,7 @@ func TestParseEnvoyBad(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseEnvoy("e.yaml", nil); err == nil || err.Error() != "e.yaml:1: empty file: want domain and descriptors" {
+	if _, err := parseEnvoy("e.yaml", nil); err == nil || err.Error() != "e.yaml:1: empty file: want domain and descriptors" {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -343,7 +343,7 @@ func TestLoadFiles(t *testing.T) {
 	if strings.Join(names, ",") != "sms,mongo,api" {
 		t.Errorf("domains %v", names)
 	}
-	e, err := newEngine(p)
+	e, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,14 +376,14 @@ func TestLoadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(alone.Domains[0].Rules)
-	p, err = LoadFilesMergingDomains(sms, mongo, more)
+	p, err = loadMergingDomains(sms, mongo, more)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Domains) != 2 || p.Domains[0].Name != "sms" || len(p.Domains[0].Rules) != n+1 {
 		t.Fatalf("merged: %d domains, sms with %d rules", len(p.Domains), len(p.Domains[0].Rules))
 	}
-	e2, err := newEngine(p)
+	e2, err := newEngine(p, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,12 +395,12 @@ func TestLoadFiles(t *testing.T) {
 	// The same descriptor limited in two files is still an error; a file
 	// of the other format cannot merge.
 	again := write("sms-again.yaml", "domain: sms\ndescriptors:\n  - key: phone\n    rate_limit: {unit: day, requests_per_unit: 9}\n")
-	if _, err := LoadFilesMergingDomains(sms, again); err == nil || !strings.Contains(err.Error(), again) || !strings.Contains(err.Error(), sms) {
+	if _, err := loadMergingDomains(sms, again); err == nil || !strings.Contains(err.Error(), again) || !strings.Contains(err.Error(), sms) {
 		t.Errorf("a descriptor limited twice: %v", err)
 	}
 	ours := write("sms-ours.yaml", "domain: sms\nrules:\n  - {name: x, match: k, rate: 1/s}\n")
 	want = fmt.Sprintf("%s:1:9: domain: domain \"sms\" cannot merge with its definition at %s:2:9: their format, keys, shadow mode and overrides must agree", ours, sms)
-	if _, err := LoadFilesMergingDomains(sms, ours); err == nil || err.Error() != want {
+	if _, err := loadMergingDomains(sms, ours); err == nil || err.Error() != want {
 		t.Errorf("formats: %v\nwant %s", err, want)
 	}
 	if len(p.Domains[0].Rules) != n+1 || len(alone.Domains[0].Rules) != n {
@@ -420,7 +420,7 @@ func FuzzParseEnvoy(f *testing.F) {
 		f.Add([]byte(tc.src))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParseEnvoy("f.yaml", data)
+		p, err := parseEnvoy("f.yaml", data)
 		if err != nil {
 			checkPositions(t, err)
 			return
@@ -428,10 +428,24 @@ func FuzzParseEnvoy(f *testing.F) {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("loaded an invalid policy: %v", err)
 		}
-		e, err := newEngine(p)
+		e, err := newEngine(p, Config{})
 		if err != nil {
 			t.Fatalf("NewEngine: %v", err)
 		}
 		e.Close()
 	})
+}
+
+// loadMergingDomains loads each file alone and merges their domains, as
+// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG does.
+func loadMergingDomains(paths ...string) (*Policy, error) {
+	var ps []*Policy
+	for _, path := range paths {
+		p, err := LoadFiles(path)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return MergeDomains(ps...)
 }

@@ -17,7 +17,7 @@ var (
 	ErrInvalidPolicy = errors.New("policy: invalid policy")
 
 	// ErrUnknownFormat reports a file that is neither this package's
-	// policy format nor envoyproxy/ratelimit's (see DetectFormat).
+	// policy format nor envoyproxy/ratelimit's (see Parse).
 	ErrUnknownFormat = errors.New("policy: unknown file format")
 
 	// ErrInvalidRequest reports a request the engine cannot decide: a
@@ -26,12 +26,8 @@ var (
 
 	// ErrNoStore reports a rule (or a domain's inline limits, or a
 	// Fallback failure policy) kept in a store the engine was not given
-	// (see WithBackend).
+	// (see Config.Backends).
 	ErrNoStore = errors.New("policy: no such store")
-
-	// ErrInvalidOption reports an option of NewEngine given an invalid
-	// value.
-	ErrInvalidOption = errors.New("policy: invalid option")
 
 	// ErrStoreFailed is the Err of a Status one of whose limits is kept in
 	// a store (Redis) that failed or did not answer in time, so that the
@@ -50,7 +46,7 @@ var (
 
 	// ErrTooManyKeys reports a request whose key would be one more for a
 	// rule's adaptive limit or lanes, which hold state for at most
-	// WithMaxKeys keys (DefaultMaxAdaptiveKeys), none of them idle. The
+	// Config.MaxKeys keys (10,000 by default), none of them idle. The
 	// request is refused.
 	ErrTooManyKeys = errors.New("policy: too many keys for an adaptive limit")
 )
@@ -130,13 +126,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Errors is the list of problems found in a policy, in the order of their
 // positions in the file (Validate's, for a Policy built in Go). A
 // loader reports all the problems it finds, not only the first, up to
-// MaxErrors. An Errors matches ErrInvalidPolicy under errors.Is, and
+// 100 (and one more entry saying that it stopped). An Errors matches ErrInvalidPolicy under errors.Is, and
 // errors.As finds each *Error in it.
 type Errors []*Error
 
-// MaxErrors is the most problems a loader reports; one more entry says
+// maxErrors is the most problems a loader reports; one more entry says
 // that it stopped there.
-const MaxErrors = 100
+const maxErrors = 100
 
 // Error returns the problems, one per line.
 func (es Errors) Error() string {
@@ -162,7 +158,7 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
-// errList collects Errors, up to MaxErrors.
+// errList collects Errors, up to maxErrors.
 type errList struct {
 	errs Errors
 	full bool
@@ -174,7 +170,7 @@ func (l *errList) addErr(p Pos, field, msg string, err error) {
 	if l.full {
 		return
 	}
-	if len(l.errs) == MaxErrors {
+	if len(l.errs) == maxErrors {
 		l.errs = append(l.errs, &Error{File: p.File, Line: p.Line, Column: p.Column, Msg: "too many errors; stopping here"})
 		l.full = true
 		return

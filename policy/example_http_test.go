@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
@@ -16,7 +17,7 @@ import (
 // from their client address and X-Tenant header, and httplimit writes the
 // decision's fields and the refusals.
 func ExampleNewHTTP() {
-	p, err := policy.ParseYAML("policy.yaml", []byte(`
+	p, err := policy.Parse("policy.yaml", []byte(`
 domain: api
 rules:
   - {name: per-ip, match: remote_address, rate: 100/s}
@@ -27,7 +28,10 @@ rules:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{
+		Options:  admit.Options{Clock: clock},
+		Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
@@ -14,8 +15,8 @@ import (
 // A policy in this package's format: per-address limits, a tenant's plan
 // from a tier table, and a cap on requests in flight, checked at explicit
 // instants of a manual clock.
-func ExampleParseYAML() {
-	p, err := policy.ParseYAML("policy.yaml", []byte(`
+func ExampleParse() {
+	p, err := policy.Parse("policy.yaml", []byte(`
 tier_tables:
   plans:
     default: free
@@ -33,7 +34,10 @@ rules:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{
+		Options:  admit.Options{Clock: clock},
+		Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -72,8 +76,8 @@ rules:
 // A configuration of envoyproxy/ratelimit loads unchanged, with its
 // meaning: fixed windows per unit, the most specific match first, and one
 // status per descriptor, as Envoy's rate-limit service answers.
-func ExampleParseEnvoy() {
-	p, err := policy.ParseEnvoy("config.yaml", []byte(`
+func ExampleParse_envoy() {
+	p, err := policy.Parse("config.yaml", []byte(`
 domain: edge
 descriptors:
   - key: remote_address
@@ -87,7 +91,10 @@ descriptors:
 		return
 	}
 	clock := admittest.NewManualClock(time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC))
-	e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{
+		Options:  admit.Options{Clock: clock},
+		Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -103,20 +110,19 @@ descriptors:
 			return
 		}
 		st := res.Statuses[0]
-		unit, _ := policy.UnitOf(st.Decision.Limit.Period)
-		fmt.Printf("%s: %v, %d per %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Decision.Limit.Rate, unit, st.Decision.Remaining, st.Decision.ResetAfter, st.Rule)
+		fmt.Printf("%s: %v, %v, %d remaining, reset in %v (%s)\n", addr, st.Code, st.Decision.Limit, st.Decision.Remaining, st.Decision.ResetAfter, st.Rule)
 	}
 	// Output:
-	// 203.0.113.7: OK, 2 per minute, 1 remaining, reset in 30s (edge.remote_address)
-	// 203.0.113.7: OK, 2 per minute, 0 remaining, reset in 30s (edge.remote_address)
-	// 203.0.113.7: OVER_LIMIT, 2 per minute, 0 remaining, reset in 30s (edge.remote_address)
-	// 198.51.100.9: OVER_LIMIT, 0 per second, 0 remaining, reset in 0s (edge.remote_address_198.51.100.9)
+	// 203.0.113.7: OK, 2/min, 1 remaining, reset in 30s (edge.remote_address)
+	// 203.0.113.7: OK, 2/min, 0 remaining, reset in 30s (edge.remote_address)
+	// 203.0.113.7: OVER_LIMIT, 2/min, 0 remaining, reset in 30s (edge.remote_address)
+	// 198.51.100.9: OVER_LIMIT, 0/s, 0 remaining, reset in 0s (edge.remote_address_198.51.100.9)
 }
 
 // Two teams keep their descriptors of one domain in files of their own,
 // merged as envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG merges them.
 func ExampleMergeDomains() {
-	search, err := policy.ParseEnvoy("search.yaml", []byte(`
+	search, err := policy.Parse("search.yaml", []byte(`
 domain: edge
 descriptors:
   - key: path
@@ -127,7 +133,7 @@ descriptors:
 		fmt.Println(err)
 		return
 	}
-	login, err := policy.ParseEnvoy("login.yaml", []byte(`
+	login, err := policy.Parse("login.yaml", []byte(`
 domain: edge
 descriptors:
   - key: path
@@ -159,7 +165,7 @@ descriptors:
 
 // Errors name the file, line, column and field of every problem.
 func ExampleErrors() {
-	_, err := policy.ParseYAML("policy.yaml", []byte(`
+	_, err := policy.Parse("policy.yaml", []byte(`
 rules:
   - name: per-ip
     match: remote_address
@@ -177,13 +183,13 @@ rules:
 }
 
 // A reload keeps the state of the rules that did not change.
-func ExampleWithPrevious() {
+func ExampleConfig_previous() {
 	load := func(rate string, old *policy.Engine, clock *admittest.ManualClock) *policy.Engine {
-		p, err := policy.ParseYAML("policy.yaml", []byte("rules:\n  - {name: users, match: user, rate: 3/min}\n  - {name: ips, match: ip, rate: "+rate+"}\n"))
+		p, err := policy.Parse("policy.yaml", []byte("rules:\n  - {name: users, match: user, rate: 3/min}\n  - {name: ips, match: ip, rate: "+rate+"}\n"))
 		if err != nil {
 			panic(err)
 		}
-		e, err := policy.NewEngine(p, policy.WithBackend(policy.StoreLocal, backends.Memory()), policy.WithClock(clock), policy.WithPrevious(old))
+		e, err := policy.NewEngine(p, policy.Config{Options: admit.Options{Clock: clock}, Backends: map[string]policy.Backend{policy.StoreLocal: backends.Memory()}, Previous: old})
 		if err != nil {
 			panic(err)
 		}

@@ -19,15 +19,20 @@ import (
 var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
 // engine loads src (this package's format, every rule in memory) into an
-// engine on a manual clock at t0.
-func engine(t testing.TB, src string, opts ...Option) (*Engine, *admittest.ManualClock) {
+// engine on a manual clock at t0, configured by cfg if given.
+func engine(t testing.TB, src string, cfg ...Config) (*Engine, *admittest.ManualClock) {
 	t.Helper()
 	p, err := Parse("test.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := newEngine(localOnly(p), append([]Option{WithClock(clock)}, opts...)...)
+	var c Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Clock = clock
+	e, err := newEngine(localOnly(p), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,17 +118,22 @@ func (t *testRedis) Quota(s Spec) (admit.KeyedLimiter, error) { return t.r.Quota
 func (t *testRedis) Slots(s Spec) (admit.Slots, error)        { return t.r.Slots(stores.Spec(s)) }
 func (t *testRedis) Shared() bool                             { return true }
 
-// withRedis gives an engine the Redis store s as "redis", its default
-// store, deciding at clock's instants (nil: Redis's clock).
-func withRedis(s *redisstore.Store, clock admit.Clock) Option {
+// withRedis is the Config of an engine on clock with the Redis store s as
+// "redis", its default store, deciding at clock's instants.
+func withRedis(s *redisstore.Store, clock admit.Clock) Config {
 	b := &testRedis{stores.Redis{Store: s, Clock: clock}}
-	return optionFunc(func(o *options) {
-		WithBackend("redis", b).apply(o)
-		WithDefaultStore("redis").apply(o)
-	})
+	return Config{Options: admit.Options{Clock: clock}, Backends: map[string]Backend{"redis": b}, DefaultStore: "redis"}
 }
 
-// newEngine is NewEngine with the local store.
-func newEngine(p *Policy, opts ...Option) (*Engine, error) {
-	return NewEngine(p, append([]Option{WithBackend(StoreLocal, testMemory{})}, opts...)...)
+// newEngine is NewEngine with the local store added to cfg's.
+func newEngine(p *Policy, cfg Config) (*Engine, error) {
+	backends := map[string]Backend{StoreLocal: testMemory{}}
+	for name, b := range cfg.Backends {
+		backends[name] = b
+	}
+	cfg.Backends = backends
+	return NewEngine(p, cfg)
 }
+
+// clocked is the Config of an engine on clock.
+func clocked(clock admit.Clock) Config { return Config{Options: admit.Options{Clock: clock}} }

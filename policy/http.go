@@ -68,27 +68,27 @@ type httpScratch struct {
 
 // NewHTTP returns the Decider checking requests against domain of e, each
 // request carrying the descriptors of descs that it has values for. It
-// fails with ErrInvalidOption for a nil engine, no descriptors, an empty
+// fails with admit.ErrInvalidConfig for a nil engine, no descriptors, an empty
 // descriptor, an entry without a key or a value, or a domain e's policy
 // does not have.
 func NewHTTP(e *Engine, domain string, descs ...HTTPDescriptor) (*HTTP, error) {
 	if e == nil {
-		return nil, fmt.Errorf("%w: nil engine", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: policy: NewHTTP: nil engine", admit.ErrInvalidConfig)
 	}
 	if !e.HasDomain(domain) {
-		return nil, fmt.Errorf("%w: the policy has no domain %q", ErrInvalidOption, domain)
+		return nil, fmt.Errorf("%w: policy: NewHTTP: the policy has no domain %q", admit.ErrInvalidConfig, domain)
 	}
 	if len(descs) == 0 {
-		return nil, fmt.Errorf("%w: no descriptors", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: policy: NewHTTP: no descriptors", admit.ErrInvalidConfig)
 	}
 	h := &HTTP{domain: domain, descs: make([]HTTPDescriptor, len(descs))}
 	for i, d := range descs {
 		if len(d) == 0 {
-			return nil, fmt.Errorf("%w: descriptor %d has no entries", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: policy: NewHTTP: descriptor %d has no entries", admit.ErrInvalidConfig, i)
 		}
 		for j, en := range d {
 			if en.Key == "" || en.Value == nil {
-				return nil, fmt.Errorf("%w: descriptor %d, entry %d: needs a key and a value", ErrInvalidOption, i, j)
+				return nil, fmt.Errorf("%w: policy: NewHTTP: descriptor %d, entry %d: needs a key and a value", admit.ErrInvalidConfig, i, j)
 			}
 		}
 		h.descs[i] = append(HTTPDescriptor(nil), d...)
@@ -111,10 +111,10 @@ func (h *HTTP) Engine() *Engine { return h.engine.Load() }
 // SetEngine makes e decide the requests from now on (requests being
 // decided finish with the engine they started with). e must have h's
 // domain; a nil e, or one without the domain, is refused with
-// ErrInvalidOption and the engine is not replaced.
+// admit.ErrInvalidConfig and the engine is not replaced.
 func (h *HTTP) SetEngine(e *Engine) error {
 	if e == nil || !e.HasDomain(h.domain) {
-		return fmt.Errorf("%w: the new engine has no domain %q", ErrInvalidOption, h.domain)
+		return fmt.Errorf("%w: policy: SetEngine: the new engine has no domain %q", admit.ErrInvalidConfig, h.domain)
 	}
 	h.engine.Store(e)
 	return nil

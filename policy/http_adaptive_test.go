@@ -35,7 +35,7 @@ rules:
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := newEngine(p, WithClock(clock))
+	e, err := newEngine(p, clocked(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func newGateway(t *testing.T) *gateway {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+	e, err := newEngine(p, withRedis(store, clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,10 +379,10 @@ rules:
 		t.Fatalf("after SetEngine: %+v", dec)
 	}
 	other, _ := engine(t, "version: 1\ndomain: other\nrules:\n  - name: x\n    match: user\n    rate: 5/s\n")
-	if err := d2.SetEngine(other); !errors.Is(err, ErrInvalidOption) || d2.Engine() != e2 {
+	if err := d2.SetEngine(other); !errors.Is(err, admit.ErrInvalidConfig) || d2.Engine() != e2 {
 		t.Fatalf("SetEngine of an engine without the domain: %v", err)
 	}
-	if err := d2.SetEngine(nil); !errors.Is(err, ErrInvalidOption) {
+	if err := d2.SetEngine(nil); !errors.Is(err, admit.ErrInvalidConfig) {
 		t.Fatalf("SetEngine(nil): %v", err)
 	}
 	// Bad constructions.
@@ -400,7 +400,7 @@ rules:
 		},
 		func() (*HTTP, error) { return NewHTTP(e, "api", HTTPDescriptor{{Key: "a"}}) },
 	} {
-		if _, err := f(); !errors.Is(err, ErrInvalidOption) {
+		if _, err := f(); !errors.Is(err, admit.ErrInvalidConfig) {
 			t.Errorf("bad construction %d: %v", i, err)
 		}
 	}

@@ -4,89 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/internal/readlimit"
-	"go.yaml.in/yaml/v3"
 )
 
-// Format is a policy file format.
-type Format uint8
-
-const (
-	// FormatUnknown is neither format.
-	FormatUnknown Format = iota
-	// FormatAdmit is this package's YAML format (see the package
-	// documentation): rules with rates, quotas, concurrency caps and tier
-	// tables, several domains, stores and failure policies.
-	FormatAdmit
-	// FormatEnvoy is envoyproxy/ratelimit's configuration format: one
-	// domain and its nested descriptors (see ParseEnvoy).
-	FormatEnvoy
-)
-
-// String returns "admit", "envoy" or "unknown".
-func (f Format) String() string {
-	switch f {
-	case FormatAdmit:
-		return "admit"
-	case FormatEnvoy:
-		return "envoy"
-	}
-	return "unknown"
-}
-
-// DetectFormat tells which format a policy file is in, from the keys of
-// its top-level mapping: descriptors (with domain) is envoyproxy/
+// Parse parses a policy file in either format, which it detects from the
+// keys of its top-level mapping: descriptors (with domain) is envoyproxy/
 // ratelimit's format; rules, domains, tier_tables, defaults or version is
-// this package's. A file with a domain and neither is envoyproxy/
-// ratelimit's (a domain without descriptors). It returns FormatUnknown and
-// an error wrapping ErrUnknownFormat for anything else, including a file
-// that is not YAML or has keys of both formats.
-func DetectFormat(data []byte) (Format, error) {
-	if len(data) > MaxFileSize {
-		return FormatUnknown, fmt.Errorf("%w: file of %d bytes is larger than the maximum of %d", ErrUnknownFormat, len(data), MaxFileSize)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return FormatUnknown, fmt.Errorf("%w: %v", ErrUnknownFormat, err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return FormatUnknown, fmt.Errorf("%w: empty file", ErrUnknownFormat)
-	}
-	return detectRoot(doc.Content[0])
-}
-
-func detectRoot(root *yaml.Node) (Format, error) {
-	if root.Kind != yaml.MappingNode {
-		return FormatUnknown, fmt.Errorf("%w: the file is not a YAML mapping", ErrUnknownFormat)
-	}
-	var admitKey, envoyKey string
-	hasDomain := false
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		switch k := root.Content[i].Value; k {
-		case "descriptors":
-			envoyKey = k
-		case "rules", "domains", "tier_tables", "defaults", "version":
-			admitKey = k
-		case "domain":
-			hasDomain = true
-		}
-	}
-	switch {
-	case admitKey != "" && envoyKey != "":
-		return FormatUnknown, fmt.Errorf("%w: the file has %s (admit's format) and %s (envoyproxy/ratelimit's)", ErrUnknownFormat, admitKey, envoyKey)
-	case admitKey != "":
-		return FormatAdmit, nil
-	case envoyKey != "" || hasDomain:
-		return FormatEnvoy, nil
-	}
-	return FormatUnknown, fmt.Errorf("%w: want rules or domains (admit's format) or domain and descriptors (envoyproxy/ratelimit's)", ErrUnknownFormat)
-}
-
-// Parse parses a policy file in either format, which it detects (see
-// DetectFormat): ParseYAML for this package's, ParseEnvoy for envoyproxy/
-// ratelimit's. name names the file in errors. The error is an Errors
+// this package's (see the package documentation); a file with a domain
+// and neither is envoyproxy/ratelimit's (a domain without descriptors).
+// name names the file in errors. The error is an Errors
 // listing every problem (matching ErrInvalidPolicy), each at its file and
 // line; for a file of neither format, its one entry also wraps
 // ErrUnknownFormat.
@@ -99,20 +27,19 @@ func Parse(name string, data []byte) (*Policy, error) {
 	if root == nil {
 		return nil, Errors{{File: name, Line: 1, Msg: "empty file: want a policy"}}
 	}
-	f, err := detectRoot(root)
+	f, err := policyfmt.Root(root)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "policy: ")
-		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: msg, Err: ErrUnknownFormat}}
+		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: err.Error(), Err: ErrUnknownFormat}}
 	}
-	if f == FormatEnvoy {
-		return ParseEnvoy(name, data)
+	if f == policyfmt.Envoy {
+		return parseEnvoy(name, data)
 	}
-	return ParseYAML(name, data)
+	return parseAdmit(name, data)
 }
 
-// ParseFile reads the policy file at path with ReadFile and parses it
+// parseFile reads the policy file at path with ReadFile and parses it
 // (see Parse).
-func ParseFile(path string) (*Policy, error) {
+func parseFile(path string) (*Policy, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -135,20 +62,17 @@ func ReadFile(path string) ([]byte, error) {
 	return data, err
 }
 
-// LoadFiles reads and parses policy files, each in either format, and
-// merges them into one Policy (see Merge): envoyproxy/ratelimit's
-// deployments keep one domain per file. It reports the problems of every
-// file.
+// LoadFiles reads policy files (with ReadFile), parses each in either
+// format (see Parse) and merges them into one Policy (see Merge):
+// envoyproxy/ratelimit's deployments keep one domain per file. It reports
+// the problems of every file. To merge the domains of one name that
+// several files define (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG), load
+// each file alone and merge them with MergeDomains.
 func LoadFiles(paths ...string) (*Policy, error) {
-	return loadFiles(paths, Merge)
-}
-
-// loadFiles parses the files of paths and merges them with merge.
-func loadFiles(paths []string, merge func(...*Policy) (*Policy, error)) (*Policy, error) {
 	var ps []*Policy
 	var all Errors
 	for _, path := range paths {
-		p, err := ParseFile(path)
+		p, err := parseFile(path)
 		if err != nil {
 			if es, ok := err.(Errors); ok {
 				all = append(all, es...)
@@ -161,14 +85,7 @@ func loadFiles(paths []string, merge func(...*Policy) (*Policy, error)) (*Policy
 	if len(all) > 0 {
 		return nil, all
 	}
-	return merge(ps...)
-}
-
-// LoadFilesMergingDomains is LoadFiles with MergeDomains instead of Merge:
-// several files may define one domain, as envoyproxy/ratelimit allows with
-// MERGE_DOMAIN_CONFIG.
-func LoadFilesMergingDomains(paths ...string) (*Policy, error) {
-	return loadFiles(paths, MergeDomains)
+	return Merge(ps...)
 }
 
 // MergeDomains is Merge, except that the domains of one name are merged

@@ -10,7 +10,7 @@ import (
 
 // Policy is a rate-limiting policy: rules, by domain, that decide whether a
 // request carrying descriptors is admitted (see Rule for the model). Load
-// one from a file (Parse, ParseFile, LoadFiles, in this package's YAML
+// one from a file (Parse, LoadFiles, in this package's YAML
 // format or envoyproxy/ratelimit's) or build one in Go and check it with
 // Validate. An Engine enforces it.
 //
@@ -122,8 +122,8 @@ type Rule struct {
 	// Description is free text, for people.
 	Description string
 
-	// Match are the matchers of the descriptor's entries, in order. Not
-	// empty.
+	// Match are the matchers of the descriptor's entries, in order: at
+	// least one, at most 32.
 	Match []Matcher
 
 	// Limits are the rule's own limits (empty when Tiers is set).
@@ -140,13 +140,13 @@ type Rule struct {
 
 	// Store names the store the rule's state lives in: StoreLocal
 	// (memory), "redis", or any name the engine is given a Backend by
-	// (WithBackend); StoreDefault (empty) names the engine's default
-	// store. A name the engine was not given makes NewEngine fail
+	// (Config.Backends); empty (store: default in this package's YAML
+	// format) names the engine's default store (Config.DefaultStore). A name the engine was not given makes NewEngine fail
 	// (ErrNoStore, at the rule's store field). A rule with
 	// AdaptiveConcurrency, AdaptiveRate or Lanes is kept in memory, all
 	// its limits: an adaptive limit learns from the requests of one
 	// instance, and a shared store holds no adaptive state. Its Store
-	// must be StoreLocal or StoreDefault (which means StoreLocal for it).
+	// must be StoreLocal or empty (which means StoreLocal for it).
 	Store string
 
 	// Failure is what happens when the store fails: it applies to the

@@ -3,21 +3,101 @@ package policy
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 
 	"github.com/admit-go/admit"
 )
 
-// DefaultMaxOverrides is the default number of distinct inline limits an
-// Engine keeps limiters for (see WithMaxOverrides).
-const DefaultMaxOverrides = 1024
+// Config configures an Engine. Backends is required in practice: the zero
+// Config gives the engine no store, so that only rules limiting nothing
+// can be enforced (give at least StoreLocal). Every other zero field is
+// the default stated in its comment.
+type Config struct {
+	// Options are the clock and observer (see admit.Options). The clock
+	// is that of the limiters the backends build (Spec.Clock: those kept
+	// in memory; a shared store decides on its own clock), of adaptive
+	// limits and lanes and of the failure policies' breakers:
+	// admittest.ManualClock decides at explicit instants in tests. The
+	// observer is that of every limiter the engine builds and of their
+	// failure policies; with one, keys are allocated strings (an
+	// observer may keep them), without, a check of limiters kept in
+	// memory allocates nothing. Name is not used: each limiter is named
+	// after its rule (see KeyPrefix).
+	admit.Options
 
-// Option configures an Engine. The zero set of options gives the defaults
-// documented on each option.
-type Option interface {
-	apply(*options)
+	// Backends are the engine's stores, by name: the rules whose store
+	// (Rule.Store) is a name keep their state in its Backend. StoreLocal
+	// (policy/backends.Memory) must be given for the rules kept in
+	// memory, which are those of this package's YAML format without a
+	// store, adaptive limits and lanes, and the local limiters of
+	// Fallback failure policies; policy/backends.Stores gives the stores
+	// of admit serve. A name is made of lower-case letters, digits, '-'
+	// and '_', starting with a letter (see Rule.Store), and a Backend is
+	// not nil; otherwise NewEngine fails. The engine copies the map and
+	// does not own the backends: closing it leaves them open. A rule
+	// naming a store that is not here is an Errors entry at its store
+	// field, wrapping ErrNoStore.
+	Backends map[string]Backend
+
+	// DefaultStore names the store of the rules that name none
+	// (Rule.Store empty: the rules of envoyproxy/ratelimit's files, and
+	// inline limits unless a domain's Override names a store): a shared
+	// store when the engine has one, so that a fleet enforces one limit.
+	// Empty means StoreLocal.
+	DefaultStore string
+
+	// Logger is told of the failure policies' switches (see
+	// compose.GuardConfig.Logger). Nil logs nothing.
+	Logger *slog.Logger
+
+	// KeyPrefix is put in front of the name of every limiter the engine
+	// builds (Spec.Name), and so in the keys its rules have in a shared
+	// store, so that engines sharing a Redis with rules of the same names
+	// keep apart. Empty means none; it is at most MaxNameLength bytes.
+	KeyPrefix string
+
+	// Previous is the engine of the policy this one replaces (a reload),
+	// whose limiters it takes over: each limiter whose definition did not
+	// change (same rule name and tier, same limit, algorithm, store,
+	// failure policy) is reused with its state, so a reload neither
+	// refills the keys of unchanged rules nor forgets the slots in
+	// flight; the others start afresh. Limiters are reused only if both
+	// engines have the same stores (the same backends by the same names,
+	// and the same default), clock, observer, logger, key prefix and
+	// MaxKeys. Previous keeps working until it is closed, sharing the
+	// reused limiters. Nil reuses nothing.
+	Previous *Engine
+
+	// Shadow puts every rule in shadow mode (envoyproxy/ratelimit's
+	// global SHADOW_MODE): the engine decides, counts and reports, and
+	// never refuses.
+	Shadow bool
+
+	// MaxKeys caps the keys each limiter kept in memory holds (see
+	// keyed.Config.MaxKeys, quota.Config.MaxKeys,
+	// concurrency.Config.MaxKeys), and the keys each rule's adaptive limit
+	// or lanes hold (see ErrTooManyKeys). 0 means each package's default,
+	// and 10,000 for adaptive limits and lanes; a negative value is an
+	// error.
+	MaxKeys int
+
+	// MaxOverrides caps the distinct inline limits (Descriptor.Limit) the
+	// engine builds limiters for, per domain: a request bringing one more
+	// is refused with ErrTooManyOverrides. Inline limits come from a
+	// proxy's configuration, so they are few; the cap keeps a client that
+	// invents them from exhausting memory. 0 means 1024; a negative value
+	// means none: every inline limit is refused.
+	MaxOverrides int
 }
 
+// The defaults of Config's fields.
+const (
+	defaultMaxOverrides    = 1024
+	defaultMaxAdaptiveKeys = 10_000
+)
+
+// options are a Config checked, with its defaults filled in.
 type options struct {
 	backends     map[string]Backend
 	defStore     string
@@ -29,114 +109,59 @@ type options struct {
 	shadow       bool
 	maxKeys      int
 	maxOverrides int
-	err          error
 }
 
-func defaultOptions() options {
-	return options{defStore: StoreLocal, clock: admit.SystemClock, maxOverrides: DefaultMaxOverrides}
-}
-
-type optionFunc func(*options)
-
-func (f optionFunc) apply(o *options) { f(o) }
-
-func (o *options) fail(format string, args ...any) {
-	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+// options checks cfg and fills in its defaults. The errors wrap
+// admit.ErrInvalidConfig and name the field.
+func (cfg *Config) options() (options, error) {
+	o := options{
+		backends:     maps.Clone(cfg.Backends),
+		defStore:     cfg.DefaultStore,
+		clock:        cfg.ClockOrDefault(),
+		obs:          cfg.Observer,
+		log:          cfg.Logger,
+		prefix:       cfg.KeyPrefix,
+		prev:         cfg.Previous,
+		shadow:       cfg.Shadow,
+		maxKeys:      cfg.MaxKeys,
+		maxOverrides: cfg.MaxOverrides,
 	}
-}
-
-// WithClock sets the clock of the limiters the backends build (Spec.Clock:
-// those kept in memory; a shared store decides on its own clock) and of
-// the failure policies' breakers: admittest.ManualClock decides at explicit
-// instants in tests. The default is admit.SystemClock; nil leaves the
-// default.
-func WithClock(c admit.Clock) Option {
-	return optionFunc(func(o *options) {
-		if c != nil {
-			o.clock = c
+	for _, name := range sortedKeys(cfg.Backends) {
+		if !validStoreName(name) {
+			return o, invalid("Backends[%q]: a store name is lower-case letters, digits, '-' and '_', starting with a letter", truncate(name))
 		}
-	})
-}
-
-// WithObserver sets the observer of every limiter the engine builds, and
-// of their failure policies. With an observer, keys are allocated strings
-// (an observer may keep them); without, a check of limiters kept in memory
-// allocates nothing. The default is none.
-func WithObserver(obs admit.Observer) Option {
-	return optionFunc(func(o *options) { o.obs = obs })
-}
-
-// WithLogger sets the logger told of the failure policies' switches (see
-// compose.GuardConfig.Logger). The default, nil, logs nothing.
-func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(o *options) { o.log = l })
-}
-
-// WithKeyPrefix puts prefix in front of the name of every limiter the
-// engine builds (Spec.Name), and so in the keys its rules have in a shared
-// store, so that engines sharing a Redis with rules of the same names keep
-// apart. The default is
-// no prefix.
-func WithKeyPrefix(prefix string) Option {
-	return optionFunc(func(o *options) {
-		if len(prefix) > MaxNameLength {
-			o.fail("WithKeyPrefix: %d bytes, the maximum is %d", len(prefix), MaxNameLength)
-			return
+		if cfg.Backends[name] == nil {
+			return o, invalid("Backends[%q] is nil", name)
 		}
-		o.prefix = prefix
-	})
+	}
+	if o.backends == nil {
+		o.backends = map[string]Backend{}
+	}
+	switch {
+	case o.defStore == "":
+		o.defStore = StoreLocal
+	case !validStoreName(o.defStore):
+		return o, invalid("DefaultStore %q: a store name is lower-case letters, digits, '-' and '_', starting with a letter", truncate(o.defStore))
+	}
+	if len(o.prefix) > MaxNameLength {
+		return o, invalid("KeyPrefix: %d bytes, the maximum is %d", len(o.prefix), MaxNameLength)
+	}
+	if o.maxKeys < 0 {
+		return o, invalid("MaxKeys %d: want >= 0", o.maxKeys)
+	}
+	switch {
+	case o.maxOverrides == 0:
+		o.maxOverrides = defaultMaxOverrides
+	case o.maxOverrides < 0:
+		o.maxOverrides = 0
+	}
+	return o, nil
 }
 
-// WithPrevious hands over the limiters of old, the engine of the policy
-// this one replaces (a reload): each limiter whose definition did not
-// change (same rule name and tier, same limit, algorithm, store, failure
-// policy) is reused with its state, so a reload neither refills the keys
-// of unchanged rules nor forgets the slots in flight; the others start
-// afresh. Limiters are reused only if both engines have the same stores
-// (the same backends by the same names, and the same default), clock,
-// observer and key prefix. old keeps working until it is
-// closed, sharing the reused limiters. The default, nil, reuses nothing.
-func WithPrevious(old *Engine) Option {
-	return optionFunc(func(o *options) { o.prev = old })
-}
-
-// WithShadow puts every rule in shadow mode (envoyproxy/ratelimit's
-// global SHADOW_MODE): the engine decides, counts and reports, and never
-// refuses. The default is false.
-func WithShadow(on bool) Option {
-	return optionFunc(func(o *options) { o.shadow = on })
-}
-
-// WithMaxKeys caps the keys each limiter kept in memory holds (see
-// keyed.Config.MaxKeys, quota.Config.MaxKeys, concurrency.Config.MaxKeys), and the
-// keys each rule's adaptive limit or lanes hold (see ErrTooManyKeys). The
-// default is each package's default, and DefaultMaxAdaptiveKeys for
-// adaptive limits and lanes; n must be positive.
-func WithMaxKeys(n int) Option {
-	return optionFunc(func(o *options) {
-		if n <= 0 {
-			o.fail("WithMaxKeys(%d): want a positive cap", n)
-			return
-		}
-		o.maxKeys = n
-	})
-}
-
-// WithMaxOverrides caps the distinct inline limits (Descriptor.Limit) the
-// engine builds limiters for, per domain: a request bringing one more is
-// refused with ErrTooManyOverrides. Inline limits come from a proxy's
-// configuration, so they are few; the cap keeps a client that invents
-// them from exhausting memory. The default is DefaultMaxOverrides; n must
-// not be negative (0 refuses every inline limit).
-func WithMaxOverrides(n int) Option {
-	return optionFunc(func(o *options) {
-		if n < 0 {
-			o.fail("WithMaxOverrides(%d): want a cap >= 0", n)
-			return
-		}
-		o.maxOverrides = n
-	})
+// invalid returns an error wrapping admit.ErrInvalidConfig about a field
+// of Config.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: policy: "+format, append([]any{admit.ErrInvalidConfig}, args...)...)
 }
 
 // compatible reports whether limiters built under o may serve an engine

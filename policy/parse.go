@@ -205,18 +205,10 @@ var quotaPeriods = map[string]calendar.Period{
 	"y": calendar.Year, "yr": calendar.Year, "year": calendar.Year, "yearly": calendar.Year,
 }
 
-// ParseQuota parses a calendar quota written "N/PERIOD" or "N per PERIOD",
-// PERIOD being hour, day, week, month or year (a quota.Period; or h, d, w, mo, y, or
-// hourly, daily, weekly, monthly, yearly): "1000/day", "100_000 per
-// month". N must be from 1 to 2^53. The error wraps ErrInvalidPolicy.
-func ParseQuota(s string) (n int64, period calendar.Period, err error) {
-	n, period, err = parseQuota(s)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%w: quota %q: %v", ErrInvalidPolicy, truncate(s), err)
-	}
-	return n, period, nil
-}
-
+// parseQuota parses a calendar quota written "N/PERIOD" or "N per
+// PERIOD", PERIOD being hour, day, week, month or year (a quota.Period; or
+// h, d, w, mo, y, or hourly, daily, weekly, monthly, yearly): "1000/day",
+// "100_000 per month". N must be from 1 to 2^53.
 func parseQuota(s string) (int64, calendar.Period, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	var nStr, pStr string
@@ -252,91 +244,4 @@ func checkCount(n int64, what string) error {
 		return fmt.Errorf("%s of %d is too large (the maximum is 2^53 = %d)", what, n, int64(maxExact))
 	}
 	return nil
-}
-
-// Unit is a unit of time of Envoy's rate-limit service API
-// (envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit), with the
-// same numbers, and of envoyproxy/ratelimit's configuration files.
-type Unit int32
-
-const (
-	UnitUnknown Unit = 0
-	UnitSecond  Unit = 1
-	UnitMinute  Unit = 2
-	UnitHour    Unit = 3
-	UnitDay     Unit = 4
-	UnitMonth   Unit = 5 // 30 days, as envoyproxy/ratelimit counts it
-	UnitYear    Unit = 6 // 365 days
-	UnitWeek    Unit = 7
-)
-
-var unitNames = [...]string{"unknown", "second", "minute", "hour", "day", "month", "year", "week"}
-
-// String returns the unit's name in lower case: "second", "minute"...
-func (u Unit) String() string {
-	if u >= 0 && int(u) < len(unitNames) {
-		return unitNames[u]
-	}
-	return "Unit(" + strconv.Itoa(int(u)) + ")"
-}
-
-// Duration returns the unit's length: envoyproxy/ratelimit's windows, a
-// month being 30 days and a year 365 (0 for UnitUnknown and invalid
-// units).
-func (u Unit) Duration() time.Duration {
-	switch u {
-	case UnitSecond:
-		return time.Second
-	case UnitMinute:
-		return time.Minute
-	case UnitHour:
-		return time.Hour
-	case UnitDay:
-		return day
-	case UnitWeek:
-		return 7 * day
-	case UnitMonth:
-		return 30 * day
-	case UnitYear:
-		return 365 * day
-	}
-	return 0
-}
-
-// ParseUnit returns the Unit named s, in any case ("second", "MINUTE"...),
-// as envoyproxy/ratelimit reads its files. "unknown" is not a unit.
-func ParseUnit(s string) (Unit, error) {
-	k := strings.ToLower(s)
-	for u, name := range unitNames {
-		if u != 0 && k == name {
-			return Unit(u), nil
-		}
-	}
-	return UnitUnknown, fmt.Errorf("%w: unit %q: want second, minute, hour, day, week, month or year", ErrInvalidPolicy, truncate(s))
-}
-
-// UnitOf returns the Unit of a period, and whether there is one: for the
-// current limit of an Envoy descriptor status, whose limit is requests per
-// unit.
-func UnitOf(period time.Duration) (Unit, bool) {
-	for u := UnitSecond; u <= UnitWeek; u++ {
-		if u.Duration() == period {
-			return u, true
-		}
-	}
-	return UnitUnknown, false
-}
-
-// UnitLimit returns the limit of requestsPerUnit requests per unit, burst
-// the same: a limit Envoy gives inline (its descriptor's limit override)
-// or a rate_limit of envoyproxy/ratelimit's files. 0 requests per unit is
-// the zero limit, which refuses everything. The error wraps
-// ErrInvalidPolicy for an unknown unit.
-func UnitLimit(requestsPerUnit uint32, u Unit) (admit.Limit, error) {
-	d := u.Duration()
-	if d == 0 {
-		return admit.Limit{}, fmt.Errorf("%w: unit %v", ErrInvalidPolicy, u)
-	}
-	n := int64(requestsPerUnit)
-	return admit.Limit{Rate: n, Period: d, Burst: n}, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/admit-go/admit/internal/endless"
 )
 
-// ParseFile reads through MaxFileSize: a file that never ends stops there,
+// parseFile reads through MaxFileSize: a file that never ends stops there,
 // an Errors naming the file and the limit.
 func TestParseFileEndless(t *testing.T) {
 	const bound = 2 * MaxFileSize
@@ -23,13 +23,13 @@ func TestParseFileEndless(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	written := endless.FIFO(t, path, bound)
-	_, err := ParseFile(path)
+	_, err := parseFile(path)
 	tooLarge(t, err, path)
 	if w := written(); w >= bound {
 		t.Errorf("read all %d bytes the FIFO's writer wrote: no limit", w)
 	}
 	if runtime.GOOS == "linux" {
-		_, err := ParseFile("/dev/zero")
+		_, err := parseFile("/dev/zero")
 		tooLarge(t, err, "/dev/zero")
 	}
 }

@@ -46,14 +46,14 @@ func redisStore(t testing.TB, client redis.UniversalClient, cfg redisstore.Confi
 func TestRedisExample(t *testing.T) {
 	srv := redistest.Standalone(t)
 	store := redisStore(t, srv.Client(t), redisstore.Config{})
-	p, err := ParseFile("testdata/example.yaml")
+	p, err := parseFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	slowMachine(p)
 	clock := admittest.NewManualClock(t0)
 	newEngine := func() *Engine {
-		e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+		e, err := newEngine(p, withRedis(store, clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestRedisFailurePolicies(t *testing.T) {
 	// must not turn a slow answer into a failure. A dead Redis still fails
 	// at once (connection refused).
 	store := redisStore(t, faultClient(t, srv), redisstore.Config{Timeout: 5 * time.Second})
-	p, err := ParseYAML("faults.yaml", []byte(`
+	p, err := parseAdmit("faults.yaml", []byte(`
 domain: api
 defaults:
   store: redis
@@ -199,7 +199,7 @@ rules:
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(t0)
-	e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+	e, err := newEngine(p, withRedis(store, clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,12 +285,12 @@ rules:
 	wantFailed("Redis back")
 }
 
-// TestRedisNeedsStore: a policy of StoreDefault rules (Envoy's) is kept in
+// TestRedisNeedsStore: a policy of storeDefault rules (Envoy's) is kept in
 // Redis when the engine has a store.
 func TestRedisDefaultStore(t *testing.T) {
 	srv := redistest.Standalone(t)
 	store := redisStore(t, srv.Client(t), redisstore.Config{})
-	p, err := ParseEnvoy("e.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"))
+	p, err := parseEnvoy("e.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestRedisDefaultStore(t *testing.T) {
 	clock := admittest.NewManualClock(t0)
 	var engines []*Engine
 	for range 2 {
-		e, err := newEngine(p, withRedis(store, clock), WithClock(clock), WithKeyPrefix("envoy:"))
+		e, err := newEngine(p, func() Config { c := withRedis(store, clock); c.KeyPrefix = "envoy:"; return c }())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestEngineReset(t *testing.T) {
 	}
 	clock := admittest.NewManualClock(t0)
 	mkEngine := func() *Engine {
-		e, err := newEngine(p, withRedis(store, clock), WithClock(clock))
+		e, err := newEngine(p, withRedis(store, clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestEngineReset(t *testing.T) {
 	// Redis down: the limit kept there is not reset, and the error says so.
 	down := redistest.NewStandalone(t)
 	dstore := redisStore(t, faultClient(t, down), redisstore.Config{})
-	d, err := newEngine(p, withRedis(dstore, clock), WithClock(clock))
+	d, err := newEngine(p, withRedis(dstore, clock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 const (
 	// MaxNameLength is the longest rule, domain or tier name, in bytes.
 	MaxNameLength = 256
-	// MaxEntries is the most entries a rule matches (and so the deepest
+	// maxEntries is the most entries a rule matches (and so the deepest
 	// descriptor a rule can match).
-	MaxEntries = 32
+	maxEntries = 32
 )
 
 // Validate checks p and returns nil or an Errors listing every problem:
@@ -139,7 +139,7 @@ func (v *validator) override(d *Domain, src *source) {
 }
 
 func (v *validator) storeFailure(src *source, prefix string, s string, f Failure) {
-	if s != StoreDefault && !validStoreName(s) {
+	if s != storeDefault && !validStoreName(s) {
 		v.at(src, prefix+"store", "invalid store name %q", truncate(s))
 	}
 	if s == StoreLocal && f != (Failure{}) {
@@ -210,8 +210,8 @@ func (v *validator) ruleMatch(r *Rule, src *source, keys map[string]bool) map[st
 	case src.isBroken("match"):
 	case len(r.Match) == 0:
 		v.at(src, "match", "missing match: a rule matches descriptors by their entries")
-	case len(r.Match) > MaxEntries:
-		v.at(src, "match", "%d entries is more than the maximum of %d", len(r.Match), MaxEntries)
+	case len(r.Match) > maxEntries:
+		v.at(src, "match", "%d entries is more than the maximum of %d", len(r.Match), maxEntries)
 	}
 	for i, m := range r.Match {
 		f := fmt.Sprintf("match[%d]", i)
@@ -451,7 +451,7 @@ type entryKey struct{ key, value string }
 func (v *validator) tree(d *Domain) {
 	root := &vnode{}
 	for _, r := range d.Rules {
-		if r == nil || len(r.Match) == 0 || len(r.Match) > MaxEntries {
+		if r == nil || len(r.Match) == 0 || len(r.Match) > maxEntries {
 			continue
 		}
 		if v.src(r).isBroken("match") {

@@ -26,7 +26,7 @@ func (v *validator) memoryOnly(r *Rule, src *source, matchKeys map[string]int) {
 		kind = "adaptive_rate"
 	}
 	if !src.isBroken("store") {
-		if r.Store != StoreLocal && r.Store != StoreDefault {
+		if r.Store != StoreLocal && r.Store != storeDefault {
 			v.at(src, "store", "%s is kept in memory only (an adaptive limit learns from the requests of this instance, and a shared store holds no such state), and so is its rule: remove store: %s, or put the limits to keep in %s in a rule of their own", kind, r.Store, r.Store)
 		} else if r.Failure != (Failure{}) {
 			v.at(src, "failure", "a failure policy applies to rules kept in Redis, and this one is kept in memory, as every rule with %s is", kind)
@@ -74,8 +74,9 @@ func (a *AdaptiveConcurrency) initial() int64 {
 	return a.Min
 }
 
-// String describes a, every field given (for WithPrevious).
-func (a *AdaptiveConcurrency) String() string {
+// describe describes a, every field given: the definition that
+// Config.Previous compares.
+func (a *AdaptiveConcurrency) describe() string {
 	q, t := "sqrt", "default"
 	if a.QueueSize != nil {
 		q = fmtFloat(*a.QueueSize)
@@ -115,8 +116,9 @@ func (a *AdaptiveRate) limit() admit.Limit {
 	return admit.Limit{Rate: r, Period: p, Burst: b}
 }
 
-// String describes a, every field given (for WithPrevious).
-func (a *AdaptiveRate) String() string {
+// describe describes a, every field given: the definition that
+// Config.Previous compares.
+func (a *AdaptiveRate) describe() string {
 	return "adaptive_rate period=" + a.Period.String() + " min=" + itoa(a.Min) + " max=" + itoa(a.Max) + " initial=" + itoa(a.Initial) +
 		" step=" + itoa(a.Step) + " factor=" + fmtFloat(a.Factor) + " burst=" + itoa(a.Burst) +
 		" threshold=" + a.LatencyThreshold.String() + " inc=" + a.IncreaseInterval.String() + " dec=" + a.DecreaseInterval.String()
@@ -151,8 +153,9 @@ func (l *Lanes) laneKey(r *Rule) string {
 	return r.Match[len(r.Match)-1].Key
 }
 
-// String describes l, every field given (for WithPrevious).
-func (l *Lanes) String() string {
+// describe describes l, every field given: the definition that
+// Config.Previous compares.
+func (l *Lanes) describe() string {
 	var b strings.Builder
 	b.WriteString("lanes")
 	if l.Budget != nil {

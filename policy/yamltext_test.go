@@ -80,7 +80,7 @@ func TestErrorPositions(t *testing.T) {
 		for _, parse := range []struct {
 			name string
 			f    func(string, []byte) (*Policy, error)
-		}{{"ParseYAML", ParseYAML}, {"ParseEnvoy", ParseEnvoy}, {"Parse", Parse}} {
+		}{{"parseAdmit", parseAdmit}, {"parseEnvoy", parseEnvoy}, {"Parse", Parse}} {
 			t.Run(tc.name+"/"+parse.name, func(t *testing.T) {
 				_, err := parse.f("f.yaml", []byte(tc.src))
 				checkPositions(t, err)
@@ -96,6 +96,6 @@ func TestErrorPositions(t *testing.T) {
 	if !errors.Is(err, ErrUnknownFormat) || !strings.HasPrefix(err.Error(), "f.yaml:1:1: ") {
 		t.Errorf("neither format: %v", err)
 	}
-	_, err = ParseYAML("f.yaml", make([]byte, MaxFileSize+1))
+	_, err = parseAdmit("f.yaml", make([]byte, MaxFileSize+1))
 	checkPositions(t, err)
 }

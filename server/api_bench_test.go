@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // apiBenchWriter is a ResponseWriter reused from request to request, as a
@@ -55,7 +54,7 @@ func apiBenchAPI(b *testing.B, yaml string) *API {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := policy.NewEngine(p, backends.Options(nil)...)
+	e, err := policy.NewEngine(p, storesOf(nil, nil))
 	if err != nil {
 		b.Fatal(err)
 	}

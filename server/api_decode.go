@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/envoyunit"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -434,11 +435,11 @@ func apiInlineLimit(bl *apiLimit, i int) (admit.Limit, *apiError) {
 	if rpu.big || rpu.v < 0 || rpu.v > maxHits {
 		return admit.Limit{}, apiUnprocessable("%s.requests_per_unit: %s is outside [0, %d]", field, apiIntText(rpu), int64(maxHits))
 	}
-	u, err := policy.ParseUnit(*bl.Unit)
+	u, err := envoyunit.Parse(*bl.Unit)
 	if err != nil {
 		return admit.Limit{}, apiUnprocessable("%s.unit: %q: want second, minute, hour, day, week, month or year", field, apiEcho(*bl.Unit))
 	}
-	l, err := policy.UnitLimit(uint32(rpu.v), u)
+	l, err := envoyunit.Limit(uint32(rpu.v), u)
 	if err != nil {
 		return admit.Limit{}, apiUnprocessable("%s: %s", field, apiEcho(err.Error()))
 	}

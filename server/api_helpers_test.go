@@ -13,7 +13,6 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // apiT0 is the instant the API tests start at: 10 s into a minute, so
@@ -73,13 +72,13 @@ rules:
 `
 
 // apiEngine returns an engine enforcing yaml on clock.
-func apiEngine(t testing.TB, yaml string, clock *admittest.ManualClock, opts ...policy.Option) *policy.Engine {
+func apiEngine(t testing.TB, yaml string, clock *admittest.ManualClock) *policy.Engine {
 	t.Helper()
 	p, err := policy.Parse("policy.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
-	e, err := policy.NewEngine(p, append(append(backends.Options(nil), policy.WithClock(clock)), opts...)...)
+	e, err := policy.NewEngine(p, storesOf(nil, clock))
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 var leaseIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -387,7 +386,7 @@ func TestLeasesConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p, backends.Options(nil)...)
+	e, err := policy.NewEngine(p, storesOf(nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +470,7 @@ func TestLeasesExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p, backends.Options(nil)...)
+	e, err := policy.NewEngine(p, storesOf(nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.
 	probe := srv.Client(t)
 	out := make([]*apiHarness, n)
 	for i := range out {
-		e, err := policy.NewEngine(p, redisBackends(store, clock, policy.WithClock(clock))...)
+		e, err := policy.NewEngine(p, redisBackends(store, clock))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // TestAPICheckBodies pins the exact answers of /v1/check, field by field,
@@ -340,7 +339,7 @@ func TestAPIEngineSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, err := policy.NewEngine(p, append(backends.Options(nil), policy.WithClock(h.clock), policy.WithPrevious(old))...)
+	e2, err := policy.NewEngine(p, func() policy.Config { c := storesOf(nil, h.clock); c.Previous = old; return c }())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +413,7 @@ func TestAPIConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.NewEngine(p, backends.Options(nil)...)
+	e, err := policy.NewEngine(p, storesOf(nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,11 +150,13 @@ type Config struct {
 	// (--shadow; envoyproxy/ratelimit's SHADOW_MODE). The default is
 	// false.
 	Shadow bool
-	// EngineOptions are added to every engine the Server builds, such as
-	// policy.WithMaxKeys or policy.WithClock (not settable from flags);
-	// the Server sets the store, the observer, the logger and the
-	// previous engine itself. The default is none.
-	EngineOptions []policy.Option
+	// Engine is the Config of every engine the Server builds, for what
+	// flags do not set, such as MaxKeys, MaxOverrides or Clock (not
+	// settable from flags). The Server sets its Backends, DefaultStore,
+	// Observer, Logger and Previous itself, and its Shadow and KeyPrefix
+	// when the fields above are set. The zero Engine is policy.Config's
+	// defaults.
+	Engine policy.Config
 
 	// ShutdownTimeout is how long a graceful shutdown (Run's) waits for
 	// the requests in flight before cutting them off

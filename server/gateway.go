@@ -80,9 +80,8 @@ type Gateway struct {
 // TrustedProxies, UpstreamDialTimeout, UpstreamTimeout,
 // UpstreamMaxBodyBytes, Transport, Middleware, Logger); it ignores the
 // others. Upstream and GatewayDomain are required. The error is
-// cfg.Validate's (a *ConfigError), or wraps ErrInvalidConfig or
-// policy.ErrInvalidOption (a nil engine, a domain the policy does not
-// have).
+// cfg.Validate's (a *ConfigError), or wraps admit.ErrInvalidConfig (a
+// nil engine, a domain the policy does not have).
 func NewGateway(e *policy.Engine, cfg Config) (*Gateway, error) {
 	if cfg.Upstream == "" {
 		return nil, fieldErr("Upstream", "NewGateway needs an upstream URL")
@@ -159,7 +158,7 @@ func masked(ps []netip.Prefix) []netip.Prefix {
 // SetEngine makes e decide the requests from now on; requests being
 // decided finish with the engine they started with. e's policy must have
 // the gateway's domain: otherwise SetEngine fails (wrapping
-// policy.ErrInvalidOption) and the engine is not replaced.
+// admit.ErrInvalidConfig) and the engine is not replaced.
 func (g *Gateway) SetEngine(e *policy.Engine) error { return g.decider.SetEngine(e) }
 
 // Close closes the idle connections of the gateway's own transport (the

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/httplimit"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // gwPolicy is the policy of the gateway tests: limits of per-hour scale,
@@ -46,14 +46,13 @@ rules:
 `
 
 // testEngine returns an engine of the YAML policy src on a manual clock.
-func testEngine(t testing.TB, src string, opts ...policy.Option) *policy.Engine {
+func testEngine(t testing.TB, src string) *policy.Engine {
 	t.Helper()
 	p, err := policy.Parse("test.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]policy.Option{policy.WithClock(admittest.NewManualClock(admittest.Epoch))}, opts...)
-	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
+	e, err := policy.NewEngine(p, storesOf(nil, admittest.NewManualClock(admittest.Epoch)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +473,7 @@ func TestGatewaySetEngine(t *testing.T) {
 	if r, _ := get(t, front+"/"); r.StatusCode != 429 {
 		t.Fatalf("before the swap: %d", r.StatusCode)
 	}
-	if err := g.SetEngine(testEngine(t, "domain: other\nrules: [{name: x, match: k, rate: 1/s}]")); !errors.Is(err, policy.ErrInvalidOption) {
+	if err := g.SetEngine(testEngine(t, "domain: other\nrules: [{name: x, match: k, rate: 1/s}]")); !errors.Is(err, admit.ErrInvalidConfig) {
 		t.Fatalf("SetEngine of an engine without the domain: %v", err)
 	}
 	e2 := testEngine(t, strings.Replace(gwPolicy, "rate: 3/hour", "rate: 100/hour", 1))
@@ -500,8 +499,8 @@ func TestNewGatewayErrors(t *testing.T) {
 		opts     []option
 		want     error
 	}{
-		{"nil engine", "http://127.0.0.1:1", "api", nil, nil, policy.ErrInvalidOption},
-		{"unknown domain", "http://127.0.0.1:1", "nope", e, nil, policy.ErrInvalidOption},
+		{"nil engine", "http://127.0.0.1:1", "api", nil, nil, admit.ErrInvalidConfig},
+		{"unknown domain", "http://127.0.0.1:1", "nope", e, nil, admit.ErrInvalidConfig},
 		{"ftp upstream", "ftp://h/", "api", e, nil, ErrInvalidConfig},
 		{"no host", "http:///x", "api", e, nil, ErrInvalidConfig},
 		{"credentials", "http://u:p@h/", "api", e, nil, ErrInvalidConfig},

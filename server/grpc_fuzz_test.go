@@ -50,7 +50,7 @@ func FuzzRLSRequest(f *testing.F) {
 	}
 	f.Add([]byte{0x0a, 0x03, 'a', 'p', 'i', 0x12, 0x00})
 	clk := admittest.NewManualClock(grpcT0)
-	e := grpcEngine(f, algorithmsPolicy, clk, policy.WithMaxOverrides(64))
+	e := grpcEngine(f, algorithmsPolicy, clk, policy.Config{MaxOverrides: 64})
 	s, err := newRLS(grpcSource(e), withGRPCClock(clk), withGRPCMaxValueBytes(256))
 	if err != nil {
 		f.Fatal(err)
@@ -150,7 +150,7 @@ func FuzzAdmitRequest(f *testing.F) {
 		f.Add(b)
 	}
 	clk := admittest.NewManualClock(grpcT0)
-	e := grpcEngine(f, tiersPolicy, clk, policy.WithMaxOverrides(64))
+	e := grpcEngine(f, tiersPolicy, clk, policy.Config{MaxOverrides: 64})
 	s, err := newAdmitService(grpcSource(e), withGRPCClock(clk), withGRPCMaxValueBytes(256), withGRPCReset(true))
 	if err != nil {
 		f.Fatal(err)

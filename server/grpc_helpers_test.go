@@ -29,17 +29,26 @@ import (
 var grpcT0 = time.Date(2026, 3, 2, 12, 0, 10, 0, time.UTC)
 
 // grpcEngine returns an engine enforcing the policy in yaml (this
-// package's format or Envoy's), on clock if not nil.
-func grpcEngine(t testing.TB, yaml string, clock admit.Clock, opts ...policy.Option) *policy.Engine {
+// package's format or Envoy's), on clock if not nil, configured by cfg if
+// given (with the local store if it gives no Backends).
+func grpcEngine(t testing.TB, yaml string, clock admit.Clock, cfg ...policy.Config) *policy.Engine {
 	t.Helper()
 	p, err := policy.Parse("policy.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("policy: %v", err)
 	}
-	if clock != nil {
-		opts = append(opts, policy.WithClock(clock))
+	c := storesOf(nil, clock)
+	if len(cfg) > 0 {
+		backends := c.Backends
+		c = cfg[0]
+		if c.Backends == nil {
+			c.Backends = backends
+		}
+		if clock != nil {
+			c.Clock = clock
+		}
 	}
-	e, err := policy.NewEngine(p, append(backends.Options(nil), opts...)...)
+	e, err := policy.NewEngine(p, c)
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)
 	}
@@ -164,10 +173,20 @@ func noGoroutineLeak(t *testing.T) {
 	})
 }
 
-// redisBackends gives an engine the local store and the Redis store s as
-// "redis", its default store, deciding at clock's instants (nil: Redis's
-// clock), and more.
-func redisBackends(s *redisstore.Store, clock admit.Clock, more ...policy.Option) []policy.Option {
-	opts := append(backends.Options(nil), policy.WithBackend("redis", backends.Redis(s, clock)), policy.WithDefaultStore("redis"))
-	return append(opts, more...)
+// redisBackends is the Config of an engine on clock (nil: the system
+// clock) with the local store and the Redis store s as "redis", its
+// default store, deciding at clock's instants (nil: Redis's clock).
+func redisBackends(s *redisstore.Store, clock admit.Clock) policy.Config {
+	c := storesOf(nil, clock)
+	c.Backends["redis"] = backends.Redis(s, clock)
+	c.DefaultStore = "redis"
+	return c
+}
+
+// storesOf is the Config of an engine on clock (nil: the system clock)
+// with the stores of admit serve on s (see backends.Stores).
+func storesOf(s *redisstore.Store, clock admit.Clock) policy.Config {
+	c := policy.Config{Options: admit.Options{Clock: clock}}
+	c.Backends, c.DefaultStore = backends.Stores(s)
+	return c
 }

@@ -228,7 +228,7 @@ func withGRPCQuotaTTL(d time.Duration) grpcOption {
 // withGRPCClock sets the clock that dates quota grants and, unless
 // WithGRPCLeases gives a table, ends leases: admittest.ManualClock drives
 // them in tests. (The limits themselves
-// decide on the engine's clock, policy.WithClock.) The default is
+// decide on the engine's clock, policy.Config.Clock.) The default is
 // admit.SystemClock; nil leaves the default.
 func withGRPCClock(c admit.Clock) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {

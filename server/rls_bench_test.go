@@ -16,7 +16,6 @@ import (
 
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -65,7 +64,7 @@ func BenchmarkRLSServer(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { store.Close() })
-		benchRLSServer(b, grpcEngine(b, benchPolicy, nil, backends.Options(store)...))
+		benchRLSServer(b, grpcEngine(b, benchPolicy, nil, storesOf(store, nil)))
 	})
 }
 

@@ -8,12 +8,12 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/internal/envoyunit"
 )
 
-// rlsUnit is the Envoy unit of each policy.Unit (the numbers are the
-// same, by construction of policy.Unit).
-func rlsUnit(u policy.Unit) rlsv3.RateLimitResponse_RateLimit_Unit {
+// rlsUnit is the Envoy unit of each envoyunit.Unit (the numbers are the
+// same, by construction of envoyunit.Unit).
+func rlsUnit(u envoyunit.Unit) rlsv3.RateLimitResponse_RateLimit_Unit {
 	return rlsv3.RateLimitResponse_RateLimit_Unit(u)
 }
 
@@ -57,7 +57,7 @@ func fillRLSLimit(out *rlsv3.RateLimitResponse_RateLimit, k admit.Kind, l admit.
 		out.RequestsPerUnit, out.Unit = rlsSat32(l.Rate), rlsv3.RateLimitResponse_RateLimit_SECOND
 		return
 	}
-	if u, ok := policy.UnitOf(l.Period); ok {
+	if u, ok := envoyunit.Of(l.Period); ok {
 		out.RequestsPerUnit, out.Unit = rlsSat32(l.Rate), rlsUnit(u)
 		return
 	}
@@ -76,13 +76,13 @@ func fillRLSLimit(out *rlsv3.RateLimitResponse_RateLimit, k admit.Kind, l admit.
 			return
 		}
 		rate, period = r*f, time.Duration(p/h)*time.Second
-		if u, ok := policy.UnitOf(period); ok {
+		if u, ok := envoyunit.Of(period); ok {
 			out.RequestsPerUnit, out.Unit = uint32(rate), rlsUnit(u)
 			return
 		}
 	}
 	// A whole number of seconds: the largest unit dividing it.
-	for _, u := range [...]policy.Unit{policy.UnitYear, policy.UnitMonth, policy.UnitWeek, policy.UnitDay, policy.UnitHour, policy.UnitMinute, policy.UnitSecond} {
+	for _, u := range [...]envoyunit.Unit{envoyunit.Year, envoyunit.Month, envoyunit.Week, envoyunit.Day, envoyunit.Hour, envoyunit.Minute, envoyunit.Second} {
 		d := u.Duration()
 		if period%d != 0 {
 			continue
@@ -100,19 +100,19 @@ func fillRLSLimit(out *rlsv3.RateLimitResponse_RateLimit, k admit.Kind, l admit.
 
 // rlsCalendarUnit names the calendar period of a quota from the length of
 // its current period.
-func rlsCalendarUnit(p time.Duration) policy.Unit {
+func rlsCalendarUnit(p time.Duration) envoyunit.Unit {
 	const day = 24 * time.Hour
 	switch {
 	case p <= 2*time.Hour:
-		return policy.UnitHour
+		return envoyunit.Hour
 	case p <= 2*day:
-		return policy.UnitDay
+		return envoyunit.Day
 	case p <= 8*day:
-		return policy.UnitWeek
+		return envoyunit.Week
 	case p <= 32*day:
-		return policy.UnitMonth
+		return envoyunit.Month
 	}
-	return policy.UnitYear
+	return envoyunit.Year
 }
 
 // rlsPerSecondFloor is rate per period in events per second, rounded down,

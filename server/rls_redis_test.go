@@ -43,8 +43,8 @@ func TestRLSRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	clk := admittest.NewManualClock(grpcT0)
-	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), withGRPCClock(clk))
-	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk)...)), withGRPCClock(clk))
+	a := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk))), withGRPCClock(clk))
+	b := startGRPC(t, grpcSource(grpcEngine(t, redisPolicy, clk, redisBackends(store, clk))), withGRPCClock(clk))
 
 	// Three per minute for one address, shared by both servers.
 	for i, h := range []*grpcHarness{a, b, a, b} {

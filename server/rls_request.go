@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/envoyunit"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -60,7 +61,7 @@ func grpcBad(format string, args ...any) error {
 //     refused;
 //   - a descriptor's limit is requests_per_unit per unit × unit_multiplier
 //     (unset: 1; 0 is refused), as a limit with the burst equal to the
-//     requests (policy.UnitLimit); its unit must be a known one.
+//     requests (envoyunit.Limit); its unit must be a known one.
 //
 // Any other request is an ErrBadGRPCRequest naming the field.
 func (o *grpcOptions) rlsRequest(r *rlsv3.RateLimitRequest, sc *grpcScratch) error {
@@ -160,8 +161,8 @@ func (o *grpcOptions) checkEntry(key, value string) error {
 
 // rlsOverrideLimit is the limit of Envoy's descriptor limit override.
 func rlsOverrideLimit(lo *ratelimitv3.RateLimitDescriptor_RateLimitOverride) (admit.Limit, error) {
-	u := policy.Unit(lo.Unit)
-	l, err := policy.UnitLimit(lo.RequestsPerUnit, u)
+	u := envoyunit.Unit(lo.Unit)
+	l, err := envoyunit.Limit(lo.RequestsPerUnit, u)
 	if err != nil {
 		return admit.Limit{}, fmt.Errorf("unit %d is not a known unit", int32(lo.Unit))
 	}

@@ -378,7 +378,7 @@ func TestRLSCurrentLimit(t *testing.T) {
 
 // TestRLSEngineSwap: the engine is replaced between requests (and while
 // requests are in flight); each request is decided by one engine, and a
-// new engine built WithPrevious keeps the state of unchanged rules.
+// new engine built with Config.Previous keeps the state of unchanged rules.
 func TestRLSEngineSwap(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
 	src := new(Engines)
@@ -390,7 +390,7 @@ func TestRLSEngineSwap(t *testing.T) {
 	src.Set(e1)
 	h.shouldRateLimit(t, rlsReq("api", 2, rlsDesc("user", "a")))
 	// A new policy: per-user unchanged (its state kept), gcra now 1/min.
-	e2 := grpcEngine(t, strings.Replace(algorithmsPolicy, "{name: gcra, match: [{key: alg, value: gcra}], rate: 10/min", "{name: gcra, match: [{key: alg, value: gcra}], rate: 1/min", 1), clk, policy.WithPrevious(e1))
+	e2 := grpcEngine(t, strings.Replace(algorithmsPolicy, "{name: gcra, match: [{key: alg, value: gcra}], rate: 10/min", "{name: gcra, match: [{key: alg, value: gcra}], rate: 1/min", 1), clk, policy.Config{Previous: e1})
 	if old := src.Set(e2); old != e1 {
 		t.Fatal("Set returned another engine")
 	}
@@ -430,7 +430,7 @@ func TestRLSEngineSwap(t *testing.T) {
 		if i%2 == 0 {
 			y = strings.Replace(y, "rate: 10/min, algorithm: gcra", "rate: 1/min, algorithm: gcra", 1)
 		}
-		next := grpcEngine(t, y, clk, policy.WithPrevious(prev))
+		next := grpcEngine(t, y, clk, policy.Config{Previous: prev})
 		src.Set(next)
 		_ = prev.Close()
 		prev = next
@@ -476,7 +476,7 @@ func TestRLSConcurrencyGate(t *testing.T) {
 // TestRLSEngineErrors: errors of the engine become gRPC codes.
 func TestRLSEngineErrors(t *testing.T) {
 	clk := admittest.NewManualClock(grpcT0)
-	e := grpcEngine(t, algorithmsPolicy, clk, policy.WithMaxOverrides(1))
+	e := grpcEngine(t, algorithmsPolicy, clk, policy.Config{MaxOverrides: 1})
 	h := startGRPC(t, grpcSource(e), withGRPCClock(clk))
 	ov := func(rpu uint32) *rlsv3.RateLimitRequest {
 		d := rlsDesc("k", "v")

@@ -260,19 +260,17 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 // newEngine builds the engine of p, taking over the state of old's
 // unchanged limits.
 func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine, error) {
-	opts := append([]policy.Option(nil), s.c.EngineOptions...)
+	cfg := s.c.Engine
 	if s.c.Shadow {
-		opts = append(opts, policy.WithShadow(true))
+		cfg.Shadow = true
 	}
 	if s.c.KeyPrefix != "" {
-		opts = append(opts, policy.WithKeyPrefix(s.c.KeyPrefix))
+		cfg.KeyPrefix = s.c.KeyPrefix
 	}
-	opts = append(opts, policy.WithObserver(s.obs), policy.WithLogger(s.log))
-	opts = append(opts, backends.Options(s.store)...)
-	if old != nil {
-		opts = append(opts, policy.WithPrevious(old))
-	}
-	return policy.NewEngine(p, opts...)
+	cfg.Observer, cfg.Logger = s.obs, s.log
+	cfg.Backends, cfg.DefaultStore = backends.Stores(s.store)
+	cfg.Previous = old
+	return policy.NewEngine(p, cfg)
 }
 
 // Engine returns the engine in force (the current policy's).

@@ -169,8 +169,8 @@ func readSnapshot(paths []string) *snapshot {
 }
 
 // parse parses the snapshot's files into one policy (as policy.LoadFiles
-// does, from the bytes the hash was taken of; as
-// policy.LoadFilesMergingDomains does if mergeDomains is set).
+// does, from the bytes the hash was taken of), merging the domains of one
+// name (policy.MergeDomains) if mergeDomains is set.
 func (s *snapshot) parse(mergeDomains bool) (*policy.Policy, error) {
 	if s.err != nil {
 		return nil, s.err

@@ -61,7 +61,7 @@ func (m *configMetrics) failed() {
 // Reload loads the policy files again and, if they are valid, makes the
 // new policy decide every request from now on (requests being decided
 // finish with the policy they started with). The limits whose definition
-// did not change keep their state (policy.WithPrevious). If the files are
+// did not change keep their state (policy.Config.Previous). If the files are
 // invalid (garbage, a file deleted or half written, a gateway domain the
 // new policy lacks), the policy in force stays, the problems are logged
 // (each with its file, line and column), admit_config_reloads_total

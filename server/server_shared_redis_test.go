@@ -37,7 +37,7 @@ rules:
 	var fronts []string
 	for range 3 {
 		s := startRedisServer(t, rs, src, withUpstream(u), withAdminAddr("127.0.0.1:0"),
-			withDescriptorSpecs("generic_key=const:global"), withEngineOptions(policy.WithKeyPrefix(prefix)))
+			withDescriptorSpecs("generic_key=const:global"), withEngine(policy.Config{KeyPrefix: prefix}))
 		fronts = append(fronts, "http://"+s.HTTPAddr().String())
 	}
 	var wg sync.WaitGroup
@@ -83,7 +83,7 @@ rules:
 	prefix := strings.TrimSuffix(strings.ReplaceAll(redistest.Prefix(t), ":", "-"), "-")
 	var bases []string
 	for range 2 {
-		s := startRedisServer(t, rs, src, withEngineOptions(policy.WithKeyPrefix(prefix)))
+		s := startRedisServer(t, rs, src, withEngine(policy.Config{KeyPrefix: prefix}))
 		bases = append(bases, "http://"+s.HTTPAddr().String())
 	}
 	post := func(base, path, body string) (int, map[string]any) {

@@ -46,7 +46,7 @@ func TestNewErrors(t *testing.T) {
 		{"gateway and admin on one address", []option{withUpstream(up), withHTTPAddr(":9"), withAdminAddr(":9")}, ErrInvalidConfig},
 		{"bad upstream", []option{withUpstream(&url.URL{Scheme: "ftp", Host: "h"})}, ErrInvalidConfig},
 		{"gateway domain ambiguous", []option{withUpstream(up), withPolicyFiles(two)}, ErrInvalidConfig},
-		{"gateway domain missing", []option{withUpstream(up), withGatewayDomain("nope")}, policy.ErrInvalidOption},
+		{"gateway domain missing", []option{withUpstream(up), withGatewayDomain("nope")}, admit.ErrInvalidConfig},
 		{"shutdown timeout", []option{withShutdownTimeout(-1)}, ErrInvalidConfig},
 		{"request bytes", []option{withMaxRequestBytes(1 << 31)}, ErrInvalidConfig},
 		{"header bytes", []option{withMaxHeaderBytes(-1)}, ErrInvalidConfig},
@@ -54,7 +54,7 @@ func TestNewErrors(t *testing.T) {
 		{"missing policy file", []option{withPolicyFiles(filepath.Join(dir, "missing.yaml"))}, os.ErrNotExist},
 		{"directory without policies", []option{withPolicyFiles(empty)}, ErrNoPolicyFiles},
 		{"redis rule without redis", []option{withPolicyFiles(redisRule)}, policy.ErrNoStore},
-		{"bad engine option", []option{withEngineOptions(policy.WithMaxKeys(0))}, policy.ErrInvalidOption},
+		{"bad engine config", []option{withEngine(policy.Config{MaxKeys: -1})}, admit.ErrInvalidConfig},
 		{"bad gateway option", []option{withUpstream(up), withDescriptorSpecs("x")}, errInvalidDescriptor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

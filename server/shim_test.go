@@ -75,8 +75,8 @@ func withPolicy(p *policy.Policy) option { return func(c *Config) { c.Policy = p
 func withRedis(client redis.UniversalClient) option {
 	return func(c *Config) { c.RedisClient = client }
 }
-func withEngineOptions(opts ...policy.Option) option {
-	return func(c *Config) { c.EngineOptions = append(c.EngineOptions, opts...) }
+func withEngine(cfg policy.Config) option {
+	return func(c *Config) { c.Engine = cfg }
 }
 func withLogger(l *slog.Logger) option           { return func(c *Config) { c.Logger = l } }
 func withRegistry(r *prometheus.Registry) option { return func(c *Config) { c.Registry = r } }

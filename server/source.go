@@ -27,5 +27,5 @@ func (s *Engines) Engine() *policy.Engine { return s.p.Load() }
 
 // Set makes e the current engine and returns the one it replaces (nil
 // for the first). It does not close the old engine: requests may still be
-// using it, and a new engine built WithPrevious(old) shares its limiters.
+// using it, and a new engine built with Config.Previous old shares its limiters.
 func (s *Engines) Set(e *policy.Engine) (old *policy.Engine) { return s.p.Swap(e) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/redisstore"
@@ -122,7 +123,7 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 			rep.Files = append(rep.Files, cf)
 			continue
 		}
-		if format, err := policy.DetectFormat(data); err == nil {
+		if format, err := policyfmt.Detect(data); err == nil {
 			cf.Format = format.String()
 		}
 		rep.Files = append(rep.Files, cf)
@@ -157,7 +158,9 @@ func checkPaths(paths []string, mergeDomains bool) *checkReport {
 		return rep
 	}
 	defer store.Close()
-	e, err := policy.NewEngine(p, backends.Options(store)...)
+	var cfg policy.Config
+	cfg.Backends, cfg.DefaultStore = backends.Stores(store)
+	e, err := policy.NewEngine(p, cfg)
 	if err != nil {
 		rep.add(err)
 		return rep

@@ -9,8 +9,8 @@
 // no store, adaptive limits and lanes, and the local limiters of Fallback
 // failure policies. Redis, under the name "redis", when several instances
 // must enforce one limit together; give it as the default store
-// (policy.WithDefaultStore) so that the rules of envoyproxy/ratelimit's
-// files, which name no store, are kept there too. Options gives both for
+// (policy.Config.DefaultStore) so that the rules of envoyproxy/ratelimit's
+// files, which name no store, are kept there too. Stores gives both for
 // a Redis store, or Memory alone for nil.
 //
 // A new store (Postgres, memcached, a prefetching one) is a Backend of its
@@ -65,14 +65,18 @@ func (r *redisBackend) Quota(s policy.Spec) (admit.KeyedLimiter, error) {
 func (r *redisBackend) Slots(s policy.Spec) (admit.Slots, error) { return r.r.Slots(stores.Spec(s)) }
 func (r *redisBackend) Shared() bool                             { return true }
 
-// Options returns the engine options giving it the stores of a service:
-// Memory as policy.StoreLocal, and with a Redis store s (not nil), Redis(s,
-// nil) as "redis", the default store. This is the one place that chooses
-// the stores of admit serve.
-func Options(s *redisstore.Store) []policy.Option {
-	opts := []policy.Option{policy.WithBackend(policy.StoreLocal, Memory())}
-	if s != nil {
-		opts = append(opts, policy.WithBackend("redis", Redis(s, nil)), policy.WithDefaultStore("redis"))
+// Stores returns the stores of a service, to set as a policy.Config's
+// Backends and DefaultStore: Memory as policy.StoreLocal, and with a Redis
+// store s (not nil), Redis(s, nil) as "redis", the default store. This is
+// the one place that chooses the stores of admit serve.
+//
+//	cfg := policy.Config{KeyPrefix: "api:"}
+//	cfg.Backends, cfg.DefaultStore = backends.Stores(store)
+func Stores(s *redisstore.Store) (stores map[string]policy.Backend, defaultStore string) {
+	stores = map[string]policy.Backend{policy.StoreLocal: Memory()}
+	if s == nil {
+		return stores, policy.StoreLocal
 	}
-	return opts
+	stores["redis"] = Redis(s, nil)
+	return stores, "redis"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/policy/backends"
@@ -28,14 +29,14 @@ rules:
 	if err != nil {
 		panic(err)
 	}
-	local := policy.WithBackend(policy.StoreLocal, backends.Memory())
-	if _, err := policy.NewEngine(p, local); err != nil {
+	local := map[string]policy.Backend{policy.StoreLocal: backends.Memory()}
+	if _, err := policy.NewEngine(p, policy.Config{Backends: local}); err != nil {
 		fmt.Println(err)
 	}
 
 	p.Domains[0].Rules = p.Domains[0].Rules[:1]
 	clock := admittest.NewManualClock(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
-	e, err := policy.NewEngine(p, local, policy.WithClock(clock))
+	e, err := policy.NewEngine(p, policy.Config{Options: admit.Options{Clock: clock}, Backends: local})
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +50,7 @@ rules:
 		fmt.Println(res.Decision.Allowed, res.Decision.Rule, res.Decision.Remaining)
 	}
 	// Output:
-	// policy.yaml:10:12: rules[1].store: policy: no such store: the rule is kept in store "redis", which the engine was not given (it has local; see WithBackend)
+	// policy.yaml:10:12: rules[1].store: policy: no such store: the rule is kept in store "redis", which the engine was not given (it has local; see Config.Backends)
 	// true per-user 1
 	// true per-user 0
 	// false per-user 0
