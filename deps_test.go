@@ -20,6 +20,7 @@ var bridgePackages = map[string]bool{
 	"internal/redistest": true,
 	"internal/stores":    true,
 	"internal/policyfmt": true,
+	"internal/yamltext":  true,
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admit-go/admit/internal/yamltext"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -57,7 +58,7 @@ func parseYAML(file string, data []byte, errs *errList) (*yaml.Node, *walker) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var doc yaml.Node
-	if err := decodeNode(dec, &doc); err != nil {
+	if err := yamltext.Decode(dec, &doc); err != nil {
 		if err == io.EOF {
 			return nil, w
 		}
@@ -65,7 +66,7 @@ func parseYAML(file string, data []byte, errs *errList) (*yaml.Node, *walker) {
 		return nil, w
 	}
 	var next yaml.Node
-	switch err := decodeNode(dec, &next); {
+	switch err := yamltext.Decode(dec, &next); {
 	case err == io.EOF:
 	case err != nil:
 		w.yamlError(text, 2, err)
@@ -79,18 +80,6 @@ func parseYAML(file string, data []byte, errs *errList) (*yaml.Node, *walker) {
 		return nil, w
 	}
 	return doc.Content[0], w
-}
-
-// decodeNode decodes the next document into n, turning a panic of the
-// parser (it has none known, but a policy file is untrusted input) into an
-// error.
-func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: %v", r)
-		}
-	}()
-	return dec.Decode(n)
 }
 
 // countNodes counts the nodes of a document, not following aliases.

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/admit-go/admit/internal/readlimit"
+	"github.com/admit-go/admit/internal/yamltext"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -33,25 +31,26 @@ func (l *loader) readFile(path string) error {
 
 // applyFile applies the settings file of data, named path.
 func (l *loader) applyFile(path string, data []byte) error {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	if line, col, msg := badText(data); msg != "" {
+	text, off, msg := yamltext.Text(data, "settings")
+	if msg != "" {
+		line, col := yamltext.Position(text, off)
 		return fmt.Errorf("%s:%d:%d: %s", path, line, col, msg)
 	}
 	// The YAML parser gives no line for a problem on the first line, and
 	// counts some from 0: parsed after an empty line, every position is
 	// one more, and none is 0.
-	dec := yaml.NewDecoder(bytes.NewReader(append([]byte("\n"), data...)))
+	dec := yaml.NewDecoder(bytes.NewReader(append([]byte("\n"), text...)))
 	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
+	if err := yamltext.Decode(dec, &doc); err != nil {
 		if err == io.EOF {
 			return nil // empty: nothing set
 		}
-		return yamlError(path, err)
+		return yamlError(path, text, 1, err)
 	}
 	var next yaml.Node
-	if err := dec.Decode(&next); err != io.EOF {
+	if err := yamltext.Decode(dec, &next); err != io.EOF {
 		if err != nil {
-			return yamlError(path, err)
+			return yamlError(path, text, 2, err)
 		}
 		return fmt.Errorf("%s:%d: a second YAML document: a settings file is one mapping", path, next.Line-1)
 	}
@@ -134,46 +133,9 @@ func nodeTexts(n *yaml.Node, v value) ([]string, error) {
 	return nil, errors.New("want a value, not a mapping")
 }
 
-// badText returns the line and column of the first byte of data that is
-// not UTF-8 or is a control character YAML refuses, and what is wrong;
-// or an empty message.
-func badText(data []byte) (line, col int, msg string) {
-	line, col = 1, 1
-	for i := 0; i < len(data); {
-		c := data[i]
-		r, size := rune(c), 1
-		if c >= utf8.RuneSelf {
-			r, size = utf8.DecodeRune(data[i:])
-		}
-		switch {
-		case r == utf8.RuneError && size == 1:
-			return line, col, fmt.Sprintf("invalid UTF-8 (byte 0x%02X): a settings file is UTF-8 text", c)
-		case r == '\n':
-			line, col = line+1, 0
-		case r < 0x20 && r != '\t' && r != '\r', r == 0x7f, r >= 0x80 && r < 0xa0 && r != 0x85, r == 0xfffe, r == 0xffff:
-			return line, col, fmt.Sprintf("character %U is not allowed in YAML", r)
-		}
-		i += size
-		col++
-	}
-	return 0, 0, ""
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlError reports an error of the YAML parser reading a file parsed
-// after an empty line: its problems (as opposed to its scanner's) count
-// lines from 0, and so give the file's line; the others one more.
-func yamlError(path string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	m := yamlLine.FindStringSubmatch(err.Error())
-	if m == nil {
-		return fmt.Errorf("%s: malformed YAML: %s", path, msg)
-	}
-	line, _ := strconv.Atoi(m[1])
-	if !strings.HasPrefix(m[2], "did not find expected") && !strings.HasPrefix(m[2], "found duplicate %") &&
-		!strings.HasPrefix(m[2], "found incompatible") && !strings.HasPrefix(m[2], "found undefined tag") {
-		line--
-	}
-	return fmt.Errorf("%s:%d: malformed YAML: %s", path, max(line, 1), m[2])
+// yamlError reports err, an error of the YAML parser reading the docs-th
+// document of text, at its line (see yamltext.ErrorLine).
+func yamlError(path string, text []byte, docs int, err error) error {
+	msg := yamltext.Problem(err)
+	return fmt.Errorf("%s:%d: malformed YAML: %s", path, yamltext.ErrorLine(text, docs, msg), msg)
 }

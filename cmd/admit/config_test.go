@@ -161,7 +161,7 @@ func TestSettingsErrors(t *testing.T) {
 		{"malformed YAML later", "shadow: true\nconfig: [a, b\n", nil, nil, "FILE:2: malformed YAML: did not find expected ',' or ']'"},
 		{"a tab", "shadow: true\nconfig:\n\t- a\n", nil, nil, "FILE:3: malformed YAML: found character that cannot start any token"},
 		{"binary", "\x89PNG\r\n\x1a\n\x00\x00", nil, nil, "FILE:1:1: invalid UTF-8 (byte 0x89)"},
-		{"a control character", "shadow: true\nredis: a\x00b\n", nil, nil, "FILE:2:9: character U+0000 is not allowed in YAML"},
+		{"a control character", "shadow: true\nredis: a\x00b\n", nil, nil, "FILE:2:9: character U+0000 is not allowed (YAML allows tabs, line breaks and printable characters)"},
 		{"not UTF-8", "shadow: true\nredis: \xff\n", nil, nil, "FILE:2:8: invalid UTF-8 (byte 0xFF)"},
 		{"two documents", "shadow: true\n---\nredis: x\n", nil, nil, "FILE:2: a second YAML document"},
 		{"an alias", "a: &x 1\n", nil, nil, "FILE:1:1: unknown key \"a\""},
