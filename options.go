@@ -78,11 +78,3 @@ type Options struct {
 	// them.
 	Observer Observer
 }
-
-// ClockOrDefault returns o.Clock, or SystemClock if it is nil.
-func (o Options) ClockOrDefault() Clock {
-	if o.Clock == nil {
-		return SystemClock
-	}
-	return o.Clock
-}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // AIMDConfig configures an AIMD (NewAIMD). Set Min and Max; every other
@@ -126,7 +127,7 @@ func invalid(field string, v any, want string) error {
 // check checks cfg's fields but the bounds and fills in their defaults.
 func (cfg *AIMDConfig) check() (aimdConfig, error) {
 	c := aimdConfig{
-		clock: cfg.ClockOrDefault(), name: cfg.Name, initial: cfg.Initial,
+		clock: defaults.Clock(cfg.Options), name: cfg.Name, initial: cfg.Initial,
 		period: cfg.Period, burst: cfg.Burst, step: cfg.Step, factor: cfg.Factor,
 		threshold: cfg.LatencyThreshold, incEvery: cfg.IncreaseInterval, decEvery: cfg.DecreaseInterval,
 		gated: cfg.IncreaseOnlyWhenLimited,
@@ -245,7 +246,7 @@ type gradientConfig struct {
 // check checks cfg's fields but the bounds and fills in their defaults.
 func (cfg *GradientConfig) check() (gradientConfig, error) {
 	c := gradientConfig{
-		clock: cfg.ClockOrDefault(), name: cfg.Name, initial: cfg.Initial,
+		clock: defaults.Clock(cfg.Options), name: cfg.Name, initial: cfg.Initial,
 		tolerance: cfg.Tolerance, smoothing: cfg.Smoothing, queue: cfg.QueueSize,
 		longWindow: cfg.LongWindow, samples: cfg.WindowSamples, minTime: cfg.WindowTime,
 		maxWaiters: cfg.MaxWaiters,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // GuardConfig configures a Guard (NewGuard) or a guarded concurrency
@@ -102,7 +103,7 @@ type options struct {
 func (cfg *GuardConfig) options() (options, error) {
 	o := options{
 		timeout: cfg.Timeout, threshold: cfg.Threshold, interval: cfg.ProbeInterval, retryAfter: cfg.RetryAfter,
-		clock: cfg.ClockOrDefault(), name: cfg.Name, obs: cfg.Observer, log: cfg.Logger, isFailure: cfg.IsFailure,
+		clock: defaults.Clock(cfg.Options), name: cfg.Name, obs: cfg.Observer, log: cfg.Logger, isFailure: cfg.IsFailure,
 	}
 	switch {
 	case cfg.Threshold < 0:

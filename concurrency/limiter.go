@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // Limiter limits the number of slots in flight: at most max at a time per
@@ -113,7 +114,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	clock := cfg.ClockOrDefault()
+	clock := defaults.Clock(cfg.Options)
 	l := &Limiter{
 		max:        cfg.Max,
 		name:       cfg.Name,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/defaults"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -131,7 +132,7 @@ func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := cfg.ClockOrDefault()
+	clock := defaults.Clock(cfg.Options)
 	r := &RateLanes{
 		lanes:  make([]rateLane, len(lanes)),
 		byName: byName,

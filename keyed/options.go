@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // Config configures a Limiter (New, LocalShare, LiveShare). Every field's
@@ -74,7 +75,7 @@ type settings struct {
 // checks) and fills in their defaults.
 func (cfg *Config) settings() (settings, error) {
 	s := settings{
-		clock:     cfg.ClockOrDefault(),
+		clock:     defaults.Clock(cfg.Options),
 		maxKeys:   cfg.MaxKeys,
 		maxKeyLen: cfg.MaxKeyLength,
 		shards:    cfg.Shards,

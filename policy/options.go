@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/admit-go/admit"
+	optdefaults "github.com/admit-go/admit/internal/defaults"
 )
 
 // Config configures an Engine. Backends is required in practice: the zero
@@ -117,7 +118,7 @@ func (cfg *Config) options() (options, error) {
 	o := options{
 		backends:     maps.Clone(cfg.Backends),
 		defStore:     cfg.DefaultStore,
-		clock:        cfg.ClockOrDefault(),
+		clock:        optdefaults.Clock(cfg.Options),
 		obs:          cfg.Observer,
 		log:          cfg.Logger,
 		prefix:       cfg.KeyPrefix,

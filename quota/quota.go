@@ -8,6 +8,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/calendar"
+	"github.com/admit-go/admit/internal/defaults"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -102,7 +103,7 @@ func New(cfg Config) (*Quota, error) {
 		period:    cfg.Period,
 		loc:       o.loc,
 		weekStart: o.weekStart,
-		clock:     cfg.ClockOrDefault(),
+		clock:     defaults.Clock(cfg.Options),
 		name:      cfg.Name,
 		obs:       cfg.Observer,
 		maxKeyLen: o.maxKeyLen,

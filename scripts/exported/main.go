@@ -4,7 +4,8 @@
 // exported type, in the files that are neither tests nor generated code
 // (with -fields, the exported fields of structs and methods of interfaces
 // too). It prints the count per package and the total, and exits 1 when a
-// limit given with -max (the module) or -max-pkg PKG=N is exceeded.
+// limit given with -max (the module) or -max-pkg PKG=N is exceeded. With
+// -list it names each identifier under its package's count.
 //
 //	go run ./scripts/exported -max 600 -max-pkg server=60
 package main
@@ -25,24 +26,33 @@ import (
 
 func main() {
 	max := flag.Int("max", 0, "fail when the module has more exported identifiers (0: no limit)")
+	list := flag.Bool("list", false, "list each package's exported identifiers under its count")
 	fields = flag.Bool("fields", false, "count the exported fields of structs and methods of interfaces too")
 	var pkgMax multiFlag
 	flag.Var(&pkgMax, "max-pkg", "PKG=N: fail when package PKG (its directory, such as server) has more than N; repeatable")
 	flag.Parse()
-	counts, err := count(".")
+	names, err := collect(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "exported:", err)
 		os.Exit(2)
 	}
-	dirs := make([]string, 0, len(counts))
+	dirs := make([]string, 0, len(names))
+	counts := map[string]int{}
 	total := 0
-	for d, n := range counts {
+	for d, list := range names {
 		dirs = append(dirs, d)
-		total += n
+		counts[d] = len(list)
+		total += len(list)
 	}
 	sort.Strings(dirs)
 	for _, d := range dirs {
 		fmt.Printf("%5d  %s\n", counts[d], d)
+		if *list {
+			sort.Strings(names[d])
+			for _, n := range names[d] {
+				fmt.Printf("       %s\n", n)
+			}
+		}
 	}
 	fmt.Printf("%5d  exported identifiers in the module\n", total)
 	failed := false
@@ -83,10 +93,10 @@ func (m *multiFlag) Set(s string) error {
 	return nil
 }
 
-// count returns the exported identifiers of each package directory under
+// collect returns the exported identifiers of each package directory under
 // root, leaving out the separate bench module, testdata and this command.
-func count(root string) (map[string]int, error) {
-	counts := map[string]int{}
+func collect(root string) (map[string][]string, error) {
+	names := map[string][]string{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -111,52 +121,54 @@ func count(root string) (map[string]int, error) {
 		if ast.IsGenerated(f) || f.Name.Name == "main" {
 			return nil
 		}
-		counts[filepath.Dir(path)] += exportedIn(f)
+		names[filepath.Dir(path)] = append(names[filepath.Dir(path)], exportedIn(f)...)
 		return nil
 	})
-	return counts, err
+	return names, err
 }
 
-// exportedIn counts the exported identifiers a file declares.
-func exportedIn(f *ast.File) int {
-	n := 0
+// exportedIn returns the exported identifiers a file declares, methods
+// written as Type.Method.
+func exportedIn(f *ast.File) []string {
+	var names []string
 	for _, decl := range f.Decls {
 		switch d := decl.(type) {
 		case *ast.FuncDecl:
 			if !d.Name.IsExported() {
 				continue
 			}
-			if d.Recv != nil && !exportedRecv(d.Recv) {
-				continue
+			if d.Recv == nil {
+				names = append(names, d.Name.Name)
+			} else if recv, ok := exportedRecv(d.Recv); ok {
+				names = append(names, recv+"."+d.Name.Name)
 			}
-			n++
 		case *ast.GenDecl:
 			for _, spec := range d.Specs {
 				switch s := spec.(type) {
 				case *ast.ValueSpec:
 					for _, name := range s.Names {
 						if name.IsExported() {
-							n++
+							names = append(names, name.Name)
 						}
 					}
 				case *ast.TypeSpec:
 					if !s.Name.IsExported() {
 						continue
 					}
-					n++
+					names = append(names, s.Name.Name)
 					if *fields {
-						n += members(s.Type)
+						names = append(names, members(s.Name.Name, s.Type)...)
 					}
 				}
 			}
 		}
 	}
-	return n
+	return names
 }
 
-// members counts the exported fields of a struct type and methods of an
+// members returns the exported fields of a struct type and methods of an
 // interface type.
-func members(t ast.Expr) int {
+func members(typ string, t ast.Expr) []string {
 	var list *ast.FieldList
 	switch t := t.(type) {
 	case *ast.StructType:
@@ -164,23 +176,23 @@ func members(t ast.Expr) int {
 	case *ast.InterfaceType:
 		list = t.Methods
 	default:
-		return 0
+		return nil
 	}
-	n := 0
+	var names []string
 	for _, f := range list.List {
 		for _, name := range f.Names {
 			if name.IsExported() {
-				n++
+				names = append(names, typ+"."+name.Name)
 			}
 		}
 	}
-	return n
+	return names
 }
 
-// exportedRecv reports whether a method's receiver is an exported type.
-func exportedRecv(recv *ast.FieldList) bool {
+// exportedRecv returns a method's receiver type and whether it is exported.
+func exportedRecv(recv *ast.FieldList) (string, bool) {
 	if len(recv.List) == 0 {
-		return false
+		return "", false
 	}
 	t := recv.List[0].Type
 	for {
@@ -192,9 +204,9 @@ func exportedRecv(recv *ast.FieldList) bool {
 		case *ast.IndexListExpr:
 			t = x.X
 		case *ast.Ident:
-			return x.IsExported()
+			return x.Name, x.IsExported()
 		default:
-			return false
+			return "", false
 		}
 	}
 }
