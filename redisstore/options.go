@@ -99,13 +99,13 @@ type QuotaConfig struct {
 
 	// Limit is the quota's size: events per key per period, for the calls
 	// that do not give one (Request.Limit.Rate). Required: from 1 to 2^53
-	// (an error wrapping quota.ErrInvalidQuota).
+	// (outside, an error wrapping admit.ErrInvalidConfig).
 	Limit int64
 
 	// Period is the calendar period the quota counts in: one of package
 	// quota's Periods (quota.ParsePeriod reads one from its name).
 	// Required: the zero Period is an error wrapping
-	// quota.ErrInvalidPeriod.
+	// admit.ErrInvalidConfig.
 	Period quota.Period
 
 	// Location is the time zone whose calendar the periods follow, as

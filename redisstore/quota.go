@@ -117,16 +117,16 @@ type Quota struct {
 }
 
 // Quota returns a quota configured by cfg, whose counts live in the
-// store's Redis. The error wraps admit.ErrInvalidConfig, and
-// quota.ErrInvalidQuota if cfg.Limit is not in [1, 2^53] or
-// quota.ErrInvalidPeriod for an invalid cfg.Period.
+// store's Redis. The error wraps admit.ErrInvalidConfig and names the
+// field: cfg.Limit not in [1, 2^53] ("invalid quota size"), an invalid
+// cfg.Period ("invalid period").
 func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
-	if err := checkQuota(cfg.Limit); err != nil {
-		return nil, invalid("Limit", "%w", err)
+	if n := cfg.Limit; n < 1 || n > maxExact {
+		return nil, invalid("Limit", "%d: invalid quota size: want 1 to 2^53 events per period", n)
 	}
 	period := cfg.Period
 	if period < quota.Hour || period > quota.Year {
-		return nil, invalid("Period", "%v: %w: want Hour, Day, Week, Month or Year", period, quota.ErrInvalidPeriod)
+		return nil, invalid("Period", "%v: invalid period: want Hour, Day, Week, Month or Year", period)
 	}
 	weekStart := time.Monday
 	if cfg.WeekStart != nil {
@@ -154,9 +154,10 @@ func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
 	}, nil
 }
 
+// checkQuota checks a size given per call (Request.Limit.Rate).
 func checkQuota(n int64) error {
 	if n < 1 || n > maxExact {
-		return fmt.Errorf("%w %d: want 1 to 2^53 events per period", quota.ErrInvalidQuota, n)
+		return fmt.Errorf("%w: redisstore: invalid quota size %d: want 1 to 2^53 events per period", admit.ErrInvalidConfig, n)
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 //
 // The error is non-nil when nothing was decided, and the request is then
 // refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
-// admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
+// admit.ErrInvalidCost; a size outside [1, 2^53]: admit.ErrInvalidConfig;
 // admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
 // closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
