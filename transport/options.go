@@ -39,10 +39,11 @@ type Config struct {
 
 	// MaxWait is the longest time a request waits for its turn (rate
 	// limit tokens and the end of a pause together). A request that would
-	// wait longer fails at once with an error wrapping ErrWaitTooLong;
-	// one whose wait would pass its context's deadline fails at once with
-	// ErrDeadline. 0 means 10 seconds; a negative MaxWait never waits:
-	// requests go at once or fail.
+	// wait longer fails at once with an error wrapping
+	// admit.ErrWaitTooLong; one whose wait would pass its context's
+	// deadline fails at once with an error wrapping admit.ErrDeadline. 0
+	// means 10 seconds; a negative MaxWait never waits: requests go at
+	// once or fail.
 	MaxWait time.Duration
 
 	// MaxPause caps the pause an upstream can ask for with Retry-After,
@@ -54,9 +55,10 @@ type Config struct {
 	// MaxHosts caps the number of hosts the Transport tracks (their
 	// limits and pauses). Hosts whose limit is full and that are not
 	// paused are forgotten when the cap is reached, which changes
-	// nothing; beyond that, a request to a new host fails with
-	// ErrTooManyHosts if it needs a host limit, and a new host's pause is
-	// not recorded. 0 means 10,000; it must not be negative.
+	// nothing; beyond that, a request to a new host fails with an error
+	// wrapping admit.ErrTooManyKeys if it needs a host limit, and a new
+	// host's pause is not recorded. 0 means 10,000; it must not be
+	// negative.
 	MaxHosts int
 
 	// Retries retries requests answered 429 (Too Many Requests) or 503
