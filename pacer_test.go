@@ -202,23 +202,16 @@ func TestPacerBounds(t *testing.T) {
 			t.Fatalf("slot at the deadline: %v", err)
 		}
 
-		// A negative MaxQueue: only a free slot is taken.
-		p = mustPacer(t, Every(time.Second), PacerConfig{MaxQueue: -1})
-		takeAll(t, p, 1)
-		if _, err := p.Take(); !errors.Is(err, ErrQueueFull) {
-			t.Fatalf("no queue: %v", err)
+		// A negative MaxQueue or MaxWait: only a free slot is taken.
+		for c, want := range map[PacerConfig]error{{MaxQueue: -1}: ErrQueueFull, {MaxWait: -1}: ErrWaitTooLong} {
+			p = mustPacer(t, Every(time.Second), c)
+			takeAll(t, p, 1)
+			if _, err := p.Take(); !errors.Is(err, want) {
+				t.Fatalf("%+v: %v, want %v", c, err, want)
+			}
+			time.Sleep(time.Second)
+			takeAll(t, p, 1)
 		}
-		time.Sleep(time.Second)
-		takeAll(t, p, 1)
-
-		// A negative MaxWait: the same, refused for the wait.
-		p = mustPacer(t, Every(time.Second), PacerConfig{MaxWait: -1})
-		takeAll(t, p, 1)
-		if _, err := p.Take(); !errors.Is(err, ErrWaitTooLong) {
-			t.Fatalf("no wait: %v", err)
-		}
-		time.Sleep(time.Second)
-		takeAll(t, p, 1)
 	})
 }
 
