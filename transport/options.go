@@ -8,10 +8,8 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Reserver is a rate limiter with reservations, such as *admit.GCRA and
-// *admit.TokenBucket: ReserveN reserves n events at instant now and says
-// when they may be used; the reservation can be cancelled.
-type Reserver interface {
+// reserver is what Config.Limiter is: a rate limiter with reservations.
+type reserver interface {
 	ReserveN(now time.Time, n int) admit.Reservation
 }
 
@@ -26,9 +24,14 @@ type Config struct {
 	Clock admit.Clock
 
 	// Limiter makes every request wait for one of its tokens, shared by
-	// all hosts, before it is sent (each retry too). It must read the
-	// same clock as the Transport. Nil means none.
-	Limiter Reserver
+	// all hosts, before it is sent (each retry too). It is a rate limiter
+	// with reservations, such as *admit.GCRA and *admit.TokenBucket:
+	// ReserveN reserves n events at instant now and says when they may be
+	// used; the reservation can be cancelled. It must read the same clock
+	// as the Transport. Nil means none.
+	Limiter interface {
+		ReserveN(now time.Time, n int) admit.Reservation
+	}
 
 	// HostLimit gives each host its own GCRA limit: requests to a host
 	// wait for a token of its limit before they are sent (each retry
@@ -111,7 +114,7 @@ const (
 
 // options are a valid Config with its defaults filled in.
 type options struct {
-	lim        Reserver
+	lim        reserver
 	hostLimit  *admit.Limit
 	maxWait    time.Duration
 	maxPause   time.Duration

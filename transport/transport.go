@@ -47,7 +47,7 @@ import (
 // safe for concurrent use, and starts no goroutines.
 type Transport struct {
 	base       http.RoundTripper
-	lim        Reserver
+	lim        reserver
 	hosts      hostTable
 	perHost    bool
 	maxWait    time.Duration
@@ -209,7 +209,7 @@ func (t *Transport) plan(ctx context.Context, key string, minWait time.Duration)
 	if err := g.check(delay, pause); err != nil {
 		return grant{}, err
 	}
-	reserve := func(lim Reserver, what string) error {
+	reserve := func(lim reserver, what string) error {
 		r := lim.ReserveN(now.Add(delay), 1)
 		g.res[g.n], g.n = r, g.n+1
 		if !r.OK() {
