@@ -31,9 +31,9 @@ var (
 	ErrDeadline = fmt.Errorf("admit: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
 	// ErrQueueFull reports that a queue of waiters holds its maximum
-	// number of them (a Pacer's PacerConfig.MaxQueue, an
-	// adaptive.Gradient's MaxWaiters); the caller is refused at once. The
-	// error wrapping it names the package.
+	// number of them (a Pacer's PacerConfig.MaxQueue, an adaptive.Gradient's
+	// GradientConfig.MaxWaiters); the caller is refused at once. The error
+	// wrapping it names the package.
 	ErrQueueFull = errors.New("admit: queue is full")
 
 	// ErrWaitTooLong reports that a wait would exceed its maximum (a
