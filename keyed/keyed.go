@@ -13,8 +13,8 @@ import (
 // errStoreFull reports that a key could not be stored because its shard's
 // key arena reached 4 GiB. Nothing was consumed. The package's errors are
 // admit's: this one wraps admit.ErrTooManyKeys, and the others are
-// admit.ErrInvalidLimit, admit.ErrInvalidCost, admit.ErrUnknownAlgorithm
-// and admit.ErrKeyTooLong (for a key longer than Config.MaxKeyLength).
+// admit.ErrInvalidConfig, admit.ErrInvalidLimit, admit.ErrInvalidCost and
+// admit.ErrKeyTooLong (for a key longer than Config.MaxKeyLength).
 var errStoreFull = fmt.Errorf("keyed: key store full (a shard's key arena reached 4 GiB): %w", admit.ErrTooManyKeys)
 
 // Limiter limits each key separately, by one of admit's algorithms, in
@@ -62,8 +62,8 @@ type Limiter struct {
 	sysClock  bool // clock is admit.SystemClock
 }
 
-// New returns a Limiter configured by cfg. The error wraps admit.ErrInvalidConfig (a field out of its domain),
-// admit.ErrInvalidLimit or admit.ErrUnknownAlgorithm.
+// New returns a Limiter configured by cfg. The error wraps admit.ErrInvalidConfig (a field out of its domain,
+// an unknown algorithm) or admit.ErrInvalidLimit.
 func New(cfg Config) (*Limiter, error) {
 	o, err := cfg.settings()
 	if err != nil {
@@ -83,7 +83,7 @@ func New(cfg Config) (*Limiter, error) {
 	case admit.AlgSlidingLog:
 		lim.eng = newTable(logOps, o.shards, o.maxKeys, o.grace)
 	default:
-		return nil, fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, alg)
+		return nil, fmt.Errorf("%w: keyed: unknown algorithm %v", admit.ErrInvalidConfig, alg)
 	}
 	lim.own = limits.Compile(alg, cfg.Limit)
 	if lim.own.Err != nil {
