@@ -91,7 +91,8 @@ type Quota struct {
 }
 
 // New returns a Quota configured by cfg, with no key held yet. The error
-// wraps admit.ErrInvalidConfig and names the field.
+// wraps admit.ErrInvalidConfig and names the field; for Limit, it wraps
+// ErrInvalidQuota as well.
 func New(cfg Config) (*Quota, error) {
 	o, err := cfg.settings()
 	if err != nil {
@@ -160,8 +161,8 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // The error is non-nil only when the request could not be decided; it is
 // then refused (Allowed false) and nothing is counted: r.N < 0 (an error
 // wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a per-call size
-// below 1 (admit.ErrInvalidConfig, "invalid quota size"), a key longer
-// than the maximum (admit.ErrKeyTooLong, RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
+// below 1 (ErrInvalidQuota), a key longer than the maximum
+// (admit.ErrKeyTooLong, RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
 // RetryAfter until the period ends, when keys are freed). ctx is not used
 // by the in-memory Quota (deciding never waits); it is there so that
 // every backend has the signature of admit.KeyedLimiter.
@@ -342,7 +343,7 @@ func (q *Quota) full(now int64, key string, limit, n int64, w window, evicted in
 func (q *Quota) refuse(now int64, key string, limit, n int64) (admit.Decision, error) {
 	err := q.checkInput(key, n)
 	if err == nil {
-		err = fmt.Errorf("%w: quota: invalid quota size %d: a quota admits at least 1 event per period", admit.ErrInvalidConfig, limit)
+		err = fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, limit)
 	}
 	// Report the period without making it the current one.
 	var w window

@@ -118,11 +118,11 @@ type Quota struct {
 
 // Quota returns a quota configured by cfg, whose counts live in the
 // store's Redis. The error wraps admit.ErrInvalidConfig and names the
-// field: cfg.Limit not in [1, 2^53] ("invalid quota size"), an invalid
-// cfg.Period ("invalid period").
+// field ("invalid period" for an invalid cfg.Period), and wraps
+// quota.ErrInvalidQuota too if cfg.Limit is not in [1, 2^53].
 func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
-	if n := cfg.Limit; n < 1 || n > maxExact {
-		return nil, invalid("Limit", "%d: invalid quota size: want 1 to 2^53 events per period", n)
+	if err := checkQuota(cfg.Limit); err != nil {
+		return nil, invalid("Limit", "%w", err)
 	}
 	period := cfg.Period
 	if period < quota.Hour || period > quota.Year {
@@ -154,10 +154,9 @@ func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
 	}, nil
 }
 
-// checkQuota checks a size given per call (Request.Limit.Rate).
 func checkQuota(n int64) error {
 	if n < 1 || n > maxExact {
-		return fmt.Errorf("%w: redisstore: invalid quota size %d: want 1 to 2^53 events per period", admit.ErrInvalidConfig, n)
+		return fmt.Errorf("%w %d: want 1 to 2^53 events per period", quota.ErrInvalidQuota, n)
 	}
 	return nil
 }
@@ -190,7 +189,7 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 //
 // The error is non-nil when nothing was decided, and the request is then
 // refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
-// admit.ErrInvalidCost; a size outside [1, 2^53]: admit.ErrInvalidConfig;
+// admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
 // admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
 // closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
