@@ -61,9 +61,10 @@ var (
 	// ErrTooManyKeys reports that a new key could not be stored: a bounded
 	// limiter (packages quota, concurrency; a transport.Transport, whose
 	// keys are hosts) holds its maximum number of keys and none of them
-	// can be forgotten without changing a decision. The request was
-	// refused and nothing was consumed; it may succeed once other keys
-	// are idle. The error wrapping it names the package.
+	// can be forgotten without changing a decision, or a keyed.Limiter's
+	// shard holds 4 GiB of keys. The request was refused and nothing was
+	// consumed; it may succeed once other keys are idle. The error
+	// wrapping it names the package.
 	ErrTooManyKeys = errors.New("admit: too many keys")
 
 	// ErrClosed reports a call on something of this module after its

@@ -70,9 +70,9 @@ type AIMD struct {
 
 // NewAIMD returns an AIMD whose rate, in events per cfg.Period, starts at
 // cfg.Initial (cfg.Min by default) and stays within [cfg.Min, cfg.Max]. It
-// fails with an error wrapping ErrInvalidBounds unless
-// 1 <= Min <= Initial <= Max < admit.Inf, admit.ErrInvalidConfig for
-// another field outside its domain, and admit.ErrInvalidLimit if a rate
+// fails with an error wrapping admit.ErrInvalidConfig, naming the bounds,
+// unless 1 <= Min <= Initial <= Max < admit.Inf, admit.ErrInvalidConfig
+// naming the field for another field outside its domain, and admit.ErrInvalidLimit if a rate
 // within the bounds, with its burst, is outside the domain of admit.Limit
 // (a capacity burst×period/rate over 36 years, or burst×period over 2^63
 // ns).
@@ -83,14 +83,14 @@ func NewAIMD(cfg AIMDConfig) (*AIMD, error) {
 	}
 	min, max := cfg.Min, cfg.Max
 	if min < 1 || min > max || max >= admit.Inf {
-		return nil, fmt.Errorf("%w: min %d, max %d: want 1 <= min <= max < admit.Inf", ErrInvalidBounds, min, max)
+		return nil, badBounds("min %d, max %d: want 1 <= min <= max < admit.Inf", min, max)
 	}
 	initial := c.initial
 	if initial == 0 {
 		initial = min
 	}
 	if initial < min || initial > max {
-		return nil, fmt.Errorf("%w: initial rate %d outside [%d, %d]", ErrInvalidBounds, initial, min, max)
+		return nil, badBounds("initial rate %d outside [%d, %d]", initial, min, max)
 	}
 	// With burst×period within an int64, every rate in [min, max] compiles
 	// (its capacity in units, burst×period/gcd, fits), so a change of the

@@ -1,19 +1,23 @@
 package adaptive
 
-import "errors"
+import (
+	"fmt"
 
-// Errors returned by this package, besides those of package admit
-// (admit.ErrInvalidConfig for a Config field outside its domain,
+	"github.com/admit-go/admit"
+)
+
+// This package has no error values of its own: it returns those of package
+// admit, wrapped with %w and a message naming the problem, so test them
+// with errors.Is: admit.ErrInvalidConfig for a Config field outside its
+// domain or bounds that are not 1 <= Min <= Initial <= Max,
 // admit.ErrInvalidLimit for bounds that make no limit, admit.ErrInvalidCost
 // for n < 0, admit.ErrExceedsBurst for a request that can never be
-// admitted). They are wrapped with %w where a call has more to say, so test
-// them with errors.Is.
-var (
-	// ErrInvalidBounds reports bounds that are not 1 <= Min <= Max (or an
-	// Initial value outside them) in an AIMDConfig or a GradientConfig.
-	ErrInvalidBounds = errors.New("adaptive: invalid bounds")
+// admitted, and admit.ErrQueueFull for a Gradient whose queue holds
+// GradientConfig.MaxWaiters callers.
 
-	// ErrQueueFull reports that a Gradient's queue holds
-	// GradientConfig.MaxWaiters callers, so Acquire does not wait.
-	ErrQueueFull = errors.New("adaptive: queue is full")
-)
+// badBounds returns an error wrapping admit.ErrInvalidConfig for bounds
+// that are not 1 <= Min <= Initial <= Max in an AIMDConfig or a
+// GradientConfig.
+func badBounds(format string, args ...any) error {
+	return fmt.Errorf("adaptive: invalid bounds: "+format+": %w", append(args, admit.ErrInvalidConfig)...)
+}

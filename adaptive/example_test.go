@@ -95,7 +95,7 @@ func ExampleAIMD_Layer() {
 	// request 2: allowed=false rule=backend
 }
 
-func ExampleAIMDLayer_Track() {
+func ExampleAIMD_Layer_learner() {
 	// An AIMD as a layer of a chain: the chain records a grant of each
 	// admitted request in the compose.Held, and the Held's Finish reports
 	// the request's outcome to the AIMD (as httplimit and grpclimit do

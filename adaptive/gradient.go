@@ -139,8 +139,9 @@ type grant struct {
 
 // NewGradient returns a Gradient whose limit starts at cfg.Initial
 // (cfg.Min by default) and stays within [cfg.Min, cfg.Max]. It fails with
-// an error wrapping ErrInvalidBounds unless 1 <= Min <= Initial <= Max,
-// and admit.ErrInvalidConfig for another field outside its domain.
+// an error wrapping admit.ErrInvalidConfig: naming the bounds unless
+// 1 <= Min <= Initial <= Max, naming the field for another field outside
+// its domain.
 func NewGradient(cfg GradientConfig) (*Gradient, error) {
 	c, err := cfg.check()
 	if err != nil {
@@ -148,14 +149,14 @@ func NewGradient(cfg GradientConfig) (*Gradient, error) {
 	}
 	min, max := cfg.Min, cfg.Max
 	if min < 1 || min > max {
-		return nil, fmt.Errorf("%w: min %d, max %d: want 1 <= min <= max", ErrInvalidBounds, min, max)
+		return nil, badBounds("min %d, max %d: want 1 <= min <= max", min, max)
 	}
 	initial := c.initial
 	if initial == 0 {
 		initial = min
 	}
 	if initial < min || initial > max {
-		return nil, fmt.Errorf("%w: initial limit %d outside [%d, %d]", ErrInvalidBounds, initial, min, max)
+		return nil, badBounds("initial limit %d outside [%d, %d]", initial, min, max)
 	}
 	g := &Gradient{
 		min: min, max: max,

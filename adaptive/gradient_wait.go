@@ -30,9 +30,10 @@ func (g *Gradient) Acquire(ctx context.Context) (Token, error) { return g.Acquir
 //
 // It fails with the errors of TryAcquireN for invalid input; with an
 // error wrapping admit.ErrExceedsBurst if n exceeds the current limit while
-// nothing is in flight (no sample could come to grow the limit); with
-// ErrQueueFull if GradientConfig.MaxWaiters callers wait already; and with ctx's
-// error if ctx ends first (slots granted just then are given back).
+// nothing is in flight (no sample could come to grow the limit); with an
+// error wrapping admit.ErrQueueFull if GradientConfig.MaxWaiters callers
+// wait already; and with ctx's error if ctx ends first (slots granted just
+// then are given back).
 func (g *Gradient) AcquireN(ctx context.Context, n int64) (Token, error) {
 	if err := g.check(n); err != nil {
 		return Token{}, err
@@ -53,8 +54,9 @@ func (g *Gradient) AcquireN(ctx context.Context, n int64) (Token, error) {
 		return Token{}, fmt.Errorf("%w: %d slots requested, the limit is %d", admit.ErrExceedsBurst, n, lim)
 	}
 	if g.maxWaiters >= 0 && g.nwait >= g.maxWaiters {
+		nwait := g.nwait
 		g.mu.Unlock()
-		return Token{}, ErrQueueFull
+		return Token{}, fmt.Errorf("adaptive: queue is full (%d waiting): %w", nwait, admit.ErrQueueFull)
 	}
 	w := &gwaiter{n: n, ready: make(chan struct{})}
 	g.enqueue(w)

@@ -64,10 +64,10 @@ func TestLayers(t *testing.T) {
 	if _, err := a.Layer().Allow(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
-	if err := a.Layer().Refund(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
+	if err := a.Layer().(admit.Refunder).Refund(ctx, admit.Request{Key: "", N: -1}); !errors.Is(err, admit.ErrInvalidCost) {
 		t.Fatal(err)
 	}
-	if err := a.Layer().Refund(ctx, admit.Request{Key: "", N: 0}); err != nil {
+	if err := a.Layer().(admit.Refunder).Refund(ctx, admit.Request{Key: "", N: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if r, d, err := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: 11}); err != nil || r != nil || d.Allowed || d.RetryAfter != admit.InfDuration {
@@ -81,6 +81,9 @@ func TestLayers(t *testing.T) {
 	}
 	// A Releaser is a Token: a caller can report a drop through it.
 	r, _, _ := g.Layer().TryAcquire(ctx, admit.Request{Key: "", N: 1})
+	if _, ok := r.(compose.Finisher); !ok {
+		t.Fatalf("the Releaser %T is not a compose.Finisher", r)
+	}
 	if !r.(Token).Done(Dropped) {
 		t.Fatal("the token held nothing")
 	}
@@ -88,6 +91,33 @@ func TestLayers(t *testing.T) {
 	if st := g.Stats(); st.InFlight != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// TestLayerCapabilities: AIMD.Layer's doc comment promises that the
+// limiter it returns is an admit.Refunder and a compose.Learner (a chain
+// refunds it, and teaches it through a compose.Held), and Gradient.Layer's
+// that the Slots it returns are admit.Slots whose Releasers are
+// compose.Finishers. The types behind them are unexported, so only these
+// assertions keep the capabilities from vanishing.
+func TestLayerCapabilities(t *testing.T) {
+	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 10})
+	var l admit.KeyedLimiter = a.Layer()
+	if _, ok := l.(admit.Refunder); !ok {
+		t.Errorf("AIMD.Layer() %T is not an admit.Refunder", l)
+	}
+	if _, ok := l.(compose.Learner); !ok {
+		t.Errorf("AIMD.Layer() %T is not a compose.Learner", l)
+	}
+	g := mustGradient(t, GradientConfig{Min: 1, Max: 10})
+	var s admit.Slots = g.Layer()
+	r, d, err := s.TryAcquire(context.Background(), admit.Request{N: 1})
+	if err != nil || !d.Allowed {
+		t.Fatalf("TryAcquire: %+v, %v", d, err)
+	}
+	if _, ok := r.(compose.Finisher); !ok {
+		t.Errorf("the Releaser %T of Gradient.Layer() is not a compose.Finisher", r)
+	}
+	r.Release()
 }
 
 // TestLayerOutcomes: through a chain and a compose.Held, Finish reports
@@ -172,7 +202,7 @@ func TestLayerOutcomes(t *testing.T) {
 	tok.Release()
 
 	// The grant on its own: Release, then Finish, reports nothing.
-	f := a.Layer().Track("", 1)
+	f := a.Layer().(compose.Learner).Track("", 1)
 	f.Release()
 	f.Finish(true)
 	if r := a.Rate(); r != 5 {

@@ -23,11 +23,11 @@ type AIMDConfig struct {
 
 	// Min and Max bound the rate, in events per Period: 1 <= Min <= Max
 	// < admit.Inf, or NewAIMD fails with an error wrapping
-	// ErrInvalidBounds. Required.
+	// admit.ErrInvalidConfig ("adaptive: invalid bounds"). Required.
 	Min, Max int64
 
 	// Initial is the rate the AIMD starts at, in [Min, Max] (outside, an
-	// error wrapping ErrInvalidBounds). 0 means Min: an adaptive limiter
+	// error wrapping admit.ErrInvalidConfig). 0 means Min: an adaptive limiter
 	// starts cautious and grows as the feedback allows. A negative value
 	// is an error.
 	Initial int64
@@ -172,11 +172,11 @@ type GradientConfig struct {
 
 	// Min and Max bound the limit, in requests (slots) in flight:
 	// 1 <= Min <= Max, or NewGradient fails with an error wrapping
-	// ErrInvalidBounds. Required.
+	// admit.ErrInvalidConfig ("adaptive: invalid bounds"). Required.
 	Min, Max int64
 
 	// Initial is the limit the Gradient starts at, in [Min, Max]
-	// (outside, an error wrapping ErrInvalidBounds). 0 means Min: an
+	// (outside, an error wrapping admit.ErrInvalidConfig). 0 means Min: an
 	// adaptive limiter starts cautious and grows as the feedback allows.
 	// A negative value is an error.
 	Initial int64
@@ -223,8 +223,8 @@ type GradientConfig struct {
 	WindowTime    time.Duration
 
 	// MaxWaiters bounds the number of callers of Acquire waiting for a
-	// slot; a caller that would be one more fails at once with
-	// ErrQueueFull. 0 means no bound (each waiter's context still bounds
+	// slot; a caller that would be one more fails at once with an error
+	// wrapping admit.ErrQueueFull. 0 means no bound (each waiter's context still bounds
 	// its wait); a negative value means that no caller ever waits.
 	MaxWaiters int
 }

@@ -152,7 +152,7 @@ func TestIsFailure(t *testing.T) {
 		{fmt.Errorf("x: %w", admit.ErrInvalidLimit), false},
 		{fmt.Errorf("x: %w", admit.ErrInvalidConfig), false},
 		{fmt.Errorf("x: %w", admit.ErrKeyTooLong), false},
-		{fmt.Errorf("x: %w", keyed.ErrStoreFull), true},
+		{fmt.Errorf("x: %w", admit.ErrTooManyKeys), true}, // keyed's full store too
 	} {
 		if got := compose.IsFailure(tc.err); got != tc.want {
 			t.Errorf("IsFailure(%v) = %v, want %v", tc.err, got, tc.want)

@@ -20,17 +20,17 @@ type Finisher interface {
 	Finish(failed bool)
 }
 
-// Learner is a keyed limiter that learns from the outcome of the requests it
-// admits, such as adaptive.AIMDLayer, whose rate grows while they succeed
-// and is cut when they fail. When a layer of a Chain (or of Admit) whose
-// Limiter is a Learner admits n > 0 events and the check has a Held, the
-// Finisher that Track returns for the request is recorded in the Held, as
-// a Slots layer's grant is: Held.Finish then reports the outcome to it,
-// Held.Release reports none, and a refusal by a later layer releases it
-// (and refunds the Learner, if it is a Refunder). Track returning nil
-// records nothing. A check without a Held (Chain.Allow, or AllowKeys with
-// a nil Held) does not call Track: the Learner then learns nothing from
-// the requests it admits.
+// Learner is a keyed limiter that learns from the outcome of the requests
+// it admits, such as the limiter adaptive.AIMD.Layer returns, whose rate
+// grows while they succeed and is cut when they fail. When a layer of a
+// Chain (or of Admit) whose Limiter is a Learner admits n > 0 events and
+// the check has a Held, the Finisher that Track returns for the request is
+// recorded in the Held, as a Slots layer's grant is: Held.Finish then
+// reports the outcome to it, Held.Release reports none, and a refusal by a
+// later layer releases it (and refunds the Learner, if it is a Refunder).
+// Track returning nil records nothing. A check without a Held
+// (Chain.Allow, or AllowKeys with a nil Held) does not call Track: the
+// Learner then learns nothing from the requests it admits.
 //
 // Track is called with the key and the cost of the request the layer just
 // admitted; the key may be scratch space of the caller, so the Finisher

@@ -1,24 +1,30 @@
 package fair
 
-import "errors"
+import (
+	"errors"
+	"fmt"
 
-// Errors returned by this package, besides those of package admit
-// (admit.ErrInvalidConfig, admit.ErrInvalidLimit, admit.ErrInvalidCost,
-// admit.ErrExceedsBurst).
-// They are wrapped with %w where a call has more to say, so test them with
-// errors.Is.
+	"github.com/admit-go/admit"
+)
+
+// Errors returned by this package, besides those of package admit:
+// admit.ErrInvalidConfig for a Config field outside its domain, for a list
+// of lanes NewRateLanes or NewSlotLanes cannot use (none, more than
+// MaxLanes, a name that is empty or repeated, a share outside
+// [1, MaxShare], or a budget too small to give every lane at least one
+// event or slot of its own: the message says "fair: invalid lanes"), and
+// for a weight that QueueConfig.Weight returned that is not a positive
+// finite number ("fair: invalid weight"); admit.ErrInvalidLimit,
+// admit.ErrInvalidCost and admit.ErrExceedsBurst. They are wrapped with %w
+// where a call has more to say, so test them with errors.Is.
 var (
-	// ErrInvalidLanes reports a list of lanes NewRateLanes or NewSlotLanes
-	// cannot use: none, more than MaxLanes, a name that is empty or
-	// repeated, a share outside [1, MaxShare], or a budget too small to
-	// give every lane at least one event (or slot) of its own.
-	ErrInvalidLanes = errors.New("fair: invalid lanes")
-
 	// ErrUnknownLane reports a key that names no lane, when no default
 	// lane was set (DefaultLane of RateLanesConfig or SlotLanesConfig).
 	ErrUnknownLane = errors.New("fair: unknown lane")
-
-	// ErrInvalidWeight reports a weight function (QueueConfig.Weight) that
-	// returned a weight that is not a positive finite number.
-	ErrInvalidWeight = errors.New("fair: invalid weight")
 )
+
+// badLanes returns an error wrapping admit.ErrInvalidConfig for a list of
+// lanes that cannot be used.
+func badLanes(format string, args ...any) error {
+	return fmt.Errorf("%w: fair: invalid lanes: "+format, append([]any{admit.ErrInvalidConfig}, args...)...)
+}

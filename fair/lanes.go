@@ -1,7 +1,6 @@
 package fair
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
@@ -85,19 +84,19 @@ func (b Borrowing) lenders(i, m int) []int {
 // index of each name.
 func checkLanes(lanes []Lane) (int64, map[string]int, error) {
 	if len(lanes) == 0 || len(lanes) > MaxLanes {
-		return 0, nil, fmt.Errorf("%w: %d lanes, want 1 to %d", ErrInvalidLanes, len(lanes), MaxLanes)
+		return 0, nil, badLanes("%d lanes, want 1 to %d", len(lanes), MaxLanes)
 	}
 	byName := make(map[string]int, len(lanes))
 	var sum int64
 	for i, l := range lanes {
 		if l.Name == "" {
-			return 0, nil, fmt.Errorf("%w: lane %d has no name", ErrInvalidLanes, i)
+			return 0, nil, badLanes("lane %d has no name", i)
 		}
 		if _, dup := byName[l.Name]; dup {
-			return 0, nil, fmt.Errorf("%w: two lanes named %q", ErrInvalidLanes, l.Name)
+			return 0, nil, badLanes("two lanes named %q", l.Name)
 		}
 		if l.Share < 1 || l.Share > MaxShare {
-			return 0, nil, fmt.Errorf("%w: lane %q has share %d, want 1 to %d", ErrInvalidLanes, l.Name, l.Share, MaxShare)
+			return 0, nil, badLanes("lane %q has share %d, want 1 to %d", l.Name, l.Share, MaxShare)
 		}
 		byName[l.Name] = i
 		sum += l.Share
@@ -124,7 +123,7 @@ func split(total int64, lanes []Lane, sum int64, what string) ([]int64, error) {
 	}
 	for i, p := range parts {
 		if p < 1 {
-			return nil, fmt.Errorf("%w: %s %d is too small to give lane %q (share %d of %d) one of its own", ErrInvalidLanes, what, total, lanes[i].Name, lanes[i].Share, sum)
+			return nil, badLanes("%s %d is too small to give lane %q (share %d of %d) one of its own", what, total, lanes[i].Name, lanes[i].Share, sum)
 		}
 	}
 	return parts, nil

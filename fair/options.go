@@ -22,7 +22,7 @@ type RateLanesConfig struct {
 
 	// Lanes are the lanes, in priority order, the first the highest (see
 	// Lane). Required: lanes NewRateLanes cannot use are an error
-	// wrapping ErrInvalidLanes.
+	// wrapping admit.ErrInvalidConfig ("fair: invalid lanes").
 	Lanes []Lane
 
 	// Borrowing says which lanes may use the unused capacity of which.
@@ -60,7 +60,7 @@ type SlotLanesConfig struct {
 
 	// Lanes are the lanes, in priority order, the first the highest (see
 	// Lane). Required: lanes NewSlotLanes cannot use are an error wrapping
-	// ErrInvalidLanes.
+	// admit.ErrInvalidConfig ("fair: invalid lanes").
 	Lanes []Lane
 
 	// Borrowing says which lanes may use the unused slots of which. The
@@ -100,8 +100,9 @@ type QueueConfig struct {
 	// three slots for each one a flow of weight 1 gets). It is called
 	// without the Queue's lock held, once per call of Acquire with n > 0
 	// (a flow that is already waiting keeps the weight it came with), and
-	// must return a positive finite number, or the request fails with
-	// ErrInvalidWeight. Nil gives every flow weight 1.
+	// must return a positive finite number, or the request fails with an
+	// error wrapping admit.ErrInvalidConfig ("fair: invalid weight"). Nil
+	// gives every flow weight 1.
 	Weight func(flow string) float64
 
 	// MaxWaiters bounds the number of callers waiting in the Queue, all

@@ -91,7 +91,7 @@ type qwaiter struct {
 	refused    bool
 }
 
-var _ admit.Slots = QueueLayer{}
+var _ admit.Slots = queueLayer{}
 
 // NewQueue returns a Queue of cfg.Max slots. It fails with an error
 // wrapping admit.ErrInvalidLimit if Max <= 0.
@@ -155,7 +155,9 @@ func (q *Queue) TryAcquire(ctx context.Context, flow string, n int64) (Permit, a
 // is full (QueueConfig.MaxWaiters) and the request does not displace another, or
 // when a later request displaced it. If ctx ends first it returns ctx's
 // error with a refusing Decision, and gives back slots granted just then.
-// Errors for bad input are those of TryAcquire, and ErrInvalidWeight.
+// Errors for bad input are those of TryAcquire, and an error wrapping
+// admit.ErrInvalidConfig ("fair: invalid weight") if QueueConfig.Weight
+// returns a weight that is not a positive finite number.
 func (q *Queue) Acquire(ctx context.Context, flow string, n int64) (Permit, admit.Decision, error) {
 	return q.acquire(ctx, flow, n, true)
 }
@@ -174,7 +176,7 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		w = q.weight(key)
 		if !(w > 0) || math.IsInf(w, 1) {
 			return Permit{}, admit.Decision{Limit: admit.Limit{Rate: q.max, Burst: q.max}, Rule: q.name, Kind: admit.KindConcurrency},
-				fmt.Errorf("%w: flow %q has weight %v", ErrInvalidWeight, truncate(key), w)
+				fmt.Errorf("%w: fair: invalid weight: flow %q has weight %v, want a positive finite number", admit.ErrInvalidConfig, truncate(key), w)
 		}
 	}
 	q.mu.Lock()
@@ -394,17 +396,19 @@ func (q *Queue) Stats() QueueStats {
 // Max returns the slots of the Queue.
 func (q *Queue) Max() int64 { return q.max }
 
-// Layer returns q as a admit.Slots: TryAcquire with the key as the
-// flow, its Permit as the Releaser. As concurrency.Limiter.Slots does, it reports
-// a request that could never be admitted (admit.ErrExceedsBurst) as a
-// refusal, without an error.
-func (q *Queue) Layer() QueueLayer { return QueueLayer{q} }
+// Layer returns q as admit.Slots, for use as a layer of a compose.Chain:
+// their TryAcquire is Queue.TryAcquire with the key as the flow, and the
+// Permit's Release as the Releaser. As concurrency.Limiter.Slots does, it
+// reports a request that could never be admitted (admit.ErrExceedsBurst)
+// as a refusal, without an error. The Slots have no method beyond
+// admit.Slots, and are safe for concurrent use.
+func (q *Queue) Layer() admit.Slots { return queueLayer{q} }
 
-// QueueLayer is a Queue seen as a admit.Slots; see Queue.Layer.
-type QueueLayer struct{ q *Queue }
+// queueLayer is a Queue seen as admit.Slots, for Queue.Layer.
+type queueLayer struct{ q *Queue }
 
 // TryAcquire is Queue.TryAcquire, with the Permit as a admit.Releaser.
-func (l QueueLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+func (l queueLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
 	p, d, err := l.q.TryAcquire(ctx, r.Key, r.N)
 	if err != nil && errorsIsExceeds(err) {
 		err = nil

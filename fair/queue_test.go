@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,7 +293,7 @@ func TestQueueCancel(t *testing.T) {
 func TestQueueBadWeight(t *testing.T) {
 	for _, w := range []float64{0, -1, math.NaN(), math.Inf(1)} {
 		q := mustQueue(t, QueueConfig{Max: 1, Weight: func(string) float64 { return w }})
-		if _, d, err := q.Acquire(ctx, "a", 1); !errors.Is(err, ErrInvalidWeight) || d.Allowed {
+		if _, d, err := q.Acquire(ctx, "a", 1); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "fair: invalid weight") || d.Allowed {
 			t.Errorf("weight %v: %+v, %v", w, d, err)
 		}
 	}

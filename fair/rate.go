@@ -105,10 +105,10 @@ var (
 // NewRateLanes returns cfg.Lanes sharing the rate limit cfg.Budget (see
 // RateLanes for the model), full. It fails with an error wrapping
 // admit.ErrInvalidLimit if the budget is invalid, unlimited or zero, or if
-// a lane's share of it is outside the domain of admit.Limit;
-// ErrInvalidLanes for lanes it cannot use (see Lane), including a budget
-// whose burst is too small to give each lane one event; and
-// admit.ErrInvalidConfig for another field outside its domain.
+// a lane's share of it is outside the domain of admit.Limit; and
+// admit.ErrInvalidConfig for lanes it cannot use (see Lane; the message
+// says "fair: invalid lanes"), including a budget whose burst is too small
+// to give each lane one event, and for another field outside its domain.
 func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
 	budget, lanes := cfg.Budget, cfg.Lanes
 	if err := budget.Validate(); err != nil {

@@ -79,9 +79,10 @@ type slotGrant struct {
 
 // NewSlotLanes returns cfg.Lanes sharing cfg.Max slots in flight (see
 // SlotLanes for the model). It fails with an error wrapping
-// admit.ErrInvalidLimit if Max <= 0, ErrInvalidLanes for lanes it cannot
-// use (see Lane), including a Max too small to give each lane one slot,
-// and admit.ErrInvalidConfig for another field outside its domain.
+// admit.ErrInvalidLimit if Max <= 0, and admit.ErrInvalidConfig for lanes
+// it cannot use (see Lane; the message says "fair: invalid lanes"),
+// including a Max too small to give each lane one slot, and for another
+// field outside its domain.
 func NewSlotLanes(cfg SlotLanesConfig) (*SlotLanes, error) {
 	max, lanes := cfg.Max, cfg.Lanes
 	if max <= 0 {
@@ -258,21 +259,22 @@ func (s *SlotLanes) Stats() []LaneStats {
 	return st
 }
 
-// Layer returns s as a admit.Slots: TryAcquire with the key naming the
-// lane, its Permit as the Releaser. As concurrency.Limiter.Slots does, it reports
-// a request that could never be admitted (admit.ErrExceedsBurst) as a
-// refusal, without an error.
-func (s *SlotLanes) Layer() SlotLanesLayer { return SlotLanesLayer{s} }
+// Layer returns s as admit.Slots, for use as a layer of a compose.Chain:
+// their TryAcquire is SlotLanes.TryAcquire with the key naming the lane,
+// and the Permit's Release as the Releaser. As concurrency.Limiter.Slots
+// does, it reports a request that could never be admitted
+// (admit.ErrExceedsBurst) as a refusal, without an error. The Slots have
+// no method beyond admit.Slots, and are safe for concurrent use.
+func (s *SlotLanes) Layer() admit.Slots { return slotLanesLayer{s} }
 
-// SlotLanesLayer is a SlotLanes seen as a admit.Slots; see
-// SlotLanes.Layer.
-type SlotLanesLayer struct{ s *SlotLanes }
+// slotLanesLayer is a SlotLanes seen as admit.Slots, for SlotLanes.Layer.
+type slotLanesLayer struct{ s *SlotLanes }
 
-var _ admit.Slots = SlotLanesLayer{}
+var _ admit.Slots = slotLanesLayer{}
 
 // TryAcquire is SlotLanes.TryAcquire, with the Permit as a
 // admit.Releaser.
-func (l SlotLanesLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+func (l slotLanesLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
 	p, d, err := l.s.TryAcquire(ctx, r.Key, r.N)
 	if err != nil && errorsIsExceeds(err) {
 		err = nil

@@ -86,7 +86,7 @@ func TestDeciderHeld(t *testing.T) {
 	if v := qf.GetViolations()[0]; v.GetSubject() != "in-flight" || v.GetDescription() != "1 in flight" {
 		t.Errorf("violation %v", v)
 	}
-	if got := b.Trailer().Get(RateLimitPolicyMD); len(got) != 1 || got[0] != `"in-flight";q=1;qu="concurrent-requests"` {
+	if got := b.Trailer().Get("ratelimit-policy"); len(got) != 1 || got[0] != `"in-flight";q=1;qu="concurrent-requests"` {
 		t.Errorf("policy trailer %q", got)
 	}
 	// The refused stream's rate admission was refunded... and the first

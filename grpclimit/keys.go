@@ -2,7 +2,6 @@ package grpclimit
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -18,7 +17,8 @@ import (
 // value, a peer key "ip:" + address, so a client cannot pass for an address
 // by sending it as an API key.
 //
-// The zero Key is invalid: NewServer refuses it with ErrInvalidKey. A Key
+// The zero Key is invalid: NewServer refuses it with an error wrapping
+// admit.ErrInvalidConfig that says "grpclimit: invalid key". A Key
 // is an immutable value, safe for concurrent use.
 type Key struct {
 	kind   keyKind
@@ -52,12 +52,12 @@ const (
 func MetadataKey(name string) Key {
 	name = strings.ToLower(name)
 	if name == "" {
-		return Key{err: fmt.Errorf("%w: MetadataKey with an empty name", ErrInvalidKey)}
+		return Key{err: badKey("MetadataKey with an empty name")}
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || c == '-' || c == '_' || c == '.') {
-			return Key{err: fmt.Errorf("%w: MetadataKey(%q): want only 0-9 a-z - _ . in metadata names", ErrInvalidKey, name)}
+			return Key{err: badKey("MetadataKey(%q): want only 0-9 a-z - _ . in metadata names", name)}
 		}
 	}
 	return Key{kind: keyMetadata, name: name, prefix: "md:" + name + ":"}
@@ -80,7 +80,7 @@ func PeerKey() Key { return PeerPrefixKey(32, 64) }
 // otherwise. v4 must be in [1, 32] and v6 in [1, 128].
 func PeerPrefixKey(v4, v6 int) Key {
 	if v4 < 1 || v4 > 32 || v6 < 1 || v6 > 128 {
-		return Key{err: fmt.Errorf("%w: PeerPrefixKey(%d, %d): want IPv4 bits in [1, 32] and IPv6 bits in [1, 128]", ErrInvalidKey, v4, v6)}
+		return Key{err: badKey("PeerPrefixKey(%d, %d): want IPv4 bits in [1, 32] and IPv6 bits in [1, 128]", v4, v6)}
 	}
 	return Key{kind: keyPeer, v4: v4, v6: v6}
 }
@@ -92,7 +92,7 @@ func PeerPrefixKey(v4, v6 int) Key {
 // other Keys in FirstKey.
 func FuncKey(f func(ctx context.Context, fullMethod string) (key string, ok bool)) Key {
 	if f == nil {
-		return Key{err: fmt.Errorf("%w: FuncKey(nil)", ErrInvalidKey)}
+		return Key{err: badKey("FuncKey(nil)")}
 	}
 	return Key{kind: keyFunc, fn: f}
 }
@@ -103,7 +103,7 @@ func FuncKey(f func(ctx context.Context, fullMethod string) (key string, ok bool
 // keys or if one of them is.
 func FirstKey(keys ...Key) Key {
 	if len(keys) == 0 {
-		return Key{err: fmt.Errorf("%w: FirstKey()", ErrInvalidKey)}
+		return Key{err: badKey("FirstKey()")}
 	}
 	for _, k := range keys {
 		if err := k.Err(); err != nil {
@@ -113,13 +113,14 @@ func FirstKey(keys ...Key) Key {
 	return Key{kind: keyFirst, first: append([]Key(nil), keys...)}
 }
 
-// Err reports why k is invalid, or nil if it is valid.
+// Err reports why k is invalid (an error wrapping admit.ErrInvalidConfig
+// that says "grpclimit: invalid key"), or nil if it is valid.
 func (k Key) Err() error {
 	if k.err != nil {
 		return k.err
 	}
 	if k.kind == keyInvalid {
-		return fmt.Errorf("%w: the zero Key", ErrInvalidKey)
+		return badKey("the zero Key")
 	}
 	return nil
 }

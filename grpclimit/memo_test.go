@@ -45,7 +45,7 @@ func TestRefusalMemo(t *testing.T) {
 	md, err := m.refusal(&base, "api", &c)
 	want, wantMD := refusal(base, "api", nil)
 	sameRefusal(t, err, md, want, wantMD)
-	if got := wantMD.Get(RetryAfterMD); len(got) != 1 || got[0] != "1" {
+	if got := wantMD.Get("retry-after"); len(got) != 1 || got[0] != "1" {
 		t.Fatalf("retry-after %q", got)
 	}
 
@@ -205,7 +205,7 @@ func TestRefusalsConcurrent(t *testing.T) {
 					t.Errorf("call %d: status %v, want %v", n, got.Proto(), want.Proto())
 					return
 				}
-				for _, k := range []string{RetryAfterMD, RateLimitMD, RateLimitPolicyMD} {
+				for _, k := range []string{"retry-after", "ratelimit", "ratelimit-policy"} {
 					if got := trailer.Get(k); !reflect.DeepEqual(got, wantMD.Get(k)) {
 						t.Errorf("call %d: trailer %s = %q, want %q", n, k, got, wantMD.Get(k))
 					}

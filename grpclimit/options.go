@@ -57,8 +57,10 @@ type Config struct {
 	// Guard passes on.
 	FailOpen bool
 
-	// Headers sends the IETF "ratelimit" and "ratelimit-policy" figures
-	// (see Server) in the response header metadata of admitted calls too.
+	// Headers sends the IETF "ratelimit" (`"name";r=remaining`) and
+	// "ratelimit-policy" (`"name";q=quota;w=window-seconds`) metadata
+	// entries (see Server) in the response header metadata of admitted
+	// calls too.
 	// The default sends them only with refusals, as trailers: sending
 	// them on every call costs a few allocations per call.
 	Headers bool
@@ -153,11 +155,11 @@ func (cfg *Config) check() error {
 // checkPattern checks a full method or service pattern.
 func checkPattern(p string) error {
 	if len(p) < 3 || p[0] != '/' {
-		return fmt.Errorf("%w: %q: want \"/package.Service/Method\" or \"/package.Service/\"", ErrInvalidMethod, p)
+		return fmt.Errorf("invalid method pattern %q: want \"/package.Service/Method\" or \"/package.Service/\"", p)
 	}
 	i := strings.IndexByte(p[1:], '/') + 1
 	if i <= 1 || strings.IndexByte(p[i+1:], '/') >= 0 {
-		return fmt.Errorf("%w: %q: want \"/package.Service/Method\" or \"/package.Service/\"", ErrInvalidMethod, p)
+		return fmt.Errorf("invalid method pattern %q: want \"/package.Service/Method\" or \"/package.Service/\"", p)
 	}
 	return nil
 }

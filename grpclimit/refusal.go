@@ -21,18 +21,19 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// Metadata names of the figures a Server sends.
+// Metadata names of the figures a Server sends (documented on Server and
+// Config.Headers).
 const (
-	// RetryAfterMD is the trailer of a refusal saying, in whole seconds
+	// retryAfterMD is the trailer of a refusal saying, in whole seconds
 	// (rounded up), when to retry, as HTTP's Retry-After does. It is sent
 	// when, and only when, the refusal carries a RetryInfo.
-	RetryAfterMD = "retry-after"
-	// RateLimitMD carries the IETF RateLimit field of the deciding limit:
+	retryAfterMD = "retry-after"
+	// rateLimitMD carries the IETF RateLimit field of the deciding limit:
 	// `"name";r=remaining;t=seconds`.
-	RateLimitMD = "ratelimit"
-	// RateLimitPolicyMD carries the IETF RateLimit-Policy field of the
+	rateLimitMD = "ratelimit"
+	// rateLimitPolicyMD carries the IETF RateLimit-Policy field of the
 	// deciding limit: `"name";q=quota;w=window-seconds`.
-	RateLimitPolicyMD = "ratelimit-policy"
+	rateLimitPolicyMD = "ratelimit-policy"
 )
 
 const digestPrefix = "sha256:"
@@ -58,7 +59,7 @@ func refusal(d admit.Decision, subject string, c *partCache) (*status.Status, me
 		pb.Message = p.head + ", retry in " + delay.String()
 		pb.Details = []*anypb.Any{retryInfo(delay), p.quota}
 		vals[0] = strconv.FormatInt(ceilSeconds(d.RetryAfter), 10)
-		md[RetryAfterMD] = vals[0:1:1]
+		md[retryAfterMD] = vals[0:1:1]
 		state += ";t=" + vals[0]
 	case d.RetryAfter > maxDelay:
 		pb.Message = p.head + ", the call can never be admitted"
@@ -68,10 +69,10 @@ func refusal(d admit.Decision, subject string, c *partCache) (*status.Status, me
 		pb.Details = []*anypb.Any{p.quota}
 	}
 	vals[1] = state
-	md[RateLimitMD] = vals[1:2:2]
+	md[rateLimitMD] = vals[1:2:2]
 	if p.policy != "" {
 		vals[2] = p.policy
-		md[RateLimitPolicyMD] = vals[2:3:3]
+		md[rateLimitPolicyMD] = vals[2:3:3]
 	}
 	return status.FromProto(pb), md
 }

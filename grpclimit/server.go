@@ -60,11 +60,17 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 // concurrency limit cannot tell), and a google.rpc.QuotaFailure with one violation whose subject is the
 // limit's name (the Decision's Rule, else the Method's Name or Pattern,
 // else the full method) and whose description is the limit ("100/s burst
-// 20", "10 in flight"). Its trailers carry the same figures: "retry-after"
-// (seconds, rounded up), and the IETF fields "ratelimit"
-// (`"name";r=0;t=5`) and "ratelimit-policy" (`"name";q=100;w=60`). A
-// limiter error fails the call with codes.Unavailable, unless Config.FailOpen
-// admits it; a call whose context ended fails with its context's code.
+// 20", "10 in flight"). Its trailers carry the same figures, under these
+// metadata names: "retry-after", in whole seconds rounded up, as HTTP's
+// Retry-After (sent when, and only when, the refusal carries a
+// RetryInfo); and the IETF fields "ratelimit",
+// `"name";r=remaining;t=seconds` (such as `"api";r=0;t=5`; t is the
+// retry-after, absent with it), and "ratelimit-policy",
+// `"name";q=quota;w=window-seconds` (such as `"api";q=100;w=60`; for a
+// concurrency limit, `"name";q=slots;qu="concurrent-requests"`). A
+// limiter error fails the call with codes.Unavailable, unless
+// Config.FailOpen admits it; a call whose context ended fails with its
+// context's code.
 //
 // The zero Server is not usable. A Server is safe for concurrent use.
 type Server struct {
@@ -96,9 +102,10 @@ type Server struct {
 // (a repeated entry is keyed by its first value) never gets it more than
 // its limit.
 //
-// NewServer fails with ErrInvalidKey for an invalid key, and with an error
-// wrapping admit.ErrInvalidConfig without any limiter or for a field of cfg out of its domain (and ErrInvalidMethod too, for a bad
-// pattern).
+// NewServer fails with an error wrapping admit.ErrInvalidConfig for an
+// invalid key (see Key.Err), without any limiter, or for a field of cfg
+// out of its domain (such as an invalid method pattern); the message
+// names the problem.
 func NewServer(lim admit.KeyedLimiter, key Key, cfg Config) (*Server, error) {
 	if err := key.Err(); err != nil {
 		return nil, err
@@ -263,9 +270,9 @@ func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) 
 		// figures to send.)
 		p := s.cache.parts(d, d.Rule)
 		md := make(metadata.MD, 2)
-		md[RateLimitMD] = []string{p.name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)}
+		md[rateLimitMD] = []string{p.name + ";r=" + strconv.FormatInt(max(d.Remaining, 0), 10)}
 		if p.policy != "" {
-			md[RateLimitPolicyMD] = []string{p.policy}
+			md[rateLimitPolicyMD] = []string{p.policy}
 		}
 		return md, nil
 	}

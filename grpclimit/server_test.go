@@ -93,9 +93,9 @@ func TestRefusalUnary(t *testing.T) {
 				t.Errorf("message %q names neither the limit nor its figures", st.Message())
 			}
 			want := map[string]string{
-				RetryAfterMD:      tc.retryAfter,
-				RateLimitMD:       `"api";r=0;t=` + tc.retryAfter,
-				RateLimitPolicyMD: tc.policy,
+				"retry-after":      tc.retryAfter,
+				"ratelimit":        `"api";r=0;t=` + tc.retryAfter,
+				"ratelimit-policy": tc.policy,
 			}
 			for k, v := range want {
 				if got := trailer.Get(k); len(got) != 1 || got[0] != v {
@@ -135,10 +135,10 @@ func TestRefusalWithoutRetryInfo(t *testing.T) {
 	if !strings.Contains(st.Message(), "never") {
 		t.Errorf("message %q", st.Message())
 	}
-	if trailer.Get(RetryAfterMD) != nil {
+	if trailer.Get("retry-after") != nil {
 		t.Errorf("retry-after sent without RetryInfo: %v", trailer)
 	}
-	if got := trailer.Get(RateLimitMD); len(got) != 1 || got[0] != `"big";r=0` {
+	if got := trailer.Get("ratelimit"); len(got) != 1 || got[0] != `"big";r=0` {
 		t.Errorf("ratelimit %q", got)
 	}
 }
@@ -362,10 +362,10 @@ func TestHeaders(t *testing.T) {
 	if _, err := e.client.EmptyCall(withKey("a"), &testpb.Empty{}, grpc.Header(&hdr)); err != nil {
 		t.Fatal(err)
 	}
-	if got := hdr.Get(RateLimitMD); len(got) != 1 || got[0] != `"api";r=9` {
+	if got := hdr.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=9` {
 		t.Errorf("ratelimit %q", got)
 	}
-	if got := hdr.Get(RateLimitPolicyMD); len(got) != 1 || got[0] != `"api";q=10;w=60` {
+	if got := hdr.Get("ratelimit-policy"); len(got) != 1 || got[0] != `"api";q=10;w=60` {
 		t.Errorf("ratelimit-policy %q", got)
 	}
 	st, err := e.client.StreamingOutputCall(withKey("a"), &testpb.StreamingOutputCallRequest{})
@@ -376,7 +376,7 @@ func TestHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := hdr.Get(RateLimitMD); len(got) != 1 || got[0] != `"api";r=8` {
+	if got := hdr.Get("ratelimit"); len(got) != 1 || got[0] != `"api";r=8` {
 		t.Errorf("stream ratelimit %q", got)
 	}
 }
@@ -408,7 +408,7 @@ func TestStreamRefusal(t *testing.T) {
 	if status.Code(err) != codes.ResourceExhausted || ri.GetRetryDelay().AsDuration() != time.Second || qf.GetViolations()[0].GetSubject() != "streams" {
 		t.Fatalf("refused stream: %v", err)
 	}
-	if got := st.Trailer().Get(RetryAfterMD); len(got) != 1 || got[0] != "1" {
+	if got := st.Trailer().Get("retry-after"); len(got) != 1 || got[0] != "1" {
 		t.Errorf("retry-after trailer %q", got)
 	}
 	if e.svc.calls.Load() != 1 {
@@ -417,6 +417,10 @@ func TestStreamRefusal(t *testing.T) {
 }
 
 func TestConstructorErrors(t *testing.T) {
+	// errKey and errMethod stand for errors wrapping
+	// admit.ErrInvalidConfig whose message says what they say.
+	errKey := errors.New("grpclimit: invalid key")
+	errMethod := errors.New("invalid method pattern")
 	lim := &scripted{}
 	good := MetadataKey("x-api-key")
 	for _, tc := range []struct {
@@ -425,28 +429,28 @@ func TestConstructorErrors(t *testing.T) {
 		want error
 	}{
 		{"nil limiter", func() (*Server, error) { return NewServer(nil, good, Config{}) }, admit.ErrInvalidConfig},
-		{"zero key", func() (*Server, error) { return NewServer(lim, Key{}, Config{}) }, ErrInvalidKey},
-		{"empty metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey(""), Config{}) }, ErrInvalidKey},
-		{"bad metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("x api key"), Config{}) }, ErrInvalidKey},
-		{"metadata name with a colon", func() (*Server, error) { return NewServer(lim, MetadataKey(":authority"), Config{}) }, ErrInvalidKey},
-		{"v4 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(0, 64), Config{}) }, ErrInvalidKey},
-		{"v6 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(24, 129), Config{}) }, ErrInvalidKey},
-		{"nil func", func() (*Server, error) { return NewServer(lim, FuncKey(nil), Config{}) }, ErrInvalidKey},
-		{"no first key", func() (*Server, error) { return NewServer(lim, FirstKey(), Config{}) }, ErrInvalidKey},
-		{"bad first key", func() (*Server, error) { return NewServer(lim, FirstKey(good, Key{}), Config{}) }, ErrInvalidKey},
+		{"zero key", func() (*Server, error) { return NewServer(lim, Key{}, Config{}) }, errKey},
+		{"empty metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey(""), Config{}) }, errKey},
+		{"bad metadata name", func() (*Server, error) { return NewServer(lim, MetadataKey("x api key"), Config{}) }, errKey},
+		{"metadata name with a colon", func() (*Server, error) { return NewServer(lim, MetadataKey(":authority"), Config{}) }, errKey},
+		{"v4 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(0, 64), Config{}) }, errKey},
+		{"v6 bits", func() (*Server, error) { return NewServer(lim, PeerPrefixKey(24, 129), Config{}) }, errKey},
+		{"nil func", func() (*Server, error) { return NewServer(lim, FuncKey(nil), Config{}) }, errKey},
+		{"no first key", func() (*Server, error) { return NewServer(lim, FirstKey(), Config{}) }, errKey},
+		{"bad first key", func() (*Server, error) { return NewServer(lim, FirstKey(good, Key{}), Config{}) }, errKey},
 		{"method pattern", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "Method", Limiter: lim}}})
-		}, ErrInvalidMethod},
+		}, errMethod},
 		{"method pattern slashes", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "/a/b/c", Limiter: lim}}})
-		}, ErrInvalidMethod},
+		}, errMethod},
 		{"method pattern empty service", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: "//m", Limiter: lim}}})
-		}, ErrInvalidMethod},
+		}, errMethod},
 		{"method nil limiter", func() (*Server, error) {
 			return NewServer(lim, good, Config{Methods: []Method{{Pattern: mUnary, Limiter: nil}}})
 		}, admit.ErrInvalidConfig},
-		{"exempt pattern", func() (*Server, error) { return NewServer(lim, good, Config{Exempt: []string{"health"}}) }, ErrInvalidMethod},
+		{"exempt pattern", func() (*Server, error) { return NewServer(lim, good, Config{Exempt: []string{"health"}}) }, errMethod},
 		{"max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: 70}) }, admit.ErrInvalidConfig},
 		{"negative max key length", func() (*Server, error) { return NewServer(lim, good, Config{MaxKeyLength: -1}) }, admit.ErrInvalidConfig},
 		{"method pattern is a config error", func() (*Server, error) {
@@ -460,7 +464,11 @@ func TestConstructorErrors(t *testing.T) {
 		}, admit.ErrInvalidConfig},
 	} {
 		s, err := tc.new()
-		if !errors.Is(err, tc.want) || s != nil {
+		ok := errors.Is(err, tc.want)
+		if tc.want == errKey || tc.want == errMethod {
+			ok = errors.Is(err, admit.ErrInvalidConfig) && strings.Contains(err.Error(), tc.want.Error())
+		}
+		if !ok || s != nil {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}

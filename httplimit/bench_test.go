@@ -250,7 +250,7 @@ func (s *benchSlots) TryAcquire(_ context.Context, req admit.Request) (admit.Rel
 
 // BenchmarkKeys measures the key functions alone.
 func BenchmarkKeys(b *testing.B) {
-	fwd, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: Forwarded})
+	fwd, err := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: "Forwarded"})
 	if err != nil {
 		b.Fatal(err)
 	}

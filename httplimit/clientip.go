@@ -4,40 +4,37 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/admit-go/admit"
 )
 
-// IPHeader names the forwarding header a ClientIP reads the addresses of
-// its proxies' clients from.
-type IPHeader uint8
+// ipHeader is the forwarding header a ClientIP reads the addresses of its
+// proxies' clients from (ClientIPConfig.ProxyHeader).
+type ipHeader uint8
 
 const (
-	// XForwardedFor is the X-Forwarded-For header: a comma-separated list
-	// of addresses, each proxy appending the address it received the
-	// request from. Entries may carry a port ("192.0.2.1:4711",
-	// "[2001:db8::1]:4711"). It is the default.
-	XForwardedFor IPHeader = iota
-	// Forwarded is the RFC 7239 Forwarded header: elements such as
-	// for=192.0.2.60;proto=https, one per proxy, whose for= parameter
-	// names the client ("[2001:db8::17]:4711" quoted, with brackets). An
-	// element whose for= is "unknown" or an obfuscated identifier
-	// ("_hidden") names no usable address.
-	Forwarded
-	// XRealIP is the X-Real-IP header: the one client address a proxy
-	// (such as nginx) sets. Only its last line is read, and it must hold a
-	// single address.
-	XRealIP
+	hdrXForwardedFor ipHeader = iota // X-Forwarded-For, the default
+	hdrForwarded                     // RFC 7239 Forwarded
+	hdrXRealIP                       // X-Real-IP
 )
 
-var ipHeaderNames = [...]string{XForwardedFor: "X-Forwarded-For", Forwarded: "Forwarded", XRealIP: "X-Real-Ip"}
+// ipHeaderNames are the headers' canonical keys, as in http.Header.
+var ipHeaderNames = [...]string{hdrXForwardedFor: "X-Forwarded-For", hdrForwarded: "Forwarded", hdrXRealIP: "X-Real-Ip"}
 
-// String returns the header's canonical name.
-func (h IPHeader) String() string {
-	if int(h) < len(ipHeaderNames) {
-		return ipHeaderNames[h]
+// parseIPHeader returns the header named name (ClientIPConfig.ProxyHeader):
+// X-Forwarded-For for "", else the one whose name equals name, compared
+// case-insensitively, as HTTP header names are.
+func parseIPHeader(name string) (ipHeader, bool) {
+	if name == "" {
+		return hdrXForwardedFor, true
 	}
-	return fmt.Sprintf("IPHeader(%d)", int(h))
+	for h, n := range ipHeaderNames {
+		if strings.EqualFold(name, n) {
+			return ipHeader(h), true
+		}
+	}
+	return 0, false
 }
 
 // The default prefix lengths clients are grouped by (ClientIPConfig).
@@ -85,7 +82,7 @@ const (
 type ClientIP struct {
 	trusted []netip.Prefix
 	hops    int
-	header  IPHeader
+	header  ipHeader
 	name    string // the header's canonical key
 	v4bits  int
 	v6bits  int
@@ -105,13 +102,29 @@ type ClientIPConfig struct {
 	// server, each appending the address it received the request from to
 	// the forwarding header: the client is the n-th address from the
 	// right of the header (see ClientIP). 0 trusts no proxy; it must not
-	// be negative, and at most 1 with XRealIP.
+	// be negative, and at most 1 with X-Real-IP.
 	TrustedHops int
 
-	// ProxyHeader is the forwarding header read from trusted proxies. The
-	// zero value is XForwardedFor. Another header without TrustedProxies
-	// or TrustedHops is an error, since it would be ignored.
-	ProxyHeader IPHeader
+	// ProxyHeader is the name of the forwarding header read from trusted
+	// proxies, matched case-insensitively as HTTP header names are:
+	//
+	//   - "X-Forwarded-For" (the default, for ""): a comma-separated list
+	//     of addresses, each proxy appending the address it received the
+	//     request from. Entries may carry a port ("192.0.2.1:4711",
+	//     "[2001:db8::1]:4711").
+	//   - "Forwarded": the RFC 7239 header, elements such as
+	//     for=192.0.2.60;proto=https, one per proxy, whose for= parameter
+	//     names the client ("[2001:db8::17]:4711" quoted, with brackets).
+	//     An element whose for= is "unknown" or an obfuscated identifier
+	//     ("_hidden") names no usable address.
+	//   - "X-Real-IP": the one client address a proxy (such as nginx)
+	//     sets. Only its last line is read, and it must hold a single
+	//     address.
+	//
+	// Another name is an error, and so is a header other than
+	// X-Forwarded-For without TrustedProxies or TrustedHops, since it
+	// would be ignored.
+	ProxyHeader string
 
 	// IPv6Prefix is the length of the prefix IPv6 clients are grouped by.
 	// 0 means 64 (what a single site or subscriber gets); otherwise it
@@ -130,7 +143,9 @@ func ipInvalid(format string, args ...any) error {
 // NewClientIP returns a ClientIP configured by cfg. A field of cfg out of
 // its domain is an error wrapping admit.ErrInvalidConfig.
 func NewClientIP(cfg ClientIPConfig) (*ClientIP, error) {
-	c := &ClientIP{hops: cfg.TrustedHops, header: cfg.ProxyHeader, v4bits: cfg.IPv4Prefix, v6bits: cfg.IPv6Prefix}
+	c := &ClientIP{hops: cfg.TrustedHops, v4bits: cfg.IPv4Prefix, v6bits: cfg.IPv6Prefix}
+	h, known := parseIPHeader(cfg.ProxyHeader)
+	c.header, c.name = h, ipHeaderNames[h]
 	for _, p := range cfg.TrustedProxies {
 		if !p.IsValid() {
 			return nil, ipInvalid("TrustedProxies: %v: invalid prefix", p)
@@ -146,20 +161,19 @@ func NewClientIP(cfg ClientIPConfig) (*ClientIP, error) {
 	switch {
 	case c.hops < 0:
 		return nil, ipInvalid("TrustedHops %d: want >= 0", c.hops)
-	case c.header > XRealIP:
-		return nil, ipInvalid("ProxyHeader %v: unknown header", c.header)
+	case !known:
+		return nil, ipInvalid("ProxyHeader %.64q: unknown header: want X-Forwarded-For (the default), Forwarded or X-Real-IP", cfg.ProxyHeader)
 	case c.v6bits < 0 || c.v6bits > 128:
 		return nil, ipInvalid("IPv6Prefix %d: want 1 to 128 bits", c.v6bits)
 	case c.v4bits < 0 || c.v4bits > 32:
 		return nil, ipInvalid("IPv4Prefix %d: want 1 to 32 bits", c.v4bits)
 	case c.hops > 0 && len(c.trusted) > 0:
 		return nil, ipInvalid("TrustedHops and TrustedProxies are exclusive")
-	case c.header == XRealIP && c.hops > 1:
+	case c.header == hdrXRealIP && c.hops > 1:
 		return nil, ipInvalid("TrustedHops %d: X-Real-IP holds one address, so at most 1 hop", c.hops)
-	case c.header != XForwardedFor && c.hops == 0 && len(c.trusted) == 0:
-		return nil, ipInvalid("ProxyHeader %v without TrustedProxies or TrustedHops: the header would be ignored", c.header)
+	case c.header != hdrXForwardedFor && c.hops == 0 && len(c.trusted) == 0:
+		return nil, ipInvalid("ProxyHeader %s without TrustedProxies or TrustedHops: the header would be ignored", c.name)
 	}
-	c.name = ipHeaderNames[c.header]
 	if c.v4bits == 0 {
 		c.v4bits = defaultIPv4Prefix
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,45 +76,50 @@ func TestClientIP(t *testing.T) {
 		{"bad hop left", ClientIPConfig{TrustedHops: 1}, "198.51.100.1:5", []string{xff, "x, 203.0.113.9"}, "203.0.113.9"},
 
 		// Forwarded.
-		{"fwd", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.60;proto=http;by=203.0.113.43"}, "192.0.2.60"},
-		{"fwd v6", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
-		{"fwd case", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `For="192.0.2.43:47011"`}, "192.0.2.43"},
-		{"fwd list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=198.51.100.17"}, "198.51.100.17"},
-		{"fwd chain", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=10.0.0.3;by=10.0.0.2"}, "192.0.2.43"},
-		{"fwd unknown", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=unknown"}, ""},
-		{"fwd obfuscated", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=_hidden"}, ""},
-		{"fwd obfuscated quoted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="_gazonk"`}, ""},
-		{"fwd obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_abc"`}, "192.0.2.43"},
-		{"fwd bad obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_a/c"`}, ""},
-		{"fwd no for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "proto=https"}, ""},
-		{"fwd two for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=192.0.2.1;for=192.0.2.2"}, ""},
-		{"fwd quoted comma", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="1.2.3.4, for=5.6.7.8"`}, ""},
-		{"fwd unbalanced", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[::1`}, ""},
-		{"fwd client garbage", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="6.6.6.6, for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd lines", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=6.6.6.6", fwd, "for=203.0.113.9;by=10.0.0.1"}, "203.0.113.9"},
-		{"fwd escaped ext", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for=203.0.113.9;ext="a\"b,c;d"`}, "203.0.113.9"},
-		{"fwd escaped ext before", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for=6.6.6.6;ext="x\\", for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd escaped for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="203.0.113\.9"`}, ""},
-		{"fwd zone", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="[fe80::1%25eth0]"`}, ""},
-		{"fwd ows", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "  for=203.0.113.9 ; proto=https  "}, "203.0.113.9"},
-		{"fwd empty pair", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for=203.0.113.9;;"}, "203.0.113.9"},
-		{"fwd bad name", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "f(r=203.0.113.9"}, ""},
-		{"fwd no value", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for="}, ""},
-		{"fwd no equals", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, "for"}, ""},
-		{"fwd junk after quote", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="203.0.113.9"x`}, ""},
-		{"fwd untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6"}, "198.51.100.1"},
-		{"fwd hops", ClientIPConfig{TrustedHops: 1, ProxyHeader: Forwarded}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6, for=203.0.113.9"}, "203.0.113.9"},
-		{"fwd 1 MB", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, `for="` + big + `", for=203.0.113.9`}, "203.0.113.9"},
-		{"fwd 1 MB backslashes", ClientIPConfig{TrustedProxies: ten, ProxyHeader: Forwarded}, "10.0.0.2:5", []string{fwd, strings.Repeat(`\"`, 1<<19) + ", for=10.0.0.7"}, ""},
+		{"fwd", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=192.0.2.60;proto=http;by=203.0.113.43"}, "192.0.2.60"},
+		{"fwd v6", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
+		{"fwd case", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `For="192.0.2.43:47011"`}, "192.0.2.43"},
+		{"fwd list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=198.51.100.17"}, "198.51.100.17"},
+		{"fwd chain", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=192.0.2.43, for=10.0.0.3;by=10.0.0.2"}, "192.0.2.43"},
+		{"fwd unknown", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=unknown"}, ""},
+		{"fwd obfuscated", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=_hidden"}, ""},
+		{"fwd obfuscated quoted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="_gazonk"`}, ""},
+		{"fwd obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_abc"`}, "192.0.2.43"},
+		{"fwd bad obfuscated port", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="192.0.2.43:_a/c"`}, ""},
+		{"fwd no for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "proto=https"}, ""},
+		{"fwd two for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=192.0.2.1;for=192.0.2.2"}, ""},
+		{"fwd quoted comma", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="1.2.3.4, for=5.6.7.8"`}, ""},
+		{"fwd unbalanced", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="[::1`}, ""},
+		{"fwd client garbage", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="6.6.6.6, for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd lines", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=6.6.6.6", fwd, "for=203.0.113.9;by=10.0.0.1"}, "203.0.113.9"},
+		{"fwd escaped ext", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for=203.0.113.9;ext="a\"b,c;d"`}, "203.0.113.9"},
+		{"fwd escaped ext before", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for=6.6.6.6;ext="x\\", for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd escaped for", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="203.0.113\.9"`}, ""},
+		{"fwd zone", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="[fe80::1%25eth0]"`}, ""},
+		{"fwd ows", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "  for=203.0.113.9 ; proto=https  "}, "203.0.113.9"},
+		{"fwd empty pair", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for=203.0.113.9;;"}, "203.0.113.9"},
+		{"fwd bad name", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "f(r=203.0.113.9"}, ""},
+		{"fwd no value", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for="}, ""},
+		{"fwd no equals", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, "for"}, ""},
+		{"fwd junk after quote", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="203.0.113.9"x`}, ""},
+		{"fwd untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6"}, "198.51.100.1"},
+		{"fwd hops", ClientIPConfig{TrustedHops: 1, ProxyHeader: "Forwarded"}, "198.51.100.1:5", []string{fwd, "for=6.6.6.6, for=203.0.113.9"}, "203.0.113.9"},
+		{"fwd 1 MB", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, `for="` + big + `", for=203.0.113.9`}, "203.0.113.9"},
+		{"fwd 1 MB backslashes", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "Forwarded"}, "10.0.0.2:5", []string{fwd, strings.Repeat(`\"`, 1<<19) + ", for=10.0.0.7"}, ""},
 
 		// X-Real-IP.
-		{"real ip", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "198.51.100.1"},
-		{"real ip last line", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6", "X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6, 203.0.113.9"}, ""},
-		{"real ip empty", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", []string{"X-Real-IP", " "}, ""},
-		{"real ip hop", ClientIPConfig{TrustedHops: 1, ProxyHeader: XRealIP}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
-		{"real ip missing", ClientIPConfig{TrustedProxies: ten, ProxyHeader: XRealIP}, "10.0.0.2:5", nil, "10.0.0.2"},
+		{"real ip", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "10.0.0.2:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip untrusted", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "198.51.100.1"},
+		{"real ip last line", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6", "X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip list", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "10.0.0.2:5", []string{"X-Real-IP", "6.6.6.6, 203.0.113.9"}, ""},
+		{"real ip empty", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "10.0.0.2:5", []string{"X-Real-IP", " "}, ""},
+		{"real ip hop", ClientIPConfig{TrustedHops: 1, ProxyHeader: "X-Real-IP"}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9"}, "203.0.113.9"},
+		{"real ip missing", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "X-Real-IP"}, "10.0.0.2:5", nil, "10.0.0.2"},
+
+		// Header names are matched case-insensitively, as HTTP's are.
+		{"xff named", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "x-forwarded-FOR"}, "10.0.0.2:5", []string{xff, "6.6.6.6, 203.0.113.9"}, "203.0.113.9"},
+		{"fwd named lower", ClientIPConfig{TrustedProxies: ten, ProxyHeader: "forwarded"}, "10.0.0.2:5", []string{fwd, "for=203.0.113.9", xff, "6.6.6.6"}, "203.0.113.9"},
+		{"real ip named lower", ClientIPConfig{TrustedHops: 1, ProxyHeader: "x-real-ip"}, "198.51.100.1:5", []string{"X-Real-IP", "203.0.113.9", xff, "6.6.6.6"}, "203.0.113.9"},
 
 		// Grouping.
 		{"v6 /48", ClientIPConfig{IPv6Prefix: 48}, "[2001:db8:1:2::1]:80", nil, "2001:db8:1::/48"},
@@ -166,9 +172,9 @@ func TestNewClientIPErrors(t *testing.T) {
 	for name, cfg := range map[string]ClientIPConfig{
 		"hops -1":          {TrustedHops: -1},
 		"hops and proxies": {TrustedHops: 1, TrustedProxies: ten},
-		"real ip 2 hops":   {TrustedHops: 2, ProxyHeader: XRealIP},
-		"header alone":     {ProxyHeader: Forwarded},
-		"header unknown":   {TrustedProxies: ten, ProxyHeader: 9},
+		"real ip 2 hops":   {TrustedHops: 2, ProxyHeader: "X-Real-IP"},
+		"header alone":     {ProxyHeader: "Forwarded"},
+		"header unknown":   {TrustedProxies: ten, ProxyHeader: "X-Client-IP"},
 		"invalid prefix":   {TrustedProxies: []netip.Prefix{{}}},
 		"short mapped":     {TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:0:0/90")}},
 		"v6 bits -1":       {IPv6Prefix: -1},
@@ -185,13 +191,47 @@ func TestNewClientIPErrors(t *testing.T) {
 	// The zero fields are the defaults: no proxy, X-Forwarded-For, /64
 	// and /32.
 	c, err := NewClientIP(ClientIPConfig{TrustedProxies: ten})
-	if err != nil || c.header != XForwardedFor || c.v6bits != 64 || c.v4bits != 32 {
+	if err != nil || c.header != hdrXForwardedFor || c.name != "X-Forwarded-For" || c.v6bits != 64 || c.v4bits != 32 {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}
-	for h, want := range map[IPHeader]string{XForwardedFor: "X-Forwarded-For", Forwarded: "Forwarded", XRealIP: "X-Real-Ip", 7: "IPHeader(7)"} {
-		if h.String() != want {
-			t.Errorf("%d.String() = %q", h, h.String())
+	// ProxyHeader names one of three headers, in any case; the header is
+	// then read under its canonical key.
+	for name, want := range map[string]ipHeader{
+		"X-Forwarded-For": hdrXForwardedFor, "x-forwarded-for": hdrXForwardedFor,
+		"Forwarded": hdrForwarded, "FORWARDED": hdrForwarded,
+		"X-Real-IP": hdrXRealIP, "x-real-ip": hdrXRealIP, "X-Real-Ip": hdrXRealIP,
+	} {
+		c, err := NewClientIP(ClientIPConfig{TrustedProxies: ten, ProxyHeader: name})
+		if err != nil || c.header != want || c.name != http.CanonicalHeaderKey(name) {
+			t.Errorf("ProxyHeader %q: %+v, %v", name, c, err)
 		}
+	}
+}
+
+// TestNewClientIPUnknownHeader: a ProxyHeader that names none of the three
+// headers, a blank one or one with anything around the name included, is
+// refused at construction, with an error wrapping admit.ErrInvalidConfig
+// that names it, rather than read or ignored. (The empty name is the
+// zero value, X-Forwarded-For.)
+func TestNewClientIPUnknownHeader(t *testing.T) {
+	ten := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, name := range []string{
+		" ", "\t", "X-Client-IP", "X-Forwarded", "X-Forwarded-For ", " Forwarded", "X-Real-IP:",
+		"X-Forwarded-For, X-Real-IP", "True-Client-IP", "X_Forwarded_For", "X-Forwarded-For\x00",
+	} {
+		for _, cfg := range []ClientIPConfig{
+			{TrustedProxies: ten, ProxyHeader: name},
+			{TrustedHops: 1, ProxyHeader: name},
+			{ProxyHeader: name},
+		} {
+			c, err := NewClientIP(cfg)
+			if c != nil || !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "httplimit: ProxyHeader "+strconv.Quote(name)+": unknown header") {
+				t.Errorf("ProxyHeader %q: %v, %v; want an unknown header", name, c, err)
+			}
+		}
+	}
+	if _, err := NewClientIP(ClientIPConfig{TrustedProxies: ten, ProxyHeader: ""}); err != nil {
+		t.Errorf("the empty ProxyHeader (X-Forwarded-For): %v", err)
 	}
 }
 

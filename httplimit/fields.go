@@ -20,9 +20,9 @@ import (
 // `qu="concurrent-requests"` instead of w. RateLimit is `"name";r=R;t=T`:
 // R is what remains, T the seconds until the limit is full again when d
 // admits (absent for a concurrency limit), or the seconds until the
-// request could be admitted when d refuses (at least 1, at most
-// MaxRetryAfter). A request that can never be admitted (admit.InfDuration) gets
-// neither T nor a retry. The name is d.Rule ("default" when empty) as a
+// request could be admitted when d refuses (at least 1, at most a year:
+// 31536000). A request that can never be admitted (admit.InfDuration)
+// gets neither T nor a retry. The name is d.Rule ("default" when empty) as a
 // structured-field String.
 func FieldValues(d *admit.Decision) (policy, state, retry string, ok bool) {
 	if !hasLimit(d) {

@@ -27,11 +27,11 @@ type hopIter struct {
 	line  int    // the line being read; len(lines) before the first
 	rest  string // the unread, left, part of lines[line]
 	open  bool   // rest may hold more elements
-	kind  IPHeader
+	kind  ipHeader
 }
 
-func newHopIter(lines []string, kind IPHeader) hopIter {
-	if kind == XRealIP && len(lines) > 1 {
+func newHopIter(lines []string, kind ipHeader) hopIter {
+	if kind == hdrXRealIP && len(lines) > 1 {
 		lines = lines[len(lines)-1:]
 	}
 	return hopIter{lines: lines, line: len(lines), kind: kind}
@@ -50,12 +50,12 @@ func (it *hopIter) next() (netip.Addr, string, hopStatus) {
 		}
 		var elem string
 		switch it.kind {
-		case Forwarded:
+		case hdrForwarded:
 			var ok bool
 			if elem, it.rest, it.open, ok = lastElement(it.rest); !ok {
 				return netip.Addr{}, "", hopBad
 			}
-		case XRealIP:
+		case hdrXRealIP:
 			elem, it.rest, it.open = it.rest, "", false
 			if strings.IndexByte(elem, ',') >= 0 || trimOWS(elem) == "" {
 				return netip.Addr{}, "", hopBad
@@ -75,7 +75,7 @@ func (it *hopIter) next() (netip.Addr, string, hopStatus) {
 			host string
 			ok   bool
 		)
-		if it.kind == Forwarded {
+		if it.kind == hdrForwarded {
 			host, ok = forwardedFor(elem)
 		} else {
 			host, ok = splitHostPort(elem, false)

@@ -250,7 +250,7 @@ func TestDecisionEdges(t *testing.T) {
 		"Retry-After":  "1",
 	}, `{"code":"RATE_LIMIT","limit_dim":"x","retry_after_ms":1000}`+"\n")
 
-	huge := &stub{d: admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 1, Period: admit.InfDuration, Burst: admit.Inf - 1}, Remaining: admit.Inf - 1, ResetAfter: 2 * MaxRetryAfter}}
+	huge := &stub{d: admit.Decision{Allowed: true, Limit: admit.Limit{Rate: 1, Period: admit.InfDuration, Burst: admit.Inf - 1}, Remaining: admit.Inf - 1, ResetAfter: 2 * 365 * 24 * time.Hour}}
 	h = mustNew(t, huge, RemoteIP, Config{}).Handler(&okHandler{})
 	checkResponse(t, do(h, "/", ""), 200, with(okType,
 		"RateLimit-Policy", `"default";q=999999999999999;w=999999999999999`,

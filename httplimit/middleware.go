@@ -127,17 +127,21 @@ const (
 // fields except that t is the Retry-After (so that Retry-After does not
 // end before the effective window, as the draft asks), Retry-After in
 // seconds (the decision's RetryAfter rounded up; at least 1 s, since a
-// limit that cannot say, such as a concurrency limit, reports 0; at most
-// MaxRetryAfter), and a JSON body:
+// limit that cannot say, such as a concurrency limit, reports 0), and a
+// JSON body:
 //
 //	{"code":"RATE_LIMIT","limit_dim":"api","retry_after_ms":1500}
 //
 // limit_dim is the Rule, retry_after_ms the RetryAfter in milliseconds,
-// rounded up (and bounded as Retry-After is). A refusal by a concurrency
-// limit or a calendar quota adds "kind":"CONCURRENCY_LIMIT" or
-// "kind":"QUOTA_EXCEEDED". Config.ProblemJSON sends RFC 9457 problem
-// details instead, and Config.RefusalHandler writes whatever the caller
-// likes.
+// rounded up. Every duration the middleware sends (Retry-After, the
+// RateLimit field's t, X-RateLimit-Reset and retry_after_ms) is at most a
+// year, 365 days (31536000 s). A request that can never be admitted (its
+// RetryAfter is admit.InfDuration: it costs more than the burst) is told
+// so instead, without Retry-After or t: its body has "never":true in
+// place of retry_after_ms. A refusal by a concurrency limit or a calendar
+// quota adds "kind":"CONCURRENCY_LIMIT" or "kind":"QUOTA_EXCEEDED".
+// Config.ProblemJSON sends RFC 9457 problem details instead, and
+// Config.RefusalHandler writes whatever the caller likes.
 //
 // A request that cannot be keyed (the KeyFunc or cost function fails) is
 // refused with 400 {"code":"KEY_MISSING"}, or served without a limit under

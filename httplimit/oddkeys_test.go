@@ -26,7 +26,7 @@ type oddKey struct {
 func oddKeys() []oddKey {
 	hops, _ := NewClientIP(ClientIPConfig{TrustedHops: 1})
 	proxies, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
-	fwd, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: Forwarded})
+	fwd, _ := NewClientIP(ClientIPConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, ProxyHeader: "Forwarded"})
 	return []oddKey{
 		{"header repeated", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "a"}},
 		{"header repeated, other value", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "b"}},

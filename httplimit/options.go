@@ -10,12 +10,9 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// MaxRetryAfter caps every duration the middleware sends: Retry-After,
-// the RateLimit field's t, X-RateLimit-Reset and retry_after_ms. A request
-// that can never be admitted (its RetryAfter is admit.InfDuration: it
-// costs more than the burst) is told so instead, without Retry-After or t:
-// its body has "never":true in place of retry_after_ms.
-const MaxRetryAfter = 365 * 24 * time.Hour
+// maxRetryAfter caps every duration the middleware sends (documented on
+// Middleware).
+const maxRetryAfter = 365 * 24 * time.Hour
 
 // Problem types of the IETF draft draft-ietf-httpapi-ratelimit-headers,
 // for Config.ProblemType.

@@ -414,7 +414,7 @@ func policyName(rule string) string {
 }
 
 // retryAfter is the wait a refusal announces: d, at least 1 s when d says
-// nothing (0), at most MaxRetryAfter.
+// nothing (0), at most maxRetryAfter.
 func retryAfter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return time.Second
@@ -423,8 +423,8 @@ func retryAfter(d time.Duration) time.Duration {
 }
 
 func capDuration(d time.Duration) time.Duration {
-	if d > MaxRetryAfter {
-		return MaxRetryAfter
+	if d > maxRetryAfter {
+		return maxRetryAfter
 	}
 	return max(d, 0)
 }

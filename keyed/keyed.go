@@ -2,7 +2,6 @@ package keyed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,12 +10,12 @@ import (
 	"github.com/admit-go/admit/internal/timeline"
 )
 
-// ErrStoreFull reports that a key could not be stored because its shard's
-// key arena reached 4 GiB. Nothing was consumed. The package's other
-// errors are admit's (ErrInvalidConfig, ErrInvalidLimit, ErrInvalidCost,
-// and ErrKeyTooLong for a key longer than Config.MaxKeyLength). Test them
-// with errors.Is.
-var ErrStoreFull = errors.New("keyed: key store full")
+// errStoreFull reports that a key could not be stored because its shard's
+// key arena reached 4 GiB. Nothing was consumed. The package's errors are
+// admit's: this one wraps admit.ErrTooManyKeys, and the others are
+// admit.ErrInvalidConfig, admit.ErrInvalidLimit, admit.ErrInvalidCost and
+// admit.ErrKeyTooLong (for a key longer than Config.MaxKeyLength).
+var errStoreFull = fmt.Errorf("keyed: key store full (a shard's key arena reached 4 GiB): %w", admit.ErrTooManyKeys)
 
 // Limiter limits each key separately, by one of admit's algorithms, in
 // memory. Every key behaves exactly as its own single-key limiter of package
@@ -125,8 +124,9 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // different tiers; compiled limits are cached, so a handful of tiers cost
 // nothing per call. The error is non-nil only for bad input: r.N < 0
 // (admit.ErrInvalidCost), an invalid r.Limit (admit.ErrInvalidLimit), a
-// key longer than the maximum (admit.ErrKeyTooLong), or a full store
-// (ErrStoreFull); nothing is consumed then. ctx is not used (deciding in
+// key longer than the maximum (admit.ErrKeyTooLong), or a full store (an
+// error wrapping admit.ErrTooManyKeys that says "keyed: key store full":
+// a shard's key arena reached 4 GiB); nothing is consumed then. ctx is not used (deciding in
 // memory never waits); it is there so that every keyed limiter, in memory
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
@@ -221,7 +221,7 @@ func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (
 	}
 	r, ev, ok := lim.eng.decide(now, key, &c.P, n)
 	if !ok {
-		return lim.refuse(key, c, n, ErrStoreFull)
+		return lim.refuse(key, c, n, errStoreFull)
 	}
 	d := c.Decision(r, lim.name)
 	if lim.obs != nil {

@@ -1,10 +1,12 @@
 package keyed
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
 )
 
@@ -118,4 +120,22 @@ func TestTableCapAndClock(t *testing.T) {
 func hashOf[S any](tb *table[S], key string) uint32 {
 	_, h := tb.locate(key)
 	return h
+}
+
+// TestStoreFullError: a key refused because its shard's arena is full (4
+// GiB of keys, too much to reach in a test) is an error wrapping
+// admit.ErrTooManyKeys, which failure policies and the server treat as
+// they treated keyed's own sentinel (a store failure, "resource
+// exhausted"), and its message says what is full.
+func TestStoreFullError(t *testing.T) {
+	if !errors.Is(errStoreFull, admit.ErrTooManyKeys) || !strings.Contains(errStoreFull.Error(), "keyed: key store full") {
+		t.Fatalf("errStoreFull = %v, want admit.ErrTooManyKeys, a full key store", errStoreFull)
+	}
+	var sh shard[int64]
+	if sh.arenaFull(1 << 10) {
+		t.Fatal("an empty arena is full")
+	}
+	if !sh.arenaFull(1<<32 - 1) {
+		t.Fatal("an arena that cannot take a key of 4 GiB is not full")
+	}
 }

@@ -254,7 +254,9 @@ func (s *aimdLimiter) Refund(ctx context.Context, r admit.Request) error {
 	if !ok {
 		return nil
 	}
-	return a.Layer().Refund(ctx, r)
+	// AIMD.Layer's limiter is an admit.Refunder (its doc comment says so,
+	// and adaptive's TestLayerCapabilities holds it).
+	return a.Layer().(admit.Refunder).Refund(ctx, r)
 }
 
 // Track returns a Finisher reporting the outcome of a request the AIMD of

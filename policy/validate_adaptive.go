@@ -311,7 +311,7 @@ func (v *validator) lanes(r *Rule, l *Lanes, src *source, matchKeys map[string]i
 		_, err = fair.NewSlotLanes(l.slotConfig())
 	}
 	if err != nil {
-		v.at(src, field, "%s", strings.TrimPrefix(err.Error(), fair.ErrInvalidLanes.Error()+": "))
+		v.at(src, field, "%s", strings.TrimPrefix(err.Error(), admit.ErrInvalidConfig.Error()+": fair: invalid lanes: "))
 	}
 }
 

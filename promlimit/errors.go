@@ -2,14 +2,11 @@ package promlimit
 
 import "errors"
 
-// Errors returned by New, besides admit.ErrInvalidConfig for a Config
+// Errors returned by New, besides admit.ErrInvalidConfig for a nil
+// prometheus.Registerer (New never falls back on the global registry,
+// prometheus.DefaultRegisterer: pass it explicitly to use it) or a Config
 // with a field outside its domain.
 var (
-	// ErrNilRegisterer is returned by New when it is given no
-	// prometheus.Registerer. New never falls back on the global registry
-	// (prometheus.DefaultRegisterer): pass it explicitly to use it.
-	ErrNilRegisterer = errors.New("promlimit: nil prometheus.Registerer")
-
 	// ErrRegistration is wrapped by the errors New returns when the
 	// registry refuses the metrics. The registry's own error is wrapped
 	// too: errors.As finds a prometheus.AlreadyRegisteredError when an

@@ -94,15 +94,16 @@ var (
 // New returns an Observer configured by cfg (the zero Config gives the
 // defaults) whose metrics are registered on reg. It never uses the global
 // registry unless it is given it (reg = prometheus.DefaultRegisterer).
-// The error wraps ErrNilRegisterer (reg is nil), admit.ErrInvalidConfig
-// (a field of cfg out of its domain), or ErrRegistration and the
+// The error wraps admit.ErrInvalidConfig (reg is nil: the message says
+// "promlimit: nil prometheus.Registerer"; or a field of cfg out of its
+// domain), or ErrRegistration and the
 // registry's error: a prometheus.AlreadyRegisteredError when an Observer
 // of the same namespace and const labels is registered on reg already
 // (share that one, or tell them apart with Config.Namespace or
 // Config.ConstLabels).
 func New(reg prometheus.Registerer, cfg Config) (*Observer, error) {
 	if isNil(reg) {
-		return nil, fmt.Errorf("%w: New needs the registry to register the metrics on (prometheus.NewRegistry(), or prometheus.DefaultRegisterer for the global one)", ErrNilRegisterer)
+		return nil, fmt.Errorf("%w: promlimit: nil prometheus.Registerer: New needs the registry to register the metrics on (prometheus.NewRegistry(), or prometheus.DefaultRegisterer for the global one)", admit.ErrInvalidConfig)
 	}
 	o, err := cfg.resolve()
 	if err != nil {

@@ -309,8 +309,8 @@ func TestNilRegisterer(t *testing.T) {
 	var nilRegistry *prometheus.Registry
 	for _, reg := range []prometheus.Registerer{nil, nilRegistry} {
 		obs, err := promlimit.New(reg, promlimit.Config{})
-		if obs != nil || !errors.Is(err, promlimit.ErrNilRegisterer) {
-			t.Errorf("New(%#v) = %v, %v; want ErrNilRegisterer", reg, obs, err)
+		if obs != nil || !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "promlimit: nil prometheus.Registerer") {
+			t.Errorf("New(%#v) = %v, %v; want admit.ErrInvalidConfig, a nil Registerer", reg, obs, err)
 		}
 	}
 }

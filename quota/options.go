@@ -20,12 +20,13 @@ type Config struct {
 
 	// Limit is the quota's size: events per key per period, for the calls
 	// that do not give one (Request.Limit.Rate). Required: it must be at
-	// least 1 (an error wrapping ErrInvalidQuota).
+	// least 1 (an error wrapping admit.ErrInvalidConfig and
+	// ErrInvalidQuota).
 	Limit int64
 
 	// Period is the calendar period the quota counts in: Hour, Day, Week,
 	// Month or Year. Required: the zero Period is an error wrapping
-	// ErrInvalidPeriod.
+	// admit.ErrInvalidConfig.
 	Period Period
 
 	// Location is the time zone whose calendar the periods follow, as
@@ -64,15 +65,15 @@ type settings struct {
 }
 
 // settings checks cfg and fills in its defaults. The error wraps
-// admit.ErrInvalidConfig, and ErrInvalidQuota or ErrInvalidPeriod for
-// those fields.
+// admit.ErrInvalidConfig and names the field (and wraps ErrInvalidQuota
+// for Limit).
 func (cfg *Config) settings() (settings, error) {
 	s := settings{loc: cfg.Location, weekStart: time.Monday, maxKeys: cfg.MaxKeys, maxKeyLen: cfg.MaxKeyLength}
 	switch {
 	case cfg.Limit < 1:
 		return s, fmt.Errorf("%w: quota: Limit %d: %w: a quota admits at least 1 event per period", admit.ErrInvalidConfig, cfg.Limit, ErrInvalidQuota)
 	case !validPeriod(cfg.Period):
-		return s, fmt.Errorf("%w: quota: Period %v: %w: want Hour, Day, Week, Month or Year", admit.ErrInvalidConfig, cfg.Period, ErrInvalidPeriod)
+		return s, fmt.Errorf("%w: quota: Period %v: invalid period: want Hour, Day, Week, Month or Year", admit.ErrInvalidConfig, cfg.Period)
 	case cfg.WeekStart != nil && (*cfg.WeekStart < time.Sunday || *cfg.WeekStart > time.Saturday):
 		return s, fmt.Errorf("%w: quota: WeekStart %d: want time.Sunday to time.Saturday", admit.ErrInvalidConfig, int(*cfg.WeekStart))
 	case cfg.MaxKeys < 0:

@@ -1,6 +1,12 @@
 package quota
 
-import "github.com/admit-go/admit/internal/calendar"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/calendar"
+)
 
 // Period is the length of a calendar period: an hour, a day, a week, a
 // month or a year of the wall clock in a time zone. The zero Period is not
@@ -26,8 +32,26 @@ const (
 
 // ParsePeriod returns the Period named s: "hour", "day", "week", "month" or
 // "year", in any case, or the adjectives "hourly", "daily", "weekly",
-// "monthly" and "yearly". The error wraps ErrInvalidPeriod.
-func ParsePeriod(s string) (Period, error) { return calendar.ParsePeriod(s) }
+// "monthly" and "yearly". For another s, the error wraps
+// admit.ErrInvalidConfig and says "quota: invalid period".
+func ParsePeriod(s string) (Period, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "hour", "hourly":
+		return Hour, nil
+	case "day", "daily":
+		return Day, nil
+	case "week", "weekly":
+		return Week, nil
+	case "month", "monthly":
+		return Month, nil
+	case "year", "yearly":
+		return Year, nil
+	}
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return 0, fmt.Errorf("%w: quota: invalid period %q: want hour, day, week, month or year", admit.ErrInvalidConfig, s)
+}
 
 // validPeriod reports whether p is one of Hour, Day, Week, Month and Year.
 func validPeriod(p Period) bool { return p >= Hour && p <= Year }

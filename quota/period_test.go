@@ -3,8 +3,11 @@ package quota
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/admit-go/admit"
 
 	// The zone database, embedded in the test binary only, so the tests
 	// run where /usr/share/zoneinfo is missing; the library does not
@@ -220,8 +223,8 @@ func TestParsePeriod(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "minute", "days", "1d"} {
-		if _, err := ParsePeriod(s); !errors.Is(err, ErrInvalidPeriod) {
-			t.Errorf("ParsePeriod(%q) error = %v, want ErrInvalidPeriod", s, err)
+		if _, err := ParsePeriod(s); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "quota: invalid period") {
+			t.Errorf("ParsePeriod(%q) error = %v, want admit.ErrInvalidConfig, an invalid period", s, err)
 		}
 	}
 	for p, want := range map[Period]string{Hour: "hour", Day: "day", Week: "week", Month: "month", Year: "year", 0: "Period(0)", 9: "Period(9)"} {

@@ -91,8 +91,8 @@ type Quota struct {
 }
 
 // New returns a Quota configured by cfg, with no key held yet. The error
-// wraps admit.ErrInvalidConfig and names the field; for Limit and Period,
-// it wraps ErrInvalidQuota or ErrInvalidPeriod as well.
+// wraps admit.ErrInvalidConfig and names the field; for Limit, it wraps
+// ErrInvalidQuota as well.
 func New(cfg Config) (*Quota, error) {
 	o, err := cfg.settings()
 	if err != nil {
@@ -161,8 +161,8 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // The error is non-nil only when the request could not be decided; it is
 // then refused (Allowed false) and nothing is counted: r.N < 0 (an error
 // wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a per-call size
-// below 1 (ErrInvalidQuota), a key longer than the maximum (admit.ErrKeyTooLong,
-// RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
+// below 1 (ErrInvalidQuota), a key longer than the maximum
+// (admit.ErrKeyTooLong, RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
 // RetryAfter until the period ends, when keys are freed). ctx is not used
 // by the in-memory Quota (deciding never waits); it is there so that
 // every backend has the signature of admit.KeyedLimiter.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,8 +269,11 @@ func TestPerCallLimits(t *testing.T) {
 		{at: d0, key: "free", n: 1, allowed: true, remain: 995, reset: day, period: day},
 		{at: d0, key: "free", limit: 3, n: 5, remain: 0, retry: inf, reset: day, period: day},
 	})
-	if _, err := q.Allow(context.Background(), admit.Request{Key: "x", N: 1, Limit: admit.Limit{Rate: 0, Period: day}, At: d0}); !errors.Is(err, quota.ErrInvalidQuota) {
-		t.Errorf("limit 0: error %v, want ErrInvalidQuota", err)
+	if _, err := q.Allow(context.Background(), admit.Request{Key: "x", N: 1, Limit: admit.Limit{Rate: 0, Period: day}, At: d0}); !errors.Is(err, quota.ErrInvalidQuota) ||
+		errors.Is(err, admit.ErrInvalidConfig) || errors.Is(err, admit.ErrInvalidLimit) {
+		// (Wrapping either would change how compose.IsFailure classifies
+		// it: a per-call size is not a config error here.)
+		t.Errorf("limit 0: error %v, want ErrInvalidQuota alone", err)
 	}
 }
 
@@ -389,22 +393,25 @@ func TestNewBadInput(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  quota.Config
-		want error
+		want string // in the message
 	}{
-		{"zero quota", quota.Config{Limit: 0, Period: quota.Day}, quota.ErrInvalidQuota},
-		{"negative quota", quota.Config{Limit: -5, Period: quota.Day}, quota.ErrInvalidQuota},
-		{"zero period", quota.Config{Limit: 1, Period: 0}, quota.ErrInvalidPeriod},
-		{"unknown period", quota.Config{Limit: 1, Period: quota.Year + 1}, quota.ErrInvalidPeriod},
-		{"week start 7", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(7)}, admit.ErrInvalidConfig},
-		{"week start -1", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(-1)}, admit.ErrInvalidConfig},
-		{"negative max keys", quota.Config{Limit: 1, Period: quota.Day, MaxKeys: -1}, admit.ErrInvalidConfig},
-		{"negative max key length", quota.Config{Limit: 1, Period: quota.Day, MaxKeyLength: -1}, admit.ErrInvalidConfig},
+		{"zero quota", quota.Config{Limit: 0, Period: quota.Day}, "quota: Limit 0: quota: invalid quota size"},
+		{"negative quota", quota.Config{Limit: -5, Period: quota.Day}, "quota: Limit -5: quota: invalid quota size"},
+		{"zero period", quota.Config{Limit: 1, Period: 0}, "quota: Period Period(0): invalid period"},
+		{"unknown period", quota.Config{Limit: 1, Period: quota.Year + 1}, "quota: Period Period(6): invalid period"},
+		{"week start 7", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(7)}, "quota: WeekStart 7"},
+		{"week start -1", quota.Config{Limit: 1, Period: quota.Week, WeekStart: weekday(-1)}, "quota: WeekStart -1"},
+		{"negative max keys", quota.Config{Limit: 1, Period: quota.Day, MaxKeys: -1}, "quota: MaxKeys -1"},
+		{"negative max key length", quota.Config{Limit: 1, Period: quota.Day, MaxKeyLength: -1}, "quota: MaxKeyLength -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q, err := quota.New(tt.cfg)
-			if q != nil || !errors.Is(err, tt.want) || !errors.Is(err, admit.ErrInvalidConfig) {
-				t.Errorf("New = %v, %v; want an error wrapping %v and admit.ErrInvalidConfig", q, err, tt.want)
+			if q != nil || !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New = %v, %v; want an error wrapping admit.ErrInvalidConfig that says %q", q, err, tt.want)
+			}
+			if isQuota := strings.Contains(tt.name, "quota"); errors.Is(err, quota.ErrInvalidQuota) != isQuota {
+				t.Errorf("New = %v; wraps ErrInvalidQuota: %v, want %v", err, !isQuota, isQuota)
 			}
 		})
 	}

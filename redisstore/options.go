@@ -105,7 +105,7 @@ type QuotaConfig struct {
 	// Period is the calendar period the quota counts in: one of package
 	// quota's Periods (quota.ParsePeriod reads one from its name).
 	// Required: the zero Period is an error wrapping
-	// quota.ErrInvalidPeriod.
+	// admit.ErrInvalidConfig.
 	Period quota.Period
 
 	// Location is the time zone whose calendar the periods follow, as

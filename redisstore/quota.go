@@ -117,16 +117,16 @@ type Quota struct {
 }
 
 // Quota returns a quota configured by cfg, whose counts live in the
-// store's Redis. The error wraps admit.ErrInvalidConfig, and
-// quota.ErrInvalidQuota if cfg.Limit is not in [1, 2^53] or
-// quota.ErrInvalidPeriod for an invalid cfg.Period.
+// store's Redis. The error wraps admit.ErrInvalidConfig and names the
+// field ("invalid period" for an invalid cfg.Period), and wraps
+// quota.ErrInvalidQuota too if cfg.Limit is not in [1, 2^53].
 func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
 	if err := checkQuota(cfg.Limit); err != nil {
 		return nil, invalid("Limit", "%w", err)
 	}
 	period := cfg.Period
 	if period < quota.Hour || period > quota.Year {
-		return nil, invalid("Period", "%v: %w: want Hour, Day, Week, Month or Year", period, quota.ErrInvalidPeriod)
+		return nil, invalid("Period", "%v: invalid period: want Hour, Day, Week, Month or Year", period)
 	}
 	weekStart := time.Monday
 	if cfg.WeekStart != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
-	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -289,8 +288,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrKeyTooLong),
 		errors.Is(err, admit.ErrInvalidCost), errors.Is(err, admit.ErrInvalidLimit):
 		return apiUnprocessable("%s", err.Error())
-	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, keyed.ErrStoreFull),
-		errors.Is(err, admit.ErrTooManyKeys):
+	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, admit.ErrTooManyKeys):
 		return &apiError{http.StatusServiceUnavailable, apiCodeResourceExhausted, err.Error()}
 	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -20,7 +19,6 @@ func grpcCheckError(err error) error {
 		errors.Is(err, admit.ErrKeyTooLong):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, policy.ErrTooManyOverrides),
-		errors.Is(err, keyed.ErrStoreFull),
 		errors.Is(err, admit.ErrTooManyKeys):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.Canceled):

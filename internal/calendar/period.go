@@ -7,9 +7,7 @@
 package calendar
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -33,10 +31,6 @@ const (
 	Year
 )
 
-// ErrInvalidPeriod reports a Period this package does not define (it is
-// quota.ErrInvalidPeriod).
-var ErrInvalidPeriod = errors.New("quota: invalid period")
-
 var periodNames = [...]string{Hour: "hour", Day: "day", Week: "week", Month: "month", Year: "year"}
 
 // String returns "hour", "day", "week", "month" or "year".
@@ -48,28 +42,6 @@ func (p Period) String() string {
 }
 
 func (p Period) valid() bool { return p >= Hour && p <= Year }
-
-// ParsePeriod returns the Period named s: "hour", "day", "week", "month" or
-// "year", in any case, or the adjectives "hourly", "daily", "weekly",
-// "monthly" and "yearly". The error wraps ErrInvalidPeriod.
-func ParsePeriod(s string) (Period, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "hour", "hourly":
-		return Hour, nil
-	case "day", "daily":
-		return Day, nil
-	case "week", "weekly":
-		return Week, nil
-	case "month", "monthly":
-		return Month, nil
-	case "year", "yearly":
-		return Year, nil
-	}
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	return 0, fmt.Errorf("%w %q: want hour, day, week, month or year", ErrInvalidPeriod, s)
-}
 
 // Bounds returns the calendar period of kind p holding instant t in
 // location loc: start <= t < end. weekStart is the first day of a week
