@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // Reset makes the limits that req's descriptors match forget the state of
@@ -54,7 +53,7 @@ func (e *Engine) Reset(ctx context.Context, req *Request) (int, error) {
 		}
 		err := r.Reset(ctx, c.key)
 		switch {
-		case errors.Is(err, compose.ErrNotResetter):
+		case errors.Is(err, errors.ErrUnsupported): // a Guard whose primary cannot reset
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", c.l.label, err))
 		default:
