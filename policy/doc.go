@@ -107,8 +107,8 @@
 //	    #         week_start: monday}
 //	    concurrency: 50         # a cap on requests in flight, or:
 //	    # concurrency: {max: 50, lease: 30s}  (lease: how long Redis keeps
-//	    # a slot whose holder vanished; a caller's compose.WithLeaseTTL,
-//	    # such as admit serve's lease table, replaces it)
+//	    # a slot whose holder vanished; admit serve's lease table
+//	    # replaces it with the lease's own TTL)
 //	    adaptive_concurrency:   # a cap on requests in flight that follows
 //	      min: 10               # their latency: required, the bounds of
 //	      max: 1000             # the limit (1 to 2^53)

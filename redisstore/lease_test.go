@@ -10,15 +10,16 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/admit-go/admit/redisstore"
 )
 
-// TestConcurrencyLeaseFor: Slots under compose.WithLeaseTTL grants for
-// that lease instead of the limiter's, its Releaser renews for any lease
-// (shortening it too, unlike Extend), and Lease.ExtendFor checks its
-// argument. The
-// deadlines are read from a refused request's RetryAfter, on Redis's
-// clock, so nothing waits for them.
+// TestConcurrencyLeaseFor: Slots under leases.WithTTL (admit serve's lease
+// table) grants for that lease instead of the limiter's, its Releaser
+// renews for any lease (shortening it too, unlike Extend), and
+// Lease.ExtendFor checks its argument. The deadlines are read from a
+// refused request's RetryAfter, on Redis's clock, so nothing waits for
+// them.
 func TestConcurrencyLeaseFor(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
@@ -34,9 +35,9 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 				}
 			}
 
-			rel, d, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, time.Minute), admit.Request{Key: "k", N: 1})
+			rel, d, err := l.Slots().TryAcquire(leases.WithTTL(ctx, time.Minute), admit.Request{Key: "k", N: 1})
 			if err != nil || !d.Allowed || rel == nil {
-				t.Fatalf("Slots under WithLeaseTTL(1m): %v, %+v, %v", rel, d, err)
+				t.Fatalf("Slots under leases.WithTTL(1m): %v, %+v, %v", rel, d, err)
 			}
 			retry("granted for 1m", time.Minute)
 			r, ok := rel.(compose.Renewer)
@@ -63,7 +64,7 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 				t.Fatalf("InFlight after Release: %d, %v", n, err)
 			}
 
-			// Without WithLeaseTTL: the limiter's lease.
+			// Without leases.WithTTL: the limiter's lease.
 			rel, d, err = l.Slots().TryAcquire(ctx, admit.Request{Key: "k", N: 1})
 			if err != nil || !d.Allowed {
 				t.Fatalf("%+v, %v", d, err)
@@ -85,15 +86,15 @@ func TestConcurrencyLeaseFor(t *testing.T) {
 					t.Errorf("ExtendFor(%v): %v, %v; want ErrInvalidOption", bad, held, err)
 				}
 			}
-			// WithLeaseTTL of 0 or less sets nothing; over a year is an
+			// leases.WithTTL of 0 or less sets nothing; over a year is an
 			// error, and nothing is held.
-			rel, d, err = l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, -time.Second), admit.Request{Key: "other", N: 1})
+			rel, d, err = l.Slots().TryAcquire(leases.WithTTL(ctx, -time.Second), admit.Request{Key: "other", N: 1})
 			if err != nil || !d.Allowed {
-				t.Fatalf("Slots under WithLeaseTTL(-1s): %+v, %v", d, err)
+				t.Fatalf("Slots under leases.WithTTL(-1s): %+v, %v", d, err)
 			}
 			rel.Release()
-			if rel, _, err := l.Slots().TryAcquire(compose.WithLeaseTTL(ctx, 366*24*time.Hour), admit.Request{Key: "other", N: 1}); rel != nil || !errors.Is(err, redisstore.ErrInvalidArgument) {
-				t.Errorf("Slots under WithLeaseTTL(366 days): %v, %v; want ErrInvalidOption", rel, err)
+			if rel, _, err := l.Slots().TryAcquire(leases.WithTTL(ctx, 366*24*time.Hour), admit.Request{Key: "other", N: 1}); rel != nil || !errors.Is(err, redisstore.ErrInvalidArgument) {
+				t.Errorf("Slots under leases.WithTTL(366 days): %v, %v; want ErrInvalidOption", rel, err)
 			}
 			if n, err := l.InFlight(ctx, "other"); n != 0 || err != nil {
 				t.Errorf("InFlight of a refused lease: %d, %v", n, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -59,7 +60,7 @@ type grant struct {
 // Acquire fails with ErrTooManyLeases before checking anything.
 //
 // The slots of a concurrency cap kept in Redis expire in Redis with the
-// lease: Acquire takes them for the lease's TTL (compose.WithLeaseTTL)
+// lease: Acquire takes them for the lease's TTL (leases.WithTTL)
 // rather than the rule's own lease, and Extend renews them in Redis before
 // it moves the lease's expiry, so that a lease never says it holds slots
 // that Redis has given to another request. Releasing, by the client or by
@@ -259,7 +260,7 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 		return grant{}, err
 	}
 	h := new(compose.Held)
-	err = e.Check(compose.WithLeaseTTL(ctx, ttl), req, h, out)
+	err = e.Check(leases.WithTTL(ctx, ttl), req, h, out)
 	if err != nil || !out.Decision.Allowed || h.Len() == 0 {
 		l.unreserve()
 		h.Release() // empty, unless a check's error left grants behind
