@@ -289,8 +289,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrKeyTooLong),
 		errors.Is(err, admit.ErrInvalidCost), errors.Is(err, admit.ErrInvalidLimit):
 		return apiUnprocessable("%s", err.Error())
-	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, keyed.ErrStoreFull),
-		errors.Is(err, admit.ErrTooManyKeys):
+	case errors.Is(err, keyed.ErrStoreFull), errors.Is(err, admit.ErrTooManyKeys):
 		return &apiError{http.StatusServiceUnavailable, apiCodeResourceExhausted, err.Error()}
 	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
@@ -304,7 +303,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	if a.o.log != nil {
 		a.o.log.LogAttrs(r.Context(), slog.LevelWarn, "admit: request not decided", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	if errors.Is(err, policy.ErrClosed) {
+	if errors.Is(err, admit.ErrClosed) {
 		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the policy is being replaced: retry"}
 	}
 	return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "a limit's store failed and its failure policy let the error through"}
@@ -314,7 +313,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 // once more with the source's new engine.
 func (a *API) checkWith(ctx context.Context, e *policy.Engine, c *apiCall, h *compose.Held) error {
 	err := e.Check(ctx, &c.req, h, &c.res)
-	if err != nil && errors.Is(err, policy.ErrClosed) {
+	if err != nil && errors.Is(err, admit.ErrClosed) {
 		if e2 := a.src.Engine(); e2 != nil && e2 != e {
 			err = e2.Check(ctx, &c.req, h, &c.res)
 		}
@@ -361,7 +360,7 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := e.Reset(r.Context(), &c.req)
 	if err != nil {
-		if errors.Is(err, policy.ErrInvalidRequest) || errors.Is(err, policy.ErrClosed) {
+		if errors.Is(err, policy.ErrInvalidRequest) || errors.Is(err, admit.ErrClosed) {
 			apiWriteError(w, a.checkError(r, err))
 			return
 		}
@@ -417,7 +416,7 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 		ttl = time.Duration(c.body.TTL.v) * time.Millisecond
 	}
 	ls, err := a.leases.Acquire(r.Context(), e, &c.req, ttl, &c.res)
-	if err != nil && errors.Is(err, policy.ErrClosed) {
+	if err != nil && errors.Is(err, admit.ErrClosed) {
 		if e2 := a.src.Engine(); e2 != nil && e2 != e {
 			ls, err = a.leases.Acquire(r.Context(), e2, &c.req, ttl, &c.res)
 		}

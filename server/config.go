@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/httplimit"
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/policy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -143,7 +144,7 @@ type Config struct {
 	// close it. It excludes Redis. The default is nil.
 	RedisClient redis.UniversalClient
 	// KeyPrefix is put in front of the Redis keys of every rule, so that
-	// services sharing a Redis keep apart (--key-prefix), at most 128
+	// services sharing a Redis keep apart (--key-prefix), at most 256
 	// bytes. The default is none.
 	KeyPrefix string
 	// Shadow decides and counts every request and refuses none
@@ -379,8 +380,8 @@ func checkStore(c *Config) error {
 		}
 		_ = client.Close()
 	}
-	if len(c.KeyPrefix) > policy.MaxNameLength {
-		return fieldErr("KeyPrefix", "%d bytes, the maximum is %d", len(c.KeyPrefix), policy.MaxNameLength)
+	if len(c.KeyPrefix) > policyfmt.MaxNameLength {
+		return fieldErr("KeyPrefix", "%d bytes, the maximum is %d", len(c.KeyPrefix), policyfmt.MaxNameLength)
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func (s *admitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*adm
 		}
 		auditReset(ctx, s.o.log, "grpc", who, &sc.req, n)
 		return &admitv1.ResetResponse{LimitsReset: int64(n)}, nil
-	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, policy.ErrClosed):
+	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrClosed):
 		return nil, grpcCheckError(err)
 	}
 	return nil, status.Errorf(codes.Unavailable, "%d limits reset, but not all: a store failed; retry (%v)", n, err)

@@ -19,9 +19,8 @@ func grpcCheckError(err error) error {
 	case errors.Is(err, policy.ErrInvalidRequest),
 		errors.Is(err, admit.ErrKeyTooLong):
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, policy.ErrTooManyOverrides),
-		errors.Is(err, keyed.ErrStoreFull),
-		errors.Is(err, admit.ErrTooManyKeys):
+	case errors.Is(err, keyed.ErrStoreFull),
+		errors.Is(err, admit.ErrTooManyKeys): // policy's inline limits and adaptive keys too
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
