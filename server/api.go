@@ -90,8 +90,8 @@ const (
 // server of your own, configured by cfg's MaxRequestBytes, AllowReset,
 // RLSHeaders and Logger (it ignores the other fields; see Config). It
 // keeps the leases of /v1/acquire in a table of its own, which Close
-// gives back. The error is cfg.Validate's, or wraps ErrInvalidConfig (a
-// nil src).
+// gives back. The error is cfg.Validate's, or wraps admit.ErrInvalidConfig
+// (a nil src).
 func NewAPI(src EngineSource, cfg Config) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func NewAPI(src EngineSource, cfg Config) (*API, error) {
 }
 
 // newAPI returns the HTTP API deciding with the engines of src. The error
-// wraps ErrInvalidConfig for an invalid option (or nil src).
+// wraps admit.ErrInvalidConfig for an invalid option (or nil src).
 func newAPI(src EngineSource, opts ...apiOption) (*API, error) {
 	o := defaultAPIOptions()
 	for _, opt := range opts {

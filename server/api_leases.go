@@ -159,7 +159,7 @@ func withLeaseClock(c admit.Clock) leaseOption {
 func withMaxLeases(n int) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if n <= 0 {
-			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", ErrInvalidConfig, n)
+			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", errInvalidConfig, n)
 			return
 		}
 		o.max = n
@@ -189,7 +189,7 @@ func withLeaseStore(store *redisstore.Store) leaseOption {
 func withLeaseTTL(def, max time.Duration) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if def <= 0 || max < def || max > maxLeaseTTL {
-			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", ErrInvalidConfig, def, max)
+			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", errInvalidConfig, def, max)
 			return
 		}
 		o.defTTL, o.maxTTL = def, max
@@ -197,7 +197,7 @@ func withLeaseTTL(def, max time.Duration) leaseOption {
 }
 
 // newLeases returns an empty lease table and starts its goroutine. The
-// error wraps ErrInvalidConfig for an invalid option.
+// error wraps admit.ErrInvalidConfig for an invalid option.
 func newLeases(opts ...leaseOption) (*leaseTable, error) {
 	o := leaseOptions{clock: admit.SystemClock, max: defaultMaxLeases, defTTL: defaultLeaseTTL, maxTTL: defaultMaxLeaseTTL}
 	for _, opt := range opts {

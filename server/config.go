@@ -282,19 +282,19 @@ const gatewayAdminAddr = ":8082"
 
 // ConfigError reports an invalid field of a Config: Field is its name
 // (such as "Redis"), Err what is wrong with it. It matches
-// ErrInvalidConfig, and Err, with errors.Is.
+// admit.ErrInvalidConfig, and Err, with errors.Is.
 type ConfigError struct {
 	Field string
 	Err   error
 }
 
-// Error returns "server: invalid Config.FIELD: ERR".
+// Error returns "admit: invalid config: server: Config.FIELD: ERR".
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: Config.%s: %v", ErrInvalidConfig, e.Field, e.Err)
+	return fmt.Sprintf("%v: Config.%s: %v", errInvalidConfig, e.Field, e.Err)
 }
 
-// Unwrap returns ErrInvalidConfig and Err.
-func (e *ConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
+// Unwrap returns an error wrapping admit.ErrInvalidConfig, and Err.
+func (e *ConfigError) Unwrap() []error { return []error{errInvalidConfig, e.Err} }
 
 func fieldErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}

@@ -65,7 +65,7 @@ type admitService struct {
 // newAdmitService returns admit.v1's service deciding with the engine src
 // gives at each request. Without WithGRPCLeases it makes a lease table of
 // its own, whose goroutine Close stops. The error wraps
-// ErrInvalidConfig for an invalid option.
+// admit.ErrInvalidConfig for an invalid option.
 func newAdmitService(src EngineSource, opts ...grpcOption) (*admitService, error) {
 	if src == nil {
 		return nil, grpcOptionError("NewAdmitService: nil EngineSource")

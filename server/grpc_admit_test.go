@@ -250,10 +250,10 @@ func TestAdmitOwnLeases(t *testing.T) {
 	if _, err := s.Acquire(ctx, req); status.Code(err) != codes.Unavailable {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := newAdmitService(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newAdmitService(nil); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("NewAdmitService(nil): %v", err)
 	}
-	if _, err := newAdmitService(grpcSource(e), withGRPCMaxEntries(0)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newAdmitService(grpcSource(e), withGRPCMaxEntries(0)); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("bad option: %v", err)
 	}
 	if _, err := s.Check(ctx, nil); status.Code(err) != codes.InvalidArgument {

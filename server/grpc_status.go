@@ -32,7 +32,7 @@ func grpcCheckError(err error) error {
 	return status.Error(codes.Unavailable, "the request could not be decided: "+err.Error())
 }
 
-// grpcOptionError is an ErrInvalidConfig saying what is wrong.
+// grpcOptionError is an admit.ErrInvalidConfig saying what is wrong.
 func grpcOptionError(msg string) error {
-	return fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
+	return fmt.Errorf("%w: %s", errInvalidConfig, msg)
 }

@@ -80,7 +80,7 @@ func TestTLSFilesEndless(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "file.pem")
 			written := endless.FIFO(t, fifo, bound)
 			_, err := newWith(append([]option{withHTTPAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, tc.opts(fifo)...)...)
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+			if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
 				t.Errorf("New: %v", err)
 			}
 			stopped(t, written)

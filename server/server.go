@@ -99,8 +99,9 @@ const (
 
 // New returns a Server configured by cfg, with its policy loaded and its
 // engine built, ready to Start. It does not listen yet. The error is
-// cfg.Validate's (a *ConfigError), wraps ErrInvalidConfig for files that
-// do not load (TLS) or a gateway domain the policy lacks, is a
+// cfg.Validate's (a *ConfigError), wraps admit.ErrInvalidConfig for files
+// that do not load (TLS), a directory without policy files or a gateway
+// domain the policy lacks, is a
 // policy.Errors (matching policy.ErrInvalidPolicy) listing the problems of
 // the policy files, each with its file, line and column, or wraps the
 // error of reading them or of building the engine (policy.ErrNoStore: a
@@ -163,7 +164,7 @@ func (s *Server) loadTLS() error {
 	}
 	var err error
 	if s.tls, err = newTLSFiles(s.c.TLSCert, s.c.TLSKey, s.c.TLSClientCA, s.log); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %v", errInvalidConfig, err)
 	}
 	return nil
 }
@@ -179,10 +180,10 @@ func (s *Server) buildMetrics() error {
 	}
 	var err error
 	if s.obs, err = promlimit.New(s.reg, promlimit.Config{}); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	return nil
 }
@@ -215,7 +216,7 @@ func (s *Server) buildGateway(p *policy.Policy, e *policy.Engine) error {
 	domain := s.c.GatewayDomain
 	if domain == "" {
 		if len(p.Domains) != 1 {
-			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (Config.GatewayDomain)", ErrInvalidConfig, len(p.Domains))
+			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (Config.GatewayDomain)", errInvalidConfig, len(p.Domains))
 		}
 		domain = p.Domains[0].Name
 	}

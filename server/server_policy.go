@@ -48,8 +48,8 @@ const maxPolicyFiles = 1000
 // WithPolicyFiles reads them: each file as it is, and each directory's
 // *.yaml and *.yml files (not hidden ones, nor those of its
 // subdirectories) in name order. The error is the file system's for a
-// path that cannot be read, or wraps ErrNoPolicyFiles for a directory
-// without policy files.
+// path that cannot be read, or wraps admit.ErrInvalidConfig ("server: no
+// policy files") for a directory without policy files.
 func PolicyFiles(paths ...string) ([]string, error) { return expandPaths(paths) }
 
 func expandPaths(paths []string) ([]string, error) {
@@ -83,11 +83,11 @@ func expandPaths(paths []string) ([]string, error) {
 			out = append(out, full)
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("%w: directory %s has no *.yaml or *.yml file", ErrNoPolicyFiles, p)
+			return nil, fmt.Errorf("%w: directory %s has no *.yaml or *.yml file", errNoPolicyFiles, p)
 		}
 	}
 	if len(out) > maxPolicyFiles {
-		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", ErrInvalidConfig, len(out), maxPolicyFiles)
+		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", errInvalidConfig, len(out), maxPolicyFiles)
 	}
 	return out, nil
 }
