@@ -27,11 +27,10 @@ var (
 // layer refuses the request. Releasing is a call to Redis, bounded by the
 // Store's timeout (Config.Timeout); if it fails, the slots come back when
 // their lease expires (ConcurrencyConfig.Lease). The Releaser is a
-// compose.Renewer whose Renew is Lease.ExtendFor. (admit serve's lease
-// table has the slots granted for its own lease's TTL instead of l's.) The Releaser also has
-// a method Lease() Lease, which returns the Lease it holds (for a holder
-// that hands it to another process: see Store.SaveLeases). Slots of a nil
-// l is nil, which compose.All refuses.
+// compose.Renewer whose Renew is Lease.ExtendFor, and has a method Lease()
+// Lease, which returns the Lease it holds (for a holder that keeps it
+// beyond the Held, to extend or release it itself). Slots of a nil l is
+// nil, which compose.All refuses.
 func (l *ConcurrencyLimiter) Slots() admit.Slots {
 	if l == nil {
 		return nil

@@ -72,7 +72,7 @@ type grant struct {
 // it when done: Close stops its goroutine and gives back every lease it
 // holds.
 type leaseTable struct {
-	store  *redisstore.Store // WithLeaseStore, or nil
+	store  leases.Records[redisstore.Lease] // withLeaseStore, or nil
 	clock  admit.Clock
 	max    int
 	defTTL time.Duration
@@ -130,7 +130,7 @@ type leaseOption interface {
 }
 
 type leaseOptions struct {
-	store   *redisstore.Store
+	store   leases.Records[redisstore.Lease]
 	clock   admit.Clock
 	max     int
 	defTTL  time.Duration
@@ -166,19 +166,20 @@ func withMaxLeases(n int) leaseOption {
 	})
 }
 
-// withLeaseStore keeps in Redis, through store, the leases whose every
+// withLeaseStore keeps in Redis, in store's records (see
+// stores.LeaseRecords), the leases whose every
 // grant is a slot of a concurrency cap kept in store (a rule with
 // store: redis), so that any table on the same Redis can release or extend
 // them: behind a load balancer, a client may send /v1/release and
 // /v1/extend to any instance, and a lease outlives the restart of the
 // instance that granted it. Such a lease is a record in Redis expiring
-// with its slots (redisstore.Store.SaveLeases), not an entry of the table:
+// with its slots (leases.Records.Save), not an entry of the table:
 // it does not count against WithMaxLeases nor in Len, and Close leaves it.
 // A lease holding anything else (a cap kept in memory, an adaptive cap
 // that learns from outcomes) stays in the table that granted it, as does
 // one whose record could not be written. A nil store keeps every lease in
 // the table (the default).
-func withLeaseStore(store *redisstore.Store) leaseOption {
+func withLeaseStore(store leases.Records[redisstore.Lease]) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) { o.store = store })
 }
 
@@ -268,7 +269,7 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 	}
 	id := newLeaseID()
 	if l.store != nil {
-		if leases, ok := redisLeases(h); ok && l.store.SaveLeases(ctx, id, ttl, leases...) == nil {
+		if grants, ok := redisLeases(h); ok && l.store.Save(ctx, id, ttl, grants...) == nil {
 			// The record holds the slots now; h is dropped unreleased.
 			l.unreserve()
 			return grant{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil
