@@ -532,7 +532,7 @@ func TestNewRLSOptions(t *testing.T) {
 	if _, err := newRLS(src, nil, withGRPCClock(nil), withGRPCMaxDescriptors(3)); err != nil {
 		t.Errorf("NewRLS with nil options: %v", err)
 	}
-	if RLSServiceName != rlsv3.RateLimitService_ServiceDesc.ServiceName {
-		t.Errorf("RLSServiceName %q", RLSServiceName)
+	if rlsServiceName != rlsv3.RateLimitService_ServiceDesc.ServiceName {
+		t.Errorf("rlsServiceName %q", rlsServiceName)
 	}
 }
