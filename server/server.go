@@ -38,7 +38,7 @@ import (
 // (Config.ReloadInterval): an invalid new policy never replaces a valid
 // one, and limits whose definition did not change keep their state across
 // a reload. Without files the Server enforces a policy built in Go
-// (Config.Policy) or the built-in one (DefaultPolicy).
+// (Config.Policy) or the built-in one (DefaultPolicyYAML).
 //
 // Metrics are registered on a Prometheus registry of the Server's own
 // (Config.Registry), never the global one: the decisions, the store's calls
@@ -253,8 +253,8 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 		s.text.Store(&policyText{at: time.Now()})
 		return s.c.Policy, nil, s.c.Policy.Validate()
 	}
-	p, err := DefaultPolicy()
-	s.text.Store(&policyText{files: []string{DefaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
+	p, err := defaultPolicy()
+	s.text.Store(&policyText{files: []string{defaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
 	return p, nil, err
 }
 

@@ -17,24 +17,25 @@ import (
 //go:embed default.yaml
 var defaultPolicyYAML []byte
 
-// DefaultPolicyFile is the name the built-in policy goes by in errors and
+// defaultPolicyFile is the name the built-in policy goes by in errors and
 // logs.
-const DefaultPolicyFile = "<built-in policy>"
+const defaultPolicyFile = "<built-in policy>"
 
 // DefaultPolicyYAML returns the built-in policy's file (server/default.yaml
-// in admit's repository): a small multi-tenant API in the "api" domain,
-// with per-address, per-user, per-tenant (by plan), per-route and global
-// limits and a "demo" limit of 5 requests a minute. Start a policy of your
-// own from it.
+// in admit's repository), what a Server enforces without Config.PolicyFiles
+// or Config.Policy: a small multi-tenant API in the "api" domain, with
+// per-address, per-user, per-tenant (by plan), per-route and global limits
+// and a "demo" limit of 5 requests a minute. Its rules are kept in the
+// engine's default store: in Redis, with the failure policies the file
+// gives them, when the Server has one (Config.Redis), else in memory
+// (where failure policies do not apply). It goes by the name "<built-in
+// policy>" in errors, logs and /debug/policy. Start a policy of your own
+// from it; policy.Parse of it is the Policy the Server enforces.
 func DefaultPolicyYAML() []byte { return bytes.Clone(defaultPolicyYAML) }
 
-// DefaultPolicy returns the built-in policy (see DefaultPolicyYAML), what
-// a Server enforces without WithPolicyFiles or WithPolicy. Its rules are
-// kept in the engine's default store (store: default): in Redis with the
-// failure policies the file gives them when the Server has one (WithRedis),
-// else in memory (where failure policies do not apply).
-func DefaultPolicy() (*policy.Policy, error) {
-	p, err := policy.Parse(DefaultPolicyFile, defaultPolicyYAML)
+// defaultPolicy returns the built-in policy (see DefaultPolicyYAML).
+func defaultPolicy() (*policy.Policy, error) {
+	p, err := policy.Parse(defaultPolicyFile, defaultPolicyYAML)
 	if err != nil {
 		return nil, err
 	}
