@@ -32,8 +32,10 @@ var (
 	ErrWaitTooLong = errors.New("admit: wait would exceed the pacer's maximum wait")
 
 	// ErrInvalidConfig reports a Config (of any package of this module)
-	// with a field outside its documented domain; the error wrapping it
-	// names the package and the field.
+	// with a field outside its documented domain, or an argument that sets
+	// something up outside its domain (a nil limiter given to a
+	// constructor, a chain without layers, a lease of more than a year);
+	// the error wrapping it names the package and what is wrong.
 	ErrInvalidConfig = errors.New("admit: invalid config")
 
 	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.
