@@ -55,7 +55,8 @@ func (a Algorithm) String() string {
 }
 
 // ParseAlgorithm returns the Algorithm named s (case-insensitive; "-" and
-// " " may stand for "_").
+// " " may stand for "_"). An unknown name is an error wrapping
+// ErrInvalidConfig.
 func ParseAlgorithm(s string) (Algorithm, error) {
 	k := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(s)))
 	for a, name := range algorithmNames {
@@ -63,7 +64,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(a), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", ErrUnknownAlgorithm, truncate(s))
+	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", ErrInvalidConfig, truncate(s))
 }
 
 // Limiter is the surface every single-key limiter of this package shares:
@@ -74,7 +75,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 // All implementations are safe for concurrent use.
 type Limiter interface {
 	// Allow is shorthand for AllowN(clock.Now(), 1), on the limiter's
-	// clock (WithClock).
+	// clock (Options.Clock).
 	Allow() bool
 	// AllowN reports whether n events may happen at instant now, and if so
 	// consumes them.
@@ -92,26 +93,28 @@ type Limiter interface {
 	SetLimitAt(now time.Time, l Limit) error
 }
 
-// New returns a single-key limiter of the given algorithm. The error wraps
-// ErrInvalidLimit or ErrUnknownAlgorithm.
-func New(a Algorithm, l Limit, opts ...Option) (Limiter, error) {
+// New returns a single-key limiter of the given algorithm, with the
+// settings o (at most one; see Options). The error wraps ErrInvalidLimit
+// for an invalid l, and ErrInvalidConfig for an unknown algorithm or
+// invalid settings.
+func New(a Algorithm, l Limit, o ...Options) (Limiter, error) {
 	var lim Limiter
 	var err error
 	switch a {
 	case AlgGCRA:
-		lim, err = nonNil(NewGCRA(l, opts...))
+		lim, err = nonNil(NewGCRA(l, o...))
 	case AlgTokenBucket:
-		lim, err = nonNil(NewTokenBucket(l, opts...))
+		lim, err = nonNil(NewTokenBucket(l, o...))
 	case AlgLeakyBucket:
-		lim, err = nonNil(NewLeakyBucket(l, opts...))
+		lim, err = nonNil(NewLeakyBucket(l, o...))
 	case AlgFixedWindow:
-		lim, err = nonNil(NewFixedWindow(l, opts...))
+		lim, err = nonNil(NewFixedWindow(l, o...))
 	case AlgSlidingWindow:
-		lim, err = nonNil(NewSlidingWindow(l, opts...))
+		lim, err = nonNil(NewSlidingWindow(l, o...))
 	case AlgSlidingLog:
-		lim, err = nonNil(NewSlidingLog(l, opts...))
+		lim, err = nonNil(NewSlidingLog(l, o...))
 	default:
-		err = fmt.Errorf("%w: %v", ErrUnknownAlgorithm, a)
+		err = fmt.Errorf("%w: unknown algorithm %v", ErrInvalidConfig, a)
 	}
 	return lim, err
 }

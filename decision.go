@@ -39,7 +39,7 @@ type Decision struct {
 	ResetAfter time.Duration
 
 	// Rule names the limiter, rule or layer that decided; empty unless one
-	// was named (see WithName).
+	// was named (see Options.Name).
 	Rule string
 
 	// Kind says what sort of limit decided: a rate (the zero value), a

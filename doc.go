@@ -95,7 +95,7 @@
 // Every decision method takes the instant as a parameter (AllowN(now, n)),
 // as in golang.org/x/time/rate; the shorthands (Allow, Decide) read the
 // limiter's Clock, and the blocking calls (WaitN, Pacer.Wait) use its timers
-// (see WithClock). Instants read from time.Now carry a monotonic reading,
+// (see Options.Clock). Instants read from time.Now carry a monotonic reading,
 // which the limiters use, so a step of the wall clock neither refills nor
 // drains a limit. Instants before 1970 count as 1970 and after 2116 as 2116.
 // An instant earlier than one already seen is handled by a documented rule

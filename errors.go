@@ -9,7 +9,11 @@ import (
 // Errors returned by this package. They are wrapped with %w where a call has
 // more to say, so test them with errors.Is.
 var (
-	// ErrInvalidLimit reports a Limit outside the domain documented on Limit.
+	// ErrInvalidLimit reports a Limit outside the domain documented on
+	// Limit: from ParseLimit, ParsePeriod, Limit.Validate, a constructor or
+	// SetLimit, and at call time from a keyed limiter given an invalid
+	// Request.Limit, which is a bad request rather than a bad
+	// configuration (see compose.IsFailure).
 	ErrInvalidLimit = errors.New("admit: invalid limit")
 
 	// ErrExceedsBurst reports a request of more events than the limit's
@@ -20,22 +24,32 @@ var (
 	ErrInvalidCost = errors.New("admit: negative cost")
 
 	// ErrDeadline reports that a wait would end after the context's
-	// deadline; the wait is refused at once. It matches
-	// context.DeadlineExceeded under errors.Is.
+	// deadline; the wait is refused at once. WaitN (of GCRA, TokenBucket
+	// and adaptive.AIMD), Pacer and transport.Transport return errors
+	// wrapping it, naming the package. It matches context.DeadlineExceeded
+	// under errors.Is.
 	ErrDeadline = fmt.Errorf("admit: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
-	// ErrQueueFull reports that a Pacer's queue holds its maximum number of
-	// waiters.
-	ErrQueueFull = errors.New("admit: pacer queue is full")
+	// ErrQueueFull reports that a queue of waiters holds its maximum
+	// number of them (a Pacer's PacerConfig.MaxQueue, an adaptive.Gradient's
+	// GradientConfig.MaxWaiters); the caller is refused at once. The error
+	// wrapping it names the package.
+	ErrQueueFull = errors.New("admit: queue is full")
 
-	// ErrWaitTooLong reports that a Pacer's wait would exceed its maximum.
-	ErrWaitTooLong = errors.New("admit: wait would exceed the pacer's maximum wait")
+	// ErrWaitTooLong reports that a wait would exceed its maximum (a
+	// Pacer's PacerConfig.MaxWait, a transport.Transport's Config.MaxWait);
+	// the caller is refused at once, without waiting. The error wrapping
+	// it names the package.
+	ErrWaitTooLong = errors.New("admit: wait would exceed the maximum wait")
 
 	// ErrInvalidConfig reports a Config (of any package of this module)
-	// with a field outside its documented domain, or an argument that sets
-	// something up outside its domain (a nil limiter given to a
-	// constructor, a chain without layers, a lease of more than a year);
-	// the error wrapping it names the package and what is wrong.
+	// with a field outside its documented domain, or another argument
+	// refused at construction: an unknown Algorithm (ParseAlgorithm, New),
+	// Options a single-key limiter cannot honour, a number of instances
+	// below 1 (Limit.Share), a nil limiter or a chain without layers
+	// (package compose), a lease of more than a year (package
+	// redisstore). The error wrapping it names the package and the field
+	// or argument.
 	ErrInvalidConfig = errors.New("admit: invalid config")
 
 	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.
@@ -47,22 +61,15 @@ var (
 	ErrKeyTooLong = errors.New("admit: key too long")
 
 	// ErrTooManyKeys reports that a new key could not be stored: a bounded
-	// limiter (packages quota, concurrency) holds its maximum number of
-	// keys and none of them can be forgotten without changing a decision.
-	// The request was refused and nothing was consumed; it may succeed
-	// once other keys are idle. The error wrapping it names the package.
+	// limiter (packages quota, concurrency; a transport.Transport, whose
+	// keys are hosts) holds its maximum number of keys and none of them
+	// can be forgotten without changing a decision. The request was
+	// refused and nothing was consumed; it may succeed once other keys
+	// are idle. The error wrapping it names the package.
 	ErrTooManyKeys = errors.New("admit: too many keys")
 
 	// ErrClosed reports a call on something of this module after its
 	// Close (a redisstore.Store, a server.Server). The error wrapping it
 	// names the package.
 	ErrClosed = errors.New("admit: closed")
-
-	// ErrInvalidInstances reports a number of instances below 1 given to
-	// Limit.Share (or to keyed.LocalShare, keyed.LiveShare).
-	ErrInvalidInstances = errors.New("admit: invalid number of instances")
-
-	// ErrUnknownAlgorithm reports an Algorithm name or value this package
-	// does not define.
-	ErrUnknownAlgorithm = errors.New("admit: unknown algorithm")
 )

@@ -14,7 +14,10 @@ func ExampleNewPacer() {
 	// A manual clock makes the example deterministic; real code leaves the
 	// default, the system clock.
 	clk := admittest.NewManualClock(t0)
-	p, err := admit.NewPacer(admit.PerSecond(3), admit.WithClock(clk), admit.WithMaxQueue(1))
+	p, err := admit.NewPacer(admit.PerSecond(3), admit.PacerConfig{
+		Options:  admit.Options{Clock: clk},
+		MaxQueue: 1,
+	})
 	if err != nil {
 		panic(err)
 	}

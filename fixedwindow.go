@@ -11,8 +11,10 @@ type fixedWindow struct {
 	m meter[algo.FixedWindow]
 }
 
-// NewFixedWindow returns a fixed-window limiter for l. The error wraps
-// ErrInvalidLimit, also when the window would be shorter than 1ns.
+// NewFixedWindow returns a fixed-window limiter for l, with the settings o
+// (at most one; see Options). The error wraps ErrInvalidLimit for an
+// invalid l, also when the window would be shorter than 1ns, and
+// ErrInvalidConfig for invalid settings.
 //
 // The limiter counts events in fixed windows aligned on the clock. A window
 // is W = Burst×Period/Rate long (one Period with the default Burst = Rate,
@@ -29,11 +31,11 @@ type fixedWindow struct {
 // Only an admission changes the state (a denial or a peek in a later window
 // does not move the counter to it), and an instant earlier than the window
 // of the latest admission counts in that window. The limiter is safe for concurrent use.
-func NewFixedWindow(l Limit, opts ...Option) (Limiter, error) {
+func NewFixedWindow(l Limit, o ...Options) (Limiter, error) {
 	w := &fixedWindow{}
 	w.m.step = fixedWindowStep
 	w.m.rebase = rebaseWith(algo.FixedWindowRebase)
-	if err := w.m.init(l, true, opts); err != nil {
+	if err := w.m.init("NewFixedWindow", l, true, o); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -59,15 +59,20 @@ type gcraCore struct {
 
 const sealed = math.MinInt64
 
-// NewGCRA returns a GCRA limiter for l, full. The error wraps
-// ErrInvalidLimit.
-func NewGCRA(l Limit, opts ...Option) (*GCRA, error) {
+// NewGCRA returns a GCRA limiter for l, full, with the settings o (at
+// most one; see Options: the default clock is SystemClock, and the Name is
+// the Rule of its decisions). The error wraps ErrInvalidLimit for an
+// invalid l and ErrInvalidConfig for invalid settings.
+func NewGCRA(l Limit, o ...Options) (*GCRA, error) {
 	p, err := l.compile()
 	if err != nil {
 		return nil, err
 	}
-	o := buildOptions(opts)
-	g := &GCRA{clock: o.clock, name: o.name}
+	s, err := buildOptions("NewGCRA", o)
+	if err != nil {
+		return nil, err
+	}
+	g := &GCRA{clock: s.clock, name: s.name}
 	g.core.Store(newGCRACore(p, l.normal(), algo.GCRA{}))
 	return g, nil
 }

@@ -23,13 +23,14 @@ type LeakyBucket struct {
 	m meter[algo.Bucket]
 }
 
-// NewLeakyBucket returns an empty leaky bucket for l. The error wraps
-// ErrInvalidLimit.
-func NewLeakyBucket(l Limit, opts ...Option) (*LeakyBucket, error) {
+// NewLeakyBucket returns an empty leaky bucket for l, with the settings o
+// (at most one; see Options). The error wraps ErrInvalidLimit for an
+// invalid l and ErrInvalidConfig for invalid settings.
+func NewLeakyBucket(l Limit, o ...Options) (*LeakyBucket, error) {
 	b := &LeakyBucket{}
 	b.m.step = bucketStep
 	b.m.rebase = rebaseWith(algo.BucketRebaseLevel)
-	if err := b.m.init(l, false, opts); err != nil {
+	if err := b.m.init("NewLeakyBucket", l, false, o); err != nil {
 		return nil, err
 	}
 	return b, nil

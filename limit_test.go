@@ -151,10 +151,10 @@ func TestParseAlgorithm(t *testing.T) {
 			t.Errorf("ParseAlgorithm(%v) = %v, %v", a, got, err)
 		}
 	}
-	if _, err := ParseAlgorithm("leaky"); !errors.Is(err, ErrUnknownAlgorithm) {
+	if _, err := ParseAlgorithm("leaky"); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `unknown algorithm "leaky"`) {
 		t.Errorf("ParseAlgorithm(leaky) = %v", err)
 	}
-	if _, err := New(Algorithm(99), PerSecond(1)); !errors.Is(err, ErrUnknownAlgorithm) {
+	if _, err := New(Algorithm(99), PerSecond(1)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "unknown algorithm Algorithm(99)") {
 		t.Errorf("New(99) = %v", err)
 	}
 	if s := Algorithm(99).String(); s != "Algorithm(99)" {

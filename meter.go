@@ -20,7 +20,7 @@ type meter[S any] struct {
 	rebase func(s *S, old, new *algo.Params, now int64)
 }
 
-func (m *meter[S]) init(l Limit, window bool, opts []Option) error {
+func (m *meter[S]) init(fn string, l Limit, window bool, opts []Options) error {
 	p, err := l.compile()
 	if err != nil {
 		return err
@@ -30,8 +30,11 @@ func (m *meter[S]) init(l Limit, window bool, opts []Option) error {
 			return wrapLimit(l, err)
 		}
 	}
-	o := buildOptions(opts)
-	m.p, m.limit, m.clock, m.name = p, l.normal(), o.clock, o.name
+	s, err := buildOptions(fn, opts)
+	if err != nil {
+		return err
+	}
+	m.p, m.limit, m.clock, m.name = p, l.normal(), s.clock, s.name
 	return nil
 }
 

@@ -37,7 +37,7 @@ type Observer interface {
 
 // DecisionEvent describes one decision.
 type DecisionEvent struct {
-	Limiter  string   // the limiter's name (see each package's WithName)
+	Limiter  string   // the limiter's name (see Options.Name)
 	Key      string   // the key decided on; empty for a single-key limiter
 	N        int64    // the cost of the request
 	Decision Decision // the decision

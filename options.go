@@ -1,57 +1,6 @@
 package admit
 
-// Option configures a limiter. The zero set of options gives the defaults
-// documented on each option.
-type Option interface {
-	apply(*options)
-}
-
-type options struct {
-	clock Clock
-	name  string
-}
-
-func buildOptions(opts []Option) options {
-	o := options{clock: SystemClock}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
-	return o
-}
-
-// WithClock sets the clock used by the blocking calls (WaitN, the Pacer) and
-// by the shorthands that read the current time (Allow, Decide, Reserve...).
-// The default is SystemClock.
-func WithClock(c Clock) interface {
-	Option
-	PacerOption
-} {
-	return clockOption{c}
-}
-
-type clockOption struct{ c Clock }
-
-func (o clockOption) apply(opts *options) {
-	if o.c != nil {
-		opts.clock = o.c
-	}
-}
-
-func (o clockOption) applyPacer(opts *pacerOptions) {
-	if o.c != nil {
-		opts.clock = o.c
-	}
-}
-
-// WithName names the limiter; the name appears as Decision.Rule. The
-// default is no name.
-func WithName(name string) Option { return nameOption(name) }
-
-type nameOption string
-
-func (o nameOption) apply(opts *options) { opts.name = string(o) }
+import "fmt"
 
 // Options are the settings every component of this module shares: the
 // keyed, Redis, quota and concurrency limiters, the failure policies, the
@@ -59,12 +8,19 @@ func (o nameOption) apply(opts *options) { opts.name = string(o) }
 // them, so they are documented once, here. The zero Options are the
 // defaults: the system clock, no name, no observer.
 //
-// The single-key limiters of this package take the same settings as
-// options (WithClock, WithName); they call no Observer.
+// The single-key limiters of this package (New, NewGCRA, NewTokenBucket,
+// NewLeakyBucket, NewFixedWindow, NewSlidingWindow, NewSlidingLog) take
+// them as an optional last argument, as in NewGCRA(l, Options{Clock: c}).
+// They use the Clock and the Name and call no Observer (so that a decision
+// stays one atomic operation): a non-nil Observer is an error wrapping
+// ErrInvalidConfig, as is more than one Options. A Pacer takes them in its
+// PacerConfig.
 type Options struct {
 	// Clock is the clock of the decisions that do not give an instant
-	// (Request.At zero), of waits and of timeouts. Nil means SystemClock;
-	// admittest.ManualClock makes tests exact.
+	// (Request.At zero; the shorthands of a single-key limiter that take
+	// no instant, such as Allow), of waits (WaitN, the Pacer) and of
+	// timeouts. Nil means SystemClock; admittest.ManualClock makes tests
+	// exact.
 	Clock Clock
 
 	// Name names the component: it is the Rule of the decisions it makes
@@ -77,4 +33,39 @@ type Options struct {
 	// observer copies the keys it reports, since an observer may keep
 	// them.
 	Observer Observer
+}
+
+// options are the settings of a single-key limiter, defaults filled in.
+type options struct {
+	clock Clock
+	name  string
+}
+
+// buildOptions reads the optional Options given to the constructor fn of
+// a single-key limiter.
+func buildOptions(fn string, opts []Options) (options, error) {
+	o := options{clock: SystemClock}
+	if len(opts) == 0 {
+		return o, nil
+	}
+	if err := checkOptions(fn, len(opts)); err != nil {
+		return o, err
+	}
+	if opts[0].Observer != nil {
+		return o, fmt.Errorf("%w: %s: Options.Observer: the single-key limiters call no Observer (the keyed limiters of package keyed do)", ErrInvalidConfig, fn)
+	}
+	if opts[0].Clock != nil {
+		o.clock = opts[0].Clock
+	}
+	o.name = opts[0].Name
+	return o, nil
+}
+
+// checkOptions refuses more than one settings value given to the
+// constructor fn.
+func checkOptions(fn string, n int) error {
+	if n > 1 {
+		return fmt.Errorf("%w: %s: %d settings values, want at most one", ErrInvalidConfig, fn, n)
+	}
+	return nil
 }

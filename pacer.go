@@ -26,10 +26,10 @@ import (
 // burst is always 1.
 //
 // A wait that would pass the context's deadline, the maximum wait
-// (WithMaxWait) or a full queue (WithMaxQueue) is refused at once, with an
-// error wrapping ErrDeadline, ErrWaitTooLong or ErrQueueFull. A caller whose
-// context is cancelled while it waits leaves the queue, and the callers
-// behind it move up one slot.
+// (PacerConfig.MaxWait) or a full queue (PacerConfig.MaxQueue) is refused
+// at once, with an error wrapping ErrDeadline, ErrWaitTooLong or
+// ErrQueueFull. A caller whose context is cancelled while it waits leaves
+// the queue, and the callers behind it move up one slot.
 //
 // Unlimited releases every caller at once; a zero Limit refuses every one
 // with an error wrapping ErrExceedsBurst.
@@ -47,7 +47,7 @@ type Pacer struct {
 
 	clock    Clock
 	maxQueue int   // < 0: no bound
-	maxWait  int64 // ns
+	maxWait  int64 // ns; InfDuration: no bound
 }
 
 // pacerWaiter is a caller in the queue. Only the head waits on a timer;
@@ -59,40 +59,35 @@ type pacerWaiter struct {
 	gone       bool // left the queue
 }
 
-// PacerOption configures a Pacer.
-type PacerOption interface {
-	applyPacer(*pacerOptions)
+// PacerConfig configures a Pacer. The zero PacerConfig gives the
+// defaults: the system clock, no bound on the queue, no bound on the wait.
+type PacerConfig struct {
+	// Options: the Clock is the clock of the pacer's waits and of the
+	// instants Take returns (nil: SystemClock). A Pacer makes no decisions
+	// to name and calls no Observer: a Name or an Observer is an error
+	// wrapping ErrInvalidConfig.
+	Options
+
+	// MaxQueue bounds the number of callers waiting in the queue; a caller
+	// that would be one more is refused at once with an error wrapping
+	// ErrQueueFull. 0 means no bound; a negative MaxQueue means that no
+	// caller ever waits: Take and Wait succeed only when the caller's slot
+	// is now.
+	MaxQueue int
+
+	// MaxWait bounds how long a caller may wait for its slot; a caller
+	// whose slot is further away is refused at once with an error wrapping
+	// ErrWaitTooLong. 0 means no bound (the context's deadline still
+	// applies); a negative MaxWait means that no caller ever waits: Take
+	// and Wait succeed only when the caller's slot is now.
+	MaxWait time.Duration
 }
-
-type pacerOptions struct {
-	clock    Clock
-	maxQueue int
-	maxWait  time.Duration
-}
-
-// WithMaxQueue bounds the number of callers waiting in a Pacer's queue; a
-// caller that would be one more is refused at once with an error wrapping
-// ErrQueueFull. With n = 0 no caller ever waits: Take and Wait succeed only
-// when the caller's slot is now. The default, or a negative n, is no bound.
-func WithMaxQueue(n int) PacerOption { return maxQueueOption(n) }
-
-type maxQueueOption int
-
-func (o maxQueueOption) applyPacer(opts *pacerOptions) { opts.maxQueue = int(o) }
-
-// WithMaxWait bounds how long a caller of a Pacer may wait for its slot; a
-// caller whose slot is further away is refused at once with an error
-// wrapping ErrWaitTooLong. The default, or a negative d, is no bound (the
-// context's deadline still applies).
-func WithMaxWait(d time.Duration) PacerOption { return maxWaitOption(d) }
-
-type maxWaitOption time.Duration
-
-func (o maxWaitOption) applyPacer(opts *pacerOptions) { opts.maxWait = time.Duration(o) }
 
 // NewPacer returns a Pacer releasing events at l's rate (Rate per Period; the
-// burst is ignored). The error wraps ErrInvalidLimit.
-func NewPacer(l Limit, opts ...PacerOption) (*Pacer, error) {
+// burst is ignored), configured by c (at most one; see PacerConfig). The
+// error wraps ErrInvalidLimit for an invalid l and ErrInvalidConfig for an
+// invalid PacerConfig.
+func NewPacer(l Limit, c ...PacerConfig) (*Pacer, error) {
 	p, err := algo.Compile(l.Rate, int64(l.Period), 1)
 	if l.Rate == 0 {
 		p, err = algo.Compile(0, 0, 0)
@@ -100,23 +95,38 @@ func NewPacer(l Limit, opts ...PacerOption) (*Pacer, error) {
 	if err != nil {
 		return nil, wrapLimit(l, err)
 	}
-	o := pacerOptions{clock: SystemClock, maxQueue: -1, maxWait: -1}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.applyPacer(&o)
-		}
+	if err := checkOptions("NewPacer", len(c)); err != nil {
+		return nil, err
 	}
-	if o.maxQueue < 0 {
-		o.maxQueue = -1
+	var cfg PacerConfig
+	if len(c) == 1 {
+		cfg = c[0]
 	}
-	if o.maxWait < 0 {
-		o.maxWait = InfDuration
+	if cfg.Name != "" || cfg.Observer != nil {
+		return nil, fmt.Errorf("%w: NewPacer: a Pacer makes no decisions: it takes no Options.Name or Options.Observer, only a Clock", ErrInvalidConfig)
+	}
+	pc := &Pacer{p: p, clock: cfg.Clock, maxQueue: -1, maxWait: int64(InfDuration)}
+	if pc.clock == nil {
+		pc.clock = SystemClock
+	}
+	switch {
+	case cfg.MaxQueue > 0:
+		pc.maxQueue = cfg.MaxQueue
+	case cfg.MaxQueue < 0:
+		pc.maxQueue = 0
+	}
+	switch {
+	case cfg.MaxWait > 0:
+		pc.maxWait = int64(cfg.MaxWait)
+	case cfg.MaxWait < 0:
+		pc.maxWait = 0
 	}
 	l.Burst = 1
 	if l.Rate == Inf || l.Rate == 0 {
 		l.Burst = 0
 	}
-	return &Pacer{p: p, limit: l, clock: o.clock, maxQueue: o.maxQueue, maxWait: int64(o.maxWait)}, nil
+	pc.limit = l
+	return pc, nil
 }
 
 // Limit returns the pacer's limit (Burst 1).
@@ -194,11 +204,11 @@ func (p *Pacer) take(ctx context.Context) (time.Time, error) {
 // requires p.mu.
 func (p *Pacer) enqueue(ctx context.Context, t int64) (*pacerWaiter, error) {
 	if p.maxQueue >= 0 && p.n >= p.maxQueue {
-		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, p.n)
+		return nil, fmt.Errorf("admit: Pacer: %d callers waiting, the maximum: %w", p.n, ErrQueueFull)
 	}
 	wait := algo.PacerWait(p.next, &p.p, t, int64(p.n))
 	if wait > p.maxWait {
-		return nil, fmt.Errorf("%w: the slot is %v away, the maximum is %v", ErrWaitTooLong, time.Duration(wait), time.Duration(p.maxWait))
+		return nil, fmt.Errorf("admit: Pacer: the slot is %v away, the maximum is %v: %w", time.Duration(wait), time.Duration(p.maxWait), ErrWaitTooLong)
 	}
 	if dl, ok := ctx.Deadline(); ok && wait > nanos(dl)-t {
 		return nil, fmt.Errorf("admit: Pacer: the slot is %v away: %w", time.Duration(wait), ErrDeadline)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -14,9 +15,9 @@ import (
 // In these tests time is synctest's fake clock: a goroutine blocked on a
 // timer lets time jump to the timer's deadline, so nothing sleeps for real.
 
-func mustPacer(t *testing.T, l Limit, opts ...PacerOption) *Pacer {
+func mustPacer(t *testing.T, l Limit, c ...PacerConfig) *Pacer {
 	t.Helper()
-	p, err := NewPacer(l, opts...)
+	p, err := NewPacer(l, c...)
 	if err != nil {
 		t.Fatalf("NewPacer(%v): %v", l, err)
 	}
@@ -156,13 +157,13 @@ func TestPacerConcurrentSpacing(t *testing.T) {
 
 func TestPacerBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := mustPacer(t, Every(time.Second), WithMaxQueue(2))
+		p := mustPacer(t, Every(time.Second), PacerConfig{MaxQueue: 2})
 		takeAll(t, p, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		go p.Wait(ctx)
 		go p.Wait(ctx)
 		synctest.Wait()
-		if _, err := p.Take(); !errors.Is(err, ErrQueueFull) {
+		if _, err := p.Take(); !errors.Is(err, ErrQueueFull) || !strings.Contains(err.Error(), "Pacer: 2 callers waiting") {
 			t.Fatalf("third waiter: %v, want ErrQueueFull", err)
 		}
 		cancel()
@@ -171,14 +172,14 @@ func TestPacerBounds(t *testing.T) {
 			t.Fatalf("Len = %d after cancel", p.Len())
 		}
 
-		p = mustPacer(t, Every(time.Second), WithMaxWait(time.Second))
+		p = mustPacer(t, Every(time.Second), PacerConfig{MaxWait: time.Second})
 		got := takeAll(t, p, 2) // the second waits exactly the maximum
 		if got[1] != time.Second {
 			t.Fatalf("second release at %v", got[1])
 		}
 		go p.Take()
 		synctest.Wait()
-		if _, err := p.Take(); !errors.Is(err, ErrWaitTooLong) {
+		if _, err := p.Take(); !errors.Is(err, ErrWaitTooLong) || !strings.Contains(err.Error(), "Pacer: the slot is 2s away, the maximum is 1s") {
 			t.Fatalf("slot 2s away with max wait 1s: %v, want ErrWaitTooLong", err)
 		}
 
@@ -201,14 +202,16 @@ func TestPacerBounds(t *testing.T) {
 			t.Fatalf("slot at the deadline: %v", err)
 		}
 
-		// WithMaxQueue(0): only a free slot is taken.
-		p = mustPacer(t, Every(time.Second), WithMaxQueue(0))
-		takeAll(t, p, 1)
-		if _, err := p.Take(); !errors.Is(err, ErrQueueFull) {
-			t.Fatalf("no queue: %v", err)
+		// A negative MaxQueue or MaxWait: only a free slot is taken.
+		for c, want := range map[PacerConfig]error{{MaxQueue: -1}: ErrQueueFull, {MaxWait: -1}: ErrWaitTooLong} {
+			p = mustPacer(t, Every(time.Second), c)
+			takeAll(t, p, 1)
+			if _, err := p.Take(); !errors.Is(err, want) {
+				t.Fatalf("%+v: %v, want %v", c, err, want)
+			}
+			time.Sleep(time.Second)
+			takeAll(t, p, 1)
 		}
-		time.Sleep(time.Second)
-		takeAll(t, p, 1)
 	})
 }
 
@@ -286,7 +289,7 @@ func (c *stepClock) NewTimer(time.Duration) Timer { panic("stepClock has no time
 
 func TestPacerTakeAllocs(t *testing.T) {
 	p := mustPacer(t, Unlimited)
-	q := mustPacer(t, PerSecond(3), WithClock(&stepClock{now: epoch}))
+	q := mustPacer(t, PerSecond(3), PacerConfig{Options: Options{Clock: &stepClock{now: epoch}}})
 	for name, p := range map[string]*Pacer{"unlimited": p, "1e9/s": q} {
 		if a := testing.AllocsPerRun(100, func() { p.Take() }); a != 0 {
 			t.Errorf("%s: Take allocates %v", name, a)

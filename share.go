@@ -26,10 +26,10 @@ import (
 // be outside the domain of Limit (a capacity over 36 years), the rate is
 // rounded up instead: ⌈Rate/instances⌉ per Period. Unlimited and the zero
 // Limit are shared as they are. An instances below 1 is an error wrapping
-// ErrInvalidInstances, an invalid l an error wrapping ErrInvalidLimit.
+// ErrInvalidConfig, an invalid l an error wrapping ErrInvalidLimit.
 func (l Limit) Share(instances int) (Limit, error) {
 	if instances < 1 {
-		return Limit{}, fmt.Errorf("%w: %d (want at least 1)", ErrInvalidInstances, instances)
+		return Limit{}, fmt.Errorf("%w: Limit.Share: invalid number of instances %d (want at least 1)", ErrInvalidConfig, instances)
 	}
 	if err := l.Validate(); err != nil {
 		return Limit{}, err

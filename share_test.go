@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,8 +47,8 @@ func TestShare(t *testing.T) {
 		{admit.Unlimited, 5, admit.Unlimited, nil},
 		{admit.Limit{}, 5, admit.Limit{}, nil},
 		// Errors.
-		{admit.PerSecond(10), 0, admit.Limit{}, admit.ErrInvalidInstances},
-		{admit.PerSecond(10), -3, admit.Limit{}, admit.ErrInvalidInstances},
+		{admit.PerSecond(10), 0, admit.Limit{}, admit.ErrInvalidConfig},
+		{admit.PerSecond(10), -3, admit.Limit{}, admit.ErrInvalidConfig},
 		{admit.Limit{Rate: -1, Period: time.Second}, 2, admit.Limit{}, admit.ErrInvalidLimit},
 		{admit.Limit{Rate: 1, Period: 0}, 2, admit.Limit{}, admit.ErrInvalidLimit},
 		{admit.PerSecond(math.MaxInt64 - 1), 2, admit.Limit{}, admit.ErrInvalidLimit}, // too fine to share
@@ -55,6 +56,9 @@ func TestShare(t *testing.T) {
 		got, err := tc.shared.Share(tc.instances)
 		if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) || got != tc.want {
 			t.Errorf("%v.Share(%d) = %+v, %v; want %+v, %v", tc.shared, tc.instances, got, err, tc.want, tc.err)
+		}
+		if tc.err == admit.ErrInvalidConfig && !strings.Contains(err.Error(), "Limit.Share: invalid number of instances") {
+			t.Errorf("%v.Share(%d): %v does not name the number of instances", tc.shared, tc.instances, err)
 		}
 		if err == nil {
 			if verr := got.Validate(); verr != nil {

@@ -11,8 +11,10 @@ type slidingLog struct {
 	m meter[algo.SlidingLog]
 }
 
-// NewSlidingLog returns an empty sliding log for l. The error wraps
-// ErrInvalidLimit, also when the window would be shorter than 1ns.
+// NewSlidingLog returns an empty sliding log for l, with the settings o
+// (at most one; see Options). The error wraps ErrInvalidLimit for an
+// invalid l, also when the window would be shorter than 1ns, and
+// ErrInvalidConfig for invalid settings.
 //
 // The limiter logs the instant of every admitted event and admits a request
 // of n iff the events logged in the last W = Burst×Period/Rate (rounded up
@@ -23,11 +25,11 @@ type slidingLog struct {
 //
 // An instant earlier than the latest logged event counts as that event's
 // instant. The limiter is safe for concurrent use.
-func NewSlidingLog(l Limit, opts ...Option) (Limiter, error) {
+func NewSlidingLog(l Limit, o ...Options) (Limiter, error) {
 	s := &slidingLog{}
 	s.m.step = slidingLogStep
 	s.m.rebase = func(*algo.SlidingLog, *algo.Params, *algo.Params, int64) {}
-	if err := s.m.init(l, true, opts); err != nil {
+	if err := s.m.init("NewSlidingLog", l, true, o); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -11,8 +11,10 @@ type slidingWindow struct {
 	m meter[algo.SlidingWindow]
 }
 
-// NewSlidingWindow returns a sliding-window counter for l. The error wraps
-// ErrInvalidLimit, also when the window would be shorter than 1ns.
+// NewSlidingWindow returns a sliding-window counter for l, with the
+// settings o (at most one; see Options). The error wraps ErrInvalidLimit
+// for an invalid l, also when the window would be shorter than 1ns, and
+// ErrInvalidConfig for invalid settings.
 //
 // The limiter is the sliding-window counter (as in Cloudflare's and
 // go-chi/httprate's limiters) in its strict form. It counts events in fixed
@@ -29,11 +31,11 @@ type slidingWindow struct {
 //
 // Only an admission changes the state, and an instant earlier than the
 // window of the latest admission counts at that window's start. The limiter is safe for concurrent use.
-func NewSlidingWindow(l Limit, opts ...Option) (Limiter, error) {
+func NewSlidingWindow(l Limit, o ...Options) (Limiter, error) {
 	w := &slidingWindow{}
 	w.m.step = slidingWindowStep
 	w.m.rebase = rebaseWith(algo.SlidingWindowRebase)
-	if err := w.m.init(l, true, opts); err != nil {
+	if err := w.m.init("NewSlidingWindow", l, true, o); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -73,15 +73,19 @@ type TokenBucket struct {
 	name  string
 }
 
-// NewTokenBucket returns a full token bucket for l. The error wraps
-// ErrInvalidLimit.
-func NewTokenBucket(l Limit, opts ...Option) (*TokenBucket, error) {
+// NewTokenBucket returns a full token bucket for l, with the settings o
+// (at most one; see Options). The error wraps ErrInvalidLimit for an
+// invalid l and ErrInvalidConfig for invalid settings.
+func NewTokenBucket(l Limit, o ...Options) (*TokenBucket, error) {
 	p, err := l.compile()
 	if err != nil {
 		return nil, err
 	}
-	o := buildOptions(opts)
-	b := &TokenBucket{p: p, limit: l.normal(), u: p, clock: o.clock, name: o.name}
+	s, err := buildOptions("NewTokenBucket", o)
+	if err != nil {
+		return nil, err
+	}
+	b := &TokenBucket{p: p, limit: l.normal(), u: p, clock: s.clock, name: s.name}
 	if p.Mode != algo.Normal {
 		b.u = algo.UnitParams(p.Burst)
 	}

@@ -19,7 +19,7 @@ import (
 // blocking code is driven without sleeping:
 //
 //	clk := admittest.NewManualClock(admittest.Epoch)
-//	lim, _ := admit.NewGCRA(admit.Every(time.Second), admit.WithClock(clk))
+//	lim, _ := admit.NewGCRA(admit.Every(time.Second), admit.Options{Clock: clk})
 //	lim.Allow()
 //	go func() { done <- lim.Wait(ctx) }()
 //	clk.BlockUntilTimers(ctx, 1) // Wait is blocked on its timer

@@ -146,7 +146,7 @@ func TestManualClockConcurrent(t *testing.T) {
 // and returns when the clock reaches its slot, not before.
 func TestManualClockDrivesWaitN(t *testing.T) {
 	c := NewManualClock(Epoch)
-	lim, err := admit.NewGCRA(admit.PerSecond(3).WithBurst(1), admit.WithClock(c))
+	lim, err := admit.NewGCRA(admit.PerSecond(3).WithBurst(1), admit.Options{Clock: c})
 	if err != nil {
 		t.Fatal(err)
 	}

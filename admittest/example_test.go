@@ -30,7 +30,7 @@ func ExampleModel() {
 // A ManualClock drives a limiter's WaitN without sleeping.
 func ExampleManualClock() {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, _ := admit.NewGCRA(admit.Every(time.Second), admit.WithClock(clk))
+	lim, _ := admit.NewGCRA(admit.Every(time.Second), admit.Options{Clock: clk})
 	lim.Allow() // uses the one event the burst holds
 
 	ctx := context.Background()

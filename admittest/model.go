@@ -28,7 +28,8 @@ import (
 //
 // If l is outside the domain documented on admit.Limit (or, for the window
 // algorithms, its window B×T is shorter than 1ns), Allow returns an error
-// wrapping admit.ErrInvalidLimit. A Request's At is its instant (the zero
+// wrapping admit.ErrInvalidLimit, and if alg is not an admit.Algorithm,
+// one wrapping admit.ErrInvalidConfig. A Request's At is its instant (the zero
 // At is time.Now()); a Request with a Limit other than l is an error
 // wrapping admit.ErrInvalidLimit (a model has one limit).
 func Model(alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
@@ -79,7 +80,7 @@ func (m *model) compile(l admit.Limit) error {
 	case admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingLog:
 		window = true
 	default:
-		return fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, m.alg)
+		return fmt.Errorf("%w: admittest: Model: unknown algorithm %v", admit.ErrInvalidConfig, m.alg)
 	}
 	switch {
 	case l.Rate < 0 || l.Period < 0 || l.Burst < 0:

@@ -258,7 +258,7 @@ func TestModelRejectsInvalidLimits(t *testing.T) {
 			t.Errorf("%v %+v: %v", c.alg, c.l, err)
 		}
 	}
-	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := Model(admit.Algorithm(99), admit.PerSecond(1)).Allow(t.Context(), admit.Request{Key: "a", N: 1, At: t0}); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "unknown algorithm Algorithm(99)") {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	// A window of 1ns is fine for the windows, and shorter for the buckets.

@@ -150,7 +150,7 @@ func TestIsFailure(t *testing.T) {
 		{context.DeadlineExceeded, true},
 		{fmt.Errorf("x: %w", admit.ErrInvalidCost), false},
 		{fmt.Errorf("x: %w", admit.ErrInvalidLimit), false},
-		{fmt.Errorf("x: %w", admit.ErrUnknownAlgorithm), false},
+		{fmt.Errorf("x: %w", admit.ErrInvalidConfig), false},
 		{fmt.Errorf("x: %w", admit.ErrKeyTooLong), false},
 		{fmt.Errorf("x: %w", keyed.ErrStoreFull), true},
 	} {

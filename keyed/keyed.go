@@ -13,7 +13,7 @@ import (
 
 // ErrStoreFull reports that a key could not be stored because its shard's
 // key arena reached 4 GiB. Nothing was consumed. The package's other
-// errors are admit's (ErrInvalidLimit, ErrInvalidCost, ErrUnknownAlgorithm,
+// errors are admit's (ErrInvalidConfig, ErrInvalidLimit, ErrInvalidCost,
 // and ErrKeyTooLong for a key longer than Config.MaxKeyLength). Test them
 // with errors.Is.
 var ErrStoreFull = errors.New("keyed: key store full")
@@ -63,8 +63,8 @@ type Limiter struct {
 	sysClock  bool // clock is admit.SystemClock
 }
 
-// New returns a Limiter configured by cfg. The error wraps admit.ErrInvalidConfig (a field out of its domain),
-// admit.ErrInvalidLimit or admit.ErrUnknownAlgorithm.
+// New returns a Limiter configured by cfg. The error wraps admit.ErrInvalidConfig (a field out of its domain,
+// an unknown algorithm) or admit.ErrInvalidLimit.
 func New(cfg Config) (*Limiter, error) {
 	o, err := cfg.settings()
 	if err != nil {
@@ -84,7 +84,7 @@ func New(cfg Config) (*Limiter, error) {
 	case admit.AlgSlidingLog:
 		lim.eng = newTable(logOps, o.shards, o.maxKeys, o.grace)
 	default:
-		return nil, fmt.Errorf("%w: %v", admit.ErrUnknownAlgorithm, alg)
+		return nil, fmt.Errorf("%w: keyed: unknown algorithm %v", admit.ErrInvalidConfig, alg)
 	}
 	lim.own = limits.Compile(alg, cfg.Limit)
 	if lim.own.Err != nil {

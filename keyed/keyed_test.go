@@ -272,7 +272,7 @@ func TestBadInput(t *testing.T) {
 		"no period":           {keyed.Config{Limit: admit.Limit{Rate: 5}}, admit.ErrInvalidLimit},
 		"absurd period":       {keyed.Config{Limit: admit.Limit{Rate: 1, Period: 1 << 62}}, admit.ErrInvalidLimit},
 		"window under 1ns":    {keyed.Config{Algorithm: admit.AlgFixedWindow, Limit: admit.Limit{Rate: 3, Period: 1, Burst: 1}}, admit.ErrInvalidLimit},
-		"unknown alg":         {keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(1)}, admit.ErrUnknownAlgorithm},
+		"unknown alg":         {keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(1)}, admit.ErrInvalidConfig},
 		"negative cap":        {keyed.Config{Limit: admit.PerSecond(1), MaxKeys: -1}, admit.ErrInvalidConfig},
 		"negative key length": {keyed.Config{Limit: admit.PerSecond(1), MaxKeyLength: -1}, admit.ErrInvalidConfig},
 		"huge key length":     {keyed.Config{Limit: admit.PerSecond(1), MaxKeyLength: 1 << 40}, admit.ErrInvalidConfig},
@@ -282,6 +282,9 @@ func TestBadInput(t *testing.T) {
 		if err == nil || lim != nil || !errors.Is(err, c.want) {
 			t.Errorf("%s: New = %v, %v", name, lim, err)
 		}
+	}
+	if _, err := keyed.New(keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(1)}); err == nil || !strings.Contains(err.Error(), "keyed: unknown algorithm Algorithm(99)") {
+		t.Errorf("unknown algorithm: %v does not name it", err)
 	}
 }
 

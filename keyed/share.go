@@ -12,7 +12,8 @@ import (
 // is this instance's share of cfg.Limit, the limit shared among instances
 // instances (see admit.Limit.Share): the local limiter of a
 // compose.Fallback for a fleet of a known size. The error wraps
-// admit.ErrInvalidInstances, admit.ErrInvalidLimit or one of New's.
+// admit.ErrInvalidConfig (instances below 1), admit.ErrInvalidLimit or
+// one of New's.
 func LocalShare(cfg Config, instances int) (*Limiter, error) {
 	l, err := cfg.Limit.Share(instances)
 	if err != nil {
@@ -57,11 +58,11 @@ type share struct {
 // LiveShare returns a Shared configured by cfg, deciding with this
 // instance's share of cfg.Limit, the limit shared among live() instances.
 // live is called on every request, so it must be cheap (an atomic load)
-// and safe for concurrent use. The error wraps admit.ErrInvalidInstances
+// and safe for concurrent use. The error wraps admit.ErrInvalidConfig
 // (a nil live), admit.ErrInvalidLimit or one of New's.
 func LiveShare(cfg Config, live func() int) (*Shared, error) {
 	if live == nil {
-		return nil, fmt.Errorf("%w: LiveShare needs a function counting the live instances", admit.ErrInvalidInstances)
+		return nil, fmt.Errorf("%w: keyed: LiveShare needs a function counting the live instances", admit.ErrInvalidConfig)
 	}
 	lim, err := New(cfg)
 	if err != nil {

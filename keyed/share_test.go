@@ -2,6 +2,7 @@ package keyed_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,10 +14,10 @@ import (
 )
 
 func TestLocalShare(t *testing.T) {
-	if _, err := keyed.LocalShare(keyed.Config{Limit: admit.PerSecond(10)}, 0); !errors.Is(err, admit.ErrInvalidInstances) {
+	if _, err := keyed.LocalShare(keyed.Config{Limit: admit.PerSecond(10)}, 0); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "invalid number of instances 0") {
 		t.Errorf("0 instances: %v", err)
 	}
-	if _, err := keyed.LocalShare(keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(10)}, 2); !errors.Is(err, admit.ErrUnknownAlgorithm) {
+	if _, err := keyed.LocalShare(keyed.Config{Algorithm: admit.Algorithm(99), Limit: admit.PerSecond(10)}, 2); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "unknown algorithm") {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	for _, alg := range admit.Algorithms() {
@@ -41,7 +42,7 @@ func TestLocalShare(t *testing.T) {
 }
 
 func TestLiveShare(t *testing.T) {
-	if _, err := keyed.LiveShare(keyed.Config{Limit: admit.PerSecond(10)}, nil); !errors.Is(err, admit.ErrInvalidInstances) {
+	if _, err := keyed.LiveShare(keyed.Config{Limit: admit.PerSecond(10)}, nil); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "LiveShare needs a function counting the live instances") {
 		t.Errorf("nil live: %v", err)
 	}
 	if _, err := keyed.LiveShare(keyed.Config{Limit: admit.Limit{Rate: -1}}, func() int { return 1 }); !errors.Is(err, admit.ErrInvalidLimit) {

@@ -36,8 +36,8 @@ type Limiter struct {
 }
 
 // Limiter returns a limiter configured by cfg, whose states live in the
-// store's Redis. The error wraps admit.ErrInvalidConfig (a bad name),
-// admit.ErrInvalidLimit or admit.ErrUnknownAlgorithm.
+// store's Redis. The error wraps admit.ErrInvalidConfig (a bad name, an
+// unknown algorithm) or admit.ErrInvalidLimit.
 func (s *Store) Limiter(cfg LimiterConfig) (*Limiter, error) {
 	if err := checkName(cfg.Name); err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *Store) Limiter(cfg LimiterConfig) (*Limiter, error) {
 	alg := cfg.Algorithm
 	code, ok := lua.Code(alg)
 	if !ok {
-		return nil, fmt.Errorf("%w: %v in Redis", admit.ErrUnknownAlgorithm, alg)
+		return nil, fmt.Errorf("%w: redisstore: unknown algorithm %v in Redis", admit.ErrInvalidConfig, alg)
 	}
 	lim := &Limiter{s: s, alg: alg, code: code, name: cfg.Name, obs: cfg.Observer}
 	lim.own = limits.Compile(alg, cfg.Limit)

@@ -10,9 +10,9 @@
 //
 // Waits are bounded: a request whose wait (for tokens and for its host's
 // pause) would pass Config.MaxWait (default 10 seconds) or its context's
-// deadline fails at once, with ErrWaitTooLong or ErrDeadline, instead of waiting in vain; one
-// whose context ends while it waits fails with the context's error and
-// gives its tokens back.
+// deadline fails at once, with an error wrapping admit.ErrWaitTooLong or
+// admit.ErrDeadline, instead of waiting in vain; one whose context ends
+// while it waits fails with the context's error and gives its tokens back.
 //
 // A response pauses its host when it says the host's limit is reached:
 //

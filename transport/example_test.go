@@ -37,7 +37,7 @@ func Example() {
 	fmt.Println("first:", resp.Status)
 
 	_, err = client.Get(upstream.URL)
-	fmt.Println("second: wait too long:", errors.Is(err, transport.ErrWaitTooLong), "paused:", errors.Is(err, transport.ErrPaused))
+	fmt.Println("second: wait too long:", errors.Is(err, admit.ErrWaitTooLong), "paused:", errors.Is(err, transport.ErrPaused))
 	// Output:
 	// first: 429 Too Many Requests
 	// second: wait too long: true paused: true
@@ -50,7 +50,7 @@ func ExampleConfig_limiter() {
 	defer upstream.Close()
 
 	clk := admittest.NewManualClock(admittest.Epoch) // leave it out outside tests
-	lim, err := admit.NewGCRA(admit.PerSecond(1), admit.WithClock(clk))
+	lim, err := admit.NewGCRA(admit.PerSecond(1), admit.Options{Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -62,7 +62,7 @@ func ExampleConfig_limiter() {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, upstream.URL, nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
-			fmt.Println("refused:", errors.Is(err, transport.ErrWaitTooLong))
+			fmt.Println("refused:", errors.Is(err, admit.ErrWaitTooLong))
 			return
 		}
 		resp.Body.Close()

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,8 +29,8 @@ type hostTable struct {
 
 // get returns the host named key, creating it (with its limit) if create
 // is true, at instant now (ns on the time line). It returns nil, nil for
-// an unknown host when create is false, and ErrTooManyHosts when the
-// table is full of hosts it cannot forget.
+// an unknown host when create is false, and an error wrapping
+// admit.ErrTooManyKeys when the table is full of hosts it cannot forget.
 func (t *hostTable) get(key string, create bool, now time.Time, ns int64) (*host, error) {
 	t.mu.RLock()
 	h := t.m[key]
@@ -43,11 +44,11 @@ func (t *hostTable) get(key string, create bool, now time.Time, ns int64) (*host
 		return h, nil
 	}
 	if !t.room(now, ns) {
-		return nil, ErrTooManyHosts
+		return nil, fmt.Errorf("too many hosts, the maximum is %d: %w", t.max, admit.ErrTooManyKeys)
 	}
 	h = &host{}
 	if t.limit != nil {
-		lim, err := admit.NewGCRA(*t.limit, admit.WithClock(t.clock))
+		lim, err := admit.NewGCRA(*t.limit, admit.Options{Clock: t.clock})
 		if err != nil {
 			// New validated the limit.
 			return nil, err
@@ -71,7 +72,7 @@ func (t *hostTable) pause(key string, now time.Time, ns, until int64) {
 		}
 		h = &host{}
 		if t.limit != nil {
-			if lim, err := admit.NewGCRA(*t.limit, admit.WithClock(t.clock)); err == nil {
+			if lim, err := admit.NewGCRA(*t.limit, admit.Options{Clock: t.clock}); err == nil {
 				h.lim = lim
 			}
 		}

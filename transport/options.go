@@ -8,10 +8,8 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// Reserver is a rate limiter with reservations, such as *admit.GCRA and
-// *admit.TokenBucket: ReserveN reserves n events at instant now and says
-// when they may be used; the reservation can be cancelled.
-type Reserver interface {
+// reserver is what Config.Limiter is: a rate limiter with reservations.
+type reserver interface {
 	ReserveN(now time.Time, n int) admit.Reservation
 }
 
@@ -26,9 +24,14 @@ type Config struct {
 	Clock admit.Clock
 
 	// Limiter makes every request wait for one of its tokens, shared by
-	// all hosts, before it is sent (each retry too). It must read the
-	// same clock as the Transport. Nil means none.
-	Limiter Reserver
+	// all hosts, before it is sent (each retry too). It is a rate limiter
+	// with reservations, such as *admit.GCRA and *admit.TokenBucket:
+	// ReserveN reserves n events at instant now and says when they may be
+	// used; the reservation can be cancelled. It must read the same clock
+	// as the Transport. Nil means none.
+	Limiter interface {
+		ReserveN(now time.Time, n int) admit.Reservation
+	}
 
 	// HostLimit gives each host its own GCRA limit: requests to a host
 	// wait for a token of its limit before they are sent (each retry
@@ -39,10 +42,11 @@ type Config struct {
 
 	// MaxWait is the longest time a request waits for its turn (rate
 	// limit tokens and the end of a pause together). A request that would
-	// wait longer fails at once with an error wrapping ErrWaitTooLong;
-	// one whose wait would pass its context's deadline fails at once with
-	// ErrDeadline. 0 means 10 seconds; a negative MaxWait never waits:
-	// requests go at once or fail.
+	// wait longer fails at once with an error wrapping
+	// admit.ErrWaitTooLong; one whose wait would pass its context's
+	// deadline fails at once with an error wrapping admit.ErrDeadline. 0
+	// means 10 seconds; a negative MaxWait never waits: requests go at
+	// once or fail.
 	MaxWait time.Duration
 
 	// MaxPause caps the pause an upstream can ask for with Retry-After,
@@ -54,9 +58,10 @@ type Config struct {
 	// MaxHosts caps the number of hosts the Transport tracks (their
 	// limits and pauses). Hosts whose limit is full and that are not
 	// paused are forgotten when the cap is reached, which changes
-	// nothing; beyond that, a request to a new host fails with
-	// ErrTooManyHosts if it needs a host limit, and a new host's pause is
-	// not recorded. 0 means 10,000; it must not be negative.
+	// nothing; beyond that, a request to a new host fails with an error
+	// wrapping admit.ErrTooManyKeys if it needs a host limit, and a new
+	// host's pause is not recorded. 0 means 10,000; it must not be
+	// negative.
 	MaxHosts int
 
 	// Retries retries requests answered 429 (Too Many Requests) or 503
@@ -109,7 +114,7 @@ const (
 
 // options are a valid Config with its defaults filled in.
 type options struct {
-	lim        Reserver
+	lim        reserver
 	hostLimit  *admit.Limit
 	maxWait    time.Duration
 	maxPause   time.Duration

@@ -22,10 +22,10 @@ import (
 // the shared limit (Config.Limiter), reserved in that order for the instant
 // the previous ones allow. The total wait is known before waiting: when it
 // would exceed Config.MaxWait, or end after the request context's deadline,
-// the request fails at once with an error wrapping ErrWaitTooLong or
-// ErrDeadline (and ErrPaused when the host's pause is the reason), without
-// being sent and without taking tokens. A wait ends early, with the
-// context's error, when the context ends; its tokens are given back.
+// the request fails at once with an error wrapping admit.ErrWaitTooLong or
+// admit.ErrDeadline (and ErrPaused when the host's pause is the reason),
+// without being sent and without taking tokens. A wait ends early, with
+// the context's error, when the context ends; its tokens are given back.
 //
 // A response pauses its host when it says so (see the package doc): a 429
 // or 503 with Retry-After, a RateLimit field saying a policy has no quota
@@ -47,7 +47,7 @@ import (
 // safe for concurrent use, and starts no goroutines.
 type Transport struct {
 	base       http.RoundTripper
-	lim        Reserver
+	lim        reserver
 	hosts      hostTable
 	perHost    bool
 	maxWait    time.Duration
@@ -101,8 +101,9 @@ func (t *Transport) ns(now time.Time) int64 { return int64(now.Sub(t.base0)) }
 // RoundTrip sends req once its turn has come (see Transport), and returns
 // the response of its last attempt. It fails without sending req when the
 // wait would be too long, when req's context ends while it waits, or with
-// ErrTooManyHosts; errors of the base RoundTripper are returned as they
-// are. Like every RoundTripper, it closes req's body, even on errors.
+// an error wrapping admit.ErrTooManyKeys (see Config.MaxHosts); errors of
+// the base RoundTripper are returned as they are. Like every RoundTripper,
+// it closes req's body, even on errors.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeBody(req)
@@ -190,13 +191,13 @@ func (t *Transport) plan(ctx context.Context, key string, minWait time.Duration)
 	}
 	now := t.clock.Now()
 	ns := t.ns(now)
-	g := grant{now: now, key: key, limit: now.Add(t.maxWait), lerr: ErrWaitTooLong}
+	g := grant{now: now, key: key, limit: now.Add(t.maxWait), lerr: admit.ErrWaitTooLong}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(g.limit) {
-		g.limit, g.lerr = dl, ErrDeadline
+		g.limit, g.lerr = dl, admit.ErrDeadline
 	}
 	h, err := t.hosts.get(key, t.perHost, now, ns)
 	if err != nil {
-		return grant{}, fmt.Errorf("%w: %s", err, key)
+		return grant{}, fmt.Errorf("transport: %s: %w", key, err)
 	}
 	var pause time.Duration
 	if h != nil {
@@ -208,11 +209,11 @@ func (t *Transport) plan(ctx context.Context, key string, minWait time.Duration)
 	if err := g.check(delay, pause); err != nil {
 		return grant{}, err
 	}
-	reserve := func(lim Reserver, what string) error {
+	reserve := func(lim reserver, what string) error {
 		r := lim.ReserveN(now.Add(delay), 1)
 		g.res[g.n], g.n = r, g.n+1
 		if !r.OK() {
-			return fmt.Errorf("transport: %s: the %s never admits a request: %w", key, what, ErrWaitTooLong)
+			return fmt.Errorf("transport: %s: the %s never admits a request: %w", key, what, admit.ErrWaitTooLong)
 		}
 		delay = max(delay, r.DelayFrom(now))
 		return g.check(delay, pause)
@@ -241,7 +242,7 @@ func (g *grant) check(delay, pause time.Duration) error {
 	}
 	// A request may wait the maximum wait, but must go before its
 	// deadline.
-	if end := g.now.Add(delay); g.lerr == ErrDeadline && end.Before(g.limit) || g.lerr != ErrDeadline && !end.After(g.limit) {
+	if end := g.now.Add(delay); g.lerr == admit.ErrDeadline && end.Before(g.limit) || g.lerr != admit.ErrDeadline && !end.After(g.limit) {
 		return nil
 	}
 	what := "the rate limit"
@@ -249,7 +250,7 @@ func (g *grant) check(delay, pause time.Duration) error {
 		what = "the host's pause"
 	}
 	bound := "the maximum wait " + g.limit.Sub(g.now).String()
-	if g.lerr == ErrDeadline {
+	if g.lerr == admit.ErrDeadline {
 		bound = "the request's deadline in " + g.limit.Sub(g.now).String()
 	}
 	if pause > 0 {

@@ -88,7 +88,7 @@ func TestPausedHost(t *testing.T) {
 	body := newBody("payload")
 	req, _ := http.NewRequest(http.MethodPost, u.URL, body)
 	_, err := tr.RoundTrip(req)
-	if !errors.Is(err, ErrWaitTooLong) || !errors.Is(err, ErrPaused) {
+	if !errors.Is(err, admit.ErrWaitTooLong) || !errors.Is(err, ErrPaused) || !strings.Contains(err.Error(), "for the host's pause would pass the maximum wait 10s") {
 		t.Fatalf("%v, want ErrWaitTooLong and ErrPaused", err)
 	}
 	if !body.closed.Load() {
@@ -126,7 +126,7 @@ func TestDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(5*time.Second))
 	defer cancel()
 	_, err := get(ctx, tr, u.URL)
-	if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrPaused) {
+	if !errors.Is(err, admit.ErrDeadline) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrPaused) || !strings.Contains(err.Error(), "would pass the request's deadline") {
 		t.Fatalf("%v, want ErrDeadline", err)
 	}
 	if u.hits.Load() != 1 || clk.Timers() != 0 {
@@ -136,7 +136,7 @@ func TestDeadline(t *testing.T) {
 
 func TestLimiter(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
-	lim, err := admit.NewGCRA(admit.PerSecond(1), admit.WithClock(clk))
+	lim, err := admit.NewGCRA(admit.PerSecond(1), admit.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestLimiter(t *testing.T) {
 	// Two more: one may wait 2s, the third would wait 3s: refused at once.
 	second := async(func() error { _, err := get(context.Background(), tr, a.URL); return err })
 	blockUntilTimers(t, clk, 2)
-	if _, err := get(context.Background(), tr, a.URL); !errors.Is(err, ErrWaitTooLong) || errors.Is(err, ErrPaused) {
+	if _, err := get(context.Background(), tr, a.URL); !errors.Is(err, admit.ErrWaitTooLong) || errors.Is(err, ErrPaused) || !strings.Contains(err.Error(), "for the rate limit would pass the maximum wait 2s") {
 		t.Fatalf("%v, want ErrWaitTooLong alone", err)
 	}
 	clk.Advance(time.Second)
@@ -184,9 +184,9 @@ func TestLimiter(t *testing.T) {
 	}
 
 	// A limit that never admits fails at once.
-	never, _ := admit.NewGCRA(admit.Limit{}, admit.WithClock(clk))
+	never, _ := admit.NewGCRA(admit.Limit{}, admit.Options{Clock: clk})
 	tr2, _ := newTransport(t, clk, Config{Limiter: never})
-	if _, err := get(context.Background(), tr2, a.URL); !errors.Is(err, ErrWaitTooLong) {
+	if _, err := get(context.Background(), tr2, a.URL); !errors.Is(err, admit.ErrWaitTooLong) || !strings.Contains(err.Error(), "the limiter never admits a request") {
 		t.Fatalf("zero limit: %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestHostLimit(t *testing.T) {
 	// Each host has its own minute: both are spent, and a's pause is a's.
 	for _, u := range []*upstream{a, b} {
 		_, err := get(context.Background(), tr, u.URL)
-		if !errors.Is(err, ErrWaitTooLong) {
+		if !errors.Is(err, admit.ErrWaitTooLong) || !strings.Contains(err.Error(), "would pass the maximum wait") {
 			t.Fatalf("%v, want ErrWaitTooLong", err)
 		}
 		if paused := errors.Is(err, ErrPaused); paused != (u == a) {
@@ -232,8 +232,8 @@ func TestMaxHosts(t *testing.T) {
 		}
 	}
 	// Both hosts have spent their token: neither can be forgotten.
-	if _, err := get(context.Background(), tr, us[2].URL); !errors.Is(err, ErrTooManyHosts) {
-		t.Fatalf("%v, want ErrTooManyHosts", err)
+	if _, err := get(context.Background(), tr, us[2].URL); !errors.Is(err, admit.ErrTooManyKeys) || !strings.Contains(err.Error(), "too many hosts, the maximum is 2") {
+		t.Fatalf("%v, want ErrTooManyKeys for too many hosts", err)
 	}
 	// Once they are full again, they are forgotten for the new host.
 	clk.Advance(time.Second)
