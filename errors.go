@@ -46,8 +46,10 @@ var (
 	// with a field outside its documented domain, or another argument
 	// refused at construction: an unknown Algorithm (ParseAlgorithm, New),
 	// Options a single-key limiter cannot honour, a number of instances
-	// below 1 (Limit.Share). The error wrapping it names the package and
-	// the field or argument.
+	// below 1 (Limit.Share), a nil limiter or a chain without layers
+	// (package compose), a lease of more than a year (package
+	// redisstore). The error wrapping it names the package and the field
+	// or argument.
 	ErrInvalidConfig = errors.New("admit: invalid config")
 
 	// ErrKeyTooLong reports a key longer than a keyed limiter's maximum.

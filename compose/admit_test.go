@@ -3,7 +3,9 @@ package compose_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,19 +138,20 @@ func TestAdmitBadInput(t *testing.T) {
 		reqs []admit.Request
 		dst  []admit.Decision
 		want error
+		text string
 	}{
-		"one request for two layers": {ok[:1], nil, compose.ErrInvalidLayer},
-		"no requests":                {nil, nil, compose.ErrInvalidLayer},
-		"short dst":                  {ok, make([]admit.Decision, 1), compose.ErrInvalidLayer},
-		"long dst":                   {ok, make([]admit.Decision, 3), compose.ErrInvalidLayer},
-		"negative n in a later one":  {[]admit.Request{{Key: "x", N: 1}, {Key: "y", N: -1}}, nil, admit.ErrInvalidCost},
+		"one request for two layers": {ok[:1], nil, admit.ErrInvalidConfig, "compose: invalid layer: 1 requests for 2 layers"},
+		"no requests":                {nil, nil, admit.ErrInvalidConfig, "compose: invalid layer: 0 requests for 2 layers"},
+		"short dst":                  {ok, make([]admit.Decision, 1), admit.ErrInvalidConfig, "compose: invalid layer: room for 1 decisions for 2 layers"},
+		"long dst":                   {ok, make([]admit.Decision, 3), admit.ErrInvalidConfig, "compose: invalid layer: room for 3 decisions for 2 layers"},
+		"negative n in a later one":  {[]admit.Request{{Key: "x", N: 1}, {Key: "y", N: -1}}, nil, admit.ErrInvalidCost, "layer 1"},
 	} {
 		for i := range c.dst {
 			c.dst[i].Rule = "untouched"
 		}
 		d, err := compose.Admit(ctx, two, c.reqs, &h, c.dst)
-		if !errors.Is(err, c.want) || d.Allowed {
-			t.Errorf("%s: %+v, %v; want %v", name, d, err, c.want)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.text) || d.Allowed {
+			t.Errorf("%s: %+v, %v; want %v saying %q", name, d, err, c.want, c.text)
 		}
 		for i := range c.dst {
 			if c.dst[i].Rule != "untouched" {

@@ -45,7 +45,8 @@ func canRefund(l admit.KeyedLimiter) bool {
 // Chain is a limit made of layers that must all admit a request: the
 // hierarchical limit of a multi-tenant API (per client address, per user,
 // per tenant, per route, a global concurrency cap). Build one with All;
-// the zero Chain has no layers and refuses every call with ErrNoLayers. A
+// the zero Chain has no layers and refuses every call with an error
+// wrapping admit.ErrInvalidConfig ("compose: no layers"). A
 // Chain is safe for concurrent use if its layers are.
 type Chain struct {
 	layers   []Layer
@@ -75,18 +76,19 @@ type Chain struct {
 // whose window another request has moved on takes the events off the new
 // window's count.
 //
-// All fails with ErrNoLayers for no layers and ErrInvalidLayer for a layer
-// with neither or both of Limiter and Slots (a nil pointer counts as
-// none), or a layer that cannot be undone placed before another.
+// All fails with an error wrapping admit.ErrInvalidConfig for no layers
+// ("compose: no layers") and for a layer with neither or both of Limiter
+// and Slots (a nil pointer counts as none), or a layer that cannot be
+// undone placed before another ("compose: invalid layer", naming it).
 func All(layers ...Layer) (*Chain, error) {
 	if len(layers) == 0 {
-		return nil, ErrNoLayers
+		return nil, errNoLayers
 	}
 	c := &Chain{layers: append([]Layer(nil), layers...)}
 	for i, l := range c.layers {
 		lim, slots := !isNil(l.Limiter), l.Slots != nil && !isNil(l.Slots)
 		if lim == slots {
-			return nil, fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots", ErrInvalidLayer, i, l.Name)
+			return nil, fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots", errInvalidLayer, i, l.Name)
 		}
 		if !lim {
 			c.layers[i].Limiter = nil
@@ -99,7 +101,7 @@ func All(layers ...Layer) (*Chain, error) {
 			c.learners = true
 		}
 		if i < len(layers)-1 && !c.layers[i].undoable() {
-			return nil, fmt.Errorf("%w: layer %d (%q) cannot be undone (its limiter is not a Refunder), so it must be the last", ErrInvalidLayer, i, l.Name)
+			return nil, fmt.Errorf("%w: layer %d (%q) cannot be undone (its limiter is not a Refunder), so it must be the last", errInvalidLayer, i, l.Name)
 		}
 	}
 	return c, nil
@@ -180,18 +182,19 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 // layers are theirs.
 //
 // Bad input asks no layer, leaves dst as it was, and fails with a refusing
-// decision: no layers (ErrNoLayers), len(reqs) != len(layers), dst neither
-// nil nor of len(layers), or an invalid layer (ErrInvalidLayer), a
+// decision: no layers, len(reqs) != len(layers), dst neither nil nor of
+// len(layers), or an invalid layer (each an error wrapping
+// admit.ErrInvalidConfig that says which), a
 // negative N (admit.ErrInvalidCost), a Slots layer while h is nil
 // (ErrNeedHeld).
 func Admit(ctx context.Context, layers []Layer, reqs []admit.Request, h *Held, dst []admit.Decision) (admit.Decision, error) {
 	switch {
 	case len(layers) == 0:
-		return admit.Decision{RetryAfter: admit.InfDuration}, ErrNoLayers
+		return admit.Decision{RetryAfter: admit.InfDuration}, errNoLayers
 	case len(reqs) != len(layers):
-		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: %d requests for %d layers", ErrInvalidLayer, len(reqs), len(layers))
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: %d requests for %d layers", errInvalidLayer, len(reqs), len(layers))
 	case dst != nil && len(dst) != len(layers):
-		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: room for %d decisions for %d layers", ErrInvalidLayer, len(dst), len(layers))
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: room for %d decisions for %d layers", errInvalidLayer, len(dst), len(layers))
 	}
 	for i := range layers {
 		l := &layers[i]
@@ -199,7 +202,7 @@ func Admit(ctx context.Context, layers []Layer, reqs []admit.Request, h *Held, d
 		switch {
 		case lim == slots || (lim && isNil(l.Limiter)) || (slots && isNil(l.Slots)):
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name},
-				fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots, not a nil pointer", ErrInvalidLayer, i, l.Name)
+				fmt.Errorf("%w: layer %d (%q) needs exactly one of Limiter and Slots, not a nil pointer", errInvalidLayer, i, l.Name)
 		case reqs[i].N < 0:
 			return admit.Decision{RetryAfter: admit.InfDuration, Rule: l.Name}, fmt.Errorf("%w: layer %d (%q): n=%d", admit.ErrInvalidCost, i, l.Name, reqs[i].N)
 		case slots && h == nil:
@@ -213,9 +216,9 @@ func Admit(ctx context.Context, layers []Layer, reqs []admit.Request, h *Held, d
 func check(nlayers int, keys []string, n int64) error {
 	switch {
 	case nlayers == 0:
-		return ErrNoLayers
+		return errNoLayers
 	case len(keys) != nlayers:
-		return fmt.Errorf("%w: %d keys for %d layers", ErrInvalidLayer, len(keys), nlayers)
+		return fmt.Errorf("%w: %d keys for %d layers", errInvalidLayer, len(keys), nlayers)
 	case n < 0:
 		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
 	}

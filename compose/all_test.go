@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -371,31 +372,39 @@ func TestAllErrors(t *testing.T) {
 	noRefundGuard := mustGuard(t, &oneWay{}, compose.GuardConfig{Policy: compose.FailOpen})
 	refundGuard := mustGuard(t, lim, compose.GuardConfig{Policy: compose.Breaker(compose.FailClosed)})
 	fallbackOneWay := mustGuard(t, lim, compose.GuardConfig{Policy: compose.Fallback(&oneWay{})})
+	const (
+		noLayers = "compose: no layers"
+		oneOf    = "compose: invalid layer: layer 0 (\"\") needs exactly one of Limiter and Slots"
+		last     = "compose: invalid layer: layer 0 (\"\") cannot be undone"
+	)
 	for name, c := range map[string]struct {
 		layers []compose.Layer
-		want   error
+		text   string // of an error wrapping admit.ErrInvalidConfig; "" for none
 	}{
-		"no layers":              {nil, compose.ErrNoLayers},
-		"empty layer":            {[]compose.Layer{{Name: "x"}}, compose.ErrInvalidLayer},
-		"both":                   {[]compose.Layer{{Limiter: p, Slots: &slotsProbe{max: 1}}}, compose.ErrInvalidLayer},
-		"nil pointer":            {[]compose.Layer{{Limiter: nilKeyed}}, compose.ErrInvalidLayer},
-		"nil local slots":        {[]compose.Layer{{Slots: nilConc.Slots()}}, compose.ErrInvalidLayer},
-		"one-way first":          {[]compose.Layer{{Limiter: &oneWay{}}, {Limiter: p}}, compose.ErrInvalidLayer},
-		"one-way guard first":    {[]compose.Layer{{Limiter: noRefundGuard}, {Limiter: p}}, compose.ErrInvalidLayer},
-		"one-way fallback first": {[]compose.Layer{{Limiter: fallbackOneWay}, {Limiter: p}}, compose.ErrInvalidLayer},
-		"one-way last":           {[]compose.Layer{{Limiter: p}, {Limiter: &oneWay{}}}, nil},
-		"guard first":            {[]compose.Layer{{Limiter: refundGuard}, {Limiter: &oneWay{}}}, nil},
-		"nil pointer and slots":  {[]compose.Layer{{Limiter: nilKeyed, Slots: &slotsProbe{max: 1}}}, nil},
+		"no layers":              {nil, noLayers},
+		"empty layer":            {[]compose.Layer{{Name: "x"}}, "compose: invalid layer: layer 0 (\"x\") needs exactly one of Limiter and Slots"},
+		"both":                   {[]compose.Layer{{Limiter: p, Slots: &slotsProbe{max: 1}}}, oneOf},
+		"nil pointer":            {[]compose.Layer{{Limiter: nilKeyed}}, oneOf},
+		"nil local slots":        {[]compose.Layer{{Slots: nilConc.Slots()}}, oneOf},
+		"one-way first":          {[]compose.Layer{{Limiter: &oneWay{}}, {Limiter: p}}, last},
+		"one-way guard first":    {[]compose.Layer{{Limiter: noRefundGuard}, {Limiter: p}}, last},
+		"one-way fallback first": {[]compose.Layer{{Limiter: fallbackOneWay}, {Limiter: p}}, last},
+		"one-way last":           {[]compose.Layer{{Limiter: p}, {Limiter: &oneWay{}}}, ""},
+		"guard first":            {[]compose.Layer{{Limiter: refundGuard}, {Limiter: &oneWay{}}}, ""},
+		"nil pointer and slots":  {[]compose.Layer{{Limiter: nilKeyed, Slots: &slotsProbe{max: 1}}}, ""},
 	} {
 		c0, err := compose.All(c.layers...)
-		if !errors.Is(err, c.want) || (err == nil) != (c0 != nil) {
-			t.Errorf("%s: All = %v, %v; want %v", name, c0, err, c.want)
+		if c.text == "" && (err != nil || c0 == nil) {
+			t.Errorf("%s: All = %v, %v; want a chain", name, c0, err)
+		}
+		if c.text != "" && (!errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), c.text) || c0 != nil) {
+			t.Errorf("%s: All = %v, %v; want admit.ErrInvalidConfig saying %q", name, c0, err, c.text)
 		}
 	}
 
 	chain := mustAll(t, compose.Layer{Name: "a", Limiter: p}, compose.Layer{Name: "b", Slots: &slotsProbe{max: 5}})
 	var h compose.Held
-	if _, err := chain.AllowKeys(ctx, []string{"k"}, 1, &h); !errors.Is(err, compose.ErrInvalidLayer) {
+	if _, err := chain.AllowKeys(ctx, []string{"k"}, 1, &h); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "compose: invalid layer: 1 keys for 2 layers") {
 		t.Errorf("one key for two layers: %v", err)
 	}
 	if _, err := chain.AllowKeys(ctx, []string{"k", "k"}, 1, nil); !errors.Is(err, compose.ErrNeedHeld) {
@@ -413,25 +422,27 @@ func TestAllErrors(t *testing.T) {
 
 	// Admit checks every layer first.
 	good := compose.Layer{Name: "p", Limiter: p}
+	const layer1 = "compose: invalid layer: layer 1 (\"\") needs exactly one of Limiter and Slots"
 	for name, c := range map[string]struct {
 		layers []compose.Layer
 		keys   []string
 		n      int64
 		h      *compose.Held
 		want   error
+		text   string
 	}{
-		"no layers":     {nil, nil, 1, nil, compose.ErrNoLayers},
-		"keys":          {[]compose.Layer{good}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
-		"empty layer":   {[]compose.Layer{good, {}}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
-		"nil pointer":   {[]compose.Layer{good, {Limiter: nilKeyed}}, []string{"a", "b"}, 1, nil, compose.ErrInvalidLayer},
-		"nil slots ptr": {[]compose.Layer{good, {Slots: (*slotsProbe)(nil)}}, []string{"a", "b"}, 1, &h, compose.ErrInvalidLayer},
-		"both":          {[]compose.Layer{good, {Limiter: p, Slots: &slotsProbe{}}}, []string{"a", "b"}, 1, &h, compose.ErrInvalidLayer},
-		"no held":       {[]compose.Layer{good, {Slots: &slotsProbe{max: 1}}}, []string{"a", "b"}, 1, nil, compose.ErrNeedHeld},
-		"negative n":    {[]compose.Layer{good}, []string{"a"}, -1, nil, admit.ErrInvalidCost},
+		"no layers":     {nil, nil, 1, nil, admit.ErrInvalidConfig, "compose: no layers"},
+		"keys":          {[]compose.Layer{good}, []string{"a", "b"}, 1, nil, admit.ErrInvalidConfig, "compose: invalid layer: 2 requests for 1 layers"},
+		"empty layer":   {[]compose.Layer{good, {}}, []string{"a", "b"}, 1, nil, admit.ErrInvalidConfig, layer1},
+		"nil pointer":   {[]compose.Layer{good, {Limiter: nilKeyed}}, []string{"a", "b"}, 1, nil, admit.ErrInvalidConfig, layer1},
+		"nil slots ptr": {[]compose.Layer{good, {Slots: (*slotsProbe)(nil)}}, []string{"a", "b"}, 1, &h, admit.ErrInvalidConfig, layer1},
+		"both":          {[]compose.Layer{good, {Limiter: p, Slots: &slotsProbe{}}}, []string{"a", "b"}, 1, &h, admit.ErrInvalidConfig, layer1},
+		"no held":       {[]compose.Layer{good, {Slots: &slotsProbe{max: 1}}}, []string{"a", "b"}, 1, nil, compose.ErrNeedHeld, ""},
+		"negative n":    {[]compose.Layer{good}, []string{"a"}, -1, nil, admit.ErrInvalidCost, ""},
 	} {
 		d, err := compose.Admit(ctx, c.layers, requestsOf(c.keys, c.n), c.h, nil)
-		if !errors.Is(err, c.want) || d.Allowed {
-			t.Errorf("Admit, %s: %+v, %v; want %v", name, d, err, c.want)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.text) || d.Allowed {
+			t.Errorf("Admit, %s: %+v, %v; want %v saying %q", name, d, err, c.want, c.text)
 		}
 	}
 	if n, _ := p.counts(); n != 0 {

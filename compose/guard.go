@@ -116,22 +116,23 @@ const (
 )
 
 // NewGuard returns a Guard asking primary and applying cfg.Policy when it
-// fails. The error wraps ErrNilLimiter (a nil primary, or Fallback(nil)),
-// ErrInvalidPolicy (the zero Policy) or admit.ErrInvalidConfig (another
-// field of cfg outside its domain).
+// fails. The error wraps admit.ErrInvalidConfig and says what is wrong: a
+// nil primary or Fallback(nil) ("compose: nil limiter"), the zero Policy
+// ("compose: invalid policy"), or another field of cfg outside its
+// domain.
 func NewGuard(primary admit.KeyedLimiter, cfg GuardConfig) (*Guard, error) {
 	policy := cfg.Policy
 	if isNil(primary) {
-		return nil, fmt.Errorf("%w: NewGuard needs a primary limiter", ErrNilLimiter)
+		return nil, fmt.Errorf("%w: NewGuard needs a primary limiter", errNilLimiter)
 	}
 	switch policy.kind {
 	case failOpen, failClosed:
 	case fallback:
 		if isNil(policy.local) {
-			return nil, fmt.Errorf("%w: Fallback(nil): want the local limiter to decide when the primary fails", ErrNilLimiter)
+			return nil, fmt.Errorf("%w: Fallback(nil): want the local limiter to decide when the primary fails", errNilLimiter)
 		}
 	default:
-		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or Fallback(local)", ErrInvalidPolicy)
+		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or Fallback(local)", errInvalidPolicy)
 	}
 	o, err := cfg.options()
 	if err != nil {
@@ -424,7 +425,8 @@ func (g *Guard) decide(ctx context.Context, r admit.Request) (admit.Decision, er
 // The primary's Refund runs under the Guard's timeout (GuardConfig.Timeout).
 // Refunds count in no Stats and never switch the Guard. The error is
 // non-nil for r.N < 0 (admit.ErrInvalidCost), when the limiter that should
-// take the refund cannot (ErrNotRefunder: the primary, or Fallback's local
+// take the refund cannot (an error wrapping errors.ErrUnsupported, "compose:
+// the limiter cannot give events back": the primary, or Fallback's local
 // limiter, is not a Refunder), when the caller's context ends first, for
 // an error of the primary about the request (see IsFailure), and for an
 // error of the local limiter.
@@ -440,7 +442,7 @@ func (g *Guard) Refund(ctx context.Context, r admit.Request) error {
 	}
 	if g.state.Load() != stateOpen {
 		if g.refund == nil {
-			return fmt.Errorf("%w: the primary %T has no Refund", ErrNotRefunder, g.primary)
+			return fmt.Errorf("%w: the primary %T has no Refund", errNotRefunder, g.primary)
 		}
 		timedOut, err := g.callRefund(ctx, r)
 		if err == nil {
@@ -457,7 +459,7 @@ func (g *Guard) Refund(ctx context.Context, r admit.Request) error {
 		return nil
 	}
 	if g.lrefund == nil {
-		return fmt.Errorf("%w: the local limiter %T has no Refund", ErrNotRefunder, g.local)
+		return fmt.Errorf("%w: the local limiter %T has no Refund", errNotRefunder, g.local)
 	}
 	return g.lrefund.Refund(ctx, r)
 }

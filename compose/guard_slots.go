@@ -29,23 +29,24 @@ import (
 // is the name (GuardConfig.Name) followed by "/fail-open", "/fail-closed" or
 // "/fallback", and their Kind is admit.KindConcurrency.
 //
-// The error wraps ErrNilLimiter (a nil primary, or FallbackSlots(nil)),
-// ErrInvalidPolicy (the zero Policy, or Fallback, which is for rate
-// limiters) or admit.ErrInvalidConfig. The layer is safe for concurrent use if
+// The error wraps admit.ErrInvalidConfig and says what is wrong: a nil
+// primary or FallbackSlots(nil) ("compose: nil limiter"), the zero Policy
+// or Fallback, which is for rate limiters ("compose: invalid policy"), or
+// another field of cfg outside its domain. The layer is safe for concurrent use if
 // primary and local are.
 func GuardSlots(primary admit.Slots, cfg GuardConfig) (admit.Slots, error) {
 	policy := cfg.Policy
 	if isNil(primary) {
-		return nil, fmt.Errorf("%w: GuardSlots needs a primary", ErrNilLimiter)
+		return nil, fmt.Errorf("%w: GuardSlots needs a primary", errNilLimiter)
 	}
 	switch {
 	case policy.kind == failOpen || policy.kind == failClosed:
 	case policy.kind == fallback && policy.local != nil:
-		return nil, fmt.Errorf("%w: Fallback is for rate limiters: give GuardSlots FallbackSlots(local)", ErrInvalidPolicy)
+		return nil, fmt.Errorf("%w: Fallback is for rate limiters: give GuardSlots FallbackSlots(local)", errInvalidPolicy)
 	case policy.kind == fallback && isNil(policy.slots):
-		return nil, fmt.Errorf("%w: FallbackSlots(nil): want the local slots to grant when the primary fails", ErrNilLimiter)
+		return nil, fmt.Errorf("%w: FallbackSlots(nil): want the local slots to grant when the primary fails", errNilLimiter)
 	case policy.kind != fallback:
-		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or FallbackSlots(local)", ErrInvalidPolicy)
+		return nil, fmt.Errorf("%w: the zero Policy: want FailOpen, FailClosed or FallbackSlots(local)", errInvalidPolicy)
 	}
 	o, err := cfg.options()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,13 +85,17 @@ func TestGuardSlots(t *testing.T) {
 	}
 	for _, c := range []struct {
 		p    Policy
-		want error
-	}{{Policy{}, ErrInvalidPolicy}, {Fallback(countSlots{&held}.asLimiter()), ErrInvalidPolicy}, {FallbackSlots(nil), ErrNilLimiter}} {
-		if _, err := GuardSlots(down, GuardConfig{Policy: c.p}); !errors.Is(err, c.want) {
-			t.Errorf("GuardSlots(%v, GuardConfig{}): %v, want %v", c.p, err, c.want)
+		text string
+	}{
+		{Policy{}, "compose: invalid policy: the zero Policy"},
+		{Fallback(countSlots{&held}.asLimiter()), "compose: invalid policy: Fallback is for rate limiters"},
+		{FallbackSlots(nil), "compose: nil limiter: FallbackSlots(nil)"},
+	} {
+		if _, err := GuardSlots(down, GuardConfig{Policy: c.p}); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("GuardSlots(%v, GuardConfig{}): %v, want admit.ErrInvalidConfig saying %q", c.p, err, c.text)
 		}
 	}
-	if _, err := GuardSlots(nil, GuardConfig{Policy: FailOpen}); !errors.Is(err, ErrNilLimiter) {
+	if _, err := GuardSlots(nil, GuardConfig{Policy: FailOpen}); !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), "compose: nil limiter: GuardSlots needs a primary") {
 		t.Errorf("nil primary: %v", err)
 	}
 	if _, err := GuardSlots(down, GuardConfig{Policy: FailOpen, RetryAfter: -1}); !errors.Is(err, admit.ErrInvalidConfig) {

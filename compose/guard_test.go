@@ -329,12 +329,12 @@ func TestBadArguments(t *testing.T) {
 		want    error
 		text    string
 	}{
-		{"nil primary", nil, compose.FailOpen, compose.GuardConfig{}, compose.ErrNilLimiter, "primary"},
-		{"typed nil primary", nilKeyed, compose.FailOpen, compose.GuardConfig{}, compose.ErrNilLimiter, "primary"},
-		{"nil fallback", prim, compose.Fallback(nil), compose.GuardConfig{}, compose.ErrNilLimiter, "Fallback(nil)"},
-		{"typed nil fallback", prim, compose.Breaker(compose.Fallback(nilKeyed)), compose.GuardConfig{}, compose.ErrNilLimiter, "Fallback(nil)"},
-		{"zero policy", prim, compose.Policy{}, compose.GuardConfig{}, compose.ErrInvalidPolicy, "zero Policy"},
-		{"breaker of nothing", prim, compose.Breaker(compose.Policy{}), compose.GuardConfig{}, compose.ErrInvalidPolicy, "zero Policy"},
+		{"nil primary", nil, compose.FailOpen, compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: nil limiter: NewGuard needs a primary"},
+		{"typed nil primary", nilKeyed, compose.FailOpen, compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: nil limiter: NewGuard needs a primary"},
+		{"nil fallback", prim, compose.Fallback(nil), compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: nil limiter: Fallback(nil)"},
+		{"typed nil fallback", prim, compose.Breaker(compose.Fallback(nilKeyed)), compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: nil limiter: Fallback(nil)"},
+		{"zero policy", prim, compose.Policy{}, compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: invalid policy: the zero Policy"},
+		{"breaker of nothing", prim, compose.Breaker(compose.Policy{}), compose.GuardConfig{}, admit.ErrInvalidConfig, "compose: invalid policy: the zero Policy"},
 		{"negative threshold", prim, compose.FailOpen, compose.GuardConfig{Threshold: -2}, admit.ErrInvalidConfig, "Threshold -2"},
 		{"negative probe interval", prim, compose.FailOpen, compose.GuardConfig{ProbeInterval: -time.Second}, admit.ErrInvalidConfig, "ProbeInterval -1s"},
 		{"negative retry", prim, compose.FailClosed, compose.GuardConfig{RetryAfter: -time.Second}, admit.ErrInvalidConfig, "RetryAfter -1s"},

@@ -53,23 +53,3 @@ func (h *Held) Grants() iter.Seq[admit.Releaser] {
 		}
 	}
 }
-
-type leaseTTLKey struct{}
-
-// WithLeaseTTL returns a copy of ctx under which the Slots layers whose
-// grants expire by themselves (Renewers, such as
-// redisstore.ConcurrencyLimiter.Slots) grant for ttl instead of their own
-// lease: for a holder that keeps a request's Held under a lease of its own
-// (the lease table of admit serve), so that both expire together. A ttl
-// of 0 or less leaves the layers' own leases.
-func WithLeaseTTL(ctx context.Context, ttl time.Duration) context.Context {
-	return context.WithValue(ctx, leaseTTLKey{}, ttl)
-}
-
-// LeaseTTL returns the lease set on ctx by WithLeaseTTL, and false if none
-// (or one of 0 or less) is set. Slots layers whose grants expire by
-// themselves call it when they grant.
-func LeaseTTL(ctx context.Context) (time.Duration, bool) {
-	ttl, ok := ctx.Value(leaseTTLKey{}).(time.Duration)
-	return ttl, ok && ttl > 0
-}

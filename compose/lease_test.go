@@ -110,21 +110,3 @@ func TestHeldRenew(t *testing.T) {
 		h.Release()
 	}
 }
-
-func TestLeaseTTL(t *testing.T) {
-	if ttl, ok := compose.LeaseTTL(ctx); ok || ttl != 0 {
-		t.Errorf("bare context: %v, %v", ttl, ok)
-	}
-	c := compose.WithLeaseTTL(ctx, 90*time.Second)
-	if ttl, ok := compose.LeaseTTL(c); !ok || ttl != 90*time.Second {
-		t.Errorf("WithLeaseTTL(90s): %v, %v", ttl, ok)
-	}
-	if ttl, ok := compose.LeaseTTL(context.WithoutCancel(c)); !ok || ttl != 90*time.Second {
-		t.Errorf("a child context: %v, %v", ttl, ok)
-	}
-	for _, bad := range []time.Duration{0, -time.Second} {
-		if ttl, ok := compose.LeaseTTL(compose.WithLeaseTTL(ctx, bad)); ok {
-			t.Errorf("WithLeaseTTL(%v): %v, %v; want none", bad, ttl, ok)
-		}
-	}
-}

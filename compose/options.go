@@ -28,7 +28,7 @@ type GuardConfig struct {
 	// Policy is what decides when the primary fails: FailOpen, FailClosed,
 	// Fallback(local) (FallbackSlots(local) for GuardSlots), or any of
 	// them as a Breaker. Required: the zero Policy is an error wrapping
-	// ErrInvalidPolicy.
+	// admit.ErrInvalidConfig ("compose: invalid policy").
 	Policy Policy
 
 	// Timeout bounds each call of the primary: it runs under

@@ -49,7 +49,7 @@ var (
 // without the Guard's timeout, and its errors are returned as they are. The
 // Guard reports local's decisions to its Observer (see GuardConfig.Observer), so
 // give the Observer to the Guard rather than to local. A nil local makes
-// NewGuard fail with ErrNilLimiter.
+// NewGuard fail with an error wrapping admit.ErrInvalidConfig.
 func Fallback(local admit.KeyedLimiter) Policy {
 	return Policy{kind: fallback, local: local}
 }
@@ -57,7 +57,7 @@ func Fallback(local admit.KeyedLimiter) Policy {
 // FallbackSlots is Fallback for concurrency layers (GuardSlots): local,
 // usually this instance's share of the shared slots in memory, grants the
 // slots of each request the primary cannot decide. A nil local makes
-// GuardSlots fail with ErrNilLimiter.
+// GuardSlots fail with an error wrapping admit.ErrInvalidConfig.
 func FallbackSlots(local admit.Slots) Policy {
 	return Policy{kind: fallback, slots: local}
 }

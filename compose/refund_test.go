@@ -5,6 +5,7 @@ package compose_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,13 +92,13 @@ func TestGuardRefund(t *testing.T) {
 	})
 	t.Run("not refunders", func(t *testing.T) {
 		g := mustGuard(t, &oneWay{}, compose.GuardConfig{Policy: compose.FailOpen})
-		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "compose: the limiter cannot give events back: the primary") {
 			t.Errorf("a one-way primary: %v", err)
 		}
 		prim := newProbe("primary", fails(errDown))
 		g = mustGuard(t, prim, compose.GuardConfig{Policy: compose.Breaker(compose.Fallback(&oneWay{})), Threshold: 1, ProbeInterval: time.Hour})
 		allow(t, g, "k", 1)
-		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, compose.ErrNotRefunder) {
+		if err := g.Refund(ctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "compose: the limiter cannot give events back: the local limiter") {
 			t.Errorf("a one-way local limiter: %v", err)
 		}
 	})

@@ -8,17 +8,13 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// ErrNotResetter reports a Reset of a Guard whose primary cannot forget a
-// key's state: it is not an admit.Resetter.
-var ErrNotResetter = errors.New("compose: the limiter cannot reset a key")
-
 // Reset forgets key's state in the primary, within the Guard's timeout,
 // and under Fallback in the local limiter too (if it is an
 // admit.Resetter), whatever the primary's health. The error joins the
 // primary's and the local limiter's: with the store down, the local
 // limiter is reset all the same and the error says the store was not. A
 // primary that is not an admit.Resetter is an error wrapping
-// ErrNotResetter.
+// errors.ErrUnsupported ("compose: the limiter cannot reset a key").
 func (g *Guard) Reset(ctx context.Context, key string) error {
 	var lerr error
 	if r, ok := g.local.(admit.Resetter); ok && g.kind == fallback {
@@ -26,7 +22,7 @@ func (g *Guard) Reset(ctx context.Context, key string) error {
 	}
 	r, ok := g.primary.(admit.Resetter)
 	if !ok {
-		return errors.Join(fmt.Errorf("%w: %T", ErrNotResetter, g.primary), lerr)
+		return errors.Join(fmt.Errorf("%w: %T", errNotResetter, g.primary), lerr)
 	}
 	tctx, cancel := g.bound(ctx)
 	err := r.Reset(tctx, key)

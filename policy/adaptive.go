@@ -21,7 +21,7 @@ import (
 // a new key beyond it takes the place of an idle one (one whose
 // forgetting loses no request in flight), found among a few dozen, and
 // forgotten with what it had learnt: that key starts again from the
-// initial limit. If none is idle, the request fails with ErrTooManyKeys.
+// initial limit. If none is idle, the request fails with errTooManyKeys.
 // A perKey is safe for concurrent use.
 type perKey[T any] struct {
 	one   T
@@ -76,7 +76,7 @@ func (p *perKey[T]) get(key string) (T, error) {
 		}
 		if !found {
 			var zero T
-			return zero, fmt.Errorf("%w: %d keys, none idle", ErrTooManyKeys, len(p.m))
+			return zero, fmt.Errorf("%w: %d keys, none idle", errTooManyKeys, len(p.m))
 		}
 		delete(p.m, victim)
 	}

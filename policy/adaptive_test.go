@@ -5,6 +5,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,7 +388,7 @@ rules:
 	}
 	var res Result
 	err := e.Check(context.Background(), request("api", desc("db", "c")), new(compose.Held), &res)
-	if !errors.Is(err, ErrTooManyKeys) || res.Decision.Allowed {
+	if !errors.Is(err, admit.ErrTooManyKeys) || !strings.Contains(err.Error(), "policy: too many keys for an adaptive limit: 2 keys, none idle") || res.Decision.Allowed {
 		t.Fatalf("a third key with two busy: %+v, %v", res.Decision, err)
 	}
 	ha.Release()
@@ -401,7 +402,7 @@ rules:
 	for _, k := range []string{"a", "b"} {
 		check(t, e, request("api", desc("backend", k)), nil)
 	}
-	if err := e.Check(context.Background(), request("api", desc("backend", "c")), nil, &res); !errors.Is(err, ErrTooManyKeys) {
+	if err := e.Check(context.Background(), request("api", desc("backend", "c")), nil, &res); !errors.Is(err, admit.ErrTooManyKeys) || !strings.Contains(err.Error(), "policy: too many keys for an adaptive limit") {
 		t.Fatalf("a third rate key with two in use: %+v, %v", res.Decision, err)
 	}
 	clock.Advance(time.Second)
@@ -412,7 +413,7 @@ rules:
 	for _, k := range []string{"a", "b"} {
 		check(t, e, request("api", desc("tenant", k, "prio", "hi")), nil)
 	}
-	if err := e.Check(context.Background(), request("api", desc("tenant", "c", "prio", "hi")), nil, &res); !errors.Is(err, ErrTooManyKeys) {
+	if err := e.Check(context.Background(), request("api", desc("tenant", "c", "prio", "hi")), nil, &res); !errors.Is(err, admit.ErrTooManyKeys) || !strings.Contains(err.Error(), "policy: too many keys for an adaptive limit") {
 		t.Fatalf("a third budget with two in use: %+v, %v", res.Decision, err)
 	}
 	clock.Advance(time.Second)

@@ -188,9 +188,11 @@ var allowAll = admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: 
 // non-nil when the request could not be decided, and the request is then
 // refused: a bad request (ErrInvalidRequest: a negative cost, a
 // descriptor without entries, an invalid inline limit), too many inline
-// limits (ErrTooManyOverrides), a closed engine (ErrClosed), the
-// context's end, too many keys for a rule's adaptive limit or lanes
-// (ErrTooManyKeys), or an error of a limiter that its failure policy does
+// limits (an error wrapping admit.ErrTooManyKeys: "policy: too many
+// distinct inline limits"), a closed engine (admit.ErrClosed: "policy:
+// engine closed"), the context's end, too many keys for a rule's adaptive
+// limit or lanes (admit.ErrTooManyKeys: "policy: too many keys for an
+// adaptive limit"), or an error of a limiter that its failure policy does
 // not absorb (a key longer than the limiter's maximum, or Redis failing
 // for a rule whose failure policy lets errors through).
 func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *Result) error {
@@ -204,7 +206,7 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 	out.Decision, out.Shadow, out.ShadowRefused = admit.Decision{}, admit.Decision{}, false
 	if e.closed.Load() {
 		out.Decision = refusal
-		return ErrClosed
+		return errClosed
 	}
 	if req.Hits < 0 {
 		out.Decision = refusal

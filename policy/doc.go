@@ -37,9 +37,9 @@
 //
 // Parse detects the format; LoadFiles merges several files, of either
 // format, one domain or more each (MergeDomains merges the domains of one
-// name). LoadFiles reads a file with ReadFile, which reads at most
-// MaxFileSize bytes: a larger file, or one that never ends, is an error at
-// once.
+// name). LoadFiles reads a file with ReadFile, which reads at most 4 MiB
+// (4,194,304 bytes): a larger file, or one that never ends, is an error at
+// once. A rule, domain or tier name is at most 256 bytes.
 //
 // # The YAML format
 //
@@ -102,13 +102,13 @@
 //	    burst: 200              # the burst, if the rate does not say it
 //	    algorithm: gcra         # gcra, token_bucket, leaky_bucket,
 //	                            # fixed_window, sliding_window, sliding_log
-//	    quota: 1000/day         # a calendar quota (see ParseQuota), or:
+//	    quota: 1000/day         # a calendar quota (see below), or:
 //	    # quota: {limit: 1000, period: month, timezone: Europe/Paris,
 //	    #         week_start: monday}
 //	    concurrency: 50         # a cap on requests in flight, or:
 //	    # concurrency: {max: 50, lease: 30s}  (lease: how long Redis keeps
-//	    # a slot whose holder vanished; a caller's compose.WithLeaseTTL,
-//	    # such as admit serve's lease table, replaces it)
+//	    # a slot whose holder vanished; admit serve's lease table
+//	    # replaces it with the lease's own TTL)
 //	    adaptive_concurrency:   # a cap on requests in flight that follows
 //	      min: 10               # their latency: required, the bounds of
 //	      max: 1000             # the limit (1 to 2^53)
@@ -212,7 +212,8 @@
 // shared: true, has one. At most Config.MaxKeys keys per rule
 // (10,000 by default) are kept: a new key beyond it takes the place
 // of an idle one (nothing in flight, nothing used), starting again from
-// initial, or is refused with ErrTooManyKeys if none is idle.
+// initial, or is refused with an error wrapping admit.ErrTooManyKeys if
+// none is idle.
 //
 // A rule with any of the three is kept in memory, whole, whatever
 // defaults.store says: an adaptive limit learns from the requests of one
@@ -226,7 +227,7 @@
 // "100 per 5m", "unlimited") and more: "100 per 5 minutes", "7/week",
 // "10_000/day" (see ParseRate). Its burst defaults to its rate. A quota is
 // "N/PERIOD" or "N per PERIOD" for calendar periods (hour, day, week,
-// month, year) in a time zone (see ParseQuota): "1000/day" resets at
+// month, year) in a time zone (see Quota): "1000/day" resets at
 // midnight, where "1000/24h" is a rate that refills continuously.
 //
 // # The engine

@@ -183,7 +183,7 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 		n = len(*old)
 	}
 	if n >= o.e.o.maxOverrides {
-		return nil, fmt.Errorf("%w: domain %q has %d already", ErrTooManyOverrides, truncate(o.domain), n)
+		return nil, fmt.Errorf("%w: domain %q has %d already", errTooManyOverrides, truncate(o.domain), n)
 	}
 	label := o.domain + "/override/" + l.String()
 	c := &clayer{kind: admit.KindRate, class: classOf(admit.KindRate, o.store.shared), label: label, prefix: label + "/", limit: l}
@@ -204,7 +204,8 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 	return c, nil
 }
 
-// Close marks the engine closed: Check then fails with ErrClosed. It
+// Close marks the engine closed: Check and Reset then fail with an error
+// wrapping admit.ErrClosed ("policy: engine closed"). It
 // releases the engine's inline-limit limiters; the limiters of its rules,
 // which an engine built with Config.Previous e may share, need no release (they
 // start no goroutine), and the backends are not the engine's. Slots held

@@ -360,7 +360,7 @@ rules:
 		t.Fatal(err)
 	}
 	var res Result
-	if err := e.Check(ctx, request("api", desc("a", "1")), nil, &res); !errors.Is(err, ErrClosed) || res.Decision.Allowed {
+	if err := e.Check(ctx, request("api", desc("a", "1")), nil, &res); !errors.Is(err, admit.ErrClosed) || err.Error() != "admit: closed: policy: engine closed" || res.Decision.Allowed {
 		t.Errorf("after Close: %v", err)
 	}
 }
@@ -407,7 +407,7 @@ rules:
 	}
 	third := admit.PerHour(7)
 	d.Limit = &third
-	if err := e.Check(context.Background(), request("api", d), nil, &out); !errors.Is(err, ErrTooManyOverrides) || out.Decision.Allowed {
+	if err := e.Check(context.Background(), request("api", d), nil, &out); !errors.Is(err, admit.ErrTooManyKeys) || !strings.Contains(err.Error(), "policy: too many distinct inline limits: domain \"api\" has 2 already") || out.Decision.Allowed {
 		t.Errorf("third override: %v", err)
 	}
 }

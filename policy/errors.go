@@ -2,23 +2,26 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/admit-go/admit"
 )
 
 // Errors returned by this package, wrapped with %w where there is more to
-// say: test them with errors.Is.
+// say: test them with errors.Is. Besides these, a check on an Engine after
+// Close is an error wrapping admit.ErrClosed ("policy: engine closed"),
+// and a request refused for want of room (one inline limit too many, see
+// Config.MaxOverrides; one key too many for a rule's adaptive limit or
+// lanes, see Config.MaxKeys) one wrapping admit.ErrTooManyKeys.
 var (
 	// ErrInvalidPolicy reports a policy that cannot be loaded or run: bad
 	// YAML, a field of the wrong type or outside its domain, or a
 	// contradiction between rules. Loaders and Validate return it as an
 	// Errors value listing every problem found.
 	ErrInvalidPolicy = errors.New("policy: invalid policy")
-
-	// ErrUnknownFormat reports a file that is neither this package's
-	// policy format nor envoyproxy/ratelimit's (see Parse).
-	ErrUnknownFormat = errors.New("policy: unknown file format")
 
 	// ErrInvalidRequest reports a request the engine cannot decide: a
 	// negative cost, or a descriptor without entries.
@@ -35,20 +38,22 @@ var (
 	// is not the store's. Fail open's admissions are unlimited only while
 	// the store fails, and must not be cached beyond the request.
 	ErrStoreFailed = errors.New("policy: the store failed; the rule's failure policy decided")
+)
 
-	// ErrClosed reports a check on an Engine after Close.
-	ErrClosed = errors.New("policy: engine closed")
+var (
+	// errClosed reports a check on an Engine after Close.
+	errClosed = fmt.Errorf("%w: policy: engine closed", admit.ErrClosed)
 
-	// ErrTooManyOverrides reports a request whose inline limit (see
+	// errTooManyOverrides reports a request whose inline limit (see
 	// Descriptor.Limit) would be the engine's MaxOverrides+1st distinct
 	// one. The request is refused.
-	ErrTooManyOverrides = errors.New("policy: too many distinct inline limits")
+	errTooManyOverrides = fmt.Errorf("%w: policy: too many distinct inline limits", admit.ErrTooManyKeys)
 
-	// ErrTooManyKeys reports a request whose key would be one more for a
+	// errTooManyKeys reports a request whose key would be one more for a
 	// rule's adaptive limit or lanes, which hold state for at most
 	// Config.MaxKeys keys (10,000 by default), none of them idle. The
 	// request is refused.
-	ErrTooManyKeys = errors.New("policy: too many keys for an adaptive limit")
+	errTooManyKeys = fmt.Errorf("%w: policy: too many keys for an adaptive limit", admit.ErrTooManyKeys)
 )
 
 // Pos is a position in a policy file: the file's name, and a line and a
@@ -88,8 +93,7 @@ func (p Pos) String() string {
 // (that of the construct at fault, such as a quoted string not closed, or
 // else of the offending token), except for a byte that is not UTF-8 text
 // or a character YAML does not allow, found at its column; and for a
-// problem of the whole file (empty, or larger than MaxFileSize), put on
-// line 1.
+// problem of the whole file (empty, or larger than 4 MiB), put on line 1.
 type Error struct {
 	File   string
 	Line   int

@@ -16,8 +16,8 @@ import (
 // and neither is envoyproxy/ratelimit's (a domain without descriptors).
 // name names the file in errors. The error is an Errors
 // listing every problem (matching ErrInvalidPolicy), each at its file and
-// line; for a file of neither format, its one entry also wraps
-// ErrUnknownFormat.
+// line; a file of neither format is one entry saying "unknown file
+// format" and why.
 func Parse(name string, data []byte) (*Policy, error) {
 	var errs errList
 	root, _ := parseYAML(name, data, &errs)
@@ -29,7 +29,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 	}
 	f, err := policyfmt.Root(root)
 	if err != nil {
-		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: err.Error(), Err: ErrUnknownFormat}}
+		return nil, Errors{{File: name, Line: root.Line, Column: root.Column, Msg: err.Error(), Err: err}}
 	}
 	if f == policyfmt.Envoy {
 		return parseEnvoy(name, data)
@@ -47,17 +47,17 @@ func parseFile(path string) (*Policy, error) {
 	return Parse(path, data)
 }
 
-// ReadFile reads the policy file at path, at most MaxFileSize bytes: it
+// ReadFile reads the policy file at path, at most 4 MiB (4,194,304 bytes): it
 // reads no further, so that a larger file, or one that never ends (such
 // as /dev/zero, or a FIFO written forever), costs no more and is an
 // Errors naming the file and the limit. Any file may be read, a pipe such
 // as /dev/stdin included; opening a FIFO waits for its writer. A file that
 // cannot be read is the file system's error (an *os.PathError).
 func ReadFile(path string) ([]byte, error) {
-	data, err := readlimit.ReadFile(path, MaxFileSize)
+	data, err := readlimit.ReadFile(path, maxFileSize)
 	var tl *readlimit.TooLargeError
 	if errors.As(err, &tl) {
-		return nil, Errors{{File: path, Line: 1, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", MaxFileSize)}}
+		return nil, Errors{{File: path, Line: 1, Msg: fmt.Sprintf("file larger than the maximum of %d bytes", maxFileSize)}}
 	}
 	return data, err
 }

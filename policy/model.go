@@ -29,7 +29,8 @@ type Policy struct {
 // against the rules of the domain it names, and only those. The zero
 // Domain has no name, which Validate refuses.
 type Domain struct {
-	// Name is the domain's name, unique in the policy and not empty.
+	// Name is the domain's name, unique in the policy, not empty, at most
+	// 256 bytes.
 	Name string
 
 	// Keys, if not empty, lists the descriptor keys the domain's
@@ -112,7 +113,7 @@ type Override struct {
 // The zero Rule has no name and no match, which Validate refuses.
 type Rule struct {
 	// Name names the rule in decisions (Decision.Rule), statuses and
-	// Redis keys. Unique in the policy, not empty.
+	// Redis keys. Unique in the policy, not empty, at most 256 bytes.
 	Name string
 
 	// Alias is the name other rules' Replaces refer to; empty means Name.
@@ -427,6 +428,8 @@ type TierTable struct {
 
 // Tier is one tier of a TierTable: a name and its limits.
 type Tier struct {
+	// Name is the tier's name, its key in TierTable.Tiers: at most 256
+	// bytes.
 	Name string
 	Limits
 }

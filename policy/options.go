@@ -55,7 +55,7 @@ type Config struct {
 	// KeyPrefix is put in front of the name of every limiter the engine
 	// builds (Spec.Name), and so in the keys its rules have in a shared
 	// store, so that engines sharing a Redis with rules of the same names
-	// keep apart. Empty means none; it is at most MaxNameLength bytes.
+	// keep apart. Empty means none; it is at most 256 bytes.
 	KeyPrefix string
 
 	// Previous is the engine of the policy this one replaces (a reload),
@@ -78,17 +78,19 @@ type Config struct {
 	// MaxKeys caps the keys each limiter kept in memory holds (see
 	// keyed.Config.MaxKeys, quota.Config.MaxKeys,
 	// concurrency.Config.MaxKeys), and the keys each rule's adaptive limit
-	// or lanes hold (see ErrTooManyKeys). 0 means each package's default,
-	// and 10,000 for adaptive limits and lanes; a negative value is an
-	// error.
+	// or lanes hold (a new key beyond it, when none is idle, is refused
+	// with an error wrapping admit.ErrTooManyKeys). 0 means each package's
+	// default, and 10,000 for adaptive limits and lanes; a negative value
+	// is an error.
 	MaxKeys int
 
 	// MaxOverrides caps the distinct inline limits (Descriptor.Limit) the
 	// engine builds limiters for, per domain: a request bringing one more
-	// is refused with ErrTooManyOverrides. Inline limits come from a
-	// proxy's configuration, so they are few; the cap keeps a client that
-	// invents them from exhausting memory. 0 means 1024; a negative value
-	// means none: every inline limit is refused.
+	// is refused with an error wrapping admit.ErrTooManyKeys ("policy: too
+	// many distinct inline limits"). Inline limits come from a proxy's
+	// configuration, so they are few; the cap keeps a client that invents
+	// them from exhausting memory. 0 means 1024; a negative value means
+	// none: every inline limit is refused.
 	MaxOverrides int
 }
 
@@ -144,8 +146,8 @@ func (cfg *Config) options() (options, error) {
 	case !validStoreName(o.defStore):
 		return o, invalid("DefaultStore %q: a store name is lower-case letters, digits, '-' and '_', starting with a letter", truncate(o.defStore))
 	}
-	if len(o.prefix) > MaxNameLength {
-		return o, invalid("KeyPrefix: %d bytes, the maximum is %d", len(o.prefix), MaxNameLength)
+	if len(o.prefix) > maxNameLength {
+		return o, invalid("KeyPrefix: %d bytes, the maximum is %d", len(o.prefix), maxNameLength)
 	}
 	if o.maxKeys < 0 {
 		return o, invalid("MaxKeys %d: want >= 0", o.maxKeys)

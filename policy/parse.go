@@ -28,8 +28,8 @@ const day = 24 * time.Hour
 // 5 minutes", "10/2 hours", "7/week", "3/2w"), units may be written in
 // full, singular or plural (second, minutes, hr, days, week), and RATE and
 // BURST may group digits with "_" ("10_000/day"). A month or a year is not
-// a fixed duration, so it is refused here: use a calendar quota
-// (ParseQuota) or a number of days. The result is validated (see
+// a fixed duration, so it is refused here: use a calendar quota (a
+// rule's quota, see Quota) or a number of days. The result is validated (see
 // admit.Limit: no burst with a zero rate, a capacity of at most 36 years);
 // errors wrap admit.ErrInvalidLimit.
 func ParseRate(s string) (admit.Limit, error) {
@@ -196,7 +196,7 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// quotaPeriods are the period names of ParseQuota.
+// quotaPeriods are the period names of parseQuota.
 var quotaPeriods = map[string]calendar.Period{
 	"h": calendar.Hour, "hr": calendar.Hour, "hour": calendar.Hour, "hourly": calendar.Hour,
 	"d": calendar.Day, "day": calendar.Day, "daily": calendar.Day,

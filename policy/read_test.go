@@ -10,10 +10,10 @@ import (
 	"github.com/admit-go/admit/internal/endless"
 )
 
-// parseFile reads through MaxFileSize: a file that never ends stops there,
+// parseFile reads through maxFileSize: a file that never ends stops there,
 // an Errors naming the file and the limit.
 func TestParseFileEndless(t *testing.T) {
-	const bound = 2 * MaxFileSize
+	const bound = 2 * maxFileSize
 	tooLarge := func(t *testing.T, err error, path string) {
 		t.Helper()
 		var es Errors

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/compose"
 )
 
 // Reset makes the limits that req's descriptors match forget the state of
@@ -16,7 +15,7 @@ import (
 // ones included. Concurrency caps (whose slots belong to the requests
 // holding them) and adaptive limits are left alone. It returns how many
 // limits it reset. The error is ErrInvalidRequest for a malformed request
-// (as Check's), ErrClosed after Close, or joins the errors of the limits
+// (as Check's), one wrapping admit.ErrClosed after Close, or joins the errors of the limits
 // that could not be reset (Redis down: under a Fallback policy the local
 // limiter is reset all the same). A domain the engine does not have resets
 // nothing. Hits are ignored.
@@ -25,7 +24,7 @@ import (
 // instance; a limit kept in memory only in this engine's process.
 func (e *Engine) Reset(ctx context.Context, req *Request) (int, error) {
 	if e.closed.Load() {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	for i := range req.Descriptors {
 		if len(req.Descriptors[i].Entries) == 0 {
@@ -54,7 +53,7 @@ func (e *Engine) Reset(ctx context.Context, req *Request) (int, error) {
 		}
 		err := r.Reset(ctx, c.key)
 		switch {
-		case errors.Is(err, compose.ErrNotResetter):
+		case errors.Is(err, errors.ErrUnsupported): // a Guard whose primary cannot reset
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", c.l.label, err))
 		default:

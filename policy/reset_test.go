@@ -3,8 +3,10 @@ package policy
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/redistest"
@@ -104,7 +106,7 @@ func TestEngineReset(t *testing.T) {
 	}
 	c := mkEngine()
 	c.Close()
-	if _, err := c.Reset(ctx, request("api", alice)); !errors.Is(err, ErrClosed) {
+	if _, err := c.Reset(ctx, request("api", alice)); !errors.Is(err, admit.ErrClosed) || !strings.Contains(err.Error(), "policy: engine closed") {
 		t.Errorf("closed: %v", err)
 	}
 

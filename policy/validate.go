@@ -7,12 +7,14 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/limits"
+	"github.com/admit-go/admit/internal/policyfmt"
 )
 
 // Bounds of a policy.
 const (
-	// MaxNameLength is the longest rule, domain or tier name, in bytes.
-	MaxNameLength = 256
+	// maxNameLength is the longest rule, domain or tier name, and key
+	// prefix, in bytes: 256.
+	maxNameLength = policyfmt.MaxNameLength
 	// maxEntries is the most entries a rule matches (and so the deepest
 	// descriptor a rule can match).
 	maxEntries = 32
@@ -23,7 +25,7 @@ const (
 // (a key the domain does not declare, a match identical to an earlier
 // rule's, a prefix taken by an earlier rule's shorter prefix, an exempt
 // value that is the only value the rule matches), limits outside their
-// domain (see admit.Limit, ParseRate, ParseQuota), contradictions (a rule
+// domain (see admit.Limit, ParseRate, Quota), contradictions (a rule
 // with both tiers and limits, unlimited with a limit, a failure policy on
 // a rule kept in memory, a local share without the fallback policy),
 // tier tables without their default tier or assigning values to tiers
@@ -118,8 +120,8 @@ func validate(p *Policy, errs *errList, tables ...*TierTable) {
 
 // name checks a name's length and characters.
 func (v *validator) name(src *source, field, name string) {
-	if len(name) > MaxNameLength {
-		v.at(src, field, "name of %d bytes is longer than the maximum of %d", len(name), MaxNameLength)
+	if len(name) > maxNameLength {
+		v.at(src, field, "name of %d bytes is longer than the maximum of %d", len(name), maxNameLength)
 		return
 	}
 	for i := 0; i < len(name); i++ {

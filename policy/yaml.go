@@ -10,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/internal/yamltext"
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxFileSize is the largest policy file the loaders read, in bytes.
-const MaxFileSize = 4 << 20
+// maxFileSize is the largest policy file the loaders read, in bytes: 4
+// MiB.
+const maxFileSize = policyfmt.MaxFileSize
 
 // minBudget is the least number of nodes a walk may visit, aliases
 // expanded; a document may use up to budgetFactor times its own size.
@@ -48,8 +50,8 @@ type walker struct {
 // (nil for an empty document), or reports why it cannot.
 func parseYAML(file string, data []byte, errs *errList) (*yaml.Node, *walker) {
 	w := &walker{file: file, errs: errs, expanding: map[*yaml.Node]bool{}}
-	if len(data) > MaxFileSize {
-		errs.add(Pos{File: file, Line: 1}, "", fmt.Sprintf("file of %d bytes is larger than the maximum of %d", len(data), MaxFileSize))
+	if len(data) > maxFileSize {
+		errs.add(Pos{File: file, Line: 1}, "", fmt.Sprintf("file of %d bytes is larger than the maximum of %d", len(data), maxFileSize))
 		return nil, w
 	}
 	text, ok := w.text(data)

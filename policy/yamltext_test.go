@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/admit-go/admit/internal/policyfmt"
 )
 
 // positionCases are malformed files, each with the start of its first
@@ -93,9 +95,9 @@ func TestErrorPositions(t *testing.T) {
 	// A file of neither format, and one too large.
 	_, err := Parse("f.yaml", []byte("x: 1\n"))
 	checkPositions(t, err)
-	if !errors.Is(err, ErrUnknownFormat) || !strings.HasPrefix(err.Error(), "f.yaml:1:1: ") {
+	if !errors.Is(err, ErrInvalidPolicy) || !errors.Is(err, policyfmt.ErrUnknown) || !strings.HasPrefix(err.Error(), "f.yaml:1:1: unknown file format") {
 		t.Errorf("neither format: %v", err)
 	}
-	_, err = parseAdmit("f.yaml", make([]byte, MaxFileSize+1))
+	_, err = parseAdmit("f.yaml", make([]byte, maxFileSize+1))
 	checkPositions(t, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/leases"
 )
 
 // The ConcurrencyLimiter is admit.Slots through Slots, whose grants are
@@ -25,12 +26,11 @@ var (
 // chain recorded them in is released, or given back at once when a later
 // layer refuses the request. Releasing is a call to Redis, bounded by the
 // Store's timeout (Config.Timeout); if it fails, the slots come back when
-// their lease expires (ConcurrencyConfig.Lease). Under a context of compose.WithLeaseTTL
-// the slots are granted for that lease instead of l's, and the Releaser is
-// a compose.Renewer whose Renew is Lease.ExtendFor. The Releaser also has
-// a method Lease() Lease, which returns the Lease it holds (for a holder
-// that hands it to another process: see Store.SaveLeases). Slots of a nil
-// l is nil, which compose.All refuses.
+// their lease expires (ConcurrencyConfig.Lease). The Releaser is a
+// compose.Renewer whose Renew is Lease.ExtendFor, and has a method Lease()
+// Lease, which returns the Lease it holds (for a holder that keeps it
+// beyond the Held, to extend or release it itself). Slots of a nil l is
+// nil, which compose.All refuses.
 func (l *ConcurrencyLimiter) Slots() admit.Slots {
 	if l == nil {
 		return nil
@@ -44,7 +44,7 @@ type slots struct{ l *ConcurrencyLimiter }
 func (s slots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
 	key, n, max := r.Key, r.N, s.l.maxOf(r.Limit)
 	ms := s.l.leaseMS
-	if ttl, ok := compose.LeaseTTL(ctx); ok {
+	if ttl, ok := leases.TTL(ctx); ok {
 		var err error
 		if ms, err = leaseMillis(ttl); err != nil {
 			return nil, s.l.refusal(max), err

@@ -372,8 +372,8 @@ func (p Lease) Extend(ctx context.Context) (bool, error) {
 // that is later or sooner than before: unlike Extend, it may shorten the
 // lease, for a holder keeping p under a lease of its own. It reports what
 // Extend reports. d is rounded up to a millisecond and must be from 1 ms
-// to a year; another d is an error wrapping ErrInvalidArgument, and nothing
-// is sent.
+// to a year; another d is an error wrapping admit.ErrInvalidConfig, and
+// nothing is sent.
 func (p Lease) ExtendFor(ctx context.Context, d time.Duration) (bool, error) {
 	ms, err := leaseMillis(d)
 	if err != nil {
@@ -397,7 +397,7 @@ func (p Lease) extend(ctx context.Context, mode, ms string) (bool, error) {
 // scripts take it.
 func leaseMillis(d time.Duration) (string, error) {
 	if d <= 0 || d > 365*24*time.Hour {
-		return "", fmt.Errorf("%w: lease %v: want 1ms to a year", ErrInvalidArgument, d)
+		return "", fmt.Errorf("%w: lease %v: want 1ms to a year", errInvalidArgument, d)
 	}
 	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10), nil
 }

@@ -17,9 +17,7 @@
 //     but the Pacer (GCRA is the usual choice: one timestamp per key).
 //   - Store.Concurrency: at most N in flight per key across the fleet, with
 //     leases that expire, so a crashed holder cannot leak its slots (the
-//     Redis version of package concurrency). Store.SaveLeases keeps a group
-//     of leases in Redis under a name, so that another process can renew
-//     or release them (LoadLeases, TakeLeases, RenewLeases).
+//     Redis version of package concurrency).
 //   - Store.Quota: N per calendar hour, day, week, month or year in a time
 //     zone, durable: the counts are in Redis and survive restarts (the Redis
 //     version of package quota).
@@ -42,10 +40,10 @@
 //
 // where A is the algorithm's code (gcra, tb, lb, fw, sw, sl; conc and
 // concw for the two keys of a concurrency limit, and quota followed by the
-// period and its start for a quota's count; a group of leases saved under
-// a name is at <prefix>leases:<name>), the prefix defaults to
-// "admit:v1:", and the hex digits are a hash of
-// the key (or of the tag given to Store.AllowLayers): Redis Cluster hashes
+// period and its start for a quota's count; admit serve's lease records,
+// groups of leases saved under a name, are at <prefix>leases:<name>), the
+// prefix defaults to "admit:v1:", and the hex digits are a hash of the key
+// (or of the tag given to Store.AllowLayers): Redis Cluster hashes
 // only what is between the braces, so a key may hold any bytes, braces
 // included, without moving its slot, and every key one script call touches
 // is in one slot. Each written key expires (PEXPIRE) when its state is full

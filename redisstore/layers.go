@@ -31,14 +31,16 @@ type Layer struct {
 // name, for a per-tenant layer and the per-user layers under it). The
 // layers' keys are stored apart from those of Limiter.Allow, whose tag is
 // the key itself. The deny cache is not used: a denied layer must not hide
-// the others' states.
+// the others' states. No layers, more than 256, or a layer whose Limiter
+// is not one of s's is an error wrapping admit.ErrInvalidConfig, and
+// nothing is sent.
 func (s *Store) AllowLayers(ctx context.Context, r admit.Request, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
 	return s.allowLayers(ctx, instant(r.At), r.Key, r.N, layers, dst)
 }
 
 func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {
 	if len(layers) == 0 || len(layers) > maxKeysPerCall {
-		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", ErrInvalidArgument, len(layers), maxKeysPerCall)
+		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: %d layers, want 1 to %d", errInvalidArgument, len(layers), maxKeysPerCall)
 	}
 	if len(tag) > s.o.maxKeyLen {
 		return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: redisstore: tag of %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(tag), s.o.maxKeyLen)
@@ -49,7 +51,7 @@ func (s *Store) allowLayers(ctx context.Context, now int64, tag string, n int64,
 	for i, l := range layers {
 		lim := l.Limiter
 		if lim == nil || lim.s != s {
-			return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: layer %d: a limiter of this store is needed", ErrInvalidArgument, i)
+			return admit.Decision{RetryAfter: admit.InfDuration}, dst, fmt.Errorf("%w: layer %d: a limiter of this store is needed", errInvalidArgument, i)
 		}
 		c := lim.own
 		if l.Limit != nil {

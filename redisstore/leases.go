@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +17,32 @@ import (
 // any process on the same Redis can renew or release them. admit serve's
 // lease table keeps there the leases whose every slot is kept in Redis, so
 // that a client may release or extend its lease through any instance, and
-// a lease outlives the restart of the instance that granted it.
+// a lease outlives the restart of the instance that granted it. They are
+// no part of the package's surface: the table reaches them through the
+// method LeaseRecords of a ConcurrencyLimiter's Slots, whose signature
+// names a type internal to the module (see internal/leases).
+
+// LeaseRecords returns the lease records of the Store of s's limiter.
+func (s slots) LeaseRecords() leases.Records[Lease] { return records{s.l.s} }
+
+// records are a Store's lease records (see leases.Records).
+type records struct{ s *Store }
+
+func (r records) Save(ctx context.Context, name string, ttl time.Duration, ls ...Lease) error {
+	return r.s.saveLeases(ctx, name, ttl, ls...)
+}
+
+func (r records) Load(ctx context.Context, name string) ([]Lease, bool, error) {
+	return r.s.loadLeases(ctx, name, false)
+}
+
+func (r records) Take(ctx context.Context, name string) ([]Lease, bool, error) {
+	return r.s.loadLeases(ctx, name, true)
+}
+
+func (r records) Renew(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+	return r.s.renewLeases(ctx, name, ttl)
+}
 
 // takeScript returns a lease record and deletes it (nil if there is none).
 var takeScript = redis.NewScript(`
@@ -38,19 +64,19 @@ const (
 // recordKey returns the Redis key of the lease record name.
 func (s *Store) recordKey(name string) (string, error) {
 	if name == "" || len(name) > maxLeaseName {
-		return "", fmt.Errorf("%w: lease record name of %d bytes, want 1 to %d", ErrInvalidArgument, len(name), maxLeaseName)
+		return "", fmt.Errorf("%w: lease record name of %d bytes, want 1 to %d", errInvalidArgument, len(name), maxLeaseName)
 	}
 	return s.prefix + "leases:" + name, nil
 }
 
-// SaveLeases stores leases in Redis under name for ttl (rounded up to a
-// millisecond, 1 ms to a year), for LoadLeases and TakeLeases. It does not
-// change the leases themselves: renew them for ttl too (Lease.ExtendFor)
-// so that both end together. A name that is already taken is an error
-// wrapping ErrInvalidArgument, as are an empty name, one over 256 bytes, a
-// zero Lease, a Lease of another Store, more than 1024 Leases or none;
-// nothing is written then. A failure of Redis wraps ErrStore.
-func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, leases ...Lease) error {
+// saveLeases stores ls in Redis under name for ttl (rounded up to a
+// millisecond, 1 ms to a year), for loadLeases. It does not change the
+// Leases themselves: renew them for ttl too (Lease.ExtendFor) so that both
+// end together. A name that is already taken is an error wrapping
+// errInvalidArgument, as are an empty name, one over 256 bytes, a zero
+// Lease, a Lease of another Store, more than 1024 Leases or none; nothing
+// is written then. A failure of Redis wraps ErrStore.
+func (s *Store) saveLeases(ctx context.Context, name string, ttl time.Duration, ls ...Lease) error {
 	key, err := s.recordKey(name)
 	if err != nil {
 		return err
@@ -58,15 +84,15 @@ func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, 
 	if _, err := leaseMillis(ttl); err != nil {
 		return err
 	}
-	if len(leases) == 0 || len(leases) > maxRecordLeases {
-		return fmt.Errorf("%w: %d leases in a record, want 1 to %d", ErrInvalidArgument, len(leases), maxRecordLeases)
+	if len(ls) == 0 || len(ls) > maxRecordLeases {
+		return fmt.Errorf("%w: %d leases in a record, want 1 to %d", errInvalidArgument, len(ls), maxRecordLeases)
 	}
-	for i, p := range leases {
+	for i, p := range ls {
 		if p.l == nil || p.l.s != s {
-			return fmt.Errorf("%w: lease %d is the zero Lease or another Store's", ErrInvalidArgument, i)
+			return fmt.Errorf("%w: lease %d is the zero Lease or another Store's", errInvalidArgument, i)
 		}
 	}
-	b := encodeRecord(leases)
+	b := encodeRecord(ls)
 	ok, err := s.record(ctx, "save", func(ctx context.Context) (bool, error) {
 		return s.client.SetNX(ctx, key, b, ttl).Result()
 	})
@@ -74,29 +100,15 @@ func (s *Store) SaveLeases(ctx context.Context, name string, ttl time.Duration, 
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: lease record %q exists", ErrInvalidArgument, name)
+		return fmt.Errorf("%w: lease record %q exists", errInvalidArgument, name)
 	}
 	return nil
 }
 
-// LoadLeases returns the Leases saved under name, and false if there is
-// no such record (never saved, taken, or expired). A record that does not
-// parse as one of this Store's is an error wrapping ErrStore.
-func (s *Store) LoadLeases(ctx context.Context, name string) ([]Lease, bool, error) {
-	return s.loadLeases(ctx, name, false)
-}
-
-// TakeLeases removes the record name and returns its Leases, and false if
-// there is no such record: of several processes taking one record, one
-// gets it. It does not release the Leases; the caller does.
-func (s *Store) TakeLeases(ctx context.Context, name string) ([]Lease, bool, error) {
-	return s.loadLeases(ctx, name, true)
-}
-
-// RenewLeases sets the record name to expire ttl from now, and reports
+// renewLeases sets the record name to expire ttl from now, and reports
 // false if there is no such record. It does not renew the Leases
-// themselves (see SaveLeases).
-func (s *Store) RenewLeases(ctx context.Context, name string, ttl time.Duration) (bool, error) {
+// themselves (see saveLeases).
+func (s *Store) renewLeases(ctx context.Context, name string, ttl time.Duration) (bool, error) {
 	key, err := s.recordKey(name)
 	if err != nil {
 		return false, err
@@ -109,6 +121,11 @@ func (s *Store) RenewLeases(ctx context.Context, name string, ttl time.Duration)
 	})
 }
 
+// loadLeases returns the Leases saved under name, and false if there is no
+// such record (never saved, taken, or expired); with take, it removes the
+// record too (of several processes taking one record, one gets it; the
+// caller releases the Leases). A record that does not parse as one of this
+// Store's is an error wrapping ErrStore.
 func (s *Store) loadLeases(ctx context.Context, name string, take bool) ([]Lease, bool, error) {
 	key, err := s.recordKey(name)
 	if err != nil {
@@ -143,11 +160,11 @@ func (s *Store) loadLeases(ctx context.Context, name string, take bool) ([]Lease
 	if err != nil || !found {
 		return nil, false, err
 	}
-	leases, err := s.parseRecord(v)
+	ls, err := s.parseRecord(v)
 	if err != nil {
 		return nil, false, storeError(fmt.Errorf("lease record %q: %w", name, err))
 	}
-	return leases, true, nil
+	return ls, true, nil
 }
 
 // record runs one command on a lease record (see call).
@@ -161,13 +178,13 @@ func (s *Store) record(ctx context.Context, op string, f func(context.Context) (
 	return ok, err
 }
 
-// encodeRecord encodes leases as a lease record: a version byte, the
+// encodeRecord encodes ls as a lease record: a version byte, the
 // count, then the keys, id and lease (ms) of each Lease, each as a
 // uvarint length and its bytes.
-func encodeRecord(leases []Lease) string {
+func encodeRecord(ls []Lease) string {
 	b := []byte{recordVersion}
-	b = binary.AppendUvarint(b, uint64(len(leases)))
-	for _, p := range leases {
+	b = binary.AppendUvarint(b, uint64(len(ls)))
+	for _, p := range ls {
 		b = appendField(b, p.zkey)
 		b = appendField(b, p.hkey)
 		b = appendField(b, p.id)

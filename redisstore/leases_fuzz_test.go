@@ -9,7 +9,7 @@ import (
 
 // FuzzParseRecord: a lease record read from Redis, whatever its bytes,
 // parses into Leases of this Store's concurrency keys or is an error, never
-// a panic; what parses encodes back (SaveLeases' encoding) into a record
+// a panic; what parses encodes back (saveLeases' encoding) into a record
 // that parses into the same Leases.
 func FuzzParseRecord(f *testing.F) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled

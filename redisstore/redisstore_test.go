@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -485,19 +486,20 @@ func TestLayersBadInput(t *testing.T) {
 		n      int64
 		layers []redisstore.Layer
 		want   error
+		text   string
 	}{
-		"no layers":     {"t", 1, nil, redisstore.ErrInvalidArgument},
-		"too many":      {"t", 1, many, redisstore.ErrInvalidArgument},
-		"nil limiter":   {"t", 1, []redisstore.Layer{{Key: "k"}}, redisstore.ErrInvalidArgument},
-		"another store": {"t", 1, []redisstore.Layer{{Limiter: foreign, Key: "k"}}, redisstore.ErrInvalidArgument},
-		"negative n":    {"t", -1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrInvalidCost},
-		"bad limit":     {"t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}, {Limiter: lim, Key: "j", Limit: &bad}}, admit.ErrInvalidLimit},
-		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong},
-		"1 MB tag":      {strings.Repeat("t", 1<<20), 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrKeyTooLong},
+		"no layers":     {"t", 1, nil, admit.ErrInvalidConfig, "redisstore: invalid argument: 0 layers, want 1 to 256"},
+		"too many":      {"t", 1, many, admit.ErrInvalidConfig, "redisstore: invalid argument: 257 layers, want 1 to 256"},
+		"nil limiter":   {"t", 1, []redisstore.Layer{{Key: "k"}}, admit.ErrInvalidConfig, "redisstore: invalid argument: layer 0: a limiter of this store is needed"},
+		"another store": {"t", 1, []redisstore.Layer{{Limiter: foreign, Key: "k"}}, admit.ErrInvalidConfig, "redisstore: invalid argument: layer 0: a limiter of this store is needed"},
+		"negative n":    {"t", -1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrInvalidCost, ""},
+		"bad limit":     {"t", 1, []redisstore.Layer{{Limiter: lim, Key: "k"}, {Limiter: lim, Key: "j", Limit: &bad}}, admit.ErrInvalidLimit, ""},
+		"1 MB key":      {"t", 1, []redisstore.Layer{{Limiter: lim, Key: strings.Repeat("k", 1<<20)}}, admit.ErrKeyTooLong, ""},
+		"1 MB tag":      {strings.Repeat("t", 1<<20), 1, []redisstore.Layer{{Limiter: lim, Key: "k"}}, admit.ErrKeyTooLong, ""},
 	} {
 		d, _, err := s.AllowLayers(ctx, admit.Request{Key: c.tag, N: c.n, At: now}, c.layers, nil)
-		if !errors.Is(err, c.want) || d.Allowed {
-			t.Errorf("%s: %+v, %v; want a refusal wrapping %v", name, d, err, c.want)
+		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.text) || d.Allowed {
+			t.Errorf("%s: %+v, %v; want a refusal wrapping %v saying %q", name, d, err, c.want, c.text)
 		}
 	}
 	// Nothing was consumed: the one event of "k" under tag "t" is there.

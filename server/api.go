@@ -89,8 +89,8 @@ const (
 // server of your own, configured by cfg's MaxRequestBytes, AllowReset,
 // RLSHeaders and Logger (it ignores the other fields; see Config). It
 // keeps the leases of /v1/acquire in a table of its own, which Close
-// gives back. The error is cfg.Validate's, or wraps ErrInvalidConfig (a
-// nil src).
+// gives back. The error is cfg.Validate's, or wraps admit.ErrInvalidConfig
+// (a nil src).
 func NewAPI(src EngineSource, cfg Config) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func NewAPI(src EngineSource, cfg Config) (*API, error) {
 }
 
 // newAPI returns the HTTP API deciding with the engines of src. The error
-// wraps ErrInvalidConfig for an invalid option (or nil src).
+// wraps admit.ErrInvalidConfig for an invalid option (or nil src).
 func newAPI(src EngineSource, opts ...apiOption) (*API, error) {
 	o := defaultAPIOptions()
 	for _, opt := range opts {
@@ -288,7 +288,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrKeyTooLong),
 		errors.Is(err, admit.ErrInvalidCost), errors.Is(err, admit.ErrInvalidLimit):
 		return apiUnprocessable("%s", err.Error())
-	case errors.Is(err, policy.ErrTooManyOverrides), errors.Is(err, admit.ErrTooManyKeys):
+	case errors.Is(err, admit.ErrTooManyKeys): // keyed's arena, policy's inline limits and adaptive keys too
 		return &apiError{http.StatusServiceUnavailable, apiCodeResourceExhausted, err.Error()}
 	case errors.Is(err, errInvalidTTL):
 		return apiUnprocessable("ttl_ms: %s", err.Error())
@@ -302,7 +302,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 	if a.o.log != nil {
 		a.o.log.LogAttrs(r.Context(), slog.LevelWarn, "admit: request not decided", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	if errors.Is(err, policy.ErrClosed) {
+	if errors.Is(err, admit.ErrClosed) {
 		return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "the policy is being replaced: retry"}
 	}
 	return &apiError{http.StatusServiceUnavailable, apiCodeUnavailable, "a limit's store failed and its failure policy let the error through"}
@@ -312,7 +312,7 @@ func (a *API) checkError(r *http.Request, err error) *apiError {
 // once more with the source's new engine.
 func (a *API) checkWith(ctx context.Context, e *policy.Engine, c *apiCall, h *compose.Held) error {
 	err := e.Check(ctx, &c.req, h, &c.res)
-	if err != nil && errors.Is(err, policy.ErrClosed) {
+	if err != nil && errors.Is(err, admit.ErrClosed) {
 		if e2 := a.src.Engine(); e2 != nil && e2 != e {
 			err = e2.Check(ctx, &c.req, h, &c.res)
 		}
@@ -359,7 +359,7 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := e.Reset(r.Context(), &c.req)
 	if err != nil {
-		if errors.Is(err, policy.ErrInvalidRequest) || errors.Is(err, policy.ErrClosed) {
+		if errors.Is(err, policy.ErrInvalidRequest) || errors.Is(err, admit.ErrClosed) {
 			apiWriteError(w, a.checkError(r, err))
 			return
 		}
@@ -415,7 +415,7 @@ func (a *API) acquire(w http.ResponseWriter, r *http.Request) {
 		ttl = time.Duration(c.body.TTL.v) * time.Millisecond
 	}
 	ls, err := a.leases.Acquire(r.Context(), e, &c.req, ttl, &c.res)
-	if err != nil && errors.Is(err, policy.ErrClosed) {
+	if err != nil && errors.Is(err, admit.ErrClosed) {
 		if e2 := a.src.Engine(); e2 != nil && e2 != e {
 			ls, err = a.leases.Acquire(r.Context(), e2, &c.req, ttl, &c.res)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -59,7 +60,7 @@ type grant struct {
 // Acquire fails with ErrTooManyLeases before checking anything.
 //
 // The slots of a concurrency cap kept in Redis expire in Redis with the
-// lease: Acquire takes them for the lease's TTL (compose.WithLeaseTTL)
+// lease: Acquire takes them for the lease's TTL (leases.WithTTL)
 // rather than the rule's own lease, and Extend renews them in Redis before
 // it moves the lease's expiry, so that a lease never says it holds slots
 // that Redis has given to another request. Releasing, by the client or by
@@ -71,7 +72,7 @@ type grant struct {
 // it when done: Close stops its goroutine and gives back every lease it
 // holds.
 type leaseTable struct {
-	store  *redisstore.Store // WithLeaseStore, or nil
+	store  leases.Records[redisstore.Lease] // withLeaseStore, or nil
 	clock  admit.Clock
 	max    int
 	defTTL time.Duration
@@ -129,7 +130,7 @@ type leaseOption interface {
 }
 
 type leaseOptions struct {
-	store   *redisstore.Store
+	store   leases.Records[redisstore.Lease]
 	clock   admit.Clock
 	max     int
 	defTTL  time.Duration
@@ -158,26 +159,27 @@ func withLeaseClock(c admit.Clock) leaseOption {
 func withMaxLeases(n int) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if n <= 0 {
-			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", ErrInvalidConfig, n)
+			o.err = fmt.Errorf("%w: WithMaxLeases(%d): want a positive cap", errInvalidConfig, n)
 			return
 		}
 		o.max = n
 	})
 }
 
-// withLeaseStore keeps in Redis, through store, the leases whose every
+// withLeaseStore keeps in Redis, in store's records (see
+// stores.LeaseRecords), the leases whose every
 // grant is a slot of a concurrency cap kept in store (a rule with
 // store: redis), so that any table on the same Redis can release or extend
 // them: behind a load balancer, a client may send /v1/release and
 // /v1/extend to any instance, and a lease outlives the restart of the
 // instance that granted it. Such a lease is a record in Redis expiring
-// with its slots (redisstore.Store.SaveLeases), not an entry of the table:
+// with its slots (leases.Records.Save), not an entry of the table:
 // it does not count against WithMaxLeases nor in Len, and Close leaves it.
 // A lease holding anything else (a cap kept in memory, an adaptive cap
 // that learns from outcomes) stays in the table that granted it, as does
 // one whose record could not be written. A nil store keeps every lease in
 // the table (the default).
-func withLeaseStore(store *redisstore.Store) leaseOption {
+func withLeaseStore(store leases.Records[redisstore.Lease]) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) { o.store = store })
 }
 
@@ -188,7 +190,7 @@ func withLeaseStore(store *redisstore.Store) leaseOption {
 func withLeaseTTL(def, max time.Duration) leaseOption {
 	return leaseOptionFunc(func(o *leaseOptions) {
 		if def <= 0 || max < def || max > maxLeaseTTL {
-			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", ErrInvalidConfig, def, max)
+			o.err = fmt.Errorf("%w: WithLeaseTTL(%v, %v): want 0 < default <= max <= 8760h", errInvalidConfig, def, max)
 			return
 		}
 		o.defTTL, o.maxTTL = def, max
@@ -196,7 +198,7 @@ func withLeaseTTL(def, max time.Duration) leaseOption {
 }
 
 // newLeases returns an empty lease table and starts its goroutine. The
-// error wraps ErrInvalidConfig for an invalid option.
+// error wraps admit.ErrInvalidConfig for an invalid option.
 func newLeases(opts ...leaseOption) (*leaseTable, error) {
 	o := leaseOptions{clock: admit.SystemClock, max: defaultMaxLeases, defTTL: defaultLeaseTTL, maxTTL: defaultMaxLeaseTTL}
 	for _, opt := range opts {
@@ -259,7 +261,7 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 		return grant{}, err
 	}
 	h := new(compose.Held)
-	err = e.Check(compose.WithLeaseTTL(ctx, ttl), req, h, out)
+	err = e.Check(leases.WithTTL(ctx, ttl), req, h, out)
 	if err != nil || !out.Decision.Allowed || h.Len() == 0 {
 		l.unreserve()
 		h.Release() // empty, unless a check's error left grants behind
@@ -267,7 +269,7 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 	}
 	id := newLeaseID()
 	if l.store != nil {
-		if leases, ok := redisLeases(h); ok && l.store.SaveLeases(ctx, id, ttl, leases...) == nil {
+		if grants, ok := redisLeases(h); ok && l.store.Save(ctx, id, ttl, grants...) == nil {
 			// The record holds the slots now; h is dropped unreleased.
 			l.unreserve()
 			return grant{ID: id, Expires: l.clock.Now().Add(ttl), TTL: ttl}, nil

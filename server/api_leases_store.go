@@ -20,14 +20,14 @@ func (l *leaseTable) releaseStored(ctx context.Context, id string, err error) er
 	if l.store == nil || !errors.Is(err, errLeaseNotFound) || !isLeaseID(id) {
 		return err
 	}
-	leases, ok, serr := l.store.TakeLeases(ctx, id)
+	taken, ok, serr := l.store.Take(ctx, id)
 	if serr != nil {
 		return fmt.Errorf("%w: %v", errLeaseStore, serr)
 	}
 	if !ok {
 		return errLeaseNotFound
 	}
-	for _, p := range leases {
+	for _, p := range taken {
 		// Within the store's timeout even if ctx ends: the record is gone,
 		// so nobody else will release them.
 		_, _ = p.Release(context.WithoutCancel(ctx))
@@ -43,9 +43,9 @@ func (l *leaseTable) extendStored(ctx context.Context, id string, ttl time.Durat
 	if l.store == nil || !isLeaseID(id) {
 		return grant{}, errLeaseNotFound
 	}
-	leases, ok, err := l.store.LoadLeases(ctx, id)
+	held, ok, err := l.store.Load(ctx, id)
 	if err == nil && ok {
-		ok, err = l.store.RenewLeases(ctx, id, ttl) // false: released meanwhile
+		ok, err = l.store.Renew(ctx, id, ttl) // false: released meanwhile
 	}
 	if err != nil {
 		return grant{}, fmt.Errorf("%w: %v", errLeaseStore, err)
@@ -53,12 +53,12 @@ func (l *leaseTable) extendStored(ctx context.Context, id string, ttl time.Durat
 	if !ok {
 		return grant{}, errLeaseNotFound
 	}
-	for _, p := range leases {
-		held, err := p.ExtendFor(ctx, ttl)
+	for _, p := range held {
+		still, err := p.ExtendFor(ctx, ttl)
 		if err != nil {
 			return grant{}, fmt.Errorf("%w: %v", errLeaseStore, err)
 		}
-		if !held {
+		if !still {
 			// Its slots expired in Redis: the lease ends.
 			_ = l.releaseStored(ctx, id, errLeaseNotFound)
 			return grant{}, errLeaseNotFound

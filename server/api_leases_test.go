@@ -372,7 +372,7 @@ func TestLeasesTTL(t *testing.T) {
 		t.Errorf("Extend(-1): %v", err)
 	}
 	for i, o := range []leaseOption{withMaxLeases(0), withLeaseTTL(0, time.Second), withLeaseTTL(time.Minute, time.Second)} {
-		if _, err := newLeases(o); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := newLeases(o); !errors.Is(err, errInvalidConfig) {
 			t.Errorf("option %d: %v", i, err)
 		}
 	}

@@ -65,7 +65,7 @@ func (f apiOptionFunc) apply(o *apiOptions) { f(o) }
 
 func (o *apiOptions) fail(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 

@@ -477,11 +477,11 @@ func TestNewAPIOptions(t *testing.T) {
 		withRefusalStatus(302), withRefusalStatus(0), withRefusalStatus(600),
 	}
 	for i, o := range bad {
-		if _, err := newAPI(src, o); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("option %d: %v, want ErrInvalidConfig", i, err)
+		if _, err := newAPI(src, o); !errors.Is(err, errInvalidConfig) {
+			t.Errorf("option %d: %v, want errInvalidConfig", i, err)
 		}
 	}
-	if _, err := newAPI(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newAPI(nil); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("nil source: %v", err)
 	}
 	for _, code := range []int{200, 429, 503, 400} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/httplimit"
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/policy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -143,7 +144,7 @@ type Config struct {
 	// close it. It excludes Redis. The default is nil.
 	RedisClient redis.UniversalClient
 	// KeyPrefix is put in front of the Redis keys of every rule, so that
-	// services sharing a Redis keep apart (--key-prefix), at most 128
+	// services sharing a Redis keep apart (--key-prefix), at most 256
 	// bytes. The default is none.
 	KeyPrefix string
 	// Shadow decides and counts every request and refuses none
@@ -281,19 +282,19 @@ const gatewayAdminAddr = ":8082"
 
 // ConfigError reports an invalid field of a Config: Field is its name
 // (such as "Redis"), Err what is wrong with it. It matches
-// ErrInvalidConfig, and Err, with errors.Is.
+// admit.ErrInvalidConfig, and Err, with errors.Is.
 type ConfigError struct {
 	Field string
 	Err   error
 }
 
-// Error returns "server: invalid Config.FIELD: ERR".
+// Error returns "admit: invalid config: server: Config.FIELD: ERR".
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: Config.%s: %v", ErrInvalidConfig, e.Field, e.Err)
+	return fmt.Sprintf("%v: Config.%s: %v", errInvalidConfig, e.Field, e.Err)
 }
 
-// Unwrap returns ErrInvalidConfig and Err.
-func (e *ConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
+// Unwrap returns an error wrapping admit.ErrInvalidConfig, and Err.
+func (e *ConfigError) Unwrap() []error { return []error{errInvalidConfig, e.Err} }
 
 func fieldErr(field, format string, args ...any) *ConfigError {
 	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
@@ -379,8 +380,8 @@ func checkStore(c *Config) error {
 		}
 		_ = client.Close()
 	}
-	if len(c.KeyPrefix) > policy.MaxNameLength {
-		return fieldErr("KeyPrefix", "%d bytes, the maximum is %d", len(c.KeyPrefix), policy.MaxNameLength)
+	if len(c.KeyPrefix) > policyfmt.MaxNameLength {
+		return fieldErr("KeyPrefix", "%d bytes, the maximum is %d", len(c.KeyPrefix), policyfmt.MaxNameLength)
 	}
 	return nil
 }

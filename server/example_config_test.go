@@ -43,5 +43,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// 200 OK
-	// server: invalid config: Config.Redis: invalid Redis URL: unknown scheme "ftp": want redis, rediss, unix, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster
+	// admit: invalid config: server: Config.Redis: invalid Redis URL: unknown scheme "ftp": want redis, rediss, unix, redis+sentinel, rediss+sentinel, redis+cluster or rediss+cluster
 }

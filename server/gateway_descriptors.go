@@ -12,7 +12,7 @@ import (
 
 // defaultDescriptorSpecs are the descriptors a Gateway derives from each
 // request when it is given none (see ParseDescriptor for the syntax): the
-// keys of the built-in policy (DefaultPolicy), which is the multi-tenant
+// keys of the built-in policy (DefaultPolicyYAML), which is the multi-tenant
 // API of the reference design.
 //
 //	remote_address=client_ip     the client's address (see Config.TrustedProxies)

@@ -101,7 +101,7 @@ func TestDefaultDescriptorSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := DefaultPolicy()
+	p, err := defaultPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}

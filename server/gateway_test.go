@@ -501,15 +501,15 @@ func TestNewGatewayErrors(t *testing.T) {
 	}{
 		{"nil engine", "http://127.0.0.1:1", "api", nil, nil, admit.ErrInvalidConfig},
 		{"unknown domain", "http://127.0.0.1:1", "nope", e, nil, admit.ErrInvalidConfig},
-		{"ftp upstream", "ftp://h/", "api", e, nil, ErrInvalidConfig},
-		{"no host", "http:///x", "api", e, nil, ErrInvalidConfig},
-		{"credentials", "http://u:p@h/", "api", e, nil, ErrInvalidConfig},
+		{"ftp upstream", "ftp://h/", "api", e, nil, errInvalidConfig},
+		{"no host", "http:///x", "api", e, nil, errInvalidConfig},
+		{"credentials", "http://u:p@h/", "api", e, nil, errInvalidConfig},
 		{"bad spec", "http://h/", "api", e, []option{withDescriptorSpecs("tenant")}, errInvalidDescriptor},
-		{"bad prefix", "http://h/", "api", e, []option{withTrustedProxies(netip.Prefix{})}, ErrInvalidConfig},
-		{"dial timeout", "http://h/", "api", e, []option{withUpstreamDialTimeout(-1)}, ErrInvalidConfig},
-		{"upstream timeout", "http://h/", "api", e, []option{withUpstreamTimeout(-1)}, ErrInvalidConfig},
-		{"body cap", "http://h/", "api", e, []option{withUpstreamMaxBodyBytes(-1)}, ErrInvalidConfig},
-		{"cost", "http://h/", "api", e, []option{withMiddleware(httplimit.Config{Cost: func(*http.Request) (int64, error) { return 1, nil }})}, ErrInvalidConfig},
+		{"bad prefix", "http://h/", "api", e, []option{withTrustedProxies(netip.Prefix{})}, errInvalidConfig},
+		{"dial timeout", "http://h/", "api", e, []option{withUpstreamDialTimeout(-1)}, errInvalidConfig},
+		{"upstream timeout", "http://h/", "api", e, []option{withUpstreamTimeout(-1)}, errInvalidConfig},
+		{"body cap", "http://h/", "api", e, []option{withUpstreamMaxBodyBytes(-1)}, errInvalidConfig},
+		{"cost", "http://h/", "api", e, []option{withMiddleware(httplimit.Config{Cost: func(*http.Request) (int64, error) { return 1, nil }})}, errInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.upstream)
@@ -525,7 +525,7 @@ func TestNewGatewayErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newGatewayWith(nil, e, "api"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newGatewayWith(nil, e, "api"); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("nil upstream: %v", err)
 	}
 	g, err := newGatewayWith(good, e, "api", withDescriptors(policy.HTTPDescriptor{{Key: "generic_key", Value: httplimit.Const("global")}}))

@@ -3,24 +3,28 @@ package server
 import (
 	"sync"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/admit-go/admit/server/admitv1"
 )
 
 // The names of the gRPC services RegisterGRPC registers, as the health
-// service knows them.
-const (
-	RLSServiceName   = "envoy.service.ratelimit.v3.RateLimitService"
-	AdmitServiceName = "admit.v1.Admit"
+// service knows them: those of their service descriptors.
+var (
+	rlsServiceName   = rlsv3.RateLimitService_ServiceDesc.ServiceName // envoy.service.ratelimit.v3.RateLimitService
+	admitServiceName = admitv1.Admit_ServiceDesc.ServiceName          // admit.v1.Admit
 )
 
 // GRPC is the gRPC side of `admit serve`, as RegisterGRPC registers it on
-// one *grpc.Server: Envoy's rate-limit service, admit.v1, the
-// grpc.health.v1 health service (reporting every service, and the server
-// as a whole under "", as SERVING until SetServing or Close says
-// otherwise) and server reflection (so that grpcurl and grpcui list and
+// one *grpc.Server: Envoy's rate-limit service
+// (envoy.service.ratelimit.v3.RateLimitService), admit.v1.Admit, the
+// grpc.health.v1 health service (reporting each service by those names,
+// and the server as a whole under "", as SERVING until SetServing or Close
+// says otherwise) and server reflection (so that grpcurl and grpcui list and
 // call the services without their protos).
 //
 // A GRPC is safe for concurrent use. Close it when the server stops.
@@ -81,7 +85,7 @@ func (g *GRPC) SetServing(serving bool) {
 	if serving {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
-	for _, name := range [...]string{"", RLSServiceName, AdmitServiceName} {
+	for _, name := range [...]string{"", rlsServiceName, admitServiceName} {
 		g.health.SetServingStatus(name, st)
 	}
 }

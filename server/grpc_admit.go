@@ -65,7 +65,7 @@ type admitService struct {
 // newAdmitService returns admit.v1's service deciding with the engine src
 // gives at each request. Without WithGRPCLeases it makes a lease table of
 // its own, whose goroutine Close stops. The error wraps
-// ErrInvalidConfig for an invalid option.
+// admit.ErrInvalidConfig for an invalid option.
 func newAdmitService(src EngineSource, opts ...grpcOption) (*admitService, error) {
 	if src == nil {
 		return nil, grpcOptionError("NewAdmitService: nil EngineSource")
@@ -169,7 +169,7 @@ func (s *admitService) Reset(ctx context.Context, r *admitv1.ResetRequest) (*adm
 		}
 		auditReset(ctx, s.o.log, "grpc", who, &sc.req, n)
 		return &admitv1.ResetResponse{LimitsReset: int64(n)}, nil
-	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, policy.ErrClosed):
+	case errors.Is(err, policy.ErrInvalidRequest), errors.Is(err, admit.ErrClosed):
 		return nil, grpcCheckError(err)
 	}
 	return nil, status.Errorf(codes.Unavailable, "%d limits reset, but not all: a store failed; retry (%v)", n, err)

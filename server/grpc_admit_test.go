@@ -250,10 +250,10 @@ func TestAdmitOwnLeases(t *testing.T) {
 	if _, err := s.Acquire(ctx, req); status.Code(err) != codes.Unavailable {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := newAdmitService(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newAdmitService(nil); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("NewAdmitService(nil): %v", err)
 	}
-	if _, err := newAdmitService(grpcSource(e), withGRPCMaxEntries(0)); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newAdmitService(grpcSource(e), withGRPCMaxEntries(0)); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("bad option: %v", err)
 	}
 	if _, err := s.Check(ctx, nil); status.Code(err) != codes.InvalidArgument {
@@ -285,13 +285,13 @@ func TestGRPCHealthReflection(t *testing.T) {
 		}
 		return r.Status
 	}
-	for _, name := range []string{"", RLSServiceName, AdmitServiceName} {
+	for _, name := range []string{"", rlsServiceName, admitServiceName} {
 		if s := health(name); s != healthpb.HealthCheckResponse_SERVING {
 			t.Errorf("%q: %v", name, s)
 		}
 	}
 	h.g.SetServing(false)
-	if s := health(RLSServiceName); s != healthpb.HealthCheckResponse_NOT_SERVING {
+	if s := health(rlsServiceName); s != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("after SetServing(false): %v", s)
 	}
 	h.g.SetServing(true)
@@ -312,7 +312,7 @@ func TestGRPCHealthReflection(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	sort.Strings(names)
-	want := []string{AdmitServiceName, RLSServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
+	want := []string{admitServiceName, rlsServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
 	sort.Strings(want)
 	if len(names) != len(want) {
 		t.Fatalf("services %v, want %v", names, want)
@@ -323,7 +323,7 @@ func TestGRPCHealthReflection(t *testing.T) {
 		}
 	}
 	// The descriptors of both services resolve.
-	for _, sym := range []string{RLSServiceName, AdmitServiceName} {
+	for _, sym := range []string{rlsServiceName, admitServiceName} {
 		if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: sym}}); err != nil {
 			t.Fatal(err)
 		}

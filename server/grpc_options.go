@@ -35,7 +35,7 @@ const (
 // grpcOption configures the gRPC APIs: NewRLS, NewAdmitService and
 // RegisterGRPC. The zero set of options gives the defaults documented on
 // each option; an invalid value makes the constructor fail with an error
-// wrapping ErrInvalidConfig.
+// wrapping admit.ErrInvalidConfig.
 type grpcOption interface {
 	applyGRPC(*grpcOptions)
 }
@@ -81,7 +81,7 @@ func (f grpcOptionFunc) applyGRPC(o *grpcOptions) { f(o) }
 
 func (o *grpcOptions) fail(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 
@@ -187,14 +187,14 @@ func (h rlsHeaderStyle) String() string {
 }
 
 // parseRLSHeaders returns the RLSHeaders named s: "ietf", "envoy" or
-// "none". Another s is an error wrapping ErrInvalidConfig.
+// "none". Another s is an error wrapping admit.ErrInvalidConfig.
 func parseRLSHeaders(s string) (rlsHeaderStyle, error) {
 	for _, h := range []rlsHeaderStyle{rlsHeadersIETF, rlsHeadersEnvoy, rlsHeadersNone} {
 		if s == h.String() {
 			return h, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: response headers %q: want ietf, envoy or none", ErrInvalidConfig, truncateString(s, 32))
+	return 0, fmt.Errorf("%w: response headers %q: want ietf, envoy or none", errInvalidConfig, truncateString(s, 32))
 }
 
 // withGRPCHeaderStyle sets the fields Envoy's rate-limit service answers
@@ -203,7 +203,7 @@ func parseRLSHeaders(s string) (rlsHeaderStyle, error) {
 func withGRPCHeaderStyle(h rlsHeaderStyle) grpcOption {
 	return grpcOptionFunc(func(o *grpcOptions) {
 		if h > rlsHeadersNone {
-			o.err = fmt.Errorf("%w: %v", ErrInvalidConfig, h)
+			o.err = fmt.Errorf("%w: %v", errInvalidConfig, h)
 			return
 		}
 		o.headers = h

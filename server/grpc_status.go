@@ -18,8 +18,7 @@ func grpcCheckError(err error) error {
 	case errors.Is(err, policy.ErrInvalidRequest),
 		errors.Is(err, admit.ErrKeyTooLong):
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, policy.ErrTooManyOverrides),
-		errors.Is(err, admit.ErrTooManyKeys):
+	case errors.Is(err, admit.ErrTooManyKeys): // keyed's arena, policy's inline limits and adaptive keys too
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
@@ -31,7 +30,7 @@ func grpcCheckError(err error) error {
 	return status.Error(codes.Unavailable, "the request could not be decided: "+err.Error())
 }
 
-// grpcOptionError is an ErrInvalidConfig saying what is wrong.
+// grpcOptionError is an admit.ErrInvalidConfig saying what is wrong.
 func grpcOptionError(msg string) error {
-	return fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
+	return fmt.Errorf("%w: %s", errInvalidConfig, msg)
 }

@@ -157,12 +157,12 @@ func withDegradedReady(on bool) readyOption {
 
 func (o *readyOptions) fail(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		o.err = fmt.Errorf("%w: "+format, append([]any{errInvalidConfig}, args...)...)
 	}
 }
 
 // newReadiness returns the readiness check of a service deciding with
-// the engines of src. The error wraps ErrInvalidConfig for an invalid
+// the engines of src. The error wraps admit.ErrInvalidConfig for an invalid
 // option or a nil src.
 func newReadiness(src EngineSource, opts ...readyOption) (*readiness, error) {
 	o := readyOptions{timeout: defaultProbeTimeout}

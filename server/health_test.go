@@ -212,11 +212,11 @@ func TestReadinessOptions(t *testing.T) {
 		{withProbe("x", ok), withProbe("x", ok)},
 		{withProbeTimeout(0)},
 	} {
-		if _, err := newReadiness(src, opts...); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := newReadiness(src, opts...); !errors.Is(err, errInvalidConfig) {
 			t.Errorf("options %d: %v", i, err)
 		}
 	}
-	if _, err := newReadiness(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newReadiness(nil); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("nil source: %v", err)
 	}
 	// The API serves the Readiness it is given.

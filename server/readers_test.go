@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/internal/endless"
+	"github.com/admit-go/admit/internal/policyfmt"
 	"github.com/admit-go/admit/internal/testpki"
 	"github.com/admit-go/admit/policy"
 	"google.golang.org/grpc"
@@ -24,9 +25,9 @@ import (
 )
 
 // The policy files, at start and on a reload, are read through
-// policy.MaxFileSize: one that never ends stops there.
+// policyfmt.MaxFileSize: one that never ends stops there.
 func TestPolicyFilesEndless(t *testing.T) {
-	const bound = 2 * policy.MaxFileSize
+	const bound = 2 * policyfmt.MaxFileSize
 	tooLarge := func(t *testing.T, err error, path string, written func() int64) {
 		t.Helper()
 		if !errors.Is(err, policy.ErrInvalidPolicy) || !strings.HasPrefix(err.Error(), path+":") || !strings.Contains(err.Error(), "larger than the maximum") {
@@ -79,7 +80,7 @@ func TestTLSFilesEndless(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "file.pem")
 			written := endless.FIFO(t, fifo, bound)
 			_, err := newWith(append([]option{withHTTPAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, tc.opts(fifo)...)...)
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
+			if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), fifo+": "+tooLarge) {
 				t.Errorf("New: %v", err)
 			}
 			stopped(t, written)

@@ -135,7 +135,7 @@ type rlsService struct {
 
 // newRLS returns Envoy's rate-limit service deciding with the engine src
 // gives at each request (see EngineSource). The error wraps
-// ErrInvalidConfig for an invalid option.
+// admit.ErrInvalidConfig for an invalid option.
 func newRLS(src EngineSource, opts ...grpcOption) (*rlsService, error) {
 	if src == nil {
 		return nil, grpcOptionError("NewRLS: nil EngineSource")

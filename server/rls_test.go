@@ -201,10 +201,10 @@ func TestRLSHeaderStyles(t *testing.T) {
 			t.Errorf("ParseRLSHeaders(%q) = %v, %v", name, h, err)
 		}
 	}
-	if _, err := parseRLSHeaders("draft-03"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := parseRLSHeaders("draft-03"); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("ParseRLSHeaders(draft-03): %v", err)
 	}
-	if _, err := registerGRPCServices(grpc.NewServer(), grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCHeaderStyle(rlsHeaderStyle(9))); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := registerGRPCServices(grpc.NewServer(), grpcSource(grpcEngine(t, algorithmsPolicy, clk)), withGRPCHeaderStyle(rlsHeaderStyle(9))); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("RLSHeaders(9): %v", err)
 	}
 }
@@ -522,17 +522,17 @@ func TestNewRLSOptions(t *testing.T) {
 	for _, opt := range []grpcOption{
 		withGRPCMaxDescriptors(0), withGRPCMaxEntries(-1), withGRPCMaxValueBytes(0), withGRPCQuotaTTL(-time.Second),
 	} {
-		if _, err := newRLS(src, opt); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := newRLS(src, opt); !errors.Is(err, errInvalidConfig) {
 			t.Errorf("NewRLS with a bad option: %v", err)
 		}
 	}
-	if _, err := newRLS(nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newRLS(nil); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("NewRLS(nil): %v", err)
 	}
 	if _, err := newRLS(src, nil, withGRPCClock(nil), withGRPCMaxDescriptors(3)); err != nil {
 		t.Errorf("NewRLS with nil options: %v", err)
 	}
-	if RLSServiceName != rlsv3.RateLimitService_ServiceDesc.ServiceName {
-		t.Errorf("RLSServiceName %q", RLSServiceName)
+	if rlsServiceName != rlsv3.RateLimitService_ServiceDesc.ServiceName {
+		t.Errorf("rlsServiceName %q", rlsServiceName)
 	}
 }

@@ -38,7 +38,7 @@ import (
 // (Config.ReloadInterval): an invalid new policy never replaces a valid
 // one, and limits whose definition did not change keep their state across
 // a reload. Without files the Server enforces a policy built in Go
-// (Config.Policy) or the built-in one (DefaultPolicy).
+// (Config.Policy) or the built-in one (DefaultPolicyYAML).
 //
 // Metrics are registered on a Prometheus registry of the Server's own
 // (Config.Registry), never the global one: the decisions, the store's calls
@@ -99,8 +99,9 @@ const (
 
 // New returns a Server configured by cfg, with its policy loaded and its
 // engine built, ready to Start. It does not listen yet. The error is
-// cfg.Validate's (a *ConfigError), wraps ErrInvalidConfig for files that
-// do not load (TLS) or a gateway domain the policy lacks, is a
+// cfg.Validate's (a *ConfigError), wraps admit.ErrInvalidConfig for files
+// that do not load (TLS), a directory without policy files or a gateway
+// domain the policy lacks, is a
 // policy.Errors (matching policy.ErrInvalidPolicy) listing the problems of
 // the policy files, each with its file, line and column, or wraps the
 // error of reading them or of building the engine (policy.ErrNoStore: a
@@ -163,7 +164,7 @@ func (s *Server) loadTLS() error {
 	}
 	var err error
 	if s.tls, err = newTLSFiles(s.c.TLSCert, s.c.TLSKey, s.c.TLSClientCA, s.log); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %v", errInvalidConfig, err)
 	}
 	return nil
 }
@@ -179,10 +180,10 @@ func (s *Server) buildMetrics() error {
 	}
 	var err error
 	if s.obs, err = promlimit.New(s.reg, promlimit.Config{}); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
-		return fmt.Errorf("%w: metrics: %v", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	return nil
 }
@@ -215,7 +216,7 @@ func (s *Server) buildGateway(p *policy.Policy, e *policy.Engine) error {
 	domain := s.c.GatewayDomain
 	if domain == "" {
 		if len(p.Domains) != 1 {
-			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (Config.GatewayDomain)", ErrInvalidConfig, len(p.Domains))
+			return fmt.Errorf("%w: the policy has %d domains: say which one the gateway checks requests against (Config.GatewayDomain)", errInvalidConfig, len(p.Domains))
 		}
 		domain = p.Domains[0].Name
 	}
@@ -252,8 +253,8 @@ func (s *Server) initialPolicy() (*policy.Policy, []string, error) {
 		s.text.Store(&policyText{at: time.Now()})
 		return s.c.Policy, nil, s.c.Policy.Validate()
 	}
-	p, err := DefaultPolicy()
-	s.text.Store(&policyText{files: []string{DefaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
+	p, err := defaultPolicy()
+	s.text.Store(&policyText{files: []string{defaultPolicyFile}, data: [][]byte{defaultPolicyYAML}, at: time.Now()})
 	return p, nil, err
 }
 

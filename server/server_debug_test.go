@@ -115,7 +115,7 @@ func TestServerDebugPolicy(t *testing.T) {
 	}
 
 	builtin := startServer(t, withGRPCAddr(""), withDebugAddr("127.0.0.1:0"))
-	if body := get(builtin); !strings.Contains(body, "# file "+DefaultPolicyFile) || !strings.Contains(body, string(DefaultPolicyYAML())) {
+	if body := get(builtin); !strings.Contains(body, "# file "+defaultPolicyFile) || !strings.Contains(body, string(DefaultPolicyYAML())) {
 		t.Errorf("built-in:\n%s", body)
 	}
 	p, err := policy.Parse("p.yaml", []byte(reloadPolicy))

@@ -17,24 +17,25 @@ import (
 //go:embed default.yaml
 var defaultPolicyYAML []byte
 
-// DefaultPolicyFile is the name the built-in policy goes by in errors and
+// defaultPolicyFile is the name the built-in policy goes by in errors and
 // logs.
-const DefaultPolicyFile = "<built-in policy>"
+const defaultPolicyFile = "<built-in policy>"
 
 // DefaultPolicyYAML returns the built-in policy's file (server/default.yaml
-// in admit's repository): a small multi-tenant API in the "api" domain,
-// with per-address, per-user, per-tenant (by plan), per-route and global
-// limits and a "demo" limit of 5 requests a minute. Start a policy of your
-// own from it.
+// in admit's repository), what a Server enforces without Config.PolicyFiles
+// or Config.Policy: a small multi-tenant API in the "api" domain, with
+// per-address, per-user, per-tenant (by plan), per-route and global limits
+// and a "demo" limit of 5 requests a minute. Its rules are kept in the
+// engine's default store: in Redis, with the failure policies the file
+// gives them, when the Server has one (Config.Redis), else in memory
+// (where failure policies do not apply). It goes by the name "<built-in
+// policy>" in errors, logs and /debug/policy. Start a policy of your own
+// from it; policy.Parse of it is the Policy the Server enforces.
 func DefaultPolicyYAML() []byte { return bytes.Clone(defaultPolicyYAML) }
 
-// DefaultPolicy returns the built-in policy (see DefaultPolicyYAML), what
-// a Server enforces without WithPolicyFiles or WithPolicy. Its rules are
-// kept in the engine's default store (store: default): in Redis with the
-// failure policies the file gives them when the Server has one (WithRedis),
-// else in memory (where failure policies do not apply).
-func DefaultPolicy() (*policy.Policy, error) {
-	p, err := policy.Parse(DefaultPolicyFile, defaultPolicyYAML)
+// defaultPolicy returns the built-in policy (see DefaultPolicyYAML).
+func defaultPolicy() (*policy.Policy, error) {
+	p, err := policy.Parse(defaultPolicyFile, defaultPolicyYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +49,8 @@ const maxPolicyFiles = 1000
 // WithPolicyFiles reads them: each file as it is, and each directory's
 // *.yaml and *.yml files (not hidden ones, nor those of its
 // subdirectories) in name order. The error is the file system's for a
-// path that cannot be read, or wraps ErrNoPolicyFiles for a directory
-// without policy files.
+// path that cannot be read, or wraps admit.ErrInvalidConfig ("server: no
+// policy files") for a directory without policy files.
 func PolicyFiles(paths ...string) ([]string, error) { return expandPaths(paths) }
 
 func expandPaths(paths []string) ([]string, error) {
@@ -83,11 +84,11 @@ func expandPaths(paths []string) ([]string, error) {
 			out = append(out, full)
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("%w: directory %s has no *.yaml or *.yml file", ErrNoPolicyFiles, p)
+			return nil, fmt.Errorf("%w: directory %s has no *.yaml or *.yml file", errNoPolicyFiles, p)
 		}
 	}
 	if len(out) > maxPolicyFiles {
-		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", ErrInvalidConfig, len(out), maxPolicyFiles)
+		return nil, fmt.Errorf("%w: %d policy files, the maximum is %d", errInvalidConfig, len(out), maxPolicyFiles)
 	}
 	return out, nil
 }

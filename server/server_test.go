@@ -39,20 +39,20 @@ func TestNewErrors(t *testing.T) {
 		opts []option
 		want error
 	}{
-		{"policy and files", []option{withPolicy(&policy.Policy{}), withPolicyFiles(bad)}, ErrInvalidConfig},
-		{"empty path", []option{withPolicyFiles("")}, ErrInvalidConfig},
-		{"nothing to serve", []option{withHTTPAddr(""), withGRPCAddr("")}, ErrInvalidConfig},
-		{"gateway without HTTP", []option{withHTTPAddr(""), withUpstream(up)}, ErrInvalidConfig},
-		{"gateway and admin on one address", []option{withUpstream(up), withHTTPAddr(":9"), withAdminAddr(":9")}, ErrInvalidConfig},
-		{"bad upstream", []option{withUpstream(&url.URL{Scheme: "ftp", Host: "h"})}, ErrInvalidConfig},
-		{"gateway domain ambiguous", []option{withUpstream(up), withPolicyFiles(two)}, ErrInvalidConfig},
+		{"policy and files", []option{withPolicy(&policy.Policy{}), withPolicyFiles(bad)}, errInvalidConfig},
+		{"empty path", []option{withPolicyFiles("")}, errInvalidConfig},
+		{"nothing to serve", []option{withHTTPAddr(""), withGRPCAddr("")}, errInvalidConfig},
+		{"gateway without HTTP", []option{withHTTPAddr(""), withUpstream(up)}, errInvalidConfig},
+		{"gateway and admin on one address", []option{withUpstream(up), withHTTPAddr(":9"), withAdminAddr(":9")}, errInvalidConfig},
+		{"bad upstream", []option{withUpstream(&url.URL{Scheme: "ftp", Host: "h"})}, errInvalidConfig},
+		{"gateway domain ambiguous", []option{withUpstream(up), withPolicyFiles(two)}, errInvalidConfig},
 		{"gateway domain missing", []option{withUpstream(up), withGatewayDomain("nope")}, admit.ErrInvalidConfig},
-		{"shutdown timeout", []option{withShutdownTimeout(-1)}, ErrInvalidConfig},
-		{"request bytes", []option{withMaxRequestBytes(1 << 31)}, ErrInvalidConfig},
-		{"header bytes", []option{withMaxHeaderBytes(-1)}, ErrInvalidConfig},
+		{"shutdown timeout", []option{withShutdownTimeout(-1)}, errInvalidConfig},
+		{"request bytes", []option{withMaxRequestBytes(1 << 31)}, errInvalidConfig},
+		{"header bytes", []option{withMaxHeaderBytes(-1)}, errInvalidConfig},
 		{"invalid policy file", []option{withPolicyFiles(bad)}, policy.ErrInvalidPolicy},
 		{"missing policy file", []option{withPolicyFiles(filepath.Join(dir, "missing.yaml"))}, os.ErrNotExist},
-		{"directory without policies", []option{withPolicyFiles(empty)}, ErrNoPolicyFiles},
+		{"directory without policies", []option{withPolicyFiles(empty)}, errNoPolicyFiles},
 		{"redis rule without redis", []option{withPolicyFiles(redisRule)}, policy.ErrNoStore},
 		{"bad engine config", []option{withEngine(policy.Config{MaxKeys: -1})}, admit.ErrInvalidConfig},
 		{"bad gateway option", []option{withUpstream(up), withDescriptorSpecs("x")}, errInvalidDescriptor},
@@ -63,6 +63,17 @@ func TestNewErrors(t *testing.T) {
 				t.Fatalf("New = %v, %v; want %v", s, err, tc.want)
 			}
 		})
+	}
+	// The package's refusals are admit.ErrInvalidConfig, each saying what
+	// is wrong.
+	if _, err := newWith(withPolicyFiles(empty), withLogger(quietLogger(t))); !errors.Is(err, admit.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "server: no policy files: directory "+empty+" has no *.yaml or *.yml file") {
+		t.Errorf("a directory without policies: %v", err)
+	}
+	var ce *ConfigError
+	if err := (Config{ShutdownTimeout: -1}).Validate(); !errors.Is(err, admit.ErrInvalidConfig) || !errors.As(err, &ce) ||
+		ce.Field != "ShutdownTimeout" || !strings.HasPrefix(err.Error(), "admit: invalid config: server: Config.ShutdownTimeout: ") {
+		t.Errorf("Validate: %v", err)
 	}
 	// The problems of a policy file name its file, line and column.
 	_, err := newWith(withPolicyFiles(bad), withLogger(quietLogger(t)))
@@ -135,7 +146,7 @@ func TestServerOwnRegistryAndPolicy(t *testing.T) {
 		t.Error("the Go collector was added to a registry the caller gave")
 	}
 	// A second server on the same registry: its metrics collide.
-	if _, err := newWith(withRegistry(reg), withLogger(quietLogger(t))); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := newWith(withRegistry(reg), withLogger(quietLogger(t))); !errors.Is(err, errInvalidConfig) {
 		t.Errorf("a second server on one registry: %v", err)
 	}
 }

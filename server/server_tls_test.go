@@ -140,7 +140,7 @@ func TestServerTLSErrors(t *testing.T) {
 		"missing CA":   {[]option{withTLS(p.CertFile, p.KeyFile), withClientCA(missing)}, missing},
 	} {
 		_, err := newWith(append([]option{withHTTPAddr("127.0.0.1:0"), withGRPCAddr("127.0.0.1:0"), withLogger(quietLogger(t))}, c.opts...)...)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, errInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrInvalidOption naming %q", name, err, c.want)
 		}
 	}

@@ -96,7 +96,7 @@ var serveSettings = []setting{
 	{name: "redis-tls-key", field: "RedisTLSKey", arg: "FILE", kind: text(),
 		doc: "The private key of `--redis-tls-cert`."},
 	{name: "key-prefix", field: "KeyPrefix", arg: "PREFIX", kind: text(),
-		doc: "Put PREFIX in front of every rule's Redis keys, so that services sharing one Redis keep apart (at most 128 bytes)."},
+		doc: "Put PREFIX in front of every rule's Redis keys, so that services sharing one Redis keep apart (at most 256 bytes)."},
 	{name: "rls-headers", field: "RLSHeaders", arg: "STYLE", kind: choice("ietf", "envoy", "none"),
 		doc: "The fields Envoy's rate-limit service asks Envoy to add to the client's response: `ietf` (`RateLimit-Policy`, `RateLimit`, and `Retry-After` when refused), `envoy` (envoyproxy/ratelimit's `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`) or `none`."},
 	{name: "allow-reset", field: "AllowReset", kind: boolean(),

@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"github.com/admit-go/admit/internal/endless"
-	"github.com/admit-go/admit/policy"
+	"github.com/admit-go/admit/internal/policyfmt"
 )
 
-// check-config reads a file through policy.MaxFileSize: one that never
+// check-config reads a file through policyfmt.MaxFileSize: one that never
 // ends stops there, and is reported too large, naming the file.
 func TestCheckConfigEndless(t *testing.T) {
-	tooLarge := fmt.Sprintf("larger than the maximum of %d bytes", policy.MaxFileSize)
+	tooLarge := fmt.Sprintf("larger than the maximum of %d bytes", policyfmt.MaxFileSize)
 	ok := t.Run("fifo", func(t *testing.T) {
-		const bound = 2 * policy.MaxFileSize
+		const bound = 2 * policyfmt.MaxFileSize
 		path := filepath.Join(t.TempDir(), "policy.yaml")
 		written := endless.FIFO(t, path, bound)
 		_, errOut, code := runCmd(t, nil, "check-config", path)

@@ -1,6 +1,9 @@
 // Package policyfmt tells the two formats of policy files apart: admit's
 // YAML format and envoyproxy/ratelimit's. Package policy's Parse uses it,
-// and admit check-config to report each file's format.
+// and admit check-config to report each file's format. It also holds the
+// bounds of a policy that package policy applies and package server and
+// admit's commands share (each stated in the documentation of what applies
+// it).
 package policyfmt
 
 import (
@@ -8,6 +11,17 @@ import (
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
+)
+
+// Bounds of a policy.
+const (
+	// MaxFileSize is the largest policy file the loaders read, in bytes
+	// (4 MiB).
+	MaxFileSize = 4 << 20
+
+	// MaxNameLength is the longest rule, domain or tier name, and key
+	// prefix (policy.Config.KeyPrefix), in bytes.
+	MaxNameLength = 256
 )
 
 // Format is a policy file format.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -129,4 +130,20 @@ func (c *clocked) Healthy() bool {
 		return h.Healthy()
 	}
 	return true
+}
+
+// LeaseRecords returns the lease records of store (see leases.Records),
+// for admit serve's lease table, or nil for a nil store. They are reached
+// through the Slots of a concurrency limit of store, whose method
+// LeaseRecords names a type of internal/leases, so that they are no part
+// of redisstore's public surface; making the limit sends nothing to Redis.
+func LeaseRecords(store *redisstore.Store) leases.Records[redisstore.Lease] {
+	if store == nil {
+		return nil
+	}
+	c, err := store.Concurrency(redisstore.ConcurrencyConfig{Max: 1})
+	if err != nil {
+		panic("stores: a concurrency limit of the defaults: " + err.Error()) // cannot happen
+	}
+	return c.Slots().(leases.Source[redisstore.Lease]).LeaseRecords()
 }
