@@ -20,8 +20,8 @@ type Config struct {
 
 	// Limit is the quota's size: events per key per period, for the calls
 	// that do not give one (Request.Limit.Rate). Required: it must be at
-	// least 1 (an error wrapping admit.ErrInvalidConfig and
-	// ErrInvalidQuota).
+	// least 1 (an error wrapping admit.ErrInvalidConfig that says
+	// "invalid quota size").
 	Limit int64
 
 	// Period is the calendar period the quota counts in: Hour, Day, Week,
@@ -65,13 +65,12 @@ type settings struct {
 }
 
 // settings checks cfg and fills in its defaults. The error wraps
-// admit.ErrInvalidConfig and names the field (and wraps ErrInvalidQuota
-// for Limit).
+// admit.ErrInvalidConfig and names the field.
 func (cfg *Config) settings() (settings, error) {
 	s := settings{loc: cfg.Location, weekStart: time.Monday, maxKeys: cfg.MaxKeys, maxKeyLen: cfg.MaxKeyLength}
 	switch {
 	case cfg.Limit < 1:
-		return s, fmt.Errorf("%w: quota: Limit %d: %w: a quota admits at least 1 event per period", admit.ErrInvalidConfig, cfg.Limit, ErrInvalidQuota)
+		return s, fmt.Errorf("%w: quota: Limit %d: invalid quota size: a quota admits at least 1 event per period", admit.ErrInvalidConfig, cfg.Limit)
 	case !validPeriod(cfg.Period):
 		return s, fmt.Errorf("%w: quota: Period %v: invalid period: want Hour, Day, Week, Month or Year", admit.ErrInvalidConfig, cfg.Period)
 	case cfg.WeekStart != nil && (*cfg.WeekStart < time.Sunday || *cfg.WeekStart > time.Saturday):

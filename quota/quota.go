@@ -91,8 +91,7 @@ type Quota struct {
 }
 
 // New returns a Quota configured by cfg, with no key held yet. The error
-// wraps admit.ErrInvalidConfig and names the field; for Limit, it wraps
-// ErrInvalidQuota as well.
+// wraps admit.ErrInvalidConfig and names the field.
 func New(cfg Config) (*Quota, error) {
 	o, err := cfg.settings()
 	if err != nil {
@@ -161,7 +160,7 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // The error is non-nil only when the request could not be decided; it is
 // then refused (Allowed false) and nothing is counted: r.N < 0 (an error
 // wrapping admit.ErrInvalidCost, RetryAfter InfDuration), a per-call size
-// below 1 (ErrInvalidQuota), a key longer than the maximum
+// below 1 (admit.ErrInvalidLimit), a key longer than the maximum
 // (admit.ErrKeyTooLong, RetryAfter InfDuration), or a new key beyond the cap (admit.ErrTooManyKeys,
 // RetryAfter until the period ends, when keys are freed). ctx is not used
 // by the in-memory Quota (deciding never waits); it is there so that
@@ -343,7 +342,7 @@ func (q *Quota) full(now int64, key string, limit, n int64, w window, evicted in
 func (q *Quota) refuse(now int64, key string, limit, n int64) (admit.Decision, error) {
 	err := q.checkInput(key, n)
 	if err == nil {
-		err = fmt.Errorf("%w %d: a quota admits at least 1 event per period", ErrInvalidQuota, limit)
+		err = fmt.Errorf("%w: quota: invalid quota size %d: a quota admits at least 1 event per period", admit.ErrInvalidLimit, limit)
 	}
 	// Report the period without making it the current one.
 	var w window

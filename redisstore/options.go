@@ -99,7 +99,8 @@ type QuotaConfig struct {
 
 	// Limit is the quota's size: events per key per period, for the calls
 	// that do not give one (Request.Limit.Rate). Required: from 1 to 2^53
-	// (an error wrapping quota.ErrInvalidQuota).
+	// (an error wrapping admit.ErrInvalidConfig that says "invalid
+	// quota size").
 	Limit int64
 
 	// Period is the calendar period the quota counts in: one of package

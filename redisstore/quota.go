@@ -118,8 +118,8 @@ type Quota struct {
 
 // Quota returns a quota configured by cfg, whose counts live in the
 // store's Redis. The error wraps admit.ErrInvalidConfig and names the
-// field ("invalid period" for an invalid cfg.Period), and wraps
-// quota.ErrInvalidQuota too if cfg.Limit is not in [1, 2^53].
+// field ("invalid period" for an invalid cfg.Period, "invalid quota size"
+// if cfg.Limit is not in [1, 2^53]).
 func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
 	if err := checkQuota(cfg.Limit); err != nil {
 		return nil, invalid("Limit", "%w", err)
@@ -156,7 +156,7 @@ func (s *Store) Quota(cfg QuotaConfig) (*Quota, error) {
 
 func checkQuota(n int64) error {
 	if n < 1 || n > maxExact {
-		return fmt.Errorf("%w %d: want 1 to 2^53 events per period", quota.ErrInvalidQuota, n)
+		return fmt.Errorf("%w: redisstore: invalid quota size %d: want 1 to 2^53 events per period", admit.ErrInvalidLimit, n)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 //
 // The error is non-nil when nothing was decided, and the request is then
 // refused with RetryAfter admit.InfDuration: bad input (r.N < 0:
-// admit.ErrInvalidCost; a size outside [1, 2^53]: quota.ErrInvalidQuota;
+// admit.ErrInvalidCost; a size outside [1, 2^53]: admit.ErrInvalidLimit, a bad request;
 // admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
 // closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {

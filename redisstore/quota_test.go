@@ -419,8 +419,8 @@ func TestQuotaBadInput(t *testing.T) {
 	s, _ := qStore(t, client, Config{MaxKeyLength: 8})
 	ctx := t.Context()
 	for _, n := range []int64{0, -1, 1<<53 + 1} {
-		if _, err := s.Quota(QuotaConfig{Limit: n, Period: quota.Day}); !errors.Is(err, quota.ErrInvalidQuota) || !errors.Is(err, admit.ErrInvalidConfig) {
-			t.Errorf("Quota(%d): %v, want ErrInvalidQuota", n, err)
+		if _, err := s.Quota(QuotaConfig{Limit: n, Period: quota.Day}); !strings.Contains(err.Error(), "invalid quota size") || !errors.Is(err, admit.ErrInvalidConfig) {
+			t.Errorf("Quota(%d): %v, want admit.ErrInvalidConfig, an invalid quota size", n, err)
 		}
 	}
 	for _, p := range []quota.Period{0, quota.Year + 1} {
@@ -442,7 +442,7 @@ func TestQuotaBadInput(t *testing.T) {
 	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: -1}); !errors.Is(err, admit.ErrInvalidCost) || d.Allowed || d.RetryAfter != admit.InfDuration || d.Kind != admit.KindQuota {
 		t.Errorf("n = -1: %+v, %v", d, err)
 	}
-	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Hour}}); !errors.Is(err, quota.ErrInvalidQuota) || d.Allowed {
+	if d, err := q.Allow(ctx, admit.Request{Key: "k", N: 1, Limit: admit.Limit{Rate: 0, Period: time.Hour}}); !errors.Is(err, admit.ErrInvalidLimit) || !strings.Contains(err.Error(), "invalid quota size 0") || d.Allowed {
 		t.Errorf("a size of 0: %+v, %v", d, err)
 	}
 	if _, err := q.Allow(ctx, admit.Request{Key: "too-long-key", N: 1, At: time.Now()}); !errors.Is(err, admit.ErrKeyTooLong) {
