@@ -1,0 +1,159 @@
+package bench
+
+// The local path (issue 15): what a user calling each library's public API
+// in the way its README shows pays per check, on the system clock.
+//
+//   - BenchmarkLocalPath/hot-key: one key, checked over and over, under a
+//     limit it never exhausts (1e9 per second, burst 1e9), so every call is
+//     admitted and writes the key's state.
+//   - BenchmarkLocalPath/1M-round-robin: 1,000,000 distinct keys, all
+//     present before the timer starts, visited in turn (1000 per second,
+//     burst 1000 per key, never exhausted).
+//
+// The libraries:
+//
+//   - admit-keyed: keyed.New(keyed.Config{Limit: l}) (every other field at
+//     its default, so 16 shards per P and room for 1<<20 keys), called as
+//     lim.Allow(ctx, admit.Request{Key: key, N: 1}), the Decision and the
+//     error both looked at.
+//   - go-limiter: sethvargo/go-limiter's memorystore.New(&Config{Tokens,
+//     Interval}), defaults otherwise, called as store.Take(ctx, key).
+//   - xrate-syncmap: what users build by hand with golang.org/x/time/rate,
+//     a sync.Map of *rate.Limiter, Load then LoadOrStore on a miss, Allow.
+//   - admit-gcra (hot key only): a lone admit.GCRA's Allow(), the floor a
+//     keyed limiter's hot key is measured against.
+//
+// Each library is called directly in the timed loop, as a user's code
+// would (no closure or interface in between), and each answer is checked,
+// so a limit that ran out cannot pass for a fast one. Before the timer
+// starts, every key is checked twice (stored, then once more in the steady
+// state) and the heap is collected (see warm), so no library pays for the
+// garbage of another's 1M keys or for a collection of its own setup.
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/keyed"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"golang.org/x/time/rate"
+)
+
+// hotKey is the one key of the hot-key case: a client address.
+const hotKey = "203.0.113.7"
+
+func BenchmarkLocalPath(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		keys func() []string
+		rate int64 // per second, burst the same
+	}{
+		{"hot-key", func() []string { return []string{hotKey} }, highRate},
+		{"1M-round-robin", keys, keyRate},
+	}
+	for _, c := range cases {
+		b.Run(c.name+"/admit-keyed", func(b *testing.B) {
+			lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(c.rate)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ks := warm(b, c.keys(), func(k string) bool {
+				d, err := lim.Allow(ctx, admit.Request{Key: k, N: 1})
+				return d.Allowed && err == nil
+			})
+			i := 0
+			for b.Loop() {
+				d, err := lim.Allow(ctx, admit.Request{Key: ks[i], N: 1})
+				if !d.Allowed || err != nil {
+					b.Fatal("denied", err)
+				}
+				if i++; i == len(ks) {
+					i = 0
+				}
+			}
+		})
+		b.Run(c.name+"/go-limiter", func(b *testing.B) {
+			// go-limiter refills a bucket that has crossed an interval
+			// with uint64(intervals × Interval/Tokens) tokens, which is 1
+			// per second at 1e9 per second: so the hot key's limit is
+			// given as 3600e9 per hour, which no run outlasts.
+			cfg := &memorystore.Config{Tokens: uint64(c.rate), Interval: time.Second}
+			if c.rate == highRate {
+				cfg = &memorystore.Config{Tokens: 3600 * highRate, Interval: time.Hour}
+			}
+			st, err := memorystore.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close(ctx)
+			ks := warm(b, c.keys(), func(k string) bool {
+				_, _, _, ok, err := st.Take(ctx, k)
+				return ok && err == nil
+			})
+			i := 0
+			for b.Loop() {
+				_, _, _, ok, err := st.Take(ctx, ks[i])
+				if !ok || err != nil {
+					b.Fatal("denied", err)
+				}
+				if i++; i == len(ks) {
+					i = 0
+				}
+			}
+		})
+		b.Run(c.name+"/xrate-syncmap", func(b *testing.B) {
+			var m sync.Map
+			ks := warm(b, c.keys(), func(k string) bool {
+				v, _ := m.LoadOrStore(k, rate.NewLimiter(rate.Limit(c.rate), int(c.rate)))
+				return v.(*rate.Limiter).Allow()
+			})
+			i := 0
+			for b.Loop() {
+				k := ks[i]
+				v, ok := m.Load(k)
+				if !ok {
+					v, _ = m.LoadOrStore(k, rate.NewLimiter(rate.Limit(c.rate), int(c.rate)))
+				}
+				if !v.(*rate.Limiter).Allow() {
+					b.Fatal("denied")
+				}
+				if i++; i == len(ks) {
+					i = 0
+				}
+			}
+		})
+	}
+	b.Run("hot-key/admit-gcra", func(b *testing.B) {
+		g := mustGCRA(b, admitHigh)
+		warm(b, []string{hotKey}, func(string) bool { return g.Allow() })
+		for b.Loop() {
+			if !g.Allow() {
+				b.Fatal("denied")
+			}
+		}
+	})
+}
+
+// warm calls check on every key twice (the first round stores the keys, the
+// second is the steady state: sync.Map, for one, answers Load from its
+// lock-free read-only map only after as many misses as it has keys), then
+// collects the garbage of the previous sub-benchmark and of this one's
+// setup, so that no library pays in its timed loop for another's heap or
+// for a collection of its own setup. It returns keys.
+func warm(b *testing.B, keys []string, check func(key string) bool) []string {
+	for range 2 {
+		for _, k := range keys {
+			if !check(k) {
+				b.Fatal("denied while warming up")
+			}
+		}
+	}
+	runtime.GC()
+	b.ReportAllocs()
+	return keys
+}
