@@ -17,8 +17,8 @@
 // report measures. It reports the largest excess over B + t/T, the
 // overshoot (that excess minus the 1: it must be ≤ 0), the busiest
 // window of several lengths from 10 ms to the whole run, and the total
-// admitted against the ideal B + D/T, D from the start to the last
-// answer.
+// admitted against the ideal B + D/T, D from the first admitted request
+// (which found the bucket full) to the last answer.
 //
 // A second check needs no allowance for latency: counting in a window [a,
 // b] only the checks whose whole [request, answer] lies in it, which the

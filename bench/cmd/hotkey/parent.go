@@ -202,12 +202,15 @@ func (r report) print(w io.Writer) bool {
 		fmt.Fprintln(w, "nothing admitted: FAIL")
 		return false
 	}
-	last := recv[n-1]
-	ideal := l.allowed(last)
+	last, first := recv[n-1], recv[0]
+	for _, e := range events {
+		first = min(first, e.sent)
+	}
+	ideal := l.allowed(last - first)
 	fmt.Fprintf(w, "admitted %d of %d offered (%.2fx the limit), %d errors\n",
 		n, offered, float64(offered)/cfg.duration.Seconds()/float64(cfg.rate), errs)
-	fmt.Fprintf(w, "ideal B + D/T = %.1f (D = %v, from the start to the last answer): admitted/ideal %.5f, shortfall %.1f events\n",
-		ideal, time.Duration(last), float64(n)/ideal, ideal-float64(n))
+	fmt.Fprintf(w, "ideal B + D/T = %.1f (D = %v, from the first admitted request to the last answer): admitted/ideal %.5f, shortfall %.1f events\n",
+		ideal, time.Duration(last-first), float64(n)/ideal, ideal-float64(n))
 	fmt.Fprintf(w, "Redis's clock against the monotonic one over the run: %+.0f ppm (±%.0f)\n", r.drift, r.driftErr)
 	if r.stats != nil {
 		fmt.Fprintf(w, "Redis per offered check: %.3f commands (%.3f EVAL/EVALSHA), %.2f µs of commands, %.2f µs CPU; %.2f cores\n",
@@ -217,7 +220,7 @@ func (r report) print(w io.Writer) bool {
 	}
 
 	fmt.Fprintf(w, "\nbusiest window of each length (answers' instants):\n%10s %10s %10s %8s\n", "t", "admitted", "B + t/T", "excess")
-	for _, t := range windowLengths(last) {
+	for _, t := range windowLengths(last - recv[0]) {
 		b := busiest(recv, t)
 		fmt.Fprintf(w, "%10v %10d %10.1f %8.2f\n", time.Duration(t), b.count, l.allowed(t), l.excess(b))
 	}
