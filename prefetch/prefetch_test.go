@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,6 +215,46 @@ func TestNewBadInput(t *testing.T) {
 	} {
 		if lim, err := prefetch.New(tt.cfg); lim != nil || !errors.Is(err, admit.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: New = %v, %v; want an error wrapping admit.ErrInvalidConfig that says %q", tt.name, lim, err, tt.want)
+		}
+	}
+}
+
+// TestConcurrentOnTheSystemClock: goroutines of two instances on one hot
+// key and the system clock, with background fetches racing the requests:
+// the fleet admits no more than the bound over the run (measured from
+// before the first request to after the last), and -race finds no race.
+func TestConcurrentOnTheSystemClock(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 50}
+	f := newFleet(t, admit.AlgGCRA, l, 2, prefetch.Config{Interval: 20 * time.Millisecond})
+	ctx := context.Background()
+	var admitted atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lim := f.lims[g%2]
+			for time.Since(start) < 150*time.Millisecond {
+				if d, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1}); err != nil {
+					t.Error(err)
+					return
+				} else if d.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	f.close(t)
+	bound := l.Burst + int64(elapsed/(l.Period/time.Duration(l.Rate)))
+	if n := admitted.Load(); n > bound || n == 0 {
+		t.Errorf("admitted %d in %v; the bound is %d", n, elapsed, bound)
+	}
+	for _, lim := range f.lims {
+		if s := lim.Stats(); s.Local == 0 {
+			t.Errorf("nothing admitted from blocks: %+v", s)
 		}
 	}
 }
