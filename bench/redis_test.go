@@ -97,7 +97,7 @@ var redisLibs = func() []redisLib {
 // own, and releases it when b ends.
 func newCheck(b *testing.B, lib redisbench.Lib, c *redis.Client, limit admit.Limit) redisbench.Check {
 	prefix := "bench-" + lib.Name + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
-	check, done, err := lib.New(c, prefix, limit)
+	check, done, err := lib.New(c, redisbench.Setup{Prefix: prefix, Limit: limit, Instances: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

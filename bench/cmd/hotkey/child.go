@@ -36,7 +36,7 @@ func runChild(cfg config) error {
 	lib, _ := redisbench.Lookup(cfg.limiter)
 	c := newClient(cfg)
 	defer c.Close()
-	check, done, err := lib.New(c, cfg.prefix, cfg.limit())
+	check, done, err := lib.New(c, redisbench.Setup{Prefix: cfg.prefix, Limit: cfg.limit(), Instances: cfg.procs})
 	if err != nil {
 		return err
 	}

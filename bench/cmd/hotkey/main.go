@@ -109,7 +109,7 @@ func parseFlags(args []string) (config, error) {
 // childArgs are the flags of a child of the run c.
 func (c config) childArgs() []string {
 	return []string{
-		"-child", "-limiter", c.limiter, "-redis", c.redis, "-cluster=" + strconv.FormatBool(c.cluster),
+		"-child", "-limiter", c.limiter, "-redis", c.redis, "-cluster=" + strconv.FormatBool(c.cluster), "-procs", strconv.Itoa(c.procs),
 		"-duration", c.duration.String(), "-rate", strconv.FormatInt(c.rate, 10),
 		"-burst", strconv.FormatInt(c.burst, 10), "-offer", strconv.FormatFloat(c.offer, 'g', -1, 64),
 		"-workers", strconv.Itoa(c.workers), "-key", c.key, "-prefix", c.prefix,

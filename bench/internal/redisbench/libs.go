@@ -28,9 +28,24 @@ type Lib struct {
 	// edge), so cmd/hotkey refuses it.
 	GCRA bool
 
-	// New builds the limiter on c for limit, writing only keys that begin
-	// with prefix, and returns its check and what releases it.
-	New func(c redis.UniversalClient, prefix string, limit admit.Limit) (Check, func(), error)
+	// New builds the limiter on c as s says, and returns its check and
+	// what releases it.
+	New func(c redis.UniversalClient, s Setup) (Check, func(), error)
+}
+
+// Setup is what a Lib's New builds.
+type Setup struct {
+	// Prefix begins every key the limiter writes, so that runs and
+	// libraries never share state.
+	Prefix string
+
+	// Limit is the limit of every key.
+	Limit admit.Limit
+
+	// Instances is how many processes share the limit (cmd/hotkey's
+	// -procs; 1 in the benchmarks), for a limiter that sizes what it
+	// holds by it.
+	Instances int
 }
 
 // Libs are the limiters compared, in the order the benchmarks run them.
@@ -66,12 +81,12 @@ func Names() []string {
 	return names
 }
 
-func newAdmit(c redis.UniversalClient, prefix string, limit admit.Limit) (Check, func(), error) {
-	s, err := redisstore.New(c, redisstore.Config{Prefix: prefix})
+func newAdmit(c redis.UniversalClient, set Setup) (Check, func(), error) {
+	s, err := redisstore.New(c, redisstore.Config{Prefix: set.Prefix})
 	if err != nil {
 		return nil, nil, err
 	}
-	lim, err := s.Limiter(redisstore.LimiterConfig{Limit: limit})
+	lim, err := s.Limiter(redisstore.LimiterConfig{Limit: set.Limit})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -83,22 +98,22 @@ func newAdmit(c redis.UniversalClient, prefix string, limit admit.Limit) (Check,
 	return check, func() { s.Close() }, nil
 }
 
-func newRedisRate(c redis.UniversalClient, prefix string, limit admit.Limit) (Check, func(), error) {
+func newRedisRate(c redis.UniversalClient, set Setup) (Check, func(), error) {
 	l := redis_rate.NewLimiter(c)
-	lim := redis_rate.Limit{Rate: int(limit.Rate), Period: limit.Period, Burst: int(limit.Burst)}
+	lim := redis_rate.Limit{Rate: int(set.Limit.Rate), Period: set.Limit.Period, Burst: int(set.Limit.Burst)}
 	check := func(ctx context.Context, key string) (bool, error) {
-		r, err := l.Allow(ctx, prefix+key, lim)
+		r, err := l.Allow(ctx, set.Prefix+key, lim)
 		return err == nil && r.Allowed > 0, err
 	}
 	return check, func() {}, nil
 }
 
-func newUlule(c redis.UniversalClient, prefix string, limit admit.Limit) (Check, func(), error) {
-	st, err := ulredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: prefix})
+func newUlule(c redis.UniversalClient, set Setup) (Check, func(), error) {
+	st, err := ulredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: set.Prefix})
 	if err != nil {
 		return nil, nil, err
 	}
-	l := limiter.New(st, limiter.Rate{Period: limit.Period, Limit: limit.Rate})
+	l := limiter.New(st, limiter.Rate{Period: set.Limit.Period, Limit: set.Limit.Rate})
 	check := func(ctx context.Context, key string) (bool, error) {
 		lc, err := l.Get(ctx, key)
 		return err == nil && !lc.Reached, err
