@@ -10,7 +10,8 @@ import (
 	"github.com/admit-go/admit/internal/algo"
 )
 
-// Inf is the Rate of a limit that admits everything.
+// Inf is the Rate of a limit that admits everything: a Limit l is
+// unlimited iff l.Rate == Inf.
 const Inf int64 = math.MaxInt64
 
 // Unlimited is a Limit that admits every request.
@@ -63,25 +64,6 @@ func Every(d time.Duration) Limit {
 func (l Limit) WithBurst(b int64) Limit {
 	l.Burst = b
 	return l
-}
-
-// IsUnlimited reports whether l admits every request.
-func (l Limit) IsUnlimited() bool { return l.Rate == Inf }
-
-// Interval returns the emission interval Period/Rate, rounded up to whole
-// nanoseconds (0 for Unlimited, InfDuration for a zero Rate).
-func (l Limit) Interval() time.Duration {
-	switch {
-	case l.Rate == Inf:
-		return 0
-	case l.Rate <= 0 || l.Period <= 0:
-		return InfDuration
-	}
-	q := int64(l.Period) / l.Rate
-	if int64(l.Period)%l.Rate != 0 {
-		q++
-	}
-	return time.Duration(q)
 }
 
 // Validate reports whether l is inside the domain documented on Limit. The

@@ -114,7 +114,7 @@ func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
 	if err := budget.Validate(); err != nil {
 		return nil, err
 	}
-	if budget.IsUnlimited() || budget.Rate == 0 {
+	if budget.Rate == admit.Inf || budget.Rate == 0 {
 		return nil, fmt.Errorf("%w: budget %v: want a positive, limited rate", admit.ErrInvalidLimit, budget)
 	}
 	if budget.Burst == 0 {
