@@ -261,7 +261,7 @@ func (lim *Limiter) refund(ctx context.Context, now int64, key string, c *limits
 	rkey := lim.redisKey(tag, key)
 	s := lim.s
 	p := s.getOp()
-	p.refund = true
+	p.mode = lua.Refund
 	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
 	lim.fill(p, now, tag)
 	err := s.do(ctx, p)
@@ -338,6 +338,7 @@ var (
 	_ admit.Resetter       = (*Limiter)(nil)
 	_ admit.HealthReporter = (*Limiter)(nil)
 	_ admit.Cacher         = (*Limiter)(nil)
+	_ admit.PartialAllower = (*Limiter)(nil)
 )
 
 func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {
