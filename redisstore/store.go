@@ -116,7 +116,7 @@ type op struct {
 	// lua.Partial (grant what fits of each item's n).
 	mode string
 	now  string // decimal ns, or "" for Redis TIME
-	tag    uint64 // the hash tag's hash (the slot), for grouping in a cluster
+	tag  uint64 // the hash tag's hash (the slot), for grouping in a cluster
 	// deadline is the caller's (zero: none).
 	deadline time.Time
 
@@ -252,10 +252,10 @@ func (s *Store) deadline(batch []*op) time.Time {
 // independently (or give events back, or grant what fits) at the same
 // instant (and, in a cluster, in one slot).
 type call struct {
-	all  bool     // one all-or-nothing op
-	mode string   // the mode of its ops (see op.mode)
-	now  string   // the instant of its ops
-	ns   []int64  // in lua.Partial mode, the n of each key
+	all  bool    // one all-or-nothing op
+	mode string  // the mode of its ops (see op.mode)
+	now  string  // the instant of its ops
+	ns   []int64 // in lua.Partial mode, the n of each key
 	la   lua.Args
 	ops  []*op
 	keys []string
