@@ -95,7 +95,9 @@
 // grants and decides exactly as keyed.Limiter.AllowAtMost does, for every
 // algorithm, on Redis's clock or at the caller's instant. Grants are
 // pipelined as checks are, merged into script calls of their own (a mode
-// of the call, so the other checks' calls are unchanged).
+// of the call, so the other checks' calls are unchanged). Quota.AllowAtMost
+// grants what remains of a quota's period the same way, as
+// quota.Quota.AllowAtMost does.
 //
 // For the deny cache, a grant of nothing is a denial of one event, and a
 // grant of fewer than r.N leaves the key denied one more event until
