@@ -4,9 +4,6 @@ import (
 	"context"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/limits"
-	"github.com/admit-go/admit/internal/timeline"
-	"github.com/admit-go/admit/redisstore/internal/lua"
 )
 
 // AllowAtMost admits as many of r.N events as fit for r.Key at instant
@@ -42,46 +39,5 @@ func (lim *Limiter) AllowAtMost(ctx context.Context, r admit.Request) (int64, ad
 	if err != nil {
 		return 0, c.Refusal(lim.name), err
 	}
-	return lim.grant(ctx, instant(r.At), r.Key, c, r.N)
-}
-
-// grant grants up to n events of key at now (-1: Redis's clock).
-func (lim *Limiter) grant(ctx context.Context, now int64, key string, c *limits.Compiled, n int64) (int64, admit.Decision, error) {
-	if err := lim.check(key, n); err != nil {
-		return 0, c.Refusal(lim.name), err
-	}
-	tag := hashOf(key)
-	rkey := lim.redisKey(tag, key)
-	explicit := now >= 0
-	local := now
-	if !explicit {
-		local = timeline.Now()
-	}
-	s := lim.s
-	if s.deny != nil && n > 0 {
-		// A key denied one event is granted none.
-		if r, ok := s.deny.get(rkey, c.Key, explicit, local, 1); ok {
-			return 0, lim.observe(key, n, c.Decision(r, lim.name)), nil
-		}
-	}
-	p := s.getOp()
-	p.mode = lua.Partial
-	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
-	lim.fill(p, now, tag)
-	if err := s.do(ctx, p); err != nil {
-		return 0, c.Refusal(lim.name), err
-	}
-	r, granted := p.results[0], p.granted[0]
-	s.putOp(p)
-	if s.deny != nil && n > 0 {
-		if granted < n {
-			// The decision after the grant is the denial of one more.
-			one := r
-			one.Allowed = false
-			s.deny.record(rkey, c.Key, explicit, local, 1, one)
-		} else {
-			s.deny.forget(rkey)
-		}
-	}
-	return granted, lim.observe(key, n, c.Decision(r, lim.name)), nil
+	return lim.decide(ctx, instant(r.At), r.Key, c, r.N, true)
 }

@@ -500,15 +500,21 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		trials = 50
 	}
+	rng := rand.New(rand.NewPCG(testSeed(t), 7))
+	for range trials {
+		r.run(t, genTimeline(rng, 3, 30))
+	}
+}
+
+// testSeed returns the seed of a random test: $ADMIT_SEED, or the clock's
+// nanoseconds, which it logs.
+func testSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("ADMIT_SEED"), 10, 64); err == nil {
 		seed = v
 	}
 	t.Logf("seed %d (set ADMIT_SEED to run it again)", seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	for range trials {
-		r.run(t, genTimeline(rng, 3, 30))
-	}
+	return seed
 }
 
 // TestDifferentialEachAlgorithm runs timelines of one key per algorithm, so

@@ -4,7 +4,6 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,12 +34,7 @@ func TestDifferentialPartial(t *testing.T) {
 	if testing.Short() {
 		trials = 40
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("ADMIT_SEED"), 10, 64); err == nil {
-		seed = v
-	}
-	t.Logf("seed %d (set ADMIT_SEED to run it again)", seed)
-	rng := rand.New(rand.NewPCG(seed, 15))
+	rng := rand.New(rand.NewPCG(testSeed(t), 15))
 	for range trials {
 		r.run(t, withPartial(genTimeline(rng, 3, 30), rng))
 	}

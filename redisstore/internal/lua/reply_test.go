@@ -26,11 +26,7 @@ func TestParseReply(t *testing.T) {
 	if _, res, err := lua.ParseReply([]any{"0"}, 0); err != nil || len(res) != 0 {
 		t.Fatalf("no keys: %v %v", res, err)
 	}
-	with := func(i int, v any) []any {
-		c := append([]any(nil), ok...)
-		c[i] = v
-		return c
-	}
+	with := func(i int, v any) []any { return withElem(ok, i, v) }
 	for name, c := range map[string]struct {
 		reply any
 		n     int
@@ -67,6 +63,13 @@ func TestParseReply(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrReply", name, err)
 		}
 	}
+}
+
+// withElem returns a copy of reply whose element i is v.
+func withElem(reply []any, i int, v any) []any {
+	c := append([]any(nil), reply...)
+	c[i] = v
+	return c
 }
 
 // FuzzParseReply: any reply is parsed or refused with ErrReply, never a
@@ -138,11 +141,7 @@ func TestParsePartialReply(t *testing.T) {
 	if _, _, _, err := lua.ParsePartialReply([]any{"0", int64(0), int64(0), int64(5), int64(5), int64(0)}, []int64{0}); err != nil {
 		t.Errorf("a denied peek: %v", err)
 	}
-	with := func(i int, v any) []any {
-		c := append([]any(nil), ok...)
-		c[i] = v
-		return c
-	}
+	with := func(i int, v any) []any { return withElem(ok, i, v) }
 	for name, c := range map[string]struct {
 		reply any
 		ns    []int64
