@@ -29,6 +29,8 @@
 //     states, fractional T in a window algorithm, instants before 10 ms
 //     after the epoch) takes the general path of the mirrors.
 //   - main.lua and slow.lua: arguments, states, writes, reply.
+//   - partial.lua: the stages of the partial mode (below), a module that
+//     only partial calls build; a normal call pays two tests per key.
 //
 // A differential test and a fuzz target (FuzzDecide) run random timelines
 // (equal and backwards instants, requests of 0 and past the burst,
@@ -68,8 +70,9 @@
 //	            is the last of these decisions (allowed if m > 0, or for a
 //	            peek, n = 0, what the peek said), and m follows it in the
 //	            reply. This is keyed.Limiter.AllowAtMost's loop, in one
-//	            call; the script fails rather than reply if the admission
-//	            were denied or the one more admitted.
+//	            call (main.lua decides the key once per stage, partial.lua
+//	            says what to ask next); the script fails rather than reply
+//	            if the admission were denied or the one more admitted.
 //	ARGV[2]     the instant in ns since the Unix epoch, in decimal, or
 //	            RedisTime ("") for Redis TIME (seconds×1e9 + microseconds×1e3).
 //	            It is clamped to [0, algo.MaxTime] as algo.Clamp does.

@@ -31,6 +31,7 @@ var modules = []string{
 	"slidingwindow", // slidingwindow.go
 	"slidinglog",    // slidinglog.go
 	"slow",          // the general path of main.lua
+	"partial",       // the partial mode of main.lua
 }
 
 const prelude = `-- admit decision script (github.com/admit-go/admit/redisstore/internal/lua)
