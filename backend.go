@@ -60,6 +60,19 @@ type Refunder interface {
 	Refund(ctx context.Context, r Request) error
 }
 
+// PartialAllower is implemented by keyed rate limiters that can admit part
+// of a request, as batch consumers and prefetching need: AllowAtMost admits
+// as many of r.N events as fit at r.At, from 0 to r.N, consumes them and
+// returns how many. Nothing is refused for being above the burst: at most
+// the burst fits. The Decision describes the key after the grant: Allowed
+// is true when at least one event was granted (or r.N is 0, a peek),
+// Remaining is what still fits, RetryAfter is 0 when all r.N were granted
+// and otherwise how long until one more event would fit, and ResetAfter is
+// as for Allow. Errors are those of Allow, and then nothing is granted.
+type PartialAllower interface {
+	AllowAtMost(ctx context.Context, r Request) (granted int64, d Decision, err error)
+}
+
 // Resetter is implemented by limiters that can forget a key, so that it
 // starts full again (an operator unblocking a client). Resetting a key the
 // limiter does not hold is not an error.

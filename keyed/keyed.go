@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/limits"
 	"github.com/admit-go/admit/internal/timeline"
 )
@@ -131,8 +132,9 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	// The hot path, in one frame: a Decision is 10 words, returned on the
-	// stack, so every frame it were returned through would copy it.
+	// The hot path. A Decision is 10 words, returned on the stack, so each
+	// frame it were returned through would copy it: this one builds it,
+	// in place, from step's Result (returned in registers).
 	now := lim.at(r.At)
 	c := lim.own
 	if r.Limit != (admit.Limit{}) {
@@ -140,15 +142,9 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 			return c.Refusal(lim.name), c.Err
 		}
 	}
-	if r.N < 0 || len(r.Key) > lim.maxKeyLen {
-		return c.Refusal(lim.name), lim.badInput(r.Key, r.N)
-	}
-	res, ev, ok := lim.eng.decide(now, r.Key, &c.P, r.N)
-	if !ok {
-		return c.Refusal(lim.name), errStoreFull
-	}
-	if lim.obs != nil {
-		lim.observe(r.Key, r.N, c.Decision(res, lim.name), ev)
+	res, err := lim.step(now, r.Key, c, r.N)
+	if err != nil {
+		return c.Refusal(lim.name), err
 	}
 	// c.Decision(res, lim.name), written out: the inlined call would build
 	// the Decision in a temporary and copy it.
@@ -160,6 +156,32 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 		ResetAfter: time.Duration(res.ResetAfter),
 		Rule:       lim.name,
 	}, nil
+}
+
+// decide is Allow at now under c, for callers that have both.
+func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
+	res, err := lim.step(now, key, c, n)
+	if err != nil {
+		return c.Refusal(lim.name), err
+	}
+	return c.Decision(res, lim.name), nil
+}
+
+// step decides n events for key at now under c, consuming them if
+// admitted, and tells the Observer. The error is non-nil for bad input and
+// for a full store; nothing is consumed then.
+func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n int64) (algo.Result, error) {
+	if n < 0 || len(key) > lim.maxKeyLen {
+		return algo.Result{}, lim.badInput(key, n)
+	}
+	res, ev, ok := lim.eng.decide(now, key, &c.P, n)
+	if !ok {
+		return algo.Result{}, errStoreFull
+	}
+	if lim.obs != nil {
+		lim.observe(key, n, c.Decision(res, lim.name), ev)
+	}
+	return res, nil
 }
 
 // at returns instant t on the time line, or the clock's now if t is zero.
