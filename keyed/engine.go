@@ -65,7 +65,7 @@ func newTable[S any](o ops[S], shards, maxKeys int, grace int64) *table[S] {
 
 func (t *table[S]) locate(key string) (*shard[S], uint32) {
 	h := maphash.String(t.seed, key)
-	return &t.shards[h&t.mask], uint32(h>>34) & hashMask
+	return &t.shards[h&t.mask], uint32(h >> 34) // 30 bits (hashMask)
 }
 
 func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.Result, evictions, bool) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/limits"
 	"github.com/admit-go/admit/internal/timeline"
 )
@@ -131,41 +132,67 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	var now int64
-	if r.At.IsZero() {
-		now = lim.now()
-	} else {
-		now = timeline.Nanos(r.At)
+	// The hot path. A Decision is 10 words, returned on the stack, so each
+	// frame it were returned through would copy it: this one builds it,
+	// in place, from step's Result (returned in registers).
+	now := lim.at(r.At)
+	c := lim.own
+	if r.Limit != (admit.Limit{}) {
+		if c = lim.limits.Get(lim.alg, r.Limit); c.Err != nil {
+			return c.Refusal(lim.name), c.Err
+		}
 	}
-	if r.Limit == (admit.Limit{}) {
-		return lim.decide(now, r.Key, lim.own, r.N)
+	res, err := lim.step(now, r.Key, c, r.N)
+	if err != nil {
+		return c.Refusal(lim.name), err
 	}
-	return lim.allowLimit(now, r.Key, r.Limit, r.N)
+	// c.Decision(res, lim.name), written out: the inlined call would build
+	// the Decision in a temporary and copy it.
+	return admit.Decision{
+		Allowed:    res.Allowed,
+		Limit:      c.Limit,
+		Remaining:  res.Remaining,
+		RetryAfter: time.Duration(res.RetryAfter),
+		ResetAfter: time.Duration(res.ResetAfter),
+		Rule:       lim.name,
+	}, nil
 }
 
-// allowLimit is Allow at now under limit l.
-func (lim *Limiter) allowLimit(now int64, key string, l admit.Limit, n int64) (admit.Decision, error) {
-	c := lim.limits.Get(lim.alg, l)
-	if c.Err != nil {
-		return c.Refusal(lim.name), c.Err
+// decide is Allow at now under c, for callers that have both.
+func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
+	res, err := lim.step(now, key, c, n)
+	if err != nil {
+		return c.Refusal(lim.name), err
 	}
-	return lim.decide(now, key, c, n)
+	return c.Decision(res, lim.name), nil
 }
 
-// now reads the limiter's clock on the time line.
-func (lim *Limiter) now() int64 {
-	if lim.sysClock {
-		return timeline.Now()
+// step decides n events for key at now under c, consuming them if
+// admitted, and tells the Observer. The error is non-nil for bad input and
+// for a full store; nothing is consumed then.
+func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n int64) (algo.Result, error) {
+	if n < 0 || len(key) > lim.maxKeyLen {
+		return algo.Result{}, lim.badInput(key, n)
 	}
-	return timeline.Nanos(lim.clock.Now())
+	res, ev, ok := lim.eng.decide(now, key, &c.P, n)
+	if !ok {
+		return algo.Result{}, errStoreFull
+	}
+	if lim.obs != nil {
+		lim.observe(key, n, c.Decision(res, lim.name), ev)
+	}
+	return res, nil
 }
 
 // at returns instant t on the time line, or the clock's now if t is zero.
 func (lim *Limiter) at(t time.Time) int64 {
-	if !t.IsZero() {
+	switch {
+	case !t.IsZero():
 		return timeline.Nanos(t)
+	case lim.sysClock:
+		return timeline.Now()
 	}
-	return lim.now()
+	return timeline.Nanos(lim.clock.Now())
 }
 
 // Refund gives back r.N events admitted for r.Key at instant r.At (the
@@ -198,8 +225,7 @@ func (lim *Limiter) Refund(ctx context.Context, r admit.Request) error {
 		}
 	}
 	if r.N < 0 || len(r.Key) > lim.maxKeyLen {
-		_, err := lim.refuse(r.Key, c, r.N, nil)
-		return err
+		return lim.badInput(r.Key, r.N)
 	}
 	if r.N > 0 {
 		lim.eng.refund(lim.at(r.At), r.Key, &c.P, r.N)
@@ -215,32 +241,13 @@ func (lim *Limiter) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
-	if n < 0 || len(key) > lim.maxKeyLen {
-		return lim.refuse(key, c, n, nil)
+// badInput is the error of a request that cannot be decided: a negative
+// n, or a key longer than the maximum.
+func (lim *Limiter) badInput(key string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
 	}
-	r, ev, ok := lim.eng.decide(now, key, &c.P, n)
-	if !ok {
-		return lim.refuse(key, c, n, errStoreFull)
-	}
-	d := c.Decision(r, lim.name)
-	if lim.obs != nil {
-		lim.observe(key, n, d, ev)
-	}
-	return d, nil
-}
-
-// refuse is the decision and error for a request that cannot be decided:
-// bad input (err nil: it is worked out here) or a full store.
-func (lim *Limiter) refuse(key string, c *limits.Compiled, n int64, err error) (admit.Decision, error) {
-	switch {
-	case err != nil:
-	case n < 0:
-		err = fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, n)
-	default:
-		err = fmt.Errorf("%w: keyed: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), lim.maxKeyLen)
-	}
-	return c.Refusal(lim.name), err
+	return fmt.Errorf("%w: keyed: %d bytes, the maximum is %d", admit.ErrKeyTooLong, len(key), lim.maxKeyLen)
 }
 
 func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions) {
@@ -265,23 +272,15 @@ func (lim *Limiter) observe(key string, n int64, d admit.Decision, ev evictions)
 // has been decided.
 func (lim *Limiter) AllowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {
 	var first error
-	now := int64(-1) // the clock's reading, once needed
-	for i := range reqs {
-		r := &reqs[i]
-		t := now
-		if !r.At.IsZero() {
-			t = timeline.Nanos(r.At)
-		} else if t < 0 {
-			now = lim.at(time.Time{})
-			t = now
+	var now time.Time // the clock's reading, once needed
+	for i, r := range reqs {
+		if r.At.IsZero() {
+			if now.IsZero() {
+				now = lim.clock.Now()
+			}
+			r.At = now
 		}
-		var d admit.Decision
-		var err error
-		if r.Limit == (admit.Limit{}) {
-			d, err = lim.decide(t, r.Key, lim.own, r.N)
-		} else {
-			d, err = lim.allowLimit(t, r.Key, r.Limit, r.N)
-		}
+		d, err := lim.Allow(ctx, r)
 		if err != nil && first == nil {
 			first = fmt.Errorf("keyed: request %d: %w", i, err)
 		}
