@@ -33,7 +33,7 @@ func (d *decoder) prefetch(n *yaml.Node, path string) (int64, bool) {
 	}
 	var v int64
 	if r.ShortTag() != tagInt || r.Decode(&v) != nil {
-		if r.ShortTag() == tagInt {
+		if r.ShortTag() == tagInt || digitsOnly(r.Value) {
 			w.fail(r, path, "a block of %s events is too large (the maximum is the burst)", truncate(r.Value))
 		} else {
 			w.fail(r, path, "want auto, off or a block size (a whole number of events), got %s", kindName(r))

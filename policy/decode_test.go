@@ -481,6 +481,10 @@ func FuzzParseYAML(f *testing.F) {
 	for _, tc := range positionCases {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range prefetchBad {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Parse("f.yaml", data); err != nil {
 			checkPositions(t, err)
