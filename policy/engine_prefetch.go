@@ -102,7 +102,11 @@ func errorAt(src *source, err error, what string) (path string, pos Pos, msg str
 // limiters, can grant part of a request (prefetch.Store).
 func prefetchStore(lim admit.KeyedLimiter, st store, field string) (prefetch.Store, error) {
 	if !st.shared {
-		return nil, &prefetchError{field, fmt.Errorf("%w: the rule is kept in store %q, which is not shared: every check is local already; prefetch takes blocks of a limit a fleet shares", errNotShared, st.name)}
+		what := "the rule is"
+		if field != "prefetch" {
+			what = "inline limits are"
+		}
+		return nil, &prefetchError{field, fmt.Errorf("%w: %s kept in store %q, which is not shared: every check is local already; prefetch takes blocks of a limit a fleet shares", errNotShared, what, st.name)}
 	}
 	ps, ok := lim.(prefetch.Store)
 	if !ok {
