@@ -60,7 +60,7 @@
 //	  store: local              # local (the default) or redis
 //	  algorithm: gcra           # of rates (default gcra)
 //	  failure: fail_open        # of rules kept in Redis (default fail_open)
-//	  prefetch: "off"           # of the rules that can prefetch (below),
+//	  prefetch: off             # of the rules that can prefetch (below),
 //	                            # and of inline limits (default off)
 //	tier_tables:                # optional: tier tables, by name
 //	  plans:

@@ -31,7 +31,7 @@ domains:
       - {name: lowered, match: j, rate: 10/s}
       - {name: own, match: l, rate: 100/s, prefetch: 7}
       - {name: auto, match: m, rate: 100/s, algorithm: sliding_window, prefetch: AUTO}
-      - {name: off, match: n, rate: 100/s, prefetch: "off"}
+      - {name: off, match: n, rate: 100/s, prefetch: off}
       - {name: quota, match: o, quota: 5/day}
       - {name: log, match: p, rate: 5/s, algorithm: sliding_log}
       - {name: local, match: q, rate: 5/s, store: local}
