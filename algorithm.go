@@ -68,10 +68,9 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 }
 
 // Limiter is the surface every single-key limiter of this package shares:
-// what New and the constructors of the window algorithms (NewFixedWindow,
-// NewSlidingWindow, NewSlidingLog) return. GCRA, TokenBucket and
-// LeakyBucket implement it and have more (reservations, waits, tokens, a
-// level).
+// what New, NewLeakyBucket and the constructors of the window algorithms
+// (NewFixedWindow, NewSlidingWindow, NewSlidingLog) return. GCRA and
+// TokenBucket implement it and have more (reservations, waits, tokens).
 // All implementations are safe for concurrent use.
 type Limiter interface {
 	// Allow is shorthand for AllowN(clock.Now(), 1), on the limiter's

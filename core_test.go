@@ -356,8 +356,17 @@ func TestTokens(t *testing.T) {
 	if got := b.TokensAt(now); got != 6.5 {
 		t.Errorf("TokenBucket tokens %v, want 6.5", got)
 	}
-	if got := lb.LevelAt(now); got != 3.5 {
-		t.Errorf("LeakyBucket level %v, want 3.5", got)
+	// The leaky bucket's level is 3.5: the room left is 6 whole events, and
+	// once 6 are added (level 9.5), half an event's leak (50ms) makes room
+	// for one more, not sooner.
+	if d := lb.DecideN(now, 0); d.Remaining != 6 || !lb.AllowN(now, 6) || lb.AllowN(now, 1) {
+		t.Errorf("leaky bucket at level 3.5: Remaining %d, want 6 (and 6 more admitted, not 7)", d.Remaining)
+	}
+	if d := lb.DecideN(now.Add(50*time.Millisecond-1), 1); d.Allowed || d.RetryAfter != 1 {
+		t.Errorf("leaky bucket at level 9.5, 1ns before half an event leaked: %+v, want a denial for 1ns", d)
+	}
+	if !lb.AllowN(now.Add(50*time.Millisecond), 1) {
+		t.Error("leaky bucket at level 9.5: no room after half an event leaked")
 	}
 	b.ReserveN(now, 10)
 	if got := b.TokensAt(now); got != -3.5 {

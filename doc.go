@@ -19,8 +19,8 @@
 //     surface and vocabulary (tokens, SetBurst): it answers as a
 //     *rate.Limiter does, reservations included, but for a few deliberate
 //     differences its documentation lists. Its AllowN decides as GCRA's.
-//   - LeakyBucket (NewLeakyBucket) when you think in a bucket's level. It
-//     decides as GCRA does.
+//   - NewLeakyBucket when you think in a bucket's level (a Decision's
+//     Remaining is the room left in it). It decides as GCRA does.
 //   - Pacer (NewPacer) to space events evenly, queueing callers in FIFO
 //     order instead of refusing them (an outbound API client, a job
 //     dispatcher): uber-go/ratelimit's Take, with a context, a queue bound
@@ -50,7 +50,7 @@
 //   - "capacity C, refilled at R per second": Limit{Rate: R, Period:
 //     time.Second, Burst: C}.
 //
-// The bucket algorithms (GCRA, TokenBucket, LeakyBucket) admit, over any
+// The bucket algorithms (GCRA, TokenBucket, NewLeakyBucket) admit, over any
 // closed interval of length t,
 //
 //	at most B + ⌊t/T⌋ events,

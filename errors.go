@@ -10,7 +10,7 @@ import (
 // more to say, so test them with errors.Is.
 var (
 	// ErrInvalidLimit reports a Limit outside the domain documented on
-	// Limit: from ParseLimit, ParsePeriod, Limit.Validate, a constructor or
+	// Limit: from ParseLimit, Limit.Validate, a constructor or
 	// SetLimit, and at call time from a keyed limiter given an invalid
 	// Request.Limit, which is a bad request rather than a bad
 	// configuration (see compose.IsFailure).

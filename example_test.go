@@ -81,10 +81,12 @@ func ExampleNewTokenBucket() {
 func ExampleNewLeakyBucket() {
 	b, _ := admit.NewLeakyBucket(admit.PerMinute(60)) // holds 60, leaks 1/s
 	b.AllowN(t0, 60)
+	// 1.5s later it has leaked 1.5 events: room for 1 whole event.
+	room := b.DecideN(t0.Add(1500*time.Millisecond), 0).Remaining
 	d := b.DecideN(t0.Add(1500*time.Millisecond), 2)
-	fmt.Printf("level=%v allowed=%v retry-after=%v\n", b.LevelAt(t0.Add(1500*time.Millisecond)), d.Allowed, d.RetryAfter)
+	fmt.Printf("room=%d allowed=%v retry-after=%v\n", room, d.Allowed, d.RetryAfter)
 	// Output:
-	// level=58.5 allowed=false retry-after=500ms
+	// room=1 allowed=false retry-after=500ms
 }
 
 func ExampleNewFixedWindow() {

@@ -24,8 +24,8 @@ import (
 // it admits at most B + ⌊t/T⌋ events, and exactly that many when requests
 // keep coming. A denied request changes nothing.
 //
-// GCRA decides exactly as TokenBucket and LeakyBucket do (they are one
-// algorithm in three representations) and is the cheapest of them: when T is
+// GCRA decides exactly as TokenBucket and the leaky bucket of
+// NewLeakyBucket do (they are one algorithm in three representations) and is the cheapest of them: when T is
 // a whole number of nanoseconds (100/s, 10/min, 5000/h...), AllowN is one
 // compare-and-swap on one word, without locks. Otherwise a mutex guards a
 // two-word state; the arithmetic is exact either way.

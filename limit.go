@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/periodtext"
 )
 
-// Inf is the Rate of a limit that admits everything.
+// Inf is the Rate of a limit that admits everything: a Limit l is
+// unlimited iff l.Rate == Inf.
 const Inf int64 = math.MaxInt64
 
 // Unlimited is a Limit that admits every request.
@@ -63,25 +65,6 @@ func Every(d time.Duration) Limit {
 func (l Limit) WithBurst(b int64) Limit {
 	l.Burst = b
 	return l
-}
-
-// IsUnlimited reports whether l admits every request.
-func (l Limit) IsUnlimited() bool { return l.Rate == Inf }
-
-// Interval returns the emission interval Period/Rate, rounded up to whole
-// nanoseconds (0 for Unlimited, InfDuration for a zero Rate).
-func (l Limit) Interval() time.Duration {
-	switch {
-	case l.Rate == Inf:
-		return 0
-	case l.Rate <= 0 || l.Period <= 0:
-		return InfDuration
-	}
-	q := int64(l.Period) / l.Rate
-	if int64(l.Period)%l.Rate != 0 {
-		q++
-	}
-	return time.Duration(q)
 }
 
 // Validate reports whether l is inside the domain documented on Limit. The
@@ -220,7 +203,7 @@ func parseLimit(s string) (Limit, error) {
 			return Limit{}, fmt.Errorf("burst without a value")
 		}
 	}
-	period, err := parsePeriod(periodStr)
+	period, err := periodtext.Parse(periodStr)
 	if err != nil {
 		return Limit{}, err
 	}
@@ -247,71 +230,6 @@ func parseCount(s, what string) (int64, error) {
 		return 0, fmt.Errorf("%s %q is too large", what, truncate(s))
 	}
 	return n, nil
-}
-
-var periodUnits = map[string]time.Duration{
-	"ns": 1, "us": time.Microsecond, "µs": time.Microsecond, "ms": time.Millisecond,
-	"s": time.Second, "sec": time.Second, "second": time.Second, "seconds": time.Second,
-	"m": time.Minute, "min": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"h": time.Hour, "hr": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"d": day, "day": day, "days": day,
-}
-
-// ParsePeriod parses the period of a limit as ParseLimit does: a unit
-// ("s", "sec", "second", "min", "minute", "h", "hour", "d", "day", plural
-// forms, "ns", "us", "ms") or a Go duration with optional leading whole
-// days ("500ms", "5m", "1h30m", "7d", "1d12h"). The period must be
-// positive and fit a time.Duration. Errors wrap ErrInvalidLimit.
-func ParsePeriod(s string) (time.Duration, error) {
-	d, err := parsePeriod(s)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalidLimit, err)
-	}
-	return d, nil
-}
-
-func parsePeriod(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, fmt.Errorf("missing period")
-	}
-	if d, ok := periodUnits[s]; ok {
-		return d, nil
-	}
-	// A leading whole number of days: "7d", "2d12h".
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 && isDigits(s[:i]) {
-		n, err := strconv.ParseInt(s[:i], 10, 64)
-		if err != nil || n > int64(math.MaxInt64/day) {
-			return 0, fmt.Errorf("period %q is too long", truncate(s))
-		}
-		days, s = time.Duration(n)*day, s[i+1:]
-		if s == "" {
-			if days == 0 {
-				return 0, fmt.Errorf("period must be positive")
-			}
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("period %q: want a unit (s, min, h, d) or a duration (500ms, 5m, 1h30m)", truncate(s))
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("period %q must be positive", truncate(s))
-	}
-	if d > math.MaxInt64-days {
-		return 0, fmt.Errorf("period is too long")
-	}
-	return days + d, nil
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func wrapLimit(l Limit, err error) error {

@@ -128,18 +128,28 @@ func TestLimitValidate(t *testing.T) {
 	}
 }
 
-func TestLimitInterval(t *testing.T) {
+// TestEmissionInterval checks the emission interval T = Period/Rate that
+// Limit's documentation states (Limit.Interval was removed): after a burst
+// of one, the next event waits T rounded up to a whole nanosecond; an
+// unlimited limit never waits, and the zero Limit waits forever.
+func TestEmissionInterval(t *testing.T) {
 	for _, c := range []struct {
 		l    Limit
 		want time.Duration
 	}{
-		{PerSecond(100), 10 * time.Millisecond},
-		{PerSecond(3), 333333334},
+		{PerSecond(100).WithBurst(1), 10 * time.Millisecond},
+		{PerSecond(3).WithBurst(1), 333333334},
 		{Unlimited, 0},
 		{Limit{}, InfDuration},
 	} {
-		if got := c.l.Interval(); got != c.want {
-			t.Errorf("%v.Interval() = %v, want %v", c.l, got, c.want)
+		g, err := NewGCRA(c.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Unix(0, 0)
+		g.AllowN(t0, 1)
+		if got := g.DecideN(t0, 1).RetryAfter; got != c.want {
+			t.Errorf("%v: the next event waits %v, want %v", c.l, got, c.want)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 // tokens, starts full, and refills at Rate per Period; a request of n events
 // takes n tokens if it finds them. Over any interval of length t, AllowN
 // admits at most B + ⌊t/T⌋ events (T = Period/Rate), exactly as GCRA and
-// LeakyBucket do: the three are one algorithm kept in different
-// representations.
+// the leaky bucket of NewLeakyBucket do: the three are one algorithm kept
+// in different representations.
 //
 // It has x/time/rate's whole surface: AllowN, ReserveN (with Cancel giving
 // back what later reservations did not rely on), WaitN, SetLimit, SetBurst

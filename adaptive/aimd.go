@@ -218,22 +218,14 @@ func (a *AIMD) refundAt(t, n int64) {
 	a.mu.Unlock()
 }
 
-// Rate returns the current rate, in events per period.
-func (a *AIMD) Rate() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.rate
-}
-
-// Limit returns the current limit: the rate per period, with its burst.
+// Limit returns the current limit: the rate per period (Limit().Rate, the
+// rate the AIMD adapts, always within [AIMDConfig.Min, AIMDConfig.Max]),
+// with its burst.
 func (a *AIMD) Limit() admit.Limit {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.limit
 }
-
-// Bounds returns the minimum and maximum rates given to NewAIMD.
-func (a *AIMD) Bounds() (min, max int64) { return a.min, a.max }
 
 // Feedback is shorthand for FeedbackAt(clock.Now(), o, 0).
 func (a *AIMD) Feedback(o Outcome) { a.feedbackAt(a.now(), o, 0) }

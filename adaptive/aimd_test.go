@@ -54,11 +54,11 @@ func TestNewAIMDBadInput(t *testing.T) {
 		t.Fatalf("limit %v, want a period of one second", l)
 	}
 	a.FeedbackAt(t0, Dropped, 0)
-	if r := a.Rate(); r != 4 {
+	if r := a.Limit().Rate; r != 4 {
 		t.Fatalf("rate %d after a failure, want 4 (factor 0.5)", r)
 	}
 	a.FeedbackAt(t0, Succeeded, 0)
-	if r := a.Rate(); r != 5 {
+	if r := a.Limit().Rate; r != 5 {
 		t.Fatalf("rate %d after a success, want 5 (step 1)", r)
 	}
 }
@@ -78,7 +78,7 @@ func TestAIMDMoves(t *testing.T) {
 	a := mustAIMD(t, AIMDConfig{Options: admit.Options{Clock: admittest.NewManualClock(t0)}, Min: 10, Max: 100, Initial: 40})
 	rates := func(want ...int64) {
 		t.Helper()
-		if r := a.Rate(); r != want[0] {
+		if r := a.Limit().Rate; r != want[0] {
 			t.Fatalf("rate %d, want %d", r, want[0])
 		}
 	}
@@ -103,36 +103,33 @@ func TestAIMDMoves(t *testing.T) {
 	if l := a.Limit(); l != (admit.Limit{Rate: 100, Period: time.Second, Burst: 100}) {
 		t.Fatalf("limit %+v", l)
 	}
-	if min, max := a.Bounds(); min != 10 || max != 100 {
-		t.Fatalf("bounds %d, %d", min, max)
-	}
 
 	// A step that overshoots max lands on max; a factor close to 1 still
 	// moves the rate down by at least one.
 	b := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 95, Step: 7, Factor: 0.99})
 	b.FeedbackAt(t0, Succeeded, 0)
-	if b.Rate() != 100 {
-		t.Fatalf("rate %d", b.Rate())
+	if b.Limit().Rate != 100 {
+		t.Fatalf("rate %d", b.Limit().Rate)
 	}
 	b.FeedbackAt(t0, Dropped, 0) // 99
 	b.FeedbackAt(t0, Dropped, 0) // 98.01 → 98
-	if b.Rate() != 98 {
-		t.Fatalf("rate %d", b.Rate())
+	if b.Limit().Rate != 98 {
+		t.Fatalf("rate %d", b.Limit().Rate)
 	}
 	c := mustAIMD(t, AIMDConfig{Min: 1, Max: 2, Initial: 2, Factor: 0.999999})
 	c.FeedbackAt(t0, Dropped, 0)
 	c.FeedbackAt(t0, Dropped, 0)
-	if c.Rate() != 1 {
-		t.Fatalf("rate %d", c.Rate())
+	if c.Limit().Rate != 1 {
+		t.Fatalf("rate %d", c.Limit().Rate)
 	}
 	// Extreme rates do not overflow.
 	d := mustAIMD(t, AIMDConfig{Min: 1, Max: admit.Inf - 1, Initial: admit.Inf - 1, Step: math.MaxInt64, Burst: 1})
 	d.FeedbackAt(t0, Succeeded, 0)
-	if d.Rate() != admit.Inf-1 {
-		t.Fatalf("rate %d", d.Rate())
+	if d.Limit().Rate != admit.Inf-1 {
+		t.Fatalf("rate %d", d.Limit().Rate)
 	}
 	d.FeedbackAt(t0, Dropped, 0)
-	if r := d.Rate(); r <= 0 || r >= admit.Inf-1 {
+	if r := d.Limit().Rate; r <= 0 || r >= admit.Inf-1 {
 		t.Fatalf("rate %d", r)
 	}
 }
@@ -157,13 +154,13 @@ func TestAIMDEnforces(t *testing.T) {
 	// Up to 20/s at 100ms: nothing available then, and still nothing:
 	// the rise grants no capacity; one event per 50ms from then on.
 	a.FeedbackAt(at(100), Succeeded, 0)
-	if a.Rate() != 20 || a.AllowN(at(100), 1) || a.AllowN(at(149), 1) || !a.AllowN(at(150), 1) {
+	if a.Limit().Rate != 20 || a.AllowN(at(100), 1) || a.AllowN(at(149), 1) || !a.AllowN(at(150), 1) {
 		t.Fatal("rise to 20/s")
 	}
 	// Full again at 1150ms: 20 available; down to 10/s keeps 10 (the new
 	// burst), not 20.
 	a.FeedbackAt(at(1150), Dropped, 0)
-	if a.Rate() != 10 || !a.AllowN(at(1150), 10) || a.AllowN(at(1150), 1) {
+	if a.Limit().Rate != 10 || !a.AllowN(at(1150), 10) || a.AllowN(at(1150), 1) {
 		t.Fatal("fall to 10/s")
 	}
 	if a.AllowN(at(1150), -1) || !a.AllowN(at(1150), 0) || a.AllowN(at(5000), 11) {
@@ -196,60 +193,60 @@ func TestAIMDIntervals(t *testing.T) {
 	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 50, IncreaseInterval: time.Second, DecreaseInterval: 500 * time.Millisecond})
 	a.FeedbackAt(at(0), Succeeded, 0) // the first change is free
 	a.FeedbackAt(at(999), Succeeded, 0)
-	if a.Rate() != 51 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 51 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(1000), Succeeded, 0)
-	if a.Rate() != 52 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 52 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(1100), Dropped, 0) // the first cut is free, whatever the increases
-	if a.Rate() != 26 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 26 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(1500), Dropped, 0) // within 500ms of the cut
-	if a.Rate() != 26 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 26 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(1600), Dropped, 0)
-	if a.Rate() != 13 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 13 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(2599), Succeeded, 0) // within 1s of the cut
-	if a.Rate() != 13 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 13 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(at(2600), Succeeded, 0)
-	if a.Rate() != 14 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 14 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	// An instant before the last change changes nothing.
 	a.FeedbackAt(at(0), Dropped, 0)
 	a.FeedbackAt(at(0), Succeeded, 0)
-	if a.Rate() != 14 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 14 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 }
 
 func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
 	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 2, IncreaseOnlyWhenLimited: true})
 	a.FeedbackAt(t0, Succeeded, 0)
-	if a.Rate() != 2 {
+	if a.Limit().Rate != 2 {
 		t.Fatal("grew without being limited")
 	}
 	a.AllowN(t0, 2)
 	a.AllowN(t0, 1) // refused: the rate is what holds the traffic back
 	a.FeedbackAt(t0, Succeeded, 0)
 	a.FeedbackAt(t0, Succeeded, 0) // needs another refusal
-	if a.Rate() != 3 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 3 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	if d := a.DecideN(t0, 1); d.Allowed {
 		t.Fatal("allowed")
 	}
 	a.FeedbackAt(t0, Succeeded, 0)
-	if a.Rate() != 4 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 4 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	// A wait counts as being limited too.
 	clk := admittest.NewManualClock(t0)
@@ -263,24 +260,24 @@ func TestAIMDIncreaseOnlyWhenLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Feedback(Succeeded)
-	if b.Rate() != 2 {
-		t.Fatalf("rate %d", b.Rate())
+	if b.Limit().Rate != 2 {
+		t.Fatalf("rate %d", b.Limit().Rate)
 	}
 }
 
 func TestAIMDLatencyThreshold(t *testing.T) {
 	a := mustAIMD(t, AIMDConfig{Min: 1, Max: 100, Initial: 40, LatencyThreshold: 200 * time.Millisecond})
 	a.FeedbackAt(t0, Succeeded, 200*time.Millisecond)
-	if a.Rate() != 41 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 41 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(t0, Succeeded, 201*time.Millisecond) // too slow: a failure
-	if a.Rate() != 20 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 20 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 	a.FeedbackAt(t0, Succeeded, -time.Second) // unknown
-	if a.Rate() != 21 {
-		t.Fatalf("rate %d", a.Rate())
+	if a.Limit().Rate != 21 {
+		t.Fatalf("rate %d", a.Limit().Rate)
 	}
 }
 
@@ -377,7 +374,7 @@ func TestAIMDFindsCapacity(t *testing.T) {
 			a := mustAIMD(t, cfg)
 			var served, failed int
 			var rateSum float64
-			prev := a.Rate()
+			prev := a.Limit().Rate
 			const ms = 10000
 			for i := range ms {
 				now := at(float64(i))
@@ -390,7 +387,7 @@ func TestAIMDFindsCapacity(t *testing.T) {
 						failed++
 						a.FeedbackAt(now, Dropped, 0)
 					}
-					r := a.Rate()
+					r := a.Limit().Rate
 					if r < 20 || r > 2000 {
 						t.Fatalf("rate %d left its bounds", r)
 					}
@@ -402,7 +399,7 @@ func TestAIMDFindsCapacity(t *testing.T) {
 					}
 					prev = r
 				}
-				rateSum += float64(a.Rate())
+				rateSum += float64(a.Limit().Rate)
 			}
 			thr := float64(served) / (ms / 1000)
 			t.Logf("served %.0f/s of %d, failed %d, mean rate %.0f/s", thr, C, failed, rateSum/ms)
@@ -439,7 +436,7 @@ func TestAIMDConcurrent(t *testing.T) {
 					o = Dropped
 				}
 				a.FeedbackAt(t0, o, 0)
-				if r := a.Rate(); r < 10 || r > 1000 {
+				if r := a.Limit().Rate; r < 10 || r > 1000 {
 					t.Errorf("rate %d", r)
 				}
 			}

@@ -119,9 +119,9 @@ func ExampleAIMD_Layer_learner() {
 	}
 	serve(false)
 	serve(false)
-	fmt.Println("after 2 successes:", lim.Rate())
+	fmt.Println("after 2 successes:", lim.Limit().Rate)
 	serve(true) // the backend answered 503
-	fmt.Println("after a failure:", lim.Rate())
+	fmt.Println("after a failure:", lim.Limit().Rate)
 	// Output:
 	// after 2 successes: 42
 	// after a failure: 21

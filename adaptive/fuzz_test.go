@@ -41,7 +41,7 @@ func FuzzAIMD(f *testing.F) {
 		admitted := int64(0)
 		burst0 := a.Limit().Burst
 		refill := new(big.Int) // Σ rate × elapsed ns
-		rate := a.Rate()
+		rate := a.Limit().Rate
 		for i := 0; i+1 < len(ops); i += 2 {
 			op, arg := ops[i], int64(ops[i+1])
 			switch op % 5 {
@@ -63,7 +63,7 @@ func FuzzAIMD(f *testing.F) {
 				a.refundAt(timeline.Nanos(t0.Add(time.Duration(now))), arg%3)
 				admitted -= arg % 3 // a refund may add capacity even if nothing was taken
 			}
-			rate = a.Rate()
+			rate = a.Limit().Rate
 			if rate < lo || rate > hi {
 				t.Fatalf("rate %d outside [%d, %d]", rate, lo, hi)
 			}

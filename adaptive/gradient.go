@@ -376,15 +376,13 @@ func (g *Gradient) update() {
 	g.setEstimate(g.est*(1-g.smoothing) + computed*g.smoothing)
 }
 
-// Limit returns the current limit: the most slots that may be in flight.
+// Limit returns the current limit: the most slots that may be in flight,
+// always within [GradientConfig.Min, GradientConfig.Max].
 func (g *Gradient) Limit() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.lim
 }
-
-// Bounds returns the minimum and maximum limits given to NewGradient.
-func (g *Gradient) Bounds() (min, max int64) { return g.min, g.max }
 
 // GradientStats describes a Gradient at one instant.
 type GradientStats struct {

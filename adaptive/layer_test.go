@@ -148,7 +148,7 @@ func TestLayerOutcomes(t *testing.T) {
 	admitNow(&h)
 	clk.Advance(10 * time.Millisecond)
 	h.Finish(true)
-	if r := a.Rate(); r != 20 {
+	if r := a.Limit().Rate; r != 20 {
 		t.Fatalf("rate %d after a failure, want 20", r)
 	}
 	if st := g.Stats(); st.InFlight != 0 || st.Windows != 1 || st.LongRTT != 0 {
@@ -158,7 +158,7 @@ func TestLayerOutcomes(t *testing.T) {
 	admitNow(&h)
 	clk.Advance(20 * time.Millisecond)
 	h.Finish(false)
-	if r := a.Rate(); r != 21 {
+	if r := a.Limit().Rate; r != 21 {
 		t.Fatalf("rate %d after a success, want 21", r)
 	}
 	if st := g.Stats(); st.InFlight != 0 || st.Windows != 2 || st.LongRTT != 20*time.Millisecond {
@@ -168,20 +168,20 @@ func TestLayerOutcomes(t *testing.T) {
 	admitNow(&h)
 	clk.Advance(150 * time.Millisecond)
 	h.Finish(false)
-	if r := a.Rate(); r != 10 {
+	if r := a.Limit().Rate; r != 10 {
 		t.Fatalf("rate %d after a slow success, want 10", r)
 	}
 	// Release: slots back, no feedback to the AIMD.
 	admitNow(&h)
 	h.Release()
-	if r := a.Rate(); r != 10 {
+	if r := a.Limit().Rate; r != 10 {
 		t.Fatalf("rate %d after Release, want 10", r)
 	}
 	// A grant finishes once.
 	admitNow(&h)
 	h.Finish(true)
 	h.Finish(true)
-	if r := a.Rate(); r != 5 {
+	if r := a.Limit().Rate; r != 5 {
 		t.Fatalf("rate %d after one failure finished twice, want 5", r)
 	}
 	// A request refused by a later layer: the AIMD is refunded and learns
@@ -196,7 +196,7 @@ func TestLayerOutcomes(t *testing.T) {
 		t.Fatalf("%+v, %v, Len %d", d, err, h.Len())
 	}
 	h.Finish(true)
-	if r := a.Rate(); r != 5 {
+	if r := a.Limit().Rate; r != 5 {
 		t.Fatalf("rate %d after a refused request, want 5", r)
 	}
 	tok.Release()
@@ -205,7 +205,7 @@ func TestLayerOutcomes(t *testing.T) {
 	f := a.Layer().(compose.Learner).Track("", 1)
 	f.Release()
 	f.Finish(true)
-	if r := a.Rate(); r != 5 {
+	if r := a.Limit().Rate; r != 5 {
 		t.Fatalf("rate %d after Release then Finish, want 5", r)
 	}
 	// A Token on its own: Finish(false) is a success, once.

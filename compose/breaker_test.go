@@ -341,7 +341,7 @@ func TestBreakerTimeouts(t *testing.T) {
 		if want := (compose.Stats{Failures: 6, Timeouts: 6, Decided: 2005, Skipped: 1999, Probes: 1, Switches: 1, Active: true}); s != want {
 			t.Errorf("stats %+v, want %+v", s, want)
 		}
-		if ev := obs.Events(); len(ev) != 1 || !errors.Is(ev[0].Reason, compose.ErrTimeout) {
+		if ev := obs.Events(); len(ev) != 1 || !isTimeout(ev[0].Reason) {
 			t.Errorf("events %v", ev)
 		}
 		if obs.decided.Load() != 2005 {

@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -14,15 +13,14 @@ import (
 // domain) is an error wrapping admit.ErrInvalidConfig that says what is
 // wrong, and a Refund or Reset that the limiter asked cannot do (it is not
 // an admit.Refunder or admit.Resetter) is one wrapping
-// errors.ErrUnsupported. They are wrapped with %w where a call has more to
-// say, so test them with errors.Is.
+// errors.ErrUnsupported. A primary that did not answer within the Guard's
+// timeout (GuardConfig.Timeout) is reported, as the Reason of the
+// FallbackEvent when the timeout causes a switch, by an error that
+// matches context.DeadlineExceeded and says "compose: the primary did not
+// answer in time" and the timeout (a caller's own deadline is never
+// reported so). They are wrapped with %w where a call has more to say, so
+// test them with errors.Is.
 var (
-	// ErrTimeout reports a primary that did not answer within the Guard's
-	// timeout (see GuardConfig.Timeout). It is the Reason of the FallbackEvent
-	// when a timeout causes a switch. It matches context.DeadlineExceeded
-	// under errors.Is.
-	ErrTimeout = fmt.Errorf("compose: the primary did not answer in time: %w", context.DeadlineExceeded)
-
 	// ErrNeedHeld reports a chain with Slots layers called without a Held
 	// to record their slots in (see Chain.AllowKeys).
 	ErrNeedHeld = errors.New("compose: a concurrency layer needs a Held")

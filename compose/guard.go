@@ -180,9 +180,6 @@ func isNil(l any) bool {
 	return false
 }
 
-// Policy returns the Guard's policy.
-func (g *Guard) Policy() Policy { return g.policy }
-
 // Allow decides whether r.N events may happen for r.Key: the primary
 // decides, or the policy if the primary fails or, under an open Breaker,
 // is not asked (see Guard). r goes as it is to the primary, and to
@@ -332,7 +329,7 @@ func (g *Guard) recordFailure(err error, timedOut bool) {
 		g.state.Store(stateActive)
 	}
 	if timedOut {
-		err = fmt.Errorf("%w (%v): %w", ErrTimeout, g.timeout, err)
+		err = fmt.Errorf("compose: the primary did not answer in time (%v): %w", g.timeout, err)
 	}
 	g.report(true, err)
 }

@@ -33,9 +33,13 @@ func (c countSlots) TryAcquire(_ context.Context, r admit.Request) (admit.Releas
 	return &countRelease{c.held, r.N}, admit.Decision{Allowed: true, Rule: "local"}, nil
 }
 
+// errSlotsTimeout is the error of a primary whose store did not answer in
+// time.
+var errSlotsTimeout = fmt.Errorf("slots store did not answer in time: %w", context.DeadlineExceeded)
+
 func TestGuardSlots(t *testing.T) {
 	ctx := context.Background()
-	down := brokenSlots{ErrTimeout}
+	down := brokenSlots{errSlotsTimeout}
 	open, err := GuardSlots(down, GuardConfig{Options: admit.Options{Name: "r"}, Policy: FailOpen})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +79,7 @@ func TestGuardSlots(t *testing.T) {
 	// A canceled caller is not a failure either.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := open.TryAcquire(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, ErrTimeout) {
+	if _, _, err := open.TryAcquire(cctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, errSlotsTimeout) {
 		t.Errorf("canceled: %v", err)
 	}
 	// A healthy primary decides.

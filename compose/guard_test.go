@@ -180,8 +180,8 @@ func TestTimeout(t *testing.T) {
 			t.Errorf("stats %+v", s)
 		}
 		ev := obs.Events()
-		if len(ev) != 1 || !errors.Is(ev[0].Reason, compose.ErrTimeout) || !errors.Is(ev[0].Reason, context.DeadlineExceeded) {
-			t.Errorf("events %v, want one whose Reason is ErrTimeout", ev)
+		if len(ev) != 1 || !isTimeout(ev[0].Reason) {
+			t.Errorf("events %v, want one whose Reason is the Guard's timeout", ev)
 		}
 		g = mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: 7 * time.Millisecond})
 		start = time.Now()
@@ -250,7 +250,7 @@ func TestCallerCancellation(t *testing.T) {
 		prim.set(hang(nil))
 		dctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 		defer cancel()
-		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
+		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			t.Errorf("caller's deadline: error %v, want the caller's context.DeadlineExceeded", err)
 		}
 
@@ -303,7 +303,7 @@ func TestTimeoutBound(t *testing.T) {
 		prim.set(hang(nil))
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 		defer cancel()
-		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, compose.ErrTimeout) {
+		if _, err := g.Allow(dctx, admit.Request{Key: "k", N: 1}); !errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			t.Errorf("caller's deadline: error %v, want the caller's context.DeadlineExceeded", err)
 		}
 		// The Guard's own timeout is a failure of the primary.
@@ -368,9 +368,19 @@ func TestPolicyString(t *testing.T) {
 	if got := compose.Breaker(compose.Breaker(compose.Fallback(newPrimary(healthy)))).String(); got != "breaker/fallback" {
 		t.Errorf("String() = %q", got)
 	}
-	g := mustGuard(t, newPrimary(healthy), compose.GuardConfig{Policy: compose.Breaker(compose.FailClosed)})
-	if got := g.Policy().String(); got != "breaker/fail-closed" {
-		t.Errorf("Policy() = %q", got)
+	// The Guard decides with the policy it was given (Guard.Policy was
+	// removed): fail-closed, as a breaker that stops calling the primary
+	// after GuardConfig.Threshold failures and probes it once a second.
+	clk := admittest.NewManualClock(admittest.Epoch)
+	prim := newPrimary(down)
+	g := mustGuard(t, prim, compose.GuardConfig{Options: admit.Options{Clock: clk}, Policy: compose.Breaker(compose.FailClosed), Threshold: 2})
+	for i := range 5 {
+		if d := allow(t, g, "k", 1); d.Allowed || d.Rule != "fail-closed" {
+			t.Fatalf("request %d: %+v, want fail-closed's decision", i, d)
+		}
+	}
+	if n := prim.calls.Load(); n != 2 {
+		t.Errorf("the primary was called %d times, want 2 (the breaker opened at the threshold)", n)
 	}
 }
 

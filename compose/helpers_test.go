@@ -14,6 +14,13 @@ import (
 	"github.com/admit-go/admit/compose"
 )
 
+// isTimeout reports whether err is the Guard's report of a primary that
+// did not answer within its timeout (a context.DeadlineExceeded that says
+// so), rather than a caller's own deadline.
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "compose: the primary did not answer in time")
+}
+
 // errDown is the error of a primary whose store is down.
 var errDown = errors.New("store down")
 

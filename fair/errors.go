@@ -10,8 +10,8 @@ import (
 // Errors returned by this package, besides those of package admit:
 // admit.ErrInvalidConfig for a Config field outside its domain, for a list
 // of lanes NewRateLanes or NewSlotLanes cannot use (none, more than
-// MaxLanes, a name that is empty or repeated, a share outside
-// [1, MaxShare], or a budget too small to give every lane at least one
+// 64, a name that is empty or repeated, a share outside
+// [1, 2^20], or a budget too small to give every lane at least one
 // event or slot of its own: the message says "fair: invalid lanes"), and
 // for a weight that QueueConfig.Weight returned that is not a positive
 // finite number ("fair: invalid weight"); admit.ErrInvalidLimit,

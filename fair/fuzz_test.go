@@ -31,7 +31,10 @@ func FuzzRateLanes(f *testing.F) {
 		if err != nil {
 			return
 		}
-		b := r.Budget()
+		b := budget
+		if b.Burst == 0 {
+			b.Burst = b.Rate
+		}
 		now := int64(0)
 		var admitted int64
 		for i := 0; i+1 < len(ops); i += 2 {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+
+	"github.com/admit-go/admit/internal/lanelimits"
 )
 
 // Lane is one lane of a shared budget: a name, the key that selects it,
@@ -15,17 +17,9 @@ type Lane struct {
 	// Share is the lane's weight: its reserved part of the budget is
 	// Share divided by the sum of the lanes' shares (with shares 50, 30
 	// and 20, half, three tenths and a fifth). It must lie in
-	// [1, MaxShare].
+	// [1, 2^20] (1048576).
 	Share int64
 }
-
-// Limits on lanes.
-const (
-	// MaxLanes is the most lanes one budget may have.
-	MaxLanes = 64
-	// MaxShare is the largest share a lane may have.
-	MaxShare = 1 << 20
-)
 
 // Borrowing says which lanes may use capacity another lane leaves unused.
 type Borrowing uint8
@@ -83,8 +77,8 @@ func (b Borrowing) lenders(i, m int) []int {
 // checkLanes validates lanes and returns the sum of their shares and the
 // index of each name.
 func checkLanes(lanes []Lane) (int64, map[string]int, error) {
-	if len(lanes) == 0 || len(lanes) > MaxLanes {
-		return 0, nil, badLanes("%d lanes, want 1 to %d", len(lanes), MaxLanes)
+	if len(lanes) == 0 || len(lanes) > lanelimits.MaxLanes {
+		return 0, nil, badLanes("%d lanes, want 1 to %d", len(lanes), lanelimits.MaxLanes)
 	}
 	byName := make(map[string]int, len(lanes))
 	var sum int64
@@ -95,8 +89,8 @@ func checkLanes(lanes []Lane) (int64, map[string]int, error) {
 		if _, dup := byName[l.Name]; dup {
 			return 0, nil, badLanes("two lanes named %q", l.Name)
 		}
-		if l.Share < 1 || l.Share > MaxShare {
-			return 0, nil, badLanes("lane %q has share %d, want 1 to %d", l.Name, l.Share, MaxShare)
+		if l.Share < 1 || l.Share > lanelimits.MaxShare {
+			return 0, nil, badLanes("lane %q has share %d, want 1 to %d", l.Name, l.Share, lanelimits.MaxShare)
 		}
 		byName[l.Name] = i
 		sum += l.Share

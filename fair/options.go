@@ -21,8 +21,8 @@ type RateLanesConfig struct {
 	Budget admit.Limit
 
 	// Lanes are the lanes, in priority order, the first the highest (see
-	// Lane). Required: lanes NewRateLanes cannot use are an error
-	// wrapping admit.ErrInvalidConfig ("fair: invalid lanes").
+	// Lane): 1 to 64 of them. Required: lanes NewRateLanes cannot use are
+	// an error wrapping admit.ErrInvalidConfig ("fair: invalid lanes").
 	Lanes []Lane
 
 	// Borrowing says which lanes may use the unused capacity of which.
@@ -59,8 +59,8 @@ type SlotLanesConfig struct {
 	Max int64
 
 	// Lanes are the lanes, in priority order, the first the highest (see
-	// Lane). Required: lanes NewSlotLanes cannot use are an error wrapping
-	// admit.ErrInvalidConfig ("fair: invalid lanes").
+	// Lane): 1 to 64 of them. Required: lanes NewSlotLanes cannot use are
+	// an error wrapping admit.ErrInvalidConfig ("fair: invalid lanes").
 	Lanes []Lane
 
 	// Borrowing says which lanes may use the unused slots of which. The

@@ -25,7 +25,6 @@ type Permit struct {
 // holder is what grants Permits.
 type holder interface {
 	release(idx int32, id uint64) bool
-	held(idx int32, id uint64) bool
 }
 
 // Release gives back the slots p holds. It reports whether it did: false
@@ -36,14 +35,6 @@ func (p Permit) Release() bool {
 		return false
 	}
 	return p.h.release(p.idx, p.id)
-}
-
-// Held reports whether p still holds its slots.
-func (p Permit) Held() bool {
-	if p.h == nil {
-		return false
-	}
-	return p.h.held(p.idx, p.id)
 }
 
 // releaser adapts a Permit to admit.Releaser.

@@ -373,12 +373,6 @@ func (q *Queue) release(idx int32, id uint64) bool {
 	return true
 }
 
-func (q *Queue) held(idx int32, id uint64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.g.has(idx, id)
-}
-
 // QueueStats describes a Queue at one instant.
 type QueueStats struct {
 	InFlight int64 // slots held
@@ -392,9 +386,6 @@ func (q *Queue) Stats() QueueStats {
 	defer q.mu.Unlock()
 	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows)}
 }
-
-// Max returns the slots of the Queue.
-func (q *Queue) Max() int64 { return q.max }
 
 // Layer returns q as admit.Slots, for use as a layer of a compose.Chain:
 // their TryAcquire is Queue.TryAcquire with the key as the flow, and the

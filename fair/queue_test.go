@@ -104,8 +104,11 @@ func TestQueueImmediate(t *testing.T) {
 	if !p.Release() || p.Release() {
 		t.Fatal("permit released other than once")
 	}
-	if st := q.Stats(); st != (QueueStats{}) || q.Max() != 3 {
+	if st := q.Stats(); st != (QueueStats{}) {
 		t.Fatalf("stats %+v", st)
+	}
+	if _, d, _ := q.TryAcquire(ctx, "b", 0); d.Limit != (admit.Limit{Rate: 3, Burst: 3}) || d.Remaining != 3 {
+		t.Fatalf("a peek at the queue of 3 slots: %+v", d)
 	}
 	// With no waiting allowed, Acquire is TryAcquire.
 	q0 := mustQueue(t, QueueConfig{Max: 1, MaxWaiters: -1})

@@ -78,7 +78,6 @@ type RateLanes struct {
 	lanes  []rateLane
 	byName map[string]int
 	def    int // -1: none
-	budget admit.Limit
 	borrow Borrowing
 	clock  admit.Clock
 	sys    bool
@@ -114,7 +113,7 @@ func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
 	if err := budget.Validate(); err != nil {
 		return nil, err
 	}
-	if budget.IsUnlimited() || budget.Rate == 0 {
+	if budget.Rate == admit.Inf || budget.Rate == 0 {
 		return nil, fmt.Errorf("%w: budget %v: want a positive, limited rate", admit.ErrInvalidLimit, budget)
 	}
 	if budget.Burst == 0 {
@@ -137,7 +136,6 @@ func NewRateLanes(cfg RateLanesConfig) (*RateLanes, error) {
 		lanes:  make([]rateLane, len(lanes)),
 		byName: byName,
 		def:    c.def,
-		budget: budget,
 		borrow: c.borrow,
 		clock:  clock,
 		sys:    clock == admit.SystemClock,
@@ -346,9 +344,6 @@ func (r *RateLanes) refundAt(t int64, key string, n int64) error {
 	r.mu.Unlock()
 	return nil
 }
-
-// Budget returns the limit the lanes share, with its burst filled in.
-func (r *RateLanes) Budget() admit.Limit { return r.budget }
 
 // Limit returns the reserved share of the lane named lane: its own rate
 // and burst, and whether it exists.

@@ -33,7 +33,7 @@ func mustRate(t testing.TB, cfg RateLanesConfig) *RateLanes {
 var errLanes = errors.New("fair: invalid lanes")
 
 func TestNewLanesBadInput(t *testing.T) {
-	many := make([]Lane, MaxLanes+1)
+	many := make([]Lane, 65) // one more than the 64 allowed
 	for i := range many {
 		many[i] = Lane{Name: string(rune('a'+i%26)) + string(rune('a'+i/26)), Share: 1}
 	}
@@ -53,7 +53,7 @@ func TestNewLanesBadInput(t *testing.T) {
 		{"duplicate name", admit.PerSecond(100), 100, []Lane{{"a", 1}, {"a", 2}}, 0, 0, "", errLanes},
 		{"zero share", admit.PerSecond(100), 100, []Lane{{"a", 0}}, 0, 0, "", errLanes},
 		{"negative share", admit.PerSecond(100), 100, []Lane{{"a", -1}}, 0, 0, "", errLanes},
-		{"huge share", admit.PerSecond(100), 100, []Lane{{"a", MaxShare + 1}}, 0, 0, "", errLanes},
+		{"huge share", admit.PerSecond(100), 100, []Lane{{"a", 1<<20 + 1}}, 0, 0, "", errLanes},
 		{"budget too small", admit.PerSecond(2), 2, threeLanes, 0, 0, "", errLanes},
 		{"reserve negative", admit.PerSecond(100), 100, threeLanes, 0, -0.5, "", admit.ErrInvalidConfig},
 		{"reserve above 1", admit.PerSecond(100), 100, threeLanes, 0, 1.5, "", admit.ErrInvalidConfig},
@@ -96,6 +96,23 @@ func TestNewLanesBadInput(t *testing.T) {
 	}
 }
 
+// TestNewLanesBounds checks the documented bounds from inside: 64 lanes,
+// and a share of 2^20, are accepted (one more of either is refused by
+// TestNewLanesBadInput).
+func TestNewLanesBounds(t *testing.T) {
+	most := make([]Lane, 64)
+	for i := range most {
+		most[i] = Lane{Name: string(rune('a'+i%26)) + string(rune('a'+i/26)), Share: 1}
+	}
+	most[0].Share = 1 << 20
+	if _, err := NewRateLanes(RateLanesConfig{Budget: admit.PerSecond(1 << 21), Lanes: most}); err != nil {
+		t.Errorf("NewRateLanes with 64 lanes, one of share 2^20: %v", err)
+	}
+	if _, err := NewSlotLanes(SlotLanesConfig{Max: 1 << 21, Lanes: most}); err != nil {
+		t.Errorf("NewSlotLanes with 64 lanes, one of share 2^20: %v", err)
+	}
+}
+
 func TestRateLanesShares(t *testing.T) {
 	r := mustRate(t, RateLanesConfig{Budget: admit.PerSecond(100), Lanes: threeLanes})
 	for _, c := range []struct {
@@ -113,8 +130,14 @@ func TestRateLanesShares(t *testing.T) {
 	if _, ok := r.Limit("other"); ok {
 		t.Error("unknown lane")
 	}
-	if r.Budget() != admit.PerSecond(100) {
-		t.Error(r.Budget())
+	// The shares add up to the budget, 100/s burst 100.
+	var rate, burst int64
+	for _, lane := range []string{"critical", "default", "batch"} {
+		l, _ := r.Limit(lane)
+		rate, burst = rate+l.Rate, burst+l.Burst
+	}
+	if rate != 100 || burst != 100 {
+		t.Errorf("the lanes share %d/s burst %d, want the budget's 100/s burst 100", rate, burst)
 	}
 	// Thirds of 10/s: 10 per 3s each; bursts 4, 3, 3 (the rounding's
 	// leftover to the first lane).

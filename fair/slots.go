@@ -56,7 +56,6 @@ type SlotLanes struct {
 	lanes  []slotLane
 	byName map[string]int
 	def    int
-	max    int64
 	g      grants[slotGrant]
 }
 
@@ -100,7 +99,7 @@ func NewSlotLanes(cfg SlotLanesConfig) (*SlotLanes, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SlotLanes{lanes: make([]slotLane, len(lanes)), byName: byName, def: c.def, max: max}
+	s := &SlotLanes{lanes: make([]slotLane, len(lanes)), byName: byName, def: c.def}
 	for i, l := range lanes {
 		s.lanes[i] = slotLane{name: l.Name, rule: rule(c.name, l.Name), reserved: parts[i], keep: reserveOf(parts[i], c.reserve)}
 	}
@@ -221,15 +220,6 @@ func (s *SlotLanes) release(idx int32, id uint64) bool {
 	}
 	return true
 }
-
-func (s *SlotLanes) held(idx int32, id uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.g.has(idx, id)
-}
-
-// Max returns the slots the lanes share.
-func (s *SlotLanes) Max() int64 { return s.max }
 
 // LaneStats describes one lane of a SlotLanes.
 type LaneStats struct {

@@ -11,20 +11,9 @@ import (
 	"github.com/admit-go/admit"
 )
 
-// HealthService is the gRPC health checking service, exempt from limits
-// by default (see Config.LimitHealth): a load balancer's probes must never
-// be refused, or an overloaded instance is taken out of service and its
-// load moves to the others.
-const HealthService = "/grpc.health.v1.Health/"
-
-// ReflectionServices are the server reflection services (v1 and v1alpha).
-// They are not exempt by default, since any client can call them; add
-// them to Config.Exempt if tools such as grpcurl must work when the limit
-// is reached.
-var ReflectionServices = []string{
-	"/grpc.reflection.v1.ServerReflection/",
-	"/grpc.reflection.v1alpha.ServerReflection/",
-}
+// healthService is the gRPC health checking service, exempt from limits
+// by default (see Config.LimitHealth).
+const healthService = "/grpc.health.v1.Health/"
 
 // Config configures a Server (NewServer, NewServerDecider). The zero
 // Config is valid: no per-method limiter, the health service exempt,
@@ -39,12 +28,18 @@ type Config struct {
 	Methods []Method
 
 	// Exempt exempts the calls to each pattern (a full method or a
-	// service, as in Method.Pattern) from every limit, in addition to
-	// HealthService (unless LimitHealth).
+	// service, as in Method.Pattern) from every limit, in addition to the
+	// health service (unless LimitHealth). The server reflection services,
+	// "/grpc.reflection.v1.ServerReflection/" and
+	// "/grpc.reflection.v1alpha.ServerReflection/", are not exempt by
+	// default, since any client can call them; add them here if tools
+	// such as grpcurl must work when the limit is reached.
 	Exempt []string
 
-	// LimitHealth limits the health service too (see HealthService). The
-	// default exempts it.
+	// LimitHealth limits the gRPC health checking service,
+	// "/grpc.health.v1.Health/", too. The default exempts it: a load
+	// balancer's probes must never be refused, or an overloaded instance
+	// is taken out of service and its load moves to the others.
 	LimitHealth bool
 
 	// FailOpen admits the calls the limiter fails to decide (a store that

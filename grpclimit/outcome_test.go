@@ -192,7 +192,7 @@ func TestServerOutcomeAIMD(t *testing.T) {
 		if status.Code(err) != c.code {
 			t.Fatalf("code %v, want %v", status.Code(err), c.code)
 		}
-		if r := lim.Rate(); r != c.rate {
+		if r := lim.Limit().Rate; r != c.rate {
 			t.Fatalf("after %v: rate %d, want %d", c.code, r, c.rate)
 		}
 	}

@@ -167,7 +167,7 @@ func newServer(cfg *Config) (*Server, error) {
 	}
 	s.memo.seed = maphash.MakeSeed()
 	if !cfg.LimitHealth {
-		s.exempt[HealthService] = true
+		s.exempt[healthService] = true
 	}
 	for _, p := range cfg.Exempt {
 		s.exempt[p] = true

@@ -190,7 +190,7 @@ func TestExempt(t *testing.T) {
 			t.Errorf("exempt stream: %v", err)
 		}
 	})
-	s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{Exempt: ReflectionServices})
+	s, err := NewServer(deny(), MetadataKey("x-api-key"), Config{Exempt: []string{"/grpc.reflection.v1.ServerReflection/", "/grpc.reflection.v1alpha.ServerReflection/"}})
 	if err != nil {
 		t.Fatal(err)
 	}

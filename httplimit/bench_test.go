@@ -270,8 +270,8 @@ func BenchmarkKeys(b *testing.B) {
 		{"RemoteIP", RemoteIP},
 		{"XForwardedForHops", xff.Key},
 		{"ForwardedIPv6", fwd.Key},
-		{"APIKey", APIKey()},
-		{"HashedAPIKey", Hashed(APIKey())},
+		{"APIKey", Bearer()},
+		{"HashedAPIKey", Hashed(Bearer())},
 		{"Join", Join(xff.Key, Method())},
 	} {
 		b.Run(k.name, func(b *testing.B) {

@@ -36,10 +36,11 @@
 //     TrustedHops (how many proxies append to X-Forwarded-For): never
 //     read a forwarding header from an untrusted peer, since any client
 //     can send one. IPv6 clients are grouped by /64.
-//   - APIKey (wrapped in Hashed, to keep secrets out of the limiter) or
-//     FromContext (the user an authentication middleware found) to limit
-//     what clients are, rather than where they connect from; First to fall
-//     back to the address for anonymous requests.
+//   - Bearer, Header or Query for an API key (wrapped in Hashed, to keep
+//     secrets out of the limiter), or FromContext (the user an
+//     authentication middleware found) to limit what clients are, rather
+//     than where they connect from; First to look in several places, and
+//     to fall back to the address for anonymous requests.
 //   - Route, with the middleware wrapping each route of a ServeMux, for one
 //     limit per endpoint; Join(RemoteIP, Route()) for one per client and
 //     endpoint.

@@ -35,7 +35,7 @@ func ExampleConfig_failure() {
 	for _, path := range []string{"/", "/", "/down", "/"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
-		fmt.Println(path, w.Code, "rate now", lim.Rate())
+		fmt.Println(path, w.Code, "rate now", lim.Limit().Rate)
 	}
 	// Output:
 	// / 200 rate now 41

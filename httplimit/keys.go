@@ -101,29 +101,14 @@ func RouteOf(mux *http.ServeMux) KeyFunc {
 	}
 }
 
-// ContextValue returns a KeyFunc that keys a request by the value its
-// context holds for key (set by an authentication middleware that runs
-// before this one): a non-empty string, or a fmt.Stringer giving one.
-// Anything else, nil included, is an error wrapping ErrNoKey.
-func ContextValue(key any) KeyFunc {
-	missing := fmt.Errorf("%w: no string in the context for %v", ErrNoKey, key)
-	return func(r *http.Request) (string, error) {
-		var s string
-		switch v := r.Context().Value(key).(type) {
-		case string:
-			s = v
-		case fmt.Stringer:
-			s = v.String()
-		}
-		if s == "" {
-			return "", missing
-		}
-		return s, nil
-	}
-}
-
 // FromContext returns a KeyFunc that keys a request by what f finds in its
-// context, such as the user an authentication middleware stored there.
+// context, such as the user an authentication middleware stored there:
+//
+//	httplimit.FromContext(func(ctx context.Context) (string, bool) {
+//		user, ok := ctx.Value(userKey{}).(string)
+//		return user, ok
+//	})
+//
 // f's false, or an empty string, is an error wrapping ErrNoKey.
 func FromContext(f func(ctx context.Context) (string, bool)) KeyFunc {
 	if f == nil {
@@ -139,87 +124,60 @@ func FromContext(f func(ctx context.Context) (string, bool)) KeyFunc {
 	}
 }
 
-// APIKeySource is a place an API key is looked for: Bearer, InHeader or
-// InQuery.
-type APIKeySource struct {
-	kind uint8 // 0 bearer, 1 header, 2 query
-	name string
-}
-
-// Bearer is the token of an "Authorization: Bearer <token>" header (the
-// scheme in any case).
-func Bearer() APIKeySource { return APIKeySource{kind: 0} }
-
-// InHeader is the value of the header name, such as "X-API-Key".
-func InHeader(name string) APIKeySource {
-	return APIKeySource{kind: 1, name: textproto.CanonicalMIMEHeaderKey(name)}
-}
-
-// InQuery is the value of the URL query parameter param, such as
-// "api_key".
-func InQuery(param string) APIKeySource { return APIKeySource{kind: 2, name: param} }
-
-// APIKey returns a KeyFunc that keys a request by its API key, looked for
-// in sources in order (Bearer() if none is given); the first source that
-// holds a key gives it. A request no source gives a key for is an error
-// wrapping ErrNoKey. A source that holds a key it cannot be trusted with
-// is an error wrapping ErrBadKey, which never lifts the limit: a repeated
-// header or query parameter, one present but empty, a Bearer
-// Authorization without a single token, or an Authorization header given
-// twice. The key is used as it is: to keep secrets out of the limiter's
-// memory and out of a shared store's key names, wrap the KeyFunc in
-// Hashed.
-func APIKey(sources ...APIKeySource) KeyFunc {
-	if len(sources) == 0 {
-		sources = []APIKeySource{Bearer()}
-	}
-	srcs := append([]APIKeySource(nil), sources...)
-	missing := fmt.Errorf("%w: no API key in the request", ErrNoKey)
-	bad := fmt.Errorf("%w: the API key is repeated, empty or malformed", ErrBadKey)
+// Bearer returns a KeyFunc that keys a request by its API key sent as
+// the token of an "Authorization: Bearer <token>" header (the scheme in
+// any case). A request without an Authorization header, or with one of
+// another scheme, is an error wrapping ErrNoKey. A Bearer Authorization
+// without a single token, or an Authorization header given twice, is an
+// error wrapping ErrBadKey, which never lifts the limit. For an API key
+// in another header use Header ("X-API-Key"), in the URL's query Query;
+// First(Bearer(), Header("X-API-Key")) looks in both, in order. The key
+// is used as it is: to keep secrets out of the limiter's memory and out
+// of a shared store's key names, wrap the KeyFunc in Hashed.
+func Bearer() KeyFunc {
+	missing := fmt.Errorf("%w: no bearer token in the request", ErrNoKey)
+	bad := fmt.Errorf("%w: the bearer token is repeated, empty or malformed", ErrBadKey)
 	return func(r *http.Request) (string, error) {
-		for _, s := range srcs {
-			var (
-				v  string
-				st keyState
-			)
-			switch s.kind {
-			case 0:
-				v, st = bearer(r.Header["Authorization"])
-			case 1:
-				v, st = single(r.Header[s.name])
-			default:
-				v, st = queryParam(r.URL.RawQuery, s.name)
-			}
-			switch st {
-			case keyOK:
-				return v, nil
-			case keyBad:
-				return "", bad
-			}
-		}
-		return "", missing
+		v, st := bearer(r.Header["Authorization"])
+		return keyOf(v, st, missing, bad)
 	}
+}
+
+// Query returns a KeyFunc that keys a request by the value of its URL
+// query parameter param (such as "api_key"), which must appear exactly
+// once with a non-empty value that unescapes. A missing parameter is an
+// error wrapping ErrNoKey; a repeated, empty or badly escaped one is an
+// error wrapping ErrBadKey, which never lifts the limit. Wrap it in
+// Hashed to keep a secret out of the limiter.
+func Query(param string) KeyFunc {
+	missing := fmt.Errorf("%w: query parameter %q is missing", ErrNoKey, param)
+	bad := fmt.Errorf("%w: query parameter %q is repeated, empty or badly escaped", ErrBadKey, param)
+	return func(r *http.Request) (string, error) {
+		v, st := queryParam(r.URL.RawQuery, param)
+		return keyOf(v, st, missing, bad)
+	}
+}
+
+// keyOf returns the key v of a source in state st, or the error of its
+// state.
+func keyOf(v string, st keyState, missing, bad error) (string, error) {
+	switch st {
+	case keyOK:
+		return v, nil
+	case keyBad:
+		return "", bad
+	}
+	return "", missing
 }
 
 // keyState is what a source of a key holds.
 type keyState uint8
 
 const (
-	keyAbsent keyState = iota // nothing: look further
+	keyAbsent keyState = iota // nothing: ErrNoKey
 	keyOK                     // one usable key
-	keyBad                    // repeated, empty or malformed: refuse
+	keyBad                    // repeated, empty or malformed: ErrBadKey
 )
-
-// single returns the one value of a header's lines.
-func single(vs []string) (string, keyState) {
-	switch {
-	case len(vs) == 0:
-		return "", keyAbsent
-	case len(vs) > 1 || vs[0] == "":
-		return "", keyBad
-	}
-	return vs[0], keyOK
-}
 
 // bearer returns the token of a single "Bearer" Authorization header. An
 // Authorization of another scheme holds no API key.
@@ -305,7 +263,7 @@ func Hashed(k KeyFunc) KeyFunc {
 }
 
 // First returns a KeyFunc that keys a request by the first of keys that
-// can key it: First(APIKey(), clientIP.Key) limits clients by API key when
+// can key it: First(Bearer(), clientIP.Key) limits clients by API key when
 // they send one and by address otherwise. (Prefix the keys, with Join and
 // Const, if an API key could collide with an address.) If none can, the
 // error is the last one's. A key sent oddly (an error wrapping ErrBadKey,

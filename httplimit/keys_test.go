@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,17 @@ func TestKeyFuncs(t *testing.T) {
 		s, ok := ctx.Value(ctxKey{}).(string)
 		return s, ok
 	})
+	// A string, or a fmt.Stringer giving one, in the context (what
+	// ContextValue read before it was removed).
+	value := FromContext(func(ctx context.Context) (string, bool) {
+		switch v := ctx.Value(ctxKey{}).(type) {
+		case string:
+			return v, true
+		case fmt.Stringer:
+			return v.String(), true
+		}
+		return "", false
+	})
 	post := request("/")
 	post.Method = http.MethodPost
 	noMethod := request("/")
@@ -49,35 +61,35 @@ func TestKeyFuncs(t *testing.T) {
 		{"header repeated", Header("X-User"), request("/", "X-User", "a", "X-User", "b"), ""},
 		{"method", Method(), post, "POST"},
 		{"method empty", Method(), noMethod, "GET"},
-		{"context string", ContextValue(ctxKey{}), withCtx("bob"), "bob"},
-		{"context stringer", ContextValue(ctxKey{}), withCtx(stringer("carol")), "carol"},
-		{"context int", ContextValue(ctxKey{}), withCtx(42), ""},
-		{"context empty", ContextValue(ctxKey{}), withCtx(""), ""},
-		{"context none", ContextValue(ctxKey{}), request("/"), ""},
+		{"context string", value, withCtx("bob"), "bob"},
+		{"context stringer", value, withCtx(stringer("carol")), "carol"},
+		{"context int", value, withCtx(42), ""},
+		{"context empty", value, withCtx(""), ""},
+		{"context none", value, request("/"), ""},
 		{"from context", user, withCtx("dave"), "dave"},
 		{"from context none", user, request("/"), ""},
-		{"bearer", APIKey(), request("/", "Authorization", "Bearer tok123"), "tok123"},
-		{"bearer case", APIKey(Bearer()), request("/", "Authorization", "bearer   tok123 "), "tok123"},
-		{"bearer basic", APIKey(), request("/", "Authorization", "Basic dXNlcg=="), ""},
-		{"bearer empty", APIKey(), request("/", "Authorization", "Bearer "), ""},
-		{"bearer spaces", APIKey(), request("/", "Authorization", "Bearer a b"), ""},
-		{"bearer twice", APIKey(), request("/", "Authorization", "Bearer a", "Authorization", "Bearer b"), ""},
-		{"api header", APIKey(InHeader("x-api-key")), request("/", "X-Api-Key", "k1"), "k1"},
-		{"api header twice", APIKey(InHeader("X-API-Key"), Bearer()), request("/", "X-Api-Key", "k1", "X-Api-Key", "k2", "Authorization", "Bearer t"), ""},
-		{"api query", APIKey(InQuery("api_key")), request("/x?a=1&api_key=k%202&b"), "k 2"},
-		{"api query plus", APIKey(InQuery("api key")), request("/x?api+key=k+3"), "k 3"},
-		{"api query twice", APIKey(InQuery("api_key")), request("/x?api_key=a&api_key=b"), ""},
-		{"api query empty", APIKey(InQuery("api_key")), request("/x?api_key="), ""},
-		{"api query bad escape", APIKey(InQuery("api_key")), request("/x?api_key=%zz"), ""},
-		{"api query bad name escape", APIKey(InQuery("api_key")), request("/x?%zz=1&api_key=k"), "k"},
-		{"api order", APIKey(InHeader("X-Api-Key"), InQuery("k"), Bearer()), request("/x?k=q", "Authorization", "Bearer b"), "q"},
-		{"api fallback", APIKey(InHeader("X-Api-Key"), Bearer()), request("/x", "Authorization", "Bearer b"), "b"},
-		{"api none", APIKey(InHeader("X-Api-Key"), InQuery("k"), Bearer()), request("/x"), ""},
+		{"bearer", Bearer(), request("/", "Authorization", "Bearer tok123"), "tok123"},
+		{"bearer case", Bearer(), request("/", "Authorization", "bearer   tok123 "), "tok123"},
+		{"bearer basic", Bearer(), request("/", "Authorization", "Basic dXNlcg=="), ""},
+		{"bearer empty", Bearer(), request("/", "Authorization", "Bearer "), ""},
+		{"bearer spaces", Bearer(), request("/", "Authorization", "Bearer a b"), ""},
+		{"bearer twice", Bearer(), request("/", "Authorization", "Bearer a", "Authorization", "Bearer b"), ""},
+		{"api header", Header("x-api-key"), request("/", "X-Api-Key", "k1"), "k1"},
+		{"api header twice", First(Header("X-API-Key"), Bearer()), request("/", "X-Api-Key", "k1", "X-Api-Key", "k2", "Authorization", "Bearer t"), ""},
+		{"api query", Query("api_key"), request("/x?a=1&api_key=k%202&b"), "k 2"},
+		{"api query plus", Query("api key"), request("/x?api+key=k+3"), "k 3"},
+		{"api query twice", Query("api_key"), request("/x?api_key=a&api_key=b"), ""},
+		{"api query empty", Query("api_key"), request("/x?api_key="), ""},
+		{"api query bad escape", Query("api_key"), request("/x?api_key=%zz"), ""},
+		{"api query bad name escape", Query("api_key"), request("/x?%zz=1&api_key=k"), "k"},
+		{"api order", First(Header("X-Api-Key"), Query("k"), Bearer()), request("/x?k=q", "Authorization", "Bearer b"), "q"},
+		{"api fallback", First(Header("X-Api-Key"), Bearer()), request("/x", "Authorization", "Bearer b"), "b"},
+		{"api none", First(Header("X-Api-Key"), Query("k"), Bearer()), request("/x"), ""},
 		{"hashed", Hashed(Header("X-User")), request("/", "X-User", "alice"), "2bd806c97f0e00af1a1fc3328fa763a9"},
 		{"hashed error", Hashed(Header("X-User")), request("/"), ""},
-		{"first", First(APIKey(), RemoteIP), request("/", "Authorization", "Bearer t"), "t"},
-		{"first fallback", First(APIKey(), RemoteIP), request("/"), "192.0.2.1"},
-		{"first none", First(APIKey(), Header("X")), request("/"), ""},
+		{"first", First(Bearer(), RemoteIP), request("/", "Authorization", "Bearer t"), "t"},
+		{"first fallback", First(Bearer(), RemoteIP), request("/"), "192.0.2.1"},
+		{"first none", First(Bearer(), Header("X")), request("/"), ""},
 		{"join", Join(RemoteIP, Method(), Const(`a|b\c`)), request("/"), `192.0.2.1|GET|a\|b\\c`},
 		{"join error", Join(RemoteIP, Header("X")), request("/"), ""},
 		{"route unset", Route(), request("/"), ""},

@@ -31,17 +31,17 @@ func oddKeys() []oddKey {
 		{"header repeated", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "a"}},
 		{"header repeated, other value", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "b"}},
 		{"header empty", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", ""}},
-		{"api key header repeated", APIKey(InHeader("X-Api-Key")), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "a"}},
-		{"api key header empty", APIKey(InHeader("X-Api-Key")), "/", "", []string{"X-Api-Key", ""}},
-		{"api key header empty, query set", APIKey(InHeader("X-Api-Key"), InQuery("k")), "/?k=a", "", []string{"X-Api-Key", ""}},
-		{"api key query repeated", APIKey(InQuery("k")), "/?k=a&k=a", "", nil},
-		{"api key query empty", APIKey(InQuery("k")), "/?k=", "", nil},
-		{"api key query bare", APIKey(InQuery("k")), "/?k", "", nil},
-		{"api key query badly escaped", APIKey(InQuery("k")), "/?k=%zz", "", nil},
-		{"bearer empty", APIKey(), "/", "", []string{"Authorization", "Bearer "}},
-		{"bearer two tokens", APIKey(), "/", "", []string{"Authorization", "Bearer a b"}},
-		{"bearer repeated", APIKey(), "/", "", []string{"Authorization", "Bearer a", "Authorization", "Bearer a"}},
-		{"authorization repeated, one bearer", APIKey(), "/", "", []string{"Authorization", "Basic eA==", "Authorization", "Bearer a"}},
+		{"api key header repeated", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a", "X-Api-Key", "a"}},
+		{"api key header empty", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", ""}},
+		{"api key header empty, query set", First(Header("X-Api-Key"), Query("k")), "/?k=a", "", []string{"X-Api-Key", ""}},
+		{"api key query repeated", Query("k"), "/?k=a&k=a", "", nil},
+		{"api key query empty", Query("k"), "/?k=", "", nil},
+		{"api key query bare", Query("k"), "/?k", "", nil},
+		{"api key query badly escaped", Query("k"), "/?k=%zz", "", nil},
+		{"bearer empty", Bearer(), "/", "", []string{"Authorization", "Bearer "}},
+		{"bearer two tokens", Bearer(), "/", "", []string{"Authorization", "Bearer a b"}},
+		{"bearer repeated", Bearer(), "/", "", []string{"Authorization", "Bearer a", "Authorization", "Bearer a"}},
+		{"authorization repeated, one bearer", Bearer(), "/", "", []string{"Authorization", "Basic eA==", "Authorization", "Bearer a"}},
 		{"hops: no header", hops.Key, "/", "10.0.0.1:1", nil},
 		{"hops: empty header", hops.Key, "/", "10.0.0.1:1", []string{"X-Forwarded-For", ""}},
 		{"hops: garbage", hops.Key, "/", "10.0.0.1:1", []string{"X-Forwarded-For", "garbage"}},
@@ -50,7 +50,7 @@ func oddKeys() []oddKey {
 		{"proxies: zone", proxies.Key, "/", "10.0.0.1:1", []string{"X-Forwarded-For", "fe80::1%eth0"}},
 		{"forwarded: obfuscated", fwd.Key, "/", "10.0.0.1:1", []string{"Forwarded", "for=_hidden"}},
 		{"forwarded: no for", fwd.Key, "/", "10.0.0.1:1", []string{"Forwarded", "proto=https"}},
-		{"first: repeated key before the address", First(APIKey(), RemoteIP), "/", "", []string{"Authorization", "Bearer a", "Authorization", "Bearer b"}},
+		{"first: repeated key before the address", First(Bearer(), RemoteIP), "/", "", []string{"Authorization", "Bearer a", "Authorization", "Bearer b"}},
 		{"join: one part repeated", Join(RemoteIP, Header("X-User")), "/", "", []string{"X-User", "a", "X-User", "a"}},
 	}
 }
@@ -90,7 +90,7 @@ func TestOddKeysNeverLiftTheLimit(t *testing.T) {
 func TestMissingKeysAreNotBad(t *testing.T) {
 	cases := []oddKey{
 		{"header", Header("X-Api-Key"), "/", "", nil},
-		{"api key", APIKey(InHeader("X-Api-Key"), InQuery("k"), Bearer()), "/?other=1", "", []string{"Authorization", "Basic eA=="}},
+		{"api key", First(Header("X-Api-Key"), Query("k"), Bearer()), "/?other=1", "", []string{"Authorization", "Basic eA=="}},
 		{"unix socket", RemoteIP, "/", "@", nil},
 	}
 	for _, c := range cases {
@@ -107,8 +107,8 @@ func TestMissingKeysAreNotBad(t *testing.T) {
 	}
 	// Sent properly, each source gives a key.
 	for _, c := range []oddKey{
-		{"api key query escaped", APIKey(InQuery("k")), "/?k=%61", "", nil},
-		{"bearer", APIKey(), "/", "", []string{"Authorization", "bearer  a "}},
+		{"api key query escaped", Query("k"), "/?k=%61", "", nil},
+		{"bearer", Bearer(), "/", "", []string{"Authorization", "bearer  a "}},
 		{"header", Header("X-Api-Key"), "/", "", []string{"X-Api-Key", "a"}},
 	} {
 		if k, err := c.key(newRequest(c.target, c.remote, c.header...)); k != "a" || err != nil {
@@ -162,8 +162,8 @@ func FuzzKeySources(f *testing.F) {
 			present bool // the request carries the source
 		}{
 			{"header", Header("X-Api-Key"), present},
-			{"api key header", APIKey(InHeader("X-Api-Key")), present},
-			{"api key query", APIKey(InQuery("k")), queryHas(query, "k")},
+			{"api key header", Header("X-Api-Key"), present},
+			{"api key query", Query("k"), queryHas(query, "k")},
 			{"hops", hops.Key, true},
 			{"proxies", proxies.Key, true},
 		} {
@@ -179,7 +179,7 @@ func FuzzKeySources(f *testing.F) {
 			}
 		}
 		// A Bearer Authorization is a key or a bad one.
-		if _, err := APIKey()(r); err != nil && !errors.Is(err, ErrBadKey) {
+		if _, err := Bearer()(r); err != nil && !errors.Is(err, ErrBadKey) {
 			for _, v := range vals {
 				if s, _, _ := strings.Cut(strings.TrimLeft(v, " \t"), " "); strings.EqualFold(s, "Bearer") && len(vals) == 1 {
 					t.Fatalf("bearer %q: %v", v, err)

@@ -14,16 +14,12 @@ import (
 // Middleware).
 const maxRetryAfter = 365 * 24 * time.Hour
 
-// Problem types of the IETF draft draft-ietf-httpapi-ratelimit-headers,
-// for Config.ProblemType.
+// The problem types of the IETF draft draft-ietf-httpapi-ratelimit-headers
+// that refusals under Config.ProblemJSON have by default (documented on
+// Config.ProblemType).
 const (
-	// QuotaExceeded is the problem type of a request that exceeds a quota
-	// policy, and the default type of refusals under Config.ProblemJSON.
-	QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
-	// TemporaryReducedCapacity is the problem type of a request refused
-	// because the server's capacity is reduced; Config.ProblemJSON uses it
-	// by default for refusals with status 503.
-	TemporaryReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+	quotaExceeded            = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	temporaryReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 )
 
 // Fields selects the rate-limit header fields the middleware sends on the
@@ -81,11 +77,14 @@ type Config struct {
 	// plain JSON body (see Middleware).
 	ProblemJSON bool
 	// ProblemType and ProblemTitle name the problem type of ProblemJSON.
-	// If ProblemType is empty, the type is QuotaExceeded ("Quota
-	// Exceeded"), or TemporaryReducedCapacity ("Temporary Reduced
-	// Capacity") for a refusal with status 503, and ProblemTitle is
-	// ignored. A ProblemType needs a ProblemTitle, and both need
-	// ProblemJSON.
+	// If ProblemType is empty, the type is the IETF draft's "quota
+	// exceeded" problem type,
+	// "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	// (title "Quota Exceeded"), or for a refusal with status 503 its
+	// "temporary reduced capacity",
+	// "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+	// (title "Temporary Reduced Capacity"), and ProblemTitle is ignored. A
+	// ProblemType needs a ProblemTitle, and both need ProblemJSON.
 	ProblemType  string
 	ProblemTitle string
 

@@ -203,9 +203,9 @@ func (m *Middleware) appendFieldTexts(b []byte, sp *answerSpans, d *admit.Decisi
 func (m *Middleware) appendProblemTexts(b []byte, sp *answerSpans, d *admit.Decision, name string, status int) []byte {
 	typ, title := m.problemType, m.problemText
 	if typ == "" {
-		typ, title = QuotaExceeded, "Quota Exceeded"
+		typ, title = quotaExceeded, "Quota Exceeded"
 		if status == http.StatusServiceUnavailable {
-			typ, title = TemporaryReducedCapacity, "Temporary Reduced Capacity"
+			typ, title = temporaryReducedCapacity, "Temporary Reduced Capacity"
 		}
 	}
 	b = append(b, `{"type":`...)

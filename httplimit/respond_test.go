@@ -57,7 +57,7 @@ func TestBodiesAreJSON(t *testing.T) {
 				if _, ok := body["kind"]; ok != (kind != admit.KindRate) {
 					t.Errorf("kind %v in %v", kind, body)
 				}
-				if problem && (body["status"] != 429.0 || body["type"] != QuotaExceeded || body["title"] != "Quota Exceeded") {
+				if problem && (body["status"] != 429.0 || body["type"] != "https://iana.org/assignments/http-problem-types#quota-exceeded" || body["title"] != "Quota Exceeded") {
 					t.Errorf("problem %v", body)
 				}
 			}

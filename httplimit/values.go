@@ -137,7 +137,7 @@ func (a *answer) setFresh(h http.Header, v *fieldValues) {
 // hasLimit reports whether d names a finite limit worth describing.
 func hasLimit(d *admit.Decision) bool {
 	l := d.Limit
-	return !l.IsUnlimited() && (l.Rate > 0 || l.Burst > 0 || l.Period > 0)
+	return l.Rate != admit.Inf && (l.Rate > 0 || l.Burst > 0 || l.Period > 0)
 }
 
 // setFields sets the rate-limit fields of an admitted request's decision.

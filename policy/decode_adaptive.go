@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/fair"
+	"github.com/admit-go/admit/internal/lanelimits"
 )
 
 // The fields of the rule kinds kept in memory only (see the package
@@ -335,7 +336,7 @@ func (d *decoder) shares(n *yaml.Node, path string, src *source) ([]fair.Lane, b
 			pct++
 			share = bp
 		} else {
-			if share, ok = w.integer(vn, sp, 1, fair.MaxShare); !ok {
+			if share, ok = w.integer(vn, sp, 1, lanelimits.MaxShare); !ok {
 				good = false
 				return
 			}
@@ -357,8 +358,8 @@ func (d *decoder) shares(n *yaml.Node, path string, src *source) ([]fair.Lane, b
 	case len(lanes) == 0:
 		w.fail(w.resolve(n, path), path, "no lanes")
 		return nil, false
-	case len(lanes) > fair.MaxLanes:
-		w.fail(lastN, path, "%d lanes, the most is %d", len(lanes), fair.MaxLanes)
+	case len(lanes) > lanelimits.MaxLanes:
+		w.fail(lastN, path, "%d lanes, the most is %d", len(lanes), lanelimits.MaxLanes)
 		return nil, false
 	case pct > 0 && sum != 10000:
 		w.fail(firstN, path, "the shares add up to %s, want 100%% (or give weights: whole numbers without %%)", percentString(sum))

@@ -336,7 +336,7 @@ type Lanes struct {
 	// empty means the key of the last entry.
 	LaneKey string
 	// Lanes are the lanes, highest priority first (see fair.Lane): from 1
-	// to fair.MaxLanes, with distinct names.
+	// to 64, with distinct names.
 	Lanes []fair.Lane
 	// Borrow says which lanes may use the capacity others leave unused
 	// (fair.RateLanesConfig.Borrowing). The zero value is fair.BorrowUp.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/calendar"
+	"github.com/admit-go/admit/internal/periodtext"
 )
 
 // maxExact is the largest quota or concurrency cap the Redis scripts count
@@ -176,9 +177,9 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	// A Go duration, with leading whole days: admit's own form. Its error
 	// says what is wrong with the period, after admit's prefix.
-	d, err := admit.ParsePeriod(s)
+	d, err := periodtext.Parse(s)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), admit.ErrInvalidLimit.Error()+": ")
+		msg := err.Error()
 		if strings.Contains(msg, "want a unit") { // this package knows more units
 			msg = fmt.Sprintf("period %q: want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)", truncate(s))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/adaptive"
 	"github.com/admit-go/admit/fair"
+	"github.com/admit-go/admit/internal/lanelimits"
 )
 
 // memoryOnly checks the limits of rule r kept in memory only: adaptive
@@ -270,8 +271,8 @@ func (v *validator) lanes(r *Rule, l *Lanes, src *source, matchKeys map[string]i
 	switch {
 	case len(l.Lanes) == 0:
 		v.at(src, f+"shares", "no lanes")
-	case len(l.Lanes) > fair.MaxLanes:
-		v.at(src, f+"shares", "%d lanes, the most is %d", len(l.Lanes), fair.MaxLanes)
+	case len(l.Lanes) > lanelimits.MaxLanes:
+		v.at(src, f+"shares", "%d lanes, the most is %d", len(l.Lanes), lanelimits.MaxLanes)
 	}
 	for _, ln := range l.Lanes {
 		at := f + "shares:" + ln.Name
@@ -280,8 +281,8 @@ func (v *validator) lanes(r *Rule, l *Lanes, src *source, matchKeys map[string]i
 			v.at(src, f+"shares", "a lane needs a name")
 		case names[ln.Name]:
 			v.at(src, at, "two lanes named %q", truncate(ln.Name))
-		case ln.Share < 1 || ln.Share > fair.MaxShare:
-			v.at(src, at, "lane %q has share %d, want 1 to %d", truncate(ln.Name), ln.Share, fair.MaxShare)
+		case ln.Share < 1 || ln.Share > lanelimits.MaxShare:
+			v.at(src, at, "lane %q has share %d, want 1 to %d", truncate(ln.Name), ln.Share, lanelimits.MaxShare)
 		}
 		names[ln.Name] = true
 	}

@@ -67,7 +67,7 @@ func ExampleNew_shared() {
 	obs, err := promlimit.New(reg, promlimit.Config{})
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {
-		fmt.Println("already registered:", errors.Is(err, promlimit.ErrRegistration))
+		fmt.Println("already registered:", are.ExistingCollector == first)
 		obs = are.ExistingCollector.(*promlimit.Observer)
 	}
 	fmt.Println("shared:", obs == first)

@@ -96,11 +96,11 @@ var (
 // registry unless it is given it (reg = prometheus.DefaultRegisterer).
 // The error wraps admit.ErrInvalidConfig (reg is nil: the message says
 // "promlimit: nil prometheus.Registerer"; or a field of cfg out of its
-// domain), or ErrRegistration and the
-// registry's error: a prometheus.AlreadyRegisteredError when an Observer
-// of the same namespace and const labels is registered on reg already
-// (share that one, or tell them apart with Config.Namespace or
-// Config.ConstLabels).
+// domain), or else the registry's error, with a message that says
+// "promlimit: cannot register the metrics": a
+// prometheus.AlreadyRegisteredError when an Observer of the same namespace
+// and const labels is registered on reg already (share that one, or tell
+// them apart with Config.Namespace or Config.ConstLabels).
 func New(reg prometheus.Registerer, cfg Config) (*Observer, error) {
 	if isNil(reg) {
 		return nil, fmt.Errorf("%w: promlimit: nil prometheus.Registerer: New needs the registry to register the metrics on (prometheus.NewRegistry(), or prometheus.DefaultRegisterer for the global one)", admit.ErrInvalidConfig)
@@ -112,12 +112,15 @@ func New(reg prometheus.Registerer, cfg Config) (*Observer, error) {
 	obs := newObserver(&o)
 	if err := reg.Register(obs); err != nil {
 		if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
-			return nil, fmt.Errorf("%w: an Observer with namespace %q and the same const labels is registered on this registry already (share it, or set Config.Namespace or Config.ConstLabels): %w", ErrRegistration, o.namespace, err)
+			return nil, fmt.Errorf("%s: an Observer with namespace %q and the same const labels is registered on this registry already (share it, or set Config.Namespace or Config.ConstLabels): %w", cannotRegister, o.namespace, err)
 		}
-		return nil, fmt.Errorf("%w (namespace %q): %w", ErrRegistration, o.namespace, err)
+		return nil, fmt.Errorf("%s (namespace %q): %w", cannotRegister, o.namespace, err)
 	}
 	return obs, nil
 }
+
+// cannotRegister begins the errors of a registry that refuses the metrics.
+const cannotRegister = "promlimit: cannot register the metrics"
 
 // newObserver builds an Observer from valid options.
 func newObserver(o *options) *Observer {

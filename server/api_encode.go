@@ -121,7 +121,7 @@ func apiAppendInt(b []byte, name string, v int64) []byte {
 
 // apiFinite reports whether l is a limit worth describing: not the zero
 // Limit (no limit asked) and not unlimited.
-func apiFinite(l admit.Limit) bool { return l != (admit.Limit{}) && !l.IsUnlimited() }
+func apiFinite(l admit.Limit) bool { return l != (admit.Limit{}) && l.Rate != admit.Inf }
 
 // apiAppendLimit appends ,"kind":..,"limit":{..},"remaining":..,
 // "retry_after_ms":..,"reset_after_ms":.. for a finite limit; for a
@@ -162,7 +162,7 @@ func apiAppendDecision(b []byte, d *admit.Decision) []byte {
 	}
 	if apiFinite(d.Limit) {
 		b = apiAppendLimit(b, d.Kind, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
-	} else if d.Limit.IsUnlimited() {
+	} else if d.Limit.Rate == admit.Inf {
 		b = apiAppendBool(b, "unlimited", true)
 	}
 	return append(b, '}')

@@ -361,7 +361,7 @@ func admitResult(res *policy.Result) (*admitv1.Decision, []*admitv1.Status, bool
 // admitDecision converts a decision.
 func admitDecision(d *admit.Decision) *admitv1.Decision {
 	out := &admitv1.Decision{Allowed: d.Allowed, Rule: d.Rule, Remaining: d.Remaining}
-	if d.Limit.IsUnlimited() {
+	if d.Limit.Rate == admit.Inf {
 		out.Unlimited = true
 		return out
 	}

@@ -316,7 +316,7 @@ func rlsEnvoyHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []*co
 // rlsLimited reports whether a limit applies to a descriptor of status st
 // (and so whether its status reports one).
 func rlsLimited(st *policy.Status) bool {
-	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Decision.Limit != (admit.Limit{}) && !st.Decision.Limit.IsUnlimited()
+	return !st.Unlimited && !st.Exempt && !st.Replaced && st.Decision.Limit != (admit.Limit{}) && st.Decision.Limit.Rate != admit.Inf
 }
 
 // rlsFree reports whether a descriptor of status st that reports no limit
