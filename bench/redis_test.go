@@ -17,10 +17,7 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -31,51 +28,25 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/bench/internal/redisbench"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/redisstore"
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
 // redisAddr starts one redis-server for the benchmarks of this run and
 // returns its address; it skips when redis-server is not installed.
 var redisAddr = sync.OnceValues(func() (string, error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", fmt.Errorf("redis-server not found (apt-get install redis-server): %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := redisbench.Start()
 	if err != nil {
 		return "", err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir, err := os.MkdirTemp("", "admit-bench-redis")
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	redisCmd, redisDir = cmd, dir
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
-		if c.Ping(context.Background()).Err() == nil {
-			return addr, nil
-		}
-	}
-	return "", fmt.Errorf("redis-server on %s did not answer", addr)
+	redisSrv = srv
+	return srv.Addr, nil
 })
 
-var (
-	redisCmd *exec.Cmd
-	redisDir string
-)
+var redisSrv *redisbench.Server
 
 // quiet drops go-redis's log lines (a refused dial per check during the
 // outage benchmark).
@@ -86,10 +57,8 @@ func (quiet) Printf(context.Context, string, ...any) {}
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{})
 	code := m.Run()
-	if redisCmd != nil {
-		redisCmd.Process.Kill()
-		redisCmd.Wait()
-		os.RemoveAll(redisDir)
+	if redisSrv != nil {
+		redisSrv.Stop()
 	}
 	os.Exit(code)
 }
@@ -110,31 +79,30 @@ type redisLib struct {
 	make func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(ctx context.Context, key string) (bool, error)
 }
 
-var redisLibs = []redisLib{
-	{"admit", func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
-		s, err := redisstore.New(c, redisstore.Config{Prefix: "bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"})
-		if err != nil {
-			b.Fatal(err)
+// redisLibs are the GCRA limiters of redisbench.Libs: admit's store and
+// redis_rate.
+var redisLibs = func() []redisLib {
+	var libs []redisLib
+	for _, lib := range redisbench.Libs {
+		if lib.GCRA {
+			libs = append(libs, redisLib{lib.Name, func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
+				return newCheck(b, lib, c, admit.Limit{Rate: int64(rate), Period: period, Burst: int64(burst)})
+			}})
 		}
-		b.Cleanup(func() { s.Close() })
-		lim, err := s.Limiter(redisstore.LimiterConfig{Limit: admit.Limit{Rate: int64(rate), Period: period, Burst: int64(burst)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return func(ctx context.Context, key string) (bool, error) {
-			d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
-			return d.Allowed, err
-		}
-	}},
-	{"redis_rate", func(b *testing.B, c *redis.Client, rate int, period time.Duration, burst int) func(context.Context, string) (bool, error) {
-		l := redis_rate.NewLimiter(c)
-		lim := redis_rate.Limit{Rate: rate, Period: period, Burst: burst}
-		prefix := "bench-rr:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
-		return func(ctx context.Context, key string) (bool, error) {
-			r, err := l.Allow(ctx, prefix+key, lim)
-			return err == nil && r.Allowed > 0, err
-		}
-	}},
+	}
+	return libs
+}()
+
+// newCheck builds lib's limiter on c for limit, under a key prefix of its
+// own, and releases it when b ends.
+func newCheck(b *testing.B, lib redisbench.Lib, c *redis.Client, limit admit.Limit) redisbench.Check {
+	prefix := "bench-" + lib.Name + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	check, done, err := lib.New(c, redisbench.Setup{Prefix: prefix, Limit: limit, Instances: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(done)
+	return check
 }
 
 // latencies samples check latencies from many goroutines.
