@@ -12,7 +12,8 @@
 //   - To test a new backend (a keyed limiter, a Redis store): write a
 //     Factory that returns a fresh, empty admit.KeyedLimiter per call, and
 //     call Run from a test (one call: the suite asks the limiter
-//     admit.Requests at explicit instants). Then call RunDifferential
+//     admit.Requests at explicit instants, and checks its partial grants
+//     if it is an admit.PartialAllower). Then call RunDifferential
 //     (random timelines, decisions compared with Model's) and add a fuzz
 //     test that feeds TimelineFromBytes to Differential. The three together are what
 //     "decides exactly as package admit does" means.

@@ -32,6 +32,13 @@ import (
 // one wrapping admit.ErrInvalidConfig. A Request's At is its instant (the zero
 // At is time.Now()); a Request with a Limit other than l is an error
 // wrapping admit.ErrInvalidLimit (a model has one limit).
+//
+// The model is an admit.PartialAllower too, the reference of the partial
+// grants Run checks: AllowAtMost grants min(N, what a peek says fits) and
+// leaves the key as an Allow of that many would, and when it grants fewer
+// than N its Decision is the denial of one more event on the state after
+// the grant (RetryAfter: the exact wait for it), Allowed if anything was
+// granted.
 func Model(alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 	m := &model{alg: alg, limit: normalLimit(l), keys: map[string]*modelKey{}}
 	m.err = m.compile(l)
@@ -113,50 +120,94 @@ func (m *model) compile(l admit.Limit) error {
 
 // Allow implements admit.KeyedLimiter.
 func (m *model) Allow(_ context.Context, r admit.Request) (admit.Decision, error) {
+	if err := m.check(r); err != nil {
+		return admit.Decision{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.decide(r.Key, r.N, r.At), nil
+}
+
+// AllowAtMost implements admit.PartialAllower: under the model's lock, a
+// peek says what fits at r.At, min(r.N, that) is admitted, and if that is
+// less than r.N, one more event is asked for, whose denial says how long
+// until it fits. The Decision is the last of these (Allowed if anything was
+// granted), so the grant leaves the key as an Allow of what was granted
+// would. A negative r.N is refused as by Allow, and nothing is granted.
+func (m *model) AllowAtMost(_ context.Context, r admit.Request) (int64, admit.Decision, error) {
+	if err := m.check(r); err != nil {
+		return 0, admit.Decision{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r.N <= 0 {
+		return 0, m.decide(r.Key, r.N, r.At), nil
+	}
+	peek := m.decide(r.Key, 0, r.At)
+	granted := min(r.N, peek.Remaining)
+	var d admit.Decision
+	if granted > 0 {
+		if d = m.decide(r.Key, granted, r.At); !d.Allowed {
+			panic(fmt.Sprintf("admittest: Model: %d events do not fit where a peek says %d do", granted, peek.Remaining))
+		}
+	}
+	if granted < r.N {
+		d = m.decide(r.Key, 1, r.At)
+		d.Allowed = granted > 0
+	}
+	return granted, d, nil
+}
+
+// check returns the error of a request the model cannot decide: its limit
+// is invalid, or another than the model's.
+func (m *model) check(r admit.Request) error {
 	if m.err != nil {
-		return admit.Decision{}, m.err
+		return m.err
 	}
 	if r.Limit != (admit.Limit{}) && normalLimit(r.Limit) != m.limit {
-		return admit.Decision{}, fmt.Errorf("%w: the model's limit is %v, not %v", admit.ErrInvalidLimit, m.limit, r.Limit)
+		return fmt.Errorf("%w: the model's limit is %v, not %v", admit.ErrInvalidLimit, m.limit, r.Limit)
 	}
-	key, n, now := r.Key, r.N, r.At
-	if now.IsZero() {
-		now = time.Now()
+	return nil
+}
+
+// decide decides n events of key at instant at (the zero Time: now), with
+// the lock held.
+func (m *model) decide(key string, n int64, at time.Time) admit.Decision {
+	if at.IsZero() {
+		at = time.Now()
 	}
 	d := admit.Decision{Limit: m.limit}
 	switch {
 	case n < 0:
 		d.RetryAfter = admit.InfDuration
-		return d, nil
+		return d
 	case m.mode == modeUnlimited:
 		d.Allowed, d.Remaining = true, math.MaxInt64
-		return d, nil
+		return d
 	case m.mode == modeClosed:
 		d.Allowed = n == 0
 		if n > 0 {
 			d.RetryAfter = admit.InfDuration
 		}
-		return d, nil
+		return d
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	k := m.keys[key]
 	if k == nil {
 		k = &modelKey{tat: new(big.Rat)}
 		m.keys[key] = k
 	}
-	t := unixNanos(now)
+	t := unixNanos(at)
 	switch m.alg {
 	case admit.AlgGCRA:
-		return m.bucket(k, t, t, n), nil
+		return m.bucket(k, t, t, n)
 	case admit.AlgTokenBucket, admit.AlgLeakyBucket:
-		return m.bucket(k, t, max(t, k.last), n), nil
+		return m.bucket(k, t, max(t, k.last), n)
 	case admit.AlgFixedWindow:
-		return m.fixedWindow(k, t, n), nil
+		return m.fixedWindow(k, t, n)
 	case admit.AlgSlidingWindow:
-		return m.slidingWindow(k, t, n), nil
+		return m.slidingWindow(k, t, n)
 	default: // admit.AlgSlidingLog; compile rejected the others
-		return m.slidingLog(k, t, n), nil
+		return m.slidingLog(k, t, n)
 	}
 }
 

@@ -171,7 +171,16 @@ func normalLimit(l admit.Limit) admit.Limit {
 
 // Run runs every built-in scenario (see Scenarios) that applies to each of
 // algs (all algorithms if none is given) against limiters made by f, as
-// subtests named algorithm/scenario. Testing a new backend is one call:
+// subtests named algorithm/scenario. If the limiters are also
+// admit.PartialAllowers, a subtest algorithm/partial_grants checks their
+// partial grants against Model's: timelines of AllowAtMost and Allow calls
+// at instants that never go back, under limits that include the zero
+// limit and Unlimited, must grant min(N, what fits), leave each key as an
+// Allow of the events granted would, and report, when fewer than N were
+// granted, the exact wait for one more event, as the model does, decision
+// for decision. (A negative N may be refused with an error wrapping
+// admit.ErrInvalidCost, and then nothing is granted.) Testing a new
+// backend is one call:
 //
 //	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 //		lim, err := mybackend.New(alg, l)
@@ -199,6 +208,7 @@ func Run(t *testing.T, f Factory, algs ...admit.Algorithm) {
 			if ran == 0 {
 				t.Errorf("no scenario applies to %v", alg)
 			}
+			runPartial(t, f, alg)
 		})
 	}
 }

@@ -40,6 +40,13 @@ func (s limitSubject) Allow(ctx context.Context, r admit.Request) (admit.Decisio
 	return s.lim.Allow(ctx, r)
 }
 
+// AllowAtMost passes the limit per call too, so that the suite's partial
+// grants run on per-call limits.
+func (s limitSubject) AllowAtMost(ctx context.Context, r admit.Request) (int64, admit.Decision, error) {
+	r.Limit = s.l
+	return s.lim.AllowAtMost(ctx, r)
+}
+
 func perCallFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
 	t.Helper()
 	own := admit.PerHour(7)

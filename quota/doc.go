@@ -47,7 +47,10 @@
 // events left in the period; RetryAfter, 0 when allowed, else the time until
 // the period ends (admit.InfDuration if n > N); and ResetAfter, the time
 // until the period ends if anything is counted in it, else 0. A denial is
-// not an error.
+// not an error. Quota.AllowAtMost takes what remains of the period, up to
+// n, for a batch that may be cut (50 exports asked, 12 left today: 12 are
+// done now); its Decision's RetryAfter, when it granted fewer than n, is
+// the time until the period ends.
 //
 // A Quota stores a small value per key with events counted (its period and
 // its count), forgets keys lazily once their period has ended, and refuses

@@ -19,13 +19,15 @@ import (
 // over from zero. A request of n events for a key is admitted iff the
 // events already admitted for the key in the current period, plus n, are
 // at most N; admitted, they are counted. A denied request counts nothing.
-// A request is never partly admitted.
+// Allow never admits part of a request; AllowAtMost admits what remains of
+// the period, up to n.
 //
 // Allow(ctx, admit.Request{Key: key, N: n}) decides on the Quota's Clock;
 // the request's At gives an explicit instant instead, and its Limit.Rate a
 // size per call (so one Quota serves every tier of a plan). Refund gives
 // back events that a later check refused, and Reset forgets a key. A Quota
-// is an admit.KeyedLimiter, admit.Refunder and admit.Resetter.
+// is an admit.KeyedLimiter, admit.Refunder, admit.Resetter and
+// admit.PartialAllower.
 //
 // # Time
 //
@@ -166,11 +168,31 @@ func (q *Quota) Len() int { return int(q.t.count.Load()) }
 // by the in-memory Quota (deciding never waits); it is there so that
 // every backend has the signature of admit.KeyedLimiter.
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	limit := q.limit
-	if r.Limit != (admit.Limit{}) {
-		limit = r.Limit.Rate
+	_, d, err := q.decide(q.at(r.At), r.Key, q.size(r.Limit), r.N, false)
+	return d, err
+}
+
+// AllowAtMost admits as many of r.N events as remain for r.Key in the
+// period at r.At (the quota's clock when zero), under the size r.Limit.Rate
+// (the quota's own when r.Limit is zero), from 0 to r.N, counts them and
+// returns how many (admit.PartialAllower). More than the size is never
+// refused: at most what remains is granted. The Decision is the key's after
+// the grant: Allowed when anything was granted (or r.N is 0, a peek),
+// Remaining what still remains in the period, RetryAfter 0 when all r.N
+// were granted and otherwise the time until the period ends (when one
+// more event fits), and ResetAfter as for Allow. Errors are Allow's, and
+// then nothing is granted. ctx is not used.
+func (q *Quota) AllowAtMost(ctx context.Context, r admit.Request) (int64, admit.Decision, error) {
+	return q.decide(q.at(r.At), r.Key, q.size(r.Limit), r.N, true)
+}
+
+// size returns the size of a request: l.Rate, or the quota's own for the
+// zero Limit.
+func (q *Quota) size(l admit.Limit) int64 {
+	if l != (admit.Limit{}) {
+		return l.Rate
 	}
-	return q.decide(q.at(r.At), r.Key, limit, r.N)
+	return q.limit
 }
 
 // at returns instant t on the wall-clock time line, or the clock's now if
@@ -225,15 +247,18 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 
 // The contract of admit that a Quota meets.
 var (
-	_ admit.KeyedLimiter = (*Quota)(nil)
-	_ admit.Refunder     = (*Quota)(nil)
-	_ admit.Resetter     = (*Quota)(nil)
+	_ admit.KeyedLimiter   = (*Quota)(nil)
+	_ admit.Refunder       = (*Quota)(nil)
+	_ admit.Resetter       = (*Quota)(nil)
+	_ admit.PartialAllower = (*Quota)(nil)
 )
 
-// decide is Allow on the time line, under a size of limit.
-func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, error) {
+// decide is Allow on the time line, under a size of limit, or AllowAtMost
+// if partial is set; it returns the events granted (0 for Allow).
+func (q *Quota) decide(now int64, key string, limit, n int64, partial bool) (int64, admit.Decision, error) {
 	if n < 0 || limit < 1 || len(key) > q.maxKeyLen {
-		return q.refuse(now, key, limit, n)
+		d, err := q.refuse(now, key, limit, n)
+		return 0, d, err
 	}
 	w := q.window(now)
 	t := q.t
@@ -244,33 +269,43 @@ func (q *Quota) decide(now int64, key string, limit, n int64) (admit.Decision, e
 		w = q.latest(w)
 		if i := sh.find(key); i >= 0 {
 			st := &sh.slots[i].st
-			next, r := step(*st, w, now, n, limit)
+			next, r, g := advance(*st, w, now, n, limit, partial)
 			if next.Used == 0 {
 				t.remove(sh, i) // an ended period's count, not renewed
 			} else {
 				*st = next
 			}
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted, false), nil
+			return g, q.decision(key, n, limit, r, evicted, false), nil
 		}
-		next, r := step(state{}, w, now, n, limit)
+		next, r, g := advance(state{}, w, now, n, limit, partial)
 		if next.Used == 0 { // a peek or a denial: nothing to store
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted, false), nil
+			return g, q.decision(key, n, limit, r, evicted, false), nil
 		}
 		if t.add(sh, key, next) {
 			evicted += t.sweepSome(sh, w, 2)
 			sh.mu.Unlock()
-			return q.decision(key, n, limit, r, evicted, true), nil
+			return g, q.decision(key, n, limit, r, evicted, true), nil
 		}
 		sh.mu.Unlock()
 		if attempt > 0 {
-			return q.full(now, key, limit, n, w, evicted)
+			d, err := q.full(now, key, limit, n, w, evicted)
+			return 0, d, err
 		}
 		// At the cap: forget the keys of ended periods, then try again.
 		w = q.latest(w)
 		evicted += t.reclaim(w)
 	}
+}
+
+// advance is step, or grant if partial is set (step grants nothing).
+func advance(s state, w window, now, n, limit int64, partial bool) (state, result, int64) {
+	if partial {
+		return grant(s, w, now, n, limit)
+	}
+	s, r := step(s, w, now, n, limit)
+	return s, r, 0
 }
 
 // window returns the period to decide an instant in: the current period

@@ -71,6 +71,29 @@ func step(s state, w window, now, n, limit int64) (state, result) {
 	return s, r
 }
 
+// grant decides a partial request of n >= 0 events as step decides a
+// request: it admits m = min(n, what remains in the period), counts them,
+// and returns the new state, the result and m. The result is the
+// admission's when m = n (a peek's when n = 0), else the denial of one
+// more event (allowed if m > 0): what a peek, a request of m and a request
+// of one more would give in turn.
+func grant(s state, w window, now, n, limit int64) (state, result, int64) {
+	s, peek := step(s, w, now, 0, limit)
+	m := min(n, peek.Remaining)
+	if m == 0 && n == 0 {
+		return s, peek, 0
+	}
+	var r result
+	if m > 0 {
+		s, r = step(s, w, now, m, limit)
+	}
+	if m < n {
+		s, r = step(s, w, now, 1, limit)
+		r.Allowed = m > 0
+	}
+	return s, r, m
+}
+
 // refund gives back up to n >= 0 events counted in s, if s's period has not
 // ended before the current period w. A count from an ended period is left
 // as it is: it will not be used again, and it must not be given back in

@@ -83,6 +83,29 @@
 // server's wall clock is stepped back); disable the cache (a negative Config.DenyCacheKeys)
 // for explicit instants on clocks that disagree.
 //
+// # Partial grants
+//
+// Limiter.AllowAtMost admits as many of r.N events as fit now, from 0 to
+// r.N, and returns how many (admit.PartialAllower; go-redis/redis_rate's
+// AllowAtMost): a batch consumer takes what it may process now, a
+// prefetching cache takes capacity from the shared limit in blocks. A
+// grant is one call of the same script, atomic: it reads what fits,
+// admits it, and when fewer than r.N fit, asks for one more event, whose
+// denial tells how long until it fits (the Decision's RetryAfter). It
+// grants and decides exactly as keyed.Limiter.AllowAtMost does, for every
+// algorithm, on Redis's clock or at the caller's instant. Grants are
+// pipelined as checks are, merged into script calls of their own (a mode
+// of the call, so the other checks' calls are unchanged). Quota.AllowAtMost
+// grants what remains of a quota's period the same way, as
+// quota.Quota.AllowAtMost does.
+//
+// For the deny cache, a grant of nothing is a denial of one event, and a
+// grant of fewer than r.N leaves the key denied one more event until
+// RetryAfter: the Store remembers both as it remembers Allow's denials,
+// exact by the same argument (only admissions move a key towards denial),
+// and grants nothing, without calling Redis, for a key it holds denied. A
+// grant of all r.N forgets the key's denial, as an admission does.
+//
 // # When Redis fails
 //
 // Wrap a Limiter in a compose.Guard with the failure policy of your choice

@@ -109,3 +109,34 @@ func Example_failurePolicy() {
 	// Output:
 	// true api/fallback 25/s <nil>
 }
+
+// A consumer takes from a shared limit of 100 events per second (a burst
+// of 100) as many of its 64 queued events as fit, in one script call, and
+// learns when more will.
+func ExampleLimiter_AllowAtMost() {
+	client := exampleClient()
+	defer client.Close()
+	store, err := redisstore.New(client, redisstore.Config{Prefix: examplePrefix()})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	lim, err := store.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "export"}, Limit: admit.PerSecond(100)})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		n, d, err := lim.AllowAtMost(ctx, admit.Request{Key: "tenant-7", N: 64, At: now})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("batch %d: %d of 64 granted, %d remaining, more in %v\n", i, n, d.Remaining, d.RetryAfter)
+		now = now.Add(100 * time.Millisecond)
+	}
+	// Output:
+	// batch 0: 64 of 64 granted, 36 remaining, more in 0s
+	// batch 1: 46 of 64 granted, 0 remaining, more in 10ms
+	// batch 2: 10 of 64 granted, 0 remaining, more in 10ms
+}

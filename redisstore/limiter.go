@@ -81,7 +81,8 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
-	return lim.decide(ctx, instant(r.At), r.Key, c, r.N)
+	_, d, err := lim.decide(ctx, instant(r.At), r.Key, c, r.N, false)
+	return d, err
 }
 
 // compiled returns the compiled limit of a request: the limiter's own for
@@ -105,10 +106,18 @@ func instant(t time.Time) int64 {
 // check refuses bad input.
 func (lim *Limiter) check(key string, n int64) error { return lim.s.checkInput(key, n) }
 
-// decide decides one key at now (-1: Redis's clock).
-func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
+// decide decides n events of one key at now (-1: Redis's clock), or, if
+// partial is set, grants up to n of them (AllowAtMost) and returns how
+// many (0 otherwise).
+//
+// For the deny cache a partial grant of n > 0 is a request of one event:
+// a key denied one event is granted none, and a grant of fewer than n
+// leaves the key denied one more (the decision after the grant), which is
+// remembered; a grant of all n forgets the key's denial, as an admission
+// does.
+func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64, partial bool) (int64, admit.Decision, error) {
 	if err := lim.check(key, n); err != nil {
-		return c.Refusal(lim.name), err
+		return 0, c.Refusal(lim.name), err
 	}
 	tag := hashOf(key)
 	rkey := lim.redisKey(tag, key)
@@ -117,24 +126,39 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 	if !explicit {
 		local = timeline.Now()
 	}
+	one := n // the events the deny cache is asked about
+	if partial && n > 0 {
+		one = 1
+	}
 	s := lim.s
 	if s.deny != nil {
-		if r, ok := s.deny.get(rkey, c.Key, explicit, local, n); ok {
-			return lim.observe(key, n, c.Decision(r, lim.name)), nil
+		if r, ok := s.deny.get(rkey, c.Key, explicit, local, one); ok {
+			return 0, lim.observe(key, n, c.Decision(r, lim.name)), nil
 		}
 	}
 	p := s.getOp()
+	if partial {
+		p.mode = lua.Partial
+	}
 	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
 	lim.fill(p, now, tag)
 	if err := s.do(ctx, p); err != nil {
-		return c.Refusal(lim.name), err
+		return 0, c.Refusal(lim.name), err
 	}
 	r := p.results[0]
+	var granted int64
+	if partial {
+		granted = p.granted[0]
+	}
 	s.putOp(p)
 	if s.deny != nil {
-		s.deny.record(rkey, c.Key, explicit, local, n, r)
+		rec := r
+		if partial && granted < n {
+			rec.Allowed = false // the denial of one more
+		}
+		s.deny.record(rkey, c.Key, explicit, local, one, rec)
 	}
-	return lim.observe(key, n, c.Decision(r, lim.name)), nil
+	return granted, lim.observe(key, n, c.Decision(r, lim.name)), nil
 }
 
 // fill sets an op's instant and slot.
@@ -261,7 +285,7 @@ func (lim *Limiter) refund(ctx context.Context, now int64, key string, c *limits
 	rkey := lim.redisKey(tag, key)
 	s := lim.s
 	p := s.getOp()
-	p.refund = true
+	p.mode = lua.Refund
 	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
 	lim.fill(p, now, tag)
 	err := s.do(ctx, p)
@@ -338,6 +362,7 @@ var (
 	_ admit.Resetter       = (*Limiter)(nil)
 	_ admit.HealthReporter = (*Limiter)(nil)
 	_ admit.Cacher         = (*Limiter)(nil)
+	_ admit.PartialAllower = (*Limiter)(nil)
 )
 
 func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []admit.Decision) ([]admit.Decision, error) {

@@ -193,11 +193,33 @@ func (q *Quota) PeriodAt(t time.Time) (start, end time.Time) {
 // admit.ErrKeyTooLong), Redis failing (ErrStore), ctx ending (its error) or a
 // closed Store (admit.ErrClosed).
 func (q *Quota) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	limit := q.limit
-	if r.Limit != (admit.Limit{}) {
-		limit = r.Limit.Rate
+	_, d, err := q.decide(ctx, wallInstant(r.At), r.Key, q.size(r.Limit), r.N, false)
+	return d, err
+}
+
+// AllowAtMost admits as many of r.N events as remain for r.Key in the
+// period at r.At (now on Redis's clock when zero; see Quota on time), under
+// the size r.Limit.Rate (the quota's own when r.Limit is zero), from 0 to
+// r.N, counts them and returns how many (admit.PartialAllower), in one
+// script call, atomically: it grants exactly as quota.Quota.AllowAtMost
+// does. More than the size is never refused: at most what remains is
+// granted. The Decision is the key's after the grant: Allowed when anything
+// was granted (or r.N is 0, a peek), Remaining what still remains in the
+// period, RetryAfter 0 when all r.N were granted and otherwise the time
+// until the period ends (when one more event fits), and ResetAfter as for
+// Allow. Errors are Allow's, and then nothing is granted (if ctx ends
+// while the call is on its way, the events may still be counted).
+func (q *Quota) AllowAtMost(ctx context.Context, r admit.Request) (int64, admit.Decision, error) {
+	return q.decide(ctx, wallInstant(r.At), r.Key, q.size(r.Limit), r.N, true)
+}
+
+// size returns the size of a request: l.Rate, or the quota's own for the
+// zero Limit.
+func (q *Quota) size(l admit.Limit) int64 {
+	if l != (admit.Limit{}) {
+		return l.Rate
 	}
-	return q.decide(ctx, wallInstant(r.At), r.Key, limit, r.N)
+	return q.limit
 }
 
 // wallInstant returns t as wall-clock nanoseconds since the Unix epoch, or
@@ -223,9 +245,10 @@ func (q *Quota) Refund(ctx context.Context, r admit.Request) error {
 
 // The contract of admit that a Quota meets.
 var (
-	_ admit.KeyedLimiter = (*Quota)(nil)
-	_ admit.Refunder     = (*Quota)(nil)
-	_ admit.Resetter     = (*Quota)(nil)
+	_ admit.KeyedLimiter   = (*Quota)(nil)
+	_ admit.Refunder       = (*Quota)(nil)
+	_ admit.Resetter       = (*Quota)(nil)
+	_ admit.PartialAllower = (*Quota)(nil)
 )
 
 // Reset forgets key's counts in the period holding the current time on the
@@ -255,8 +278,9 @@ func (q *Quota) Reset(ctx context.Context, key string) error {
 }
 
 // decide is Allow under a size of limit at now (ns since the Unix epoch), or on Redis's
-// clock if now < 0.
-func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int64) (admit.Decision, error) {
+// clock if now < 0; or AllowAtMost if partial is set. It returns the
+// events granted (0 for Allow).
+func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int64, partial bool) (int64, admit.Decision, error) {
 	err := checkQuota(limit)
 	if err == nil {
 		err = q.checkInput(key, n)
@@ -274,25 +298,35 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 		if q.obs != nil {
 			q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: refusal})
 		}
-		return refusal, err
+		return 0, refusal, err
 	}
-	r, w, now, err := q.call(ctx, now, key, "a", n, limit)
+	op := "a"
+	if partial {
+		op = "p"
+	}
+	r, w, now, err := q.call(ctx, now, key, op, n, limit)
 	if err != nil {
-		return refusal, err
+		return 0, refusal, err
 	}
-	used := r[1]
+	used, allowed, short, granted := r[1], r[0] == 1, r[0] != 1, int64(0)
+	if partial {
+		if granted = r[0]; granted < 0 || granted > n {
+			return 0, refusal, storeError(fmt.Errorf("a grant of %d events of %d", granted, n))
+		}
+		allowed, short = granted > 0 || n == 0, granted < n
+	}
 	d := admit.Decision{
-		Allowed:   r[0] == 1,
+		Allowed:   allowed,
 		Limit:     admit.Limit{Rate: limit, Period: time.Duration(w.End - w.Start), Burst: limit},
 		Remaining: max(limit-used, 0),
 		Rule:      q.name,
 		Kind:      admit.KindQuota,
 	}
 	switch {
-	case d.Allowed:
-	case n > limit:
+	case !short: // all n admitted
+	case n > limit && !partial:
 		d.RetryAfter = admit.InfDuration
-	default:
+	default: // one more event fits when the period ends
 		d.RetryAfter = time.Duration(w.End - now)
 	}
 	if used > 0 {
@@ -301,7 +335,7 @@ func (q *Quota) decide(ctx context.Context, now int64, key string, limit, n int6
 	if q.obs != nil {
 		q.obs.Decided(admit.DecisionEvent{Limiter: q.name, Key: key, N: n, Decision: d})
 	}
-	return d, nil
+	return granted, d, nil
 }
 
 func (q *Quota) refund(ctx context.Context, now int64, key string, n int64) error {

@@ -207,8 +207,8 @@ func TestQuotaDaylightSaving(t *testing.T) {
 }
 
 // A Redis Quota decides as package quota's Quota, at random instants in
-// several zones and periods, with per-call sizes, refunds and time going
-// back.
+// several zones and periods, with per-call sizes, refunds, partial grants
+// and time going back.
 func TestQuotaMatchesMemory(t *testing.T) {
 	s, _ := qStore(t, redistest.Standalone(t).Client(t), Config{})
 	ctx := t.Context()
@@ -244,6 +244,7 @@ func TestQuotaMatchesMemory(t *testing.T) {
 				n := int64(r.IntN(7))
 				var dm, dr admit.Decision
 				var em, er error
+				var gm, gr int64
 				switch x := r.IntN(10); {
 				case x < 2:
 					em = mem.Refund(ctx, admit.Request{Key: key, N: n, At: now})
@@ -252,6 +253,9 @@ func TestQuotaMatchesMemory(t *testing.T) {
 					limit := int64(1 + r.IntN(8))
 					dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: now})
 					dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, Limit: admit.Limit{Rate: limit}, At: now})
+				case step%3 == 2: // a partial grant, in place of every third Allow
+					gm, dm, em = mem.AllowAtMost(ctx, admit.Request{Key: key, N: n, At: now})
+					gr, dr, er = red.AllowAtMost(ctx, admit.Request{Key: key, N: n, At: now})
 				default:
 					dm, em = mem.Allow(ctx, admit.Request{Key: key, N: n, At: now})
 					dr, er = red.Allow(ctx, admit.Request{Key: key, N: n, At: now})
@@ -262,8 +266,8 @@ func TestQuotaMatchesMemory(t *testing.T) {
 				case !dm.Allowed && dm.RetryAfter != admit.InfDuration:
 					outcomes[1]++
 				}
-				if em != nil || er != nil || dm != dr {
-					t.Fatalf("%s %v, step %d at %v, key %s, n %d:\nmemory %+v, %v\nredis  %+v, %v", zone, p, step, now.In(loc), key, n, dm, em, dr, er)
+				if em != nil || er != nil || dm != dr || gm != gr {
+					t.Fatalf("%s %v, step %d at %v, key %s, n %d:\nmemory %d, %+v, %v\nredis  %d, %+v, %v", zone, p, step, now.In(loc), key, n, gm, dm, em, gr, dr, er)
 				}
 			}
 		}

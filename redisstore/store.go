@@ -109,16 +109,20 @@ type item struct {
 // op is one script call a caller waits for: one key, or several layers
 // decided all or nothing.
 type op struct {
-	items  []item
-	all    bool   // all or nothing
-	refund bool   // give the items' events back (lua.Refund)
-	now    string // decimal ns, or "" for Redis TIME
-	tag    uint64 // the hash tag's hash (the slot), for grouping in a cluster
+	items []item
+	all   bool // all or nothing
+	// mode is the script's mode for an op that is not all or nothing:
+	// lua.Independent, lua.Refund (give the items' events back) or
+	// lua.Partial (grant what fits of each item's n).
+	mode string
+	now  string // decimal ns, or "" for Redis TIME
+	tag  uint64 // the hash tag's hash (the slot), for grouping in a cluster
 	// deadline is the caller's (zero: none).
 	deadline time.Time
 
 	results []algo.Result
-	at      int64 // the instant the script decided at
+	granted []int64 // in lua.Partial mode, the events granted per item
+	at      int64   // the instant the script decided at
 	err     error
 	done    chan struct{}
 	single  [1]item
@@ -128,8 +132,9 @@ func (s *Store) getOp() *op {
 	p := s.pool.Get().(*op)
 	p.items = p.single[:0]
 	p.results = p.results[:0]
+	p.granted = p.granted[:0]
 	p.err = nil
-	p.all, p.refund = false, false
+	p.all, p.mode = false, lua.Independent
 	return p
 }
 
@@ -244,17 +249,18 @@ func (s *Store) deadline(batch []*op) time.Time {
 }
 
 // call is one script call of a pipeline: ops merged when they decide keys
-// independently (or give events back) at the same instant (and, in a
-// cluster, in one slot).
+// independently (or give events back, or grant what fits) at the same
+// instant (and, in a cluster, in one slot).
 type call struct {
-	all    bool   // one all-or-nothing op
-	refund bool   // refund ops
-	now    string // the instant of its ops
-	la     lua.Args
-	ops    []*op
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
+	all  bool    // one all-or-nothing op
+	mode string  // the mode of its ops (see op.mode)
+	now  string  // the instant of its ops
+	ns   []int64 // in lua.Partial mode, the n of each key
+	la   lua.Args
+	ops  []*op
+	keys []string
+	args []any
+	cmd  *redis.Cmd
 }
 
 // run sends batch as one pipeline of script calls, retrying with the
@@ -263,12 +269,9 @@ type call struct {
 func (s *Store) run(ctx context.Context, batch []*op) {
 	calls := s.group(batch)
 	for _, c := range calls {
-		mode := lua.Independent
-		switch {
-		case c.all:
+		mode := c.mode
+		if c.all {
 			mode = lua.AllOrNothing
-		case c.refund:
-			mode = lua.Refund
 		}
 		c.args = c.la.Append(make([]any, 0, 4+6+2*len(c.keys)), mode, c.now, s.minTTL)
 	}
@@ -325,9 +328,9 @@ func (s *Store) exec(ctx context.Context, calls []*call, source bool) {
 func (s *Store) group(batch []*op) []*call {
 	calls := make([]*call, 0, 4)
 	type group struct {
-		now    string
-		tag    uint64
-		refund bool
+		now  string
+		tag  uint64
+		mode string
 	}
 	var merge map[group]*call
 	if s.cluster {
@@ -342,20 +345,20 @@ func (s *Store) group(batch []*op) []*call {
 		}
 		var c *call
 		if s.cluster {
-			c = merge[group{p.now, p.tag, p.refund}]
+			c = merge[group{p.now, p.tag, p.mode}]
 		} else {
 			// Few groups (one per instant given; usually just Redis's
 			// clock): a linear search beats a map.
 			for _, k := range calls {
-				if !k.all && k.now == p.now && k.refund == p.refund && len(k.keys) < maxKeysPerCall {
+				if !k.all && k.now == p.now && k.mode == p.mode && len(k.keys) < maxKeysPerCall {
 					c = k
 				}
 			}
 		}
 		if c == nil || len(c.keys)+len(p.items) > maxKeysPerCall {
-			c = &call{now: p.now, refund: p.refund}
+			c = &call{now: p.now, mode: p.mode}
 			if s.cluster {
-				merge[group{p.now, p.tag, p.refund}] = c
+				merge[group{p.now, p.tag, p.mode}] = c
 			}
 			calls = append(calls, c)
 		}
@@ -370,10 +373,13 @@ func (s *Store) group(batch []*op) []*call {
 const maxKeysPerCall = 256
 
 func (s *Store) appendOp(c *call, p *op) {
-	c.all = p.all
+	c.all, c.mode = p.all, p.mode
 	for _, it := range p.items {
 		c.keys = append(c.keys, it.key)
 		c.la.Add(it.limit, it.n)
+		if p.mode == lua.Partial {
+			c.ns = append(c.ns, it.n)
+		}
 	}
 }
 
@@ -382,8 +388,13 @@ func (s *Store) deliver(c *call) error {
 	err := c.cmd.Err()
 	var now int64
 	var res []algo.Result
+	var granted []int64
 	if err == nil {
-		now, res, err = lua.ParseReply(c.cmd.Val(), len(c.keys))
+		if c.mode == lua.Partial {
+			now, res, granted, err = lua.ParsePartialReply(c.cmd.Val(), c.ns)
+		} else {
+			now, res, err = lua.ParseReply(c.cmd.Val(), len(c.keys))
+		}
 	}
 	if err != nil {
 		err = storeError(err)
@@ -393,6 +404,9 @@ func (s *Store) deliver(c *call) error {
 		p.err = err
 		if err == nil {
 			p.results = append(p.results, res[i:i+len(p.items)]...)
+			if granted != nil {
+				p.granted = append(p.granted, granted[i:i+len(p.items)]...)
+			}
 			p.at = now
 		}
 		i += len(p.items)

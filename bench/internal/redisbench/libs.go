@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/prefetch"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -52,13 +53,14 @@ type Setup struct {
 //
 //   - admit: redisstore's GCRA, strict (every check that its deny cache
 //     does not answer goes to Redis), with the Store's defaults.
+//   - admit-prefetch: the same Limiter spent in blocks taken by partial
+//     grants (package prefetch, its defaults for Setup.Instances).
 //   - redis_rate: go-redis/redis_rate v10's GCRA, one EVALSHA per check.
 //   - ulule: ulule/limiter v3's Redis store, a fixed window of Rate events
 //     per Period (it has no burst).
-//
-// Issue 15's prefetching store is one more element here.
 var Libs = []Lib{
 	{Name: "admit", GCRA: true, New: newAdmit},
+	{Name: "admit-prefetch", GCRA: true, New: newAdmitPrefetch},
 	{Name: "redis_rate", GCRA: true, New: newRedisRate},
 	{Name: "ulule", GCRA: false, New: newUlule},
 }
@@ -96,6 +98,30 @@ func newAdmit(c redis.UniversalClient, set Setup) (Check, func(), error) {
 		return d.Allowed, err
 	}
 	return check, func() { s.Close() }, nil
+}
+
+// newAdmitPrefetch is newAdmit's Limiter spent in blocks (package
+// prefetch), with the block size prefetch chooses for Setup.Instances.
+func newAdmitPrefetch(c redis.UniversalClient, set Setup) (Check, func(), error) {
+	s, err := redisstore.New(c, redisstore.Config{Prefix: set.Prefix})
+	if err != nil {
+		return nil, nil, err
+	}
+	rl, err := s.Limiter(redisstore.LimiterConfig{Limit: set.Limit})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	lim, err := prefetch.New(prefetch.Config{Store: rl, Instances: set.Instances})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	check := func(ctx context.Context, key string) (bool, error) {
+		d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
+		return d.Allowed, err
+	}
+	return check, func() { lim.Close(context.Background()); s.Close() }, nil
 }
 
 func newRedisRate(c redis.UniversalClient, set Setup) (Check, func(), error) {

@@ -36,8 +36,11 @@ func serverUsec(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 // on the fast paths and on the general path: ns/op is the round trip,
 // server-µs/call what Redis spent in the script (INFO commandstats). The
 // "refund" cases give one event back per call (the refund mode, on the
-// general path) to a key that owes a second's worth. The server is
-// private to the benchmark, so its statistics count nothing else.
+// general path) to a key that owes a second's worth. The "partial" cases
+// grant what fits of n (the partial mode): 1 of 1 (a peek and an
+// admission), and 100 asked of a burst of 100 at 1e6/s, what accrued since
+// the previous call (a peek, an admission and the wait for one more). The server is private to the
+// benchmark, so its statistics count nothing else.
 func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	srv := redistest.NewStandalone(b)
@@ -63,33 +66,46 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	block, err := algo.Compile(1_000_000, int64(time.Second), 100) // a burst of 100 refilled in 100µs
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		code   string
 		keys   int
 		p      *algo.Params
 		refund bool
+		n      int64  // the events per key (0: 1)
+		mode   string // lua.Independent unless set
 	}{
-		{"gcra/1key", lua.CodeGCRA, 1, &p, false},
-		{"gcra/10keys", lua.CodeGCRA, 10, &p, false},
-		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac, false},
-		{"gcra/general", lua.CodeGCRA, 1, &long, false},
-		{"tb/1key", lua.CodeTokenBucket, 1, &p, false},
-		{"fw/1key", lua.CodeFixedWindow, 1, &p, false},
-		{"sw/1key", lua.CodeSlidingWindow, 1, &p, false},
-		{"sl/1key-burst100", lua.CodeSlidingLog, 1, &small, false},
-		{"gcra/refund", lua.CodeGCRA, 1, &p, true},
-		{"fw/refund", lua.CodeFixedWindow, 1, &p, true},
+		{"gcra/1key", lua.CodeGCRA, 1, &p, false, 0, ""},
+		{"gcra/10keys", lua.CodeGCRA, 10, &p, false, 0, ""},
+		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac, false, 0, ""},
+		{"gcra/general", lua.CodeGCRA, 1, &long, false, 0, ""},
+		{"tb/1key", lua.CodeTokenBucket, 1, &p, false, 0, ""},
+		{"fw/1key", lua.CodeFixedWindow, 1, &p, false, 0, ""},
+		{"sw/1key", lua.CodeSlidingWindow, 1, &p, false, 0, ""},
+		{"sl/1key-burst100", lua.CodeSlidingLog, 1, &small, false, 0, ""},
+		{"gcra/refund", lua.CodeGCRA, 1, &p, true, 0, ""},
+		{"fw/refund", lua.CodeFixedWindow, 1, &p, true, 0, ""},
+		{"gcra/partial-1", lua.CodeGCRA, 1, &p, false, 1, lua.Partial},
+		{"gcra/partial-short", lua.CodeGCRA, 1, &block, false, 100, lua.Partial},
+		{"fw/partial-1", lua.CodeFixedWindow, 1, &p, false, 1, lua.Partial},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			keys := make([]string, c.keys)
 			var a lua.Args
 			l := lua.NewLimit(c.code, c.p)
+			mode := lua.Independent
+			if c.mode != "" {
+				mode = c.mode
+			}
 			for i := range keys {
 				keys[i] = "bench:" + c.name + ":" + strconv.Itoa(i)
-				a.Add(l, 1)
+				a.Add(l, max(c.n, 1))
 			}
-			args := a.Append(nil, lua.Independent, lua.RedisTime, "0")
+			args := a.Append(nil, mode, lua.RedisTime, "0")
 			rdb.Del(ctx, keys...)
 			if c.refund {
 				// A second's worth of events admitted, given back one

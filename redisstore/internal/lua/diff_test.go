@@ -269,10 +269,11 @@ type opSpec struct {
 }
 
 type callSpec struct {
-	all    bool
-	refund bool  // ops give their n back (lua.Refund)
-	now    int64 // as sent; the script clamps it
-	ops    []opSpec
+	all     bool
+	refund  bool  // ops give their n back (lua.Refund)
+	partial bool  // ops grant what fits of their n (lua.Partial)
+	now     int64 // as sent; the script clamps it
+	ops     []opSpec
 }
 
 type timeline struct {
@@ -395,6 +396,8 @@ func (r *runner) run(t testing.TB, tl timeline) {
 			mode = lua.AllOrNothing
 		case call.refund:
 			mode = lua.Refund
+		case call.partial:
+			mode = lua.Partial
 		}
 		var a lua.Args
 		type limitOf struct {
@@ -417,11 +420,17 @@ func (r *runner) run(t testing.TB, tl timeline) {
 		now := algo.Clamp(call.now)
 		pending := append([]any(nil), ref...)
 		want := make([]algo.Result, len(call.ops))
+		wantGranted := make([]int64, len(call.ops))
+		ns := make([]int64, len(call.ops))
 		allowed := true
 		for i, op := range call.ops {
-			if call.refund {
+			ns[i] = op.n
+			switch {
+			case call.refund:
 				pending[op.key], want[i] = refRefund(op.code, pending[op.key], &op.p, now, op.n)
-			} else {
+			case call.partial:
+				pending[op.key], want[i], wantGranted[i] = refPartial(op.code, pending[op.key], &op.p, now, op.n)
+			default:
 				pending[op.key], want[i] = refStep(op.code, pending[op.key], &op.p, now, op.n)
 			}
 			allowed = allowed && want[i].Allowed
@@ -430,13 +439,20 @@ func (r *runner) run(t testing.TB, tl timeline) {
 			ref = pending
 		}
 		for _, op := range call.ops {
-			history = append(history, fmt.Sprintf("call %d all=%v refund=%v now=%d key %d %s n=%d %+v", ci, call.all, call.refund, call.now, op.key, op.code, op.n, op.p))
+			history = append(history, fmt.Sprintf("call %d all=%v refund=%v partial=%v now=%d key %d %s n=%d %+v", ci, call.all, call.refund, call.partial, call.now, op.key, op.code, op.n, op.p))
 		}
 		reply, err := r.script.Run(ctx, r.rdb, keys, args...).Result()
 		if err != nil {
 			t.Fatalf("%v\nhistory:\n%s", err, strings.Join(history, "\n"))
 		}
-		gotNow, got, err := lua.ParseReply(reply, len(keys))
+		var gotNow int64
+		var got []algo.Result
+		granted := make([]int64, len(keys))
+		if call.partial {
+			gotNow, got, granted, err = lua.ParsePartialReply(reply, ns)
+		} else {
+			gotNow, got, err = lua.ParseReply(reply, len(keys))
+		}
 		if err != nil {
 			t.Fatalf("%v\nhistory:\n%s", err, strings.Join(history, "\n"))
 		}
@@ -444,9 +460,9 @@ func (r *runner) run(t testing.TB, tl timeline) {
 			t.Fatalf("call %d: now %d, want %d", ci, gotNow, now)
 		}
 		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("call %d op %d: script %+v, Go %+v\ninitial states: %s\nhistory:\n%s",
-					ci, i, got[i], want[i], initStates(tl), strings.Join(history, "\n"))
+			if got[i] != want[i] || granted[i] != wantGranted[i] {
+				t.Fatalf("call %d op %d: script %+v granting %d, Go %+v granting %d\ninitial states: %s\nhistory:\n%s",
+					ci, i, got[i], granted[i], want[i], wantGranted[i], initStates(tl), strings.Join(history, "\n"))
 			}
 		}
 		// Every stored state is the Go state.
@@ -484,15 +500,21 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		trials = 50
 	}
+	rng := rand.New(rand.NewPCG(testSeed(t), 7))
+	for range trials {
+		r.run(t, genTimeline(rng, 3, 30))
+	}
+}
+
+// testSeed returns the seed of a random test: $ADMIT_SEED, or the clock's
+// nanoseconds, which it logs.
+func testSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("ADMIT_SEED"), 10, 64); err == nil {
 		seed = v
 	}
 	t.Logf("seed %d (set ADMIT_SEED to run it again)", seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	for range trials {
-		r.run(t, genTimeline(rng, 3, 30))
-	}
+	return seed
 }
 
 // TestDifferentialEachAlgorithm runs timelines of one key per algorithm, so
@@ -503,29 +525,34 @@ func TestDifferentialEachAlgorithm(t *testing.T) {
 	for _, code := range codes {
 		t.Run(code, func(t *testing.T) {
 			for range 40 {
-				tl := genTimeline(rng, 1, 25)
-				k := &tl.keys[0]
-				if window(k.code) != window(code) {
-					k.params = []algo.Params{genParams(rng, window(code))}
-					for ci := range tl.calls {
-						for oi := range tl.calls[ci].ops {
-							tl.calls[ci].ops[oi].p = k.params[0]
-						}
-					}
-				}
-				if k.init != nil {
-					k.init = genState(rng, code, &k.params[0], tl.calls[0].now)
-				}
-				k.code = code
-				for ci := range tl.calls {
-					for oi := range tl.calls[ci].ops {
-						tl.calls[ci].ops[oi].code = code
-					}
-				}
-				r.run(t, tl)
+				r.run(t, oneAlgorithm(rng, code))
 			}
 		})
 	}
+}
+
+// oneAlgorithm returns a timeline of one key of algorithm code.
+func oneAlgorithm(rng *rand.Rand, code string) timeline {
+	tl := genTimeline(rng, 1, 25)
+	k := &tl.keys[0]
+	if window(k.code) != window(code) {
+		k.params = []algo.Params{genParams(rng, window(code))}
+		for ci := range tl.calls {
+			for oi := range tl.calls[ci].ops {
+				tl.calls[ci].ops[oi].p = k.params[0]
+			}
+		}
+	}
+	if k.init != nil {
+		k.init = genState(rng, code, &k.params[0], tl.calls[0].now)
+	}
+	k.code = code
+	for ci := range tl.calls {
+		for oi := range tl.calls[ci].ops {
+			tl.calls[ci].ops[oi].code = code
+		}
+	}
+	return tl
 }
 
 // FuzzDecide drives the same comparison from fuzz input: go test runs the

@@ -29,6 +29,8 @@
 //     states, fractional T in a window algorithm, instants before 10 ms
 //     after the epoch) takes the general path of the mirrors.
 //   - main.lua and slow.lua: arguments, states, writes, reply.
+//   - partial.lua: the stages of the partial mode (below), a module that
+//     only partial calls build; a normal call pays two tests per key.
 //
 // A differential test and a fuzz target (FuzzDecide) run random timelines
 // (equal and backwards instants, requests of 0 and past the burst,
@@ -59,7 +61,18 @@
 //	            then gets at that instant (unlimited and closed limits reply
 //	            as for a peek). GCRA, the buckets and the fixed window have
 //	            undo fast paths in fast.lua; the sliding window and log take
-//	            the general path.
+//	            the general path. Partial ("3"): each key is granted, on its
+//	            own, the largest m <= n events that fit: a peek gives what
+//	            fits (a step's Remaining is exactly the largest n it would
+//	            admit), m = min(n, Remaining) is admitted if m > 0, and if
+//	            m < n one more event is asked for on the state after the
+//	            grant, whose denial gives the wait for it; the key's result
+//	            is the last of these decisions (allowed if m > 0, or for a
+//	            peek, n = 0, what the peek said), and m follows it in the
+//	            reply. This is keyed.Limiter.AllowAtMost's loop, in one
+//	            call (main.lua decides the key once per stage, partial.lua
+//	            says what to ask next); the script fails rather than reply
+//	            if the admission were denied or the one more admitted.
 //	ARGV[2]     the instant in ns since the Unix epoch, in decimal, or
 //	            RedisTime ("") for Redis TIME (seconds×1e9 + microseconds×1e3).
 //	            It is clamped to [0, algo.MaxTime] as algo.Clamp does.
@@ -82,10 +95,14 @@
 //
 //	[now, then per key: allowed (1 or 0), remaining, retryAfter, resetAfter]
 //
+// and in Partial mode each key's four are followed by m, the events
+// granted.
+//
 // now is the instant decided at (after clamping) as a decimal string; the
-// three durations (ns) are integer replies below 9e15 and decimal strings
-// from there on, so that algo.Never (MaxInt64) round-trips exactly.
-// ParseReply checks and converts the reply.
+// other numbers (remaining, the durations in ns, m) are integer replies
+// below 9e15 and decimal strings from there on, so that algo.Never
+// (MaxInt64) round-trips exactly. ParseReply (ParsePartialReply in Partial
+// mode) checks and converts the reply.
 //
 // Errors are Redis error replies whose message starts with "admit: ": a
 // malformed argument, a limit algo.Compile could not have produced (the

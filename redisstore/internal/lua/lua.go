@@ -31,6 +31,7 @@ var modules = []string{
 	"slidingwindow", // slidingwindow.go
 	"slidinglog",    // slidinglog.go
 	"slow",          // the general path of main.lua
+	"partial",       // the partial mode of main.lua
 }
 
 const prelude = `-- admit decision script (github.com/admit-go/admit/redisstore/internal/lua)
@@ -100,6 +101,10 @@ const (
 	// instant (the undo functions of internal/algo), and replies for each
 	// key what a peek (n = 0) would then get.
 	Refund = "2"
+	// Partial grants each key, on its own, the largest m <= n events that
+	// fit at the call's instant, and replies m after the key's result (see
+	// ParsePartialReply).
+	Partial = "3"
 )
 
 // RedisTime is the value of ARGV[2] that makes the script use Redis TIME as
@@ -199,11 +204,47 @@ var ErrReply = errors.New("lua: malformed script reply")
 // wrong type or length, a number that does not parse or is out of range)
 // is an error wrapping ErrReply; ParseReply never panics.
 func ParseReply(reply any, nkeys int) (now int64, results []algo.Result, err error) {
+	return parse(reply, nkeys, 4)
+}
+
+// ParsePartialReply checks and converts the reply of a Partial call whose
+// keys asked ns[i] events each: the instant, one result per key and the
+// events granted to each, as ParseReply does. A grant must be in [0,
+// ns[i]] and, for ns[i] > 0, agree with its result (allowed iff something
+// was granted, RetryAfter 0 iff all ns[i] were), else the reply is
+// malformed (ErrReply). (The result of ns[i] = 0 is a peek's, which a
+// sliding log holding more than the burst, after a change of limit,
+// denies.)
+func ParsePartialReply(reply any, ns []int64) (now int64, results []algo.Result, granted []int64, err error) {
+	if now, results, err = parse(reply, len(ns), 5); err != nil {
+		return 0, nil, nil, err
+	}
+	a := reply.([]any) // parse checked it
+	granted = make([]int64, len(ns))
+	for i, n := range ns {
+		j := 5 + 5*i
+		if n < 0 {
+			return 0, nil, nil, fmt.Errorf("%w: key %d asked %d events", ErrReply, i, n)
+		}
+		if granted[i], err = field(a, j, n); err != nil {
+			return 0, nil, nil, err
+		}
+		r, g := results[i], granted[i]
+		if n > 0 && (r.Allowed != (g > 0) || (r.RetryAfter == 0) != (g == n)) {
+			return 0, nil, nil, fmt.Errorf("%w: key %d: %d of %d granted, but %+v", ErrReply, i, g, n, r)
+		}
+	}
+	return now, results, granted, nil
+}
+
+// parse checks and converts a reply of width elements per key, whose first
+// four are the key's result.
+func parse(reply any, nkeys, width int) (now int64, results []algo.Result, err error) {
 	a, ok := reply.([]any)
 	if !ok {
 		return 0, nil, fmt.Errorf("%w: got %T, want an array", ErrReply, reply)
 	}
-	if nkeys < 0 || len(a) != 1+4*nkeys {
+	if nkeys < 0 || len(a) != 1+width*nkeys {
 		return 0, nil, fmt.Errorf("%w: %d elements for %d keys", ErrReply, len(a), nkeys)
 	}
 	if now, err = field(a, 0, algo.MaxTime); err != nil {
@@ -212,7 +253,7 @@ func ParseReply(reply any, nkeys int) (now int64, results []algo.Result, err err
 	results = make([]algo.Result, nkeys)
 	for i := range results {
 		r := &results[i]
-		j := 1 + 4*i
+		j := 1 + width*i
 		switch v := a[j].(type) {
 		case int64:
 			if v != 0 && v != 1 {

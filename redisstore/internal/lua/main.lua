@@ -67,12 +67,17 @@ local function run()
     fail(sfmt('%d limits and %d keys need %d arguments, got %d', nsets, nkeys, 4 + 6 * nsets + 2 * nkeys, #ARGV))
   end
   local mode = ARGV[1]
-  if mode ~= '0' and mode ~= '1' and mode ~= '2' then
-    fail('ARGV[1] must be "0" (independent), "1" (all-or-nothing) or "2" (refund)')
+  if mode ~= '0' and mode ~= '1' and mode ~= '2' and mode ~= '3' then
+    fail('ARGV[1] must be "0" (independent), "1" (all-or-nothing), "2" (refund) or "3" (partial)')
   end
   -- A refund gives each key's n events back (slow.lua), each key on its
-  -- own, and replies a peek's result.
-  local all, refund = mode == '1', mode == '2'
+  -- own, and replies a peek's result. A partial call grants each key, on
+  -- its own, what fits of its n (partial.lua), and replies how many after
+  -- the key's result.
+  local all, refund, partial = mode == '1', mode == '2', mode == '3'
+  if partial then
+    import('partial')
+  end
   nowHi, nowLo = readNow()
   local minTTL = small(ARGV[3])
   if minTTL == nil then
@@ -118,6 +123,10 @@ local function run()
 
   local reply = {nowHi > 0 and sfmt('%d%07d', nowHi, nowLo) or sfmt('%d', nowLo)}
   local nr = 1
+  local width = 4 -- the reply's elements per key
+  if partial then
+    width = 5 -- and the events granted
+  end
   local pending, order = {}, {}
   local allowed = true
   for i = 1, nkeys do
@@ -127,112 +136,128 @@ local function run()
       fail(sfmt('key %d: ARGV[%d] must be the index of one of the %d limits', i, kb, nsets))
     end
     local code, tag, nArg = set.code, set.tag, ARGV[kb + 1]
-    local ok, rem, retry, reset, v2
-    if set.mode == '0' then
-      local key = KEYS[i]
-      local ent = pending[key]
-      if ent == nil then
-        local v = redis.pcall('GET', key)
-        if type(v) == 'table' then
-          fail(sfmt('key %d: %s', i, tostring(v.err)))
-        end
-        ent = {key = key, tag = tag, v = v}
-        pending[key] = ent
-        order[#order + 1] = ent
-      elseif ent.tag ~= tag then
-        import('slow')
-        fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
-      end
-      do
-        -- The fast paths, for small values (see fast.lua); the window
-        -- algorithms' need Td = 1. A refund gives the events back (the
-        -- undo fast paths of GCRA, the buckets and the fixed window; the
-        -- others take the general path) and replies a peek's result.
-        local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
-        if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
-          local m = n -- the step's n
-          if refund then
-            m = 0
+    local ok, rem, retry, reset, v2, g
+    -- A partial grant g decides the key up to three times (partial.lua): a
+    -- peek, an admission of what fits, and a request of one more.
+    if partial then
+      g, nArg = L.grantStart(i, nArg)
+    end
+    while true do
+      if set.mode == '0' then
+        local key = KEYS[i]
+        local ent = pending[key]
+        if ent == nil then
+          local v = redis.pcall('GET', key)
+          if type(v) == 'table' then
+            fail(sfmt('key %d: %s', i, tostring(v.err)))
           end
-          if tag == 'g' then
-            -- A key met again in this call keeps its state decoded, and
-            -- is encoded once, when written (ent.stale).
-            if ent.hi == nil then
-              ent.hi, ent.lo, ent.frac = gcraDecodeFast(ent.v)
+          ent = {key = key, tag = tag, v = v}
+          pending[key] = ent
+          order[#order + 1] = ent
+        elseif ent.tag ~= tag then
+          import('slow')
+          fail(sfmt('key %d holds a %s state, not a %s state', i, L.stateName(nil, ent.tag), L.stateName(code)))
+        end
+        do
+          -- The fast paths, for small values (see fast.lua); the window
+          -- algorithms' need Td = 1. A refund gives the events back (the
+          -- undo fast paths of GCRA, the buckets and the fixed window; the
+          -- others take the general path) and replies a peek's result.
+          local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
+          if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
+            local m = n -- the step's n
+            if refund then
+              m = 0
             end
-            if ent.hi ~= nil then
-              local hi, lo, frac = ent.hi, ent.lo, ent.frac
-              if refund then
-                hi, lo, frac = gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+            if tag == 'g' then
+              -- A key met again in this call keeps its state decoded, and
+              -- is encoded once, when written (ent.stale).
+              if ent.hi == nil then
+                ent.hi, ent.lo, ent.frac = gcraDecodeFast(ent.v)
               end
-              if hi ~= nil then
-                hi, lo, frac, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, m, burst, tn, td, capN)
-              end
-              if hi ~= nil then
-                v2 = ent.v
-                if hi ~= ent.hi or lo ~= ent.lo or frac ~= ent.frac then
-                  ent.hi, ent.lo, ent.frac = hi, lo, frac
-                  ent.stale, ent.changed, ent.reset = true, true, reset
+              if ent.hi ~= nil then
+                local hi, lo, frac = ent.hi, ent.lo, ent.frac
+                if refund then
+                  hi, lo, frac = gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+                end
+                if hi ~= nil then
+                  hi, lo, frac, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, m, burst, tn, td, capN)
+                end
+                if hi ~= nil then
+                  v2 = ent.v
+                  if hi ~= ent.hi or lo ~= ent.lo or frac ~= ent.frac then
+                    ent.hi, ent.lo, ent.frac = hi, lo, frac
+                    ent.stale, ent.changed, ent.reset = true, true, reset
+                  end
                 end
               end
+            elseif tag == 'b' then
+              local v = ent.v
+              if refund then
+                v = bucketUndoFast(v, nowHi, nowLo, n, tn, td)
+              end
+              if v ~= nil then
+                v2, ok, rem, retry, reset = bucketFast(v, nowHi, nowLo, m, burst, tn, td, capN)
+              end
+            elseif td ~= 1 then
+              -- the general path
+            elseif tag == 'f' then
+              local v = ent.v
+              if refund then
+                v = fixedUndoFast(v, nowHi, nowLo, n, capN)
+              end
+              if v ~= nil then
+                v2, ok, rem, retry, reset = fixedFast(v, nowHi, nowLo, m, burst, capN)
+              end
+            elseif refund then
+              -- the general path
+            elseif tag == 's' then
+              v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN)
+            else
+              v2, ok, rem, retry, reset = logFast(ent.v, nowHi, nowLo, n, burst, capN)
             end
-          elseif tag == 'b' then
-            local v = ent.v
-            if refund then
-              v = bucketUndoFast(v, nowHi, nowLo, n, tn, td)
-            end
-            if v ~= nil then
-              v2, ok, rem, retry, reset = bucketFast(v, nowHi, nowLo, m, burst, tn, td, capN)
-            end
-          elseif td ~= 1 then
-            -- the general path
-          elseif tag == 'f' then
-            local v = ent.v
-            if refund then
-              v = fixedUndoFast(v, nowHi, nowLo, n, capN)
-            end
-            if v ~= nil then
-              v2, ok, rem, retry, reset = fixedFast(v, nowHi, nowLo, m, burst, capN)
-            end
-          elseif refund then
-            -- the general path
-          elseif tag == 's' then
-            v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN)
-          else
-            v2, ok, rem, retry, reset = logFast(ent.v, nowHi, nowLo, n, burst, capN)
           end
         end
-      end
-      if v2 == nil then
-        import('slow')
-        if ent.stale then
-          ent.v, ent.stale = gcraEncodeFast(ent.hi, ent.lo, ent.frac), false
+        if v2 == nil then
+          import('slow')
+          if ent.stale then
+            ent.v, ent.stale = gcraEncodeFast(ent.hi, ent.lo, ent.frac), false
+          end
+          ent.hi = nil -- the general path may change the stored form
+          v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo, refund)
         end
-        ent.hi = nil -- the general path may change the stored form
-        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo, refund)
-      end
-      if v2 ~= ent.v then
-        ent.v, ent.changed, ent.reset = v2, true, reset
-      end
-    else
-      -- Unlimited and Closed decide without the state: unlimited() and
-      -- closed(n) of params.lua, whatever the algorithm.
-      local mode, n = set.mode, small(nArg)
-      if (mode == '1' or mode == '2') and n and set.small then
-        if refund then
-          n = 0 -- a peek's result
-        end
-        if mode == '1' then
-          ok, rem, retry, reset = true, MAXSTR, 0, 0
-        elseif n == 0 then
-          ok, rem, retry, reset = true, 0, 0, 0
-        else
-          ok, rem, retry, reset = false, 0, -1, 0
+        if v2 ~= ent.v then
+          ent.v, ent.changed, ent.reset = v2, true, reset
         end
       else
-        import('slow')
-        v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, false, nowHi, nowLo, refund)
+        -- Unlimited and Closed decide without the state: unlimited() and
+        -- closed(n) of params.lua, whatever the algorithm.
+        local mode, n = set.mode, small(nArg)
+        if (mode == '1' or mode == '2') and n and set.small then
+          if refund then
+            n = 0 -- a peek's result
+          end
+          if mode == '1' then
+            ok, rem, retry, reset = true, MAXSTR, 0, 0
+          elseif n == 0 then
+            ok, rem, retry, reset = true, 0, 0, 0
+          else
+            ok, rem, retry, reset = false, 0, -1, 0
+          end
+        else
+          import('slow')
+          v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, false, nowHi, nowLo, refund)
+        end
       end
+      if not partial then
+        break
+      end
+      nArg, ok = L.grantNext(g, ok, rem)
+      if nArg == nil then
+        reply[nr + 5] = L.grantReply(g)
+        break
+      end
+      v2 = nil
     end
     reply[nr + 1] = ok and 1 or 0
     allowed = allowed and ok
@@ -241,7 +266,7 @@ local function run()
     if type(retry) ~= 'number' then retry = L.reply(retry) elseif retry == -1 then retry = MAXSTR end
     if type(reset) ~= 'number' then reset = L.reply(reset) end
     reply[nr + 2], reply[nr + 3], reply[nr + 4] = rem, retry, reset
-    nr = nr + 4
+    nr = nr + width
   end
 
   if all and not allowed then

@@ -88,6 +88,38 @@ func refRefund(code string, st any, p *algo.Params, now, n int64) (any, algo.Res
 	panic("unknown code " + code)
 }
 
+// refPartial grants up to n events at now as the script's partial mode
+// does, by the loop of keyed.Limiter.AllowAtMost over refStep: peek, ask
+// for what fits (or for one event when nothing does, for the wait), and
+// ask again while events are granted and more are wanted. It returns the
+// state, the decision after the grant and the events granted, and never
+// changes st.
+func refPartial(code string, st any, p *algo.Params, now, n int64) (any, algo.Result, int64) {
+	var granted int64
+	if n == 0 {
+		st, r := refStep(code, st, p, now, 0)
+		return st, r, 0
+	}
+	for {
+		st1, peek := refStep(code, st, p, now, 0)
+		k := max(min(n-granted, peek.Remaining), 1)
+		st2, r := refStep(code, st1, p, now, k)
+		st = st2
+		if r.Allowed {
+			granted += k
+			if granted < n {
+				continue
+			}
+			return st, r, granted
+		}
+		if k != 1 {
+			panic("a peek's Remaining did not fit")
+		}
+		r.Allowed = granted > 0
+		return st, r, granted
+	}
+}
+
 // logEntries returns a log's entries, oldest first. algo.SlidingLog does not
 // export them; reflection reads its ring buffer.
 func logEntries(l *algo.SlidingLog) []algo.LogEntry {
