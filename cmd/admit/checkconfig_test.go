@@ -131,4 +131,9 @@ func TestCheckConfigPrefetch(t *testing.T) {
 			t.Errorf("problem %d: %q, want it to start with %q", i, lines[i], w)
 		}
 	}
+	good := writeTemp(t, "good.yaml", "domain: p\ndefaults: {store: redis, prefetch: auto}\nrules:\n"+
+		"  - {name: hot, match: k, rate: 1000/s burst 100}\n  - {name: own, match: j, rate: 10/s, prefetch: 4}\n")
+	if out, errOut, code := runCmd(t, nil, "check-config", good); code != 0 || !strings.Contains(out, "ok: 1 file, 1 domain (p), 2 rules") {
+		t.Errorf("a policy that prefetches: %d %q %q", code, out, errOut)
+	}
 }
