@@ -221,8 +221,21 @@ rules:
 	clock := admittest.NewManualClock(t0)
 	e := fleetEngine(t, src, m, clock, nil)
 	req := request("d", desc("k", "hot"))
-	var res Result
-	// Warm the key until a block is held (the background fetches land).
+	spentThenFailed(t, e, clock, req, func() { m.down.Store(true) })
+	m.down.Store(false)
+	clock.Advance(time.Second)
+	if res := check(t, e, req, nil); !res.Decision.Allowed || res.Decision.Rule != "a" {
+		t.Errorf("store back: %+v", res.Decision)
+	}
+}
+
+// spentThenFailed checks req's key of rule "a" on e, advancing clock,
+// until its blocks hold some events; then it calls down, which makes the
+// store fail, and checks that the next checks are admitted from the
+// blocks (one at least, at most two blocks of 10), then refused by the
+// rule's fail_closed policy.
+func spentThenFailed(t *testing.T, e *Engine, clock *admittest.ManualClock, req *Request, down func()) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for statsOf(e)["a"].Held < 2 {
 		if time.Now().After(deadline) {
@@ -231,8 +244,9 @@ rules:
 		clock.Advance(time.Millisecond)
 		check(t, e, req, nil)
 	}
-	m.down.Store(true)
+	down()
 	admitted := 0
+	var res Result
 	for range 50 {
 		if err := e.Check(context.Background(), req, nil, &res); err != nil {
 			t.Fatal(err)
@@ -252,11 +266,6 @@ rules:
 	}
 	if admitted == 0 || admitted > 20 {
 		t.Errorf("%d admitted from blocks after the store failed", admitted)
-	}
-	m.down.Store(false)
-	clock.Advance(time.Second)
-	if res := check(t, e, req, nil); !res.Decision.Allowed || res.Decision.Rule != "a" {
-		t.Errorf("store back: %+v", res.Decision)
 	}
 }
 

@@ -6,7 +6,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -116,39 +115,11 @@ rules:
 	}
 	defer e.Close()
 	req := request("d", desc("k", "hot"))
-	deadline := time.Now().Add(10 * time.Second)
-	for statsOf(e)["a"].Held < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no block held: %+v", statsOf(e)["a"])
-		}
-		clock.Advance(time.Millisecond)
-		check(t, e, req, nil)
-	}
-	srv.Kill()
-	admitted := 0
-	var res Result
-	for range 50 {
-		if err := e.Check(context.Background(), req, nil, &res); err != nil {
-			t.Fatal(err)
-		}
-		if d := res.Decision; d.Allowed {
-			if d.Rule != "a" {
-				t.Fatalf("admitted by %q", d.Rule)
-			}
-			admitted++
-			continue
-		}
-		if res.Decision.Rule != "a/fail-closed" || !errors.Is(res.Statuses[0].Err, ErrStoreFailed) {
-			t.Fatalf("refused by %q (%v), want the failure policy", res.Decision.Rule, res.Statuses[0].Err)
-		}
-		break
-	}
-	if admitted == 0 || admitted > 20 {
-		t.Errorf("%d admitted from blocks after Redis was killed", admitted)
-	}
+	spentThenFailed(t, e, clock, req, srv.Kill)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	var res Result
 	for i := 0; ; i++ {
 		clock.Advance(time.Second)
 		if err := e.Check(context.Background(), req, nil, &res); err != nil {
