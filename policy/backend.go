@@ -35,6 +35,12 @@ const storeDefault = ""
 // limiters uses admit.HealthReporter and admit.Cacher where they are
 // implemented.
 //
+// A rule kept in a shared store may prefetch (Rule.Prefetch) if the
+// store's rate limiters can grant part of a request: if Rate's limiters
+// are prefetch.Stores (admit.PartialAllower, with Algorithm and Limit
+// methods), as redisstore's are; the engine wraps them in a
+// prefetch.Limiter.
+//
 // policy/backends.Memory (the in-memory packages keyed, quota and
 // concurrency) and policy/backends.Redis (package redisstore) implement
 // it; any other store implements these four methods and is given to the

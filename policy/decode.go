@@ -17,10 +17,10 @@ import (
 // documentation).
 var (
 	topFields      = []string{"version", "shadow", "defaults", "tier_tables", "domain", "description", "keys", "overrides", "rules", "domains"}
-	defaultsFields = []string{"store", "algorithm", "failure"}
+	defaultsFields = []string{"store", "algorithm", "failure", "prefetch"}
 	domainFields   = []string{"domain", "description", "keys", "shadow", "overrides", "rules"}
-	overrideFields = []string{"algorithm", "store", "failure"}
-	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "adaptive_concurrency", "adaptive_rate", "lanes", "tiers", "tier_key", "unlimited", "store", "failure", "shadow", "exempt", "shared", "replaces"}
+	overrideFields = []string{"algorithm", "store", "failure", "prefetch"}
+	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "adaptive_concurrency", "adaptive_rate", "lanes", "tiers", "tier_key", "unlimited", "store", "failure", "prefetch", "shadow", "exempt", "shared", "replaces"}
 	matchFields    = []string{"key", "value", "prefix"}
 	quotaFields    = []string{"limit", "period", "timezone", "week_start"}
 	concFields     = []string{"max", "lease"}
@@ -46,6 +46,12 @@ type defaults struct {
 	algorithm  admit.Algorithm
 	failure    Failure
 	failurePos Pos
+	// prefetch is defaults.prefetch, at prefetchN; prefetchUsed says
+	// that a rule or a domain's inline limits took it.
+	prefetch     int64
+	prefetchN    *yaml.Node
+	prefetchPos  Pos
+	prefetchUsed bool
 }
 
 // parseAdmit parses a policy in this package's YAML format (see the package
@@ -131,6 +137,7 @@ func (d *decoder) policy(root *yaml.Node) *Policy {
 	default:
 		w.fail(root, "", "no rules: want rules (with domain), or domains")
 	}
+	d.checkDefaultPrefetch()
 	return p
 }
 
@@ -151,6 +158,8 @@ func (d *decoder) parseDefaults(n *yaml.Node) {
 				d.defaults.failure = f
 				d.defaults.failurePos = w.pos(vn)
 			}
+		case "prefetch":
+			d.parseDefaultPrefetch(vn, fpath)
 		}
 	})
 }
@@ -187,6 +196,7 @@ func (d *decoder) domain(n *yaml.Node, fs map[string]*yaml.Node, path string) *D
 		d.overrides(dom, vn, f("overrides"))
 	} else if dom.Override.Store != StoreLocal {
 		dom.Override.Failure = d.defaults.failure
+		d.overridePrefetch(dom, false)
 	}
 	if vn := fs["rules"]; vn != nil {
 		w.list(vn, f("rules"), false, func(i int, item *yaml.Node, ipath string) {
@@ -200,7 +210,7 @@ func (d *decoder) domain(n *yaml.Node, fs map[string]*yaml.Node, path string) *D
 
 func (d *decoder) overrides(dom *Domain, n *yaml.Node, path string) {
 	w := d.w
-	var failN *yaml.Node
+	var failN, prefetchN *yaml.Node
 	w.fields(n, path, overrideFields, func(key string, vn *yaml.Node, fpath string) {
 		dom.src.set("overrides."+key, fpath, w.pos(vn))
 		switch key {
@@ -217,8 +227,16 @@ func (d *decoder) overrides(dom *Domain, n *yaml.Node, path string) {
 			if f, ok := d.failure(vn, fpath, dom.src); ok {
 				dom.Override.Failure = f
 			}
+		case "prefetch":
+			prefetchN = vn
+			if p, ok := d.prefetch(vn, fpath); ok {
+				dom.Override.Prefetch = p
+			} else {
+				dom.src.markBroken("overrides.prefetch")
+			}
 		}
 	})
+	d.overridePrefetch(dom, prefetchN != nil)
 	if failN != nil && dom.Override.Store == StoreLocal {
 		w.fail(failN, keyPath(path, "failure"), "a failure policy applies to limits kept in Redis (store: redis), and these are local")
 		dom.Override.Failure = Failure{}

@@ -26,6 +26,8 @@ type ruleDecoding struct {
 	quotaN, concN       *yaml.Node
 	memN                [3]*yaml.Node // adaptive_concurrency, adaptive_rate, lanes
 	storeN              *yaml.Node
+	prefetchN           *yaml.Node
+	prefetchVal         int64
 	storeOK, failureOK  bool
 	tierTable           string
 	storeVal            string
@@ -62,6 +64,7 @@ func (d *decoder) rule(n *yaml.Node, path string) *Rule {
 	rd.track("limits")
 	d.ruleStore(rd, path)
 	rd.track("store")
+	d.rulePrefetch(rd)
 	return rd.r
 }
 
@@ -141,6 +144,9 @@ func (d *decoder) ruleOwnField(rd *ruleDecoding, key string, vn *yaml.Node, fpat
 	case "failure":
 		rd.failN, rd.failSet = vn, true
 		rd.failureVal, rd.failureOK = d.failure(vn, fpath, r.src)
+	case "prefetch":
+		rd.prefetchN = vn
+		rd.prefetchVal, _ = d.prefetch(vn, fpath)
 	case "shadow":
 		r.Shadow, _ = w.boolean(vn, fpath)
 	case "shared":
@@ -272,7 +278,7 @@ var rulePart = map[string]string{
 	"rate": "limits", "burst": "limits", "algorithm": "limits", "quota": "limits", "concurrency": "limits",
 	"adaptive_concurrency": "limits", "adaptive_rate": "limits", "lanes": "limits",
 	"tiers": "limits", "tier_key": "limits", "unlimited": "limits",
-	"store": "store", "failure": "store", "shadow": "store", "shared": "store",
+	"store": "store", "failure": "store", "shadow": "store", "shared": "store", "prefetch": "prefetch",
 	"exempt": "exempt", "replaces": "replaces",
 }
 

@@ -193,7 +193,7 @@ var badCases = []struct {
 	{"unknown field", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: bogus\n    colour: red\n",
 		[]string{
 			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)`,
-			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers, tier_key, unlimited, store, failure, shadow, exempt, shared, replaces)`,
+			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers, tier_key, unlimited, store, failure, prefetch, shadow, exempt, shared, replaces)`,
 		}},
 	{"bad rate", "rules:\n  - name: a\n    match: k\n    rate: 10/x\n",
 		[]string{`p.yaml:4:11: rules[0].rate: invalid rate "10/x": period "x": want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)`}},
@@ -481,6 +481,10 @@ func FuzzParseYAML(f *testing.F) {
 	for _, tc := range positionCases {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range prefetchBad {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Parse("f.yaml", data); err != nil {
 			checkPositions(t, err)
@@ -541,12 +545,12 @@ func FuzzSplitLane(f *testing.F) {
 	})
 }
 
-// localOnly moves every rule of p to memory.
+// localOnly moves every rule of p to memory (where nothing prefetches).
 func localOnly(p *Policy) *Policy {
 	for _, d := range p.Domains {
-		d.Override.Store, d.Override.Failure = StoreLocal, Failure{}
+		d.Override.Store, d.Override.Failure, d.Override.Prefetch = StoreLocal, Failure{}, 0
 		for _, r := range d.Rules {
-			r.Store, r.Failure = StoreLocal, Failure{}
+			r.Store, r.Failure, r.Prefetch = StoreLocal, Failure{}, 0
 		}
 	}
 	return p

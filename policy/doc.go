@@ -60,6 +60,8 @@
 //	  store: local              # local (the default) or redis
 //	  algorithm: gcra           # of rates (default gcra)
 //	  failure: fail_open        # of rules kept in Redis (default fail_open)
+//	  prefetch: off             # of the rules that can prefetch (below),
+//	                            # and of inline limits (default off)
 //	tier_tables:                # optional: tier tables, by name
 //	  plans:
 //	    description: text
@@ -88,6 +90,8 @@
 //	  algorithm: fixed_window   # (default fixed_window, as Envoy's)
 //	  store: redis              # (default: defaults.store)
 //	  failure: fail_open
+//	  prefetch: auto            # (default: defaults.prefetch; a block
+//	                            # holds at most each limit's burst)
 //	rules:
 //	  - name: per-tenant        # required, unique in the policy
 //	    description: text
@@ -161,6 +165,9 @@
 //	    # failure: {policy: fallback, breaker: true, local_share: 4,
 //	    #           timeout: 50ms, threshold: 5, probe_interval: 1s,
 //	    #           retry_after: 1s}
+//	    prefetch: auto          # auto, off (the default, or defaults'),
+//	                            # or the most events a block holds (at
+//	                            # most the burst): see Prefetching
 //	    shadow: false           # decide and report, never refuse
 //	    exempt:                 # values that bypass the rule, by key;
 //	      tenant: [internal]    # CIDR prefixes exempt IP addresses
@@ -175,6 +182,35 @@
 // breaker/ stops calling a Redis that keeps failing and probes it (see
 // package compose). Concurrency caps kept in Redis apply the policy to each
 // call that fails, without a breaker.
+//
+// # Prefetching
+//
+// A rule kept in Redis asks Redis at every check. With prefetch, each
+// instance takes the rule's capacity from Redis in blocks, one atomic
+// partial grant per block, and admits from them in memory (package
+// prefetch): a hot key's checks cost what a local limiter's cost, and
+// Redis sees one call per block. The fleet never admits more than the
+// limit (over any interval of length t, at most B + ⌊t/T⌋ events for
+// GCRA and the buckets, B per window for the fixed window: see package
+// prefetch); the price is early denial, a request refused while capacity
+// sits in another instance's block, so keep blocks small against the burst
+// divided by the instances. auto takes prefetch.Config's defaults: blocks
+// of about 50ms of a key's local traffic, at most half the burst; a number
+// caps blocks at that many events. Keys seen less than twice per 50ms, and
+// requests with a limit of their own, go to Redis as before.
+//
+// Use it for rates checked many times per second per key and instance (a
+// hot tenant, a busy API key, a global limit). A rule that prefetches
+// limits by rates only, of any algorithm but the sliding log (each of
+// whose events expires on its own), of its own or its tiers', and is kept
+// in a shared store: a quota (whose counts must be durable) or a
+// concurrency cap (whose slots are leased) in the rule, a rule kept in
+// memory, a block larger than a rate's burst, and a block of zero or fewer
+// events are errors; so is a store whose limiters cannot grant part of a
+// request (admit.PartialAllower), at NewEngine. defaults.prefetch applies
+// to the rules that can prefetch (a block lowered to each rule's smallest
+// burst) and leaves the others strict. The blocks are spent while Redis
+// fails; then the rule's failure policy decides, as without prefetching.
 //
 // testdata/example.yaml is the multi-tenant API of the reference design
 // (per address and per user in memory, per tenant by plan and per route in

@@ -32,7 +32,14 @@ import (
 // NewEngine, and keys and per-request state are built in scratch space
 // that the caller's Result keeps from check to check.
 //
-// An Engine is safe for concurrent use. It starts no goroutine; Close
+// A rule that prefetches (Rule.Prefetch) has its rate limiter wrapped in
+// a prefetch.Limiter, one per rule and tier, inside the Guard of its
+// failure policy: a request is admitted from the blocks this instance
+// holds while they last, Redis or not, and the failure policy decides
+// when taking the next block fails.
+//
+// An Engine is safe for concurrent use. It starts no goroutine of its
+// own (a prefetching limiter fetches blocks in the background); Close
 // marks it closed. The zero Engine is not usable; create one with
 // NewEngine.
 type Engine struct {
@@ -130,6 +137,7 @@ func NewEngine(p *Policy, cfg Config) (*Engine, error) {
 				errs.errs = append(errs.errs, es...)
 				continue
 			}
+			_ = e.closePrefetch(true)
 			return nil, err
 		}
 		if od := prevDomains[cd.name]; od != nil && od.ov.spec == cd.ov.spec {
@@ -140,8 +148,10 @@ func NewEngine(p *Policy, cfg Config) (*Engine, error) {
 		e.domains[cd.name] = cd
 	}
 	if err := errs.err(); err != nil {
+		_ = e.closePrefetch(true)
 		return nil, err
 	}
+	e.own()
 	return e, nil
 }
 
@@ -190,8 +200,11 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 	if c.limit.Burst == 0 && c.limit.Rate != admit.Inf {
 		c.limit.Burst = c.limit.Rate
 	}
-	if err := o.e.buildRate(c, o.spec.Algorithm, l, o.store, o.spec.Failure); err != nil {
+	if err := o.e.buildRate(c, o.spec.Algorithm, l, o.store, o.spec.Failure, o.spec.Prefetch); err != nil {
 		return nil, err
+	}
+	if c.pf != nil {
+		c.pf.owner.Store(o.e)
 	}
 	m := make(map[admit.Limit]*clayer, n+1)
 	if old != nil {
@@ -206,21 +219,27 @@ func (o *overrides) get(l admit.Limit) (*clayer, error) {
 
 // Close marks the engine closed: Check and Reset then fail with an error
 // wrapping admit.ErrClosed ("policy: engine closed"). It
-// releases the engine's inline-limit limiters; the limiters of its rules,
-// which an engine built with Config.Previous e may share, need no release (they
-// start no goroutine), and the backends are not the engine's. Slots held
-// by requests still in flight are given back by their compose.Held as
-// usual. Close is idempotent and always returns nil.
+// releases the engine's inline-limit limiters, and closes the
+// prefetching limiters of its rules (Rule.Prefetch; see
+// prefetch.Limiter.Close), waiting up to two seconds for their fetches
+// and for what their windows' blocks give back to the store, but those
+// an engine built with Config.Previous e took over, which that engine's
+// Close closes. The limiters of its other rules, which such an engine may
+// share too, need no release (they start no goroutine), and the backends
+// are not the engine's. Slots held by requests still in flight are given
+// back by their compose.Held as usual. Close is idempotent; it returns
+// the errors of giving blocks back, nil without prefetching.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	err := e.closePrefetch(false)
 	for _, d := range e.domains {
 		d.ov.mu.Lock()
 		d.ov.m.Store(nil)
 		d.ov.mu.Unlock()
 	}
-	return nil
+	return err
 }
 
 // HasDomain reports whether the policy has a domain of this name. A

@@ -27,6 +27,16 @@ func (b *builder) domain(d *Domain, i int) (*cdomain, error) {
 	}
 	cd.ov = &overrides{e: e, domain: d.Name, spec: spec, store: st, storeErr: stErr}
 	var errs errList
+	if stErr == nil && spec.Prefetch != 0 {
+		if err := e.canPrefetch(spec.Algorithm, st); err != nil {
+			src := d.src
+			if src == nil {
+				src = &source{path: fmt.Sprintf("domains[%d]", i)}
+			}
+			path, pos, msg := errorAt(src, err, fmt.Sprintf("the inline limits of domain %q", truncate(d.Name)))
+			errs.addErr(pos, path, msg, err)
+		}
+	}
 	for j, r := range d.Rules {
 		cr, err := b.rule(d, r)
 		if err != nil {
@@ -34,8 +44,8 @@ func (b *builder) domain(d *Domain, i int) (*cdomain, error) {
 			if src == nil {
 				src = &source{path: fmt.Sprintf("domains[%d].rules[%d]", i, j)}
 			}
-			path, pos := src.at("store")
-			errs.addErr(pos, path, err.Error(), err)
+			path, pos, msg := errorAt(src, err, fmt.Sprintf("rule %q", truncate(r.Name)))
+			errs.addErr(pos, path, msg, err)
 			continue
 		}
 		if len(cr.replaces) > 0 {
@@ -233,8 +243,8 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 		failure = Failure{}
 	}
 	if l.Rate != nil {
-		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v", l.Algorithm, *l.Rate), func(c *clayer) error {
-			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure)
+		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v prefetch %d", l.Algorithm, *l.Rate, r.Prefetch), func(c *clayer) error {
+			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure, r.Prefetch)
 		})
 		if err != nil {
 			return nil, err
@@ -340,7 +350,7 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 // had one (Config.Previous), else a new one built by build.
 func (b *builder) layer(kind admit.Kind, label string, st store, f Failure, def string, build func(*clayer) error) (*clayer, error) {
 	print := fmt.Sprintf("%s|%v|%s|%s|%+v", label, kind, st.name, def, f)
-	if c := b.prev[print]; c != nil {
+	if c := b.prev[print]; c != nil && (c.pf == nil || !c.pf.closed.Load()) {
 		b.e.byPrint[print] = c
 		return c, nil
 	}

@@ -97,12 +97,19 @@ func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Fai
 	return err
 }
 
-func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, st store, f Failure) error {
+// buildRate sets the rate limiter of c, prefetching blocks of at most
+// prefetch events (see Rule.Prefetch) if not 0.
+func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, st store, f Failure, prefetch int64) error {
 	s := e.spec(c.label)
 	s.Algorithm, s.Limit = alg, l
 	lim, err := st.b.Rate(s)
 	if err != nil {
 		return err
+	}
+	if prefetch != 0 {
+		if lim, err = e.prefetch(c, lim, l, st, prefetch); err != nil {
+			return err
+		}
 	}
 	return e.keyedLimiter(c, lim, st, f, func(b Backend) (admit.KeyedLimiter, error) {
 		ls := e.spec(c.label + "/fallback")

@@ -18,6 +18,7 @@ type clayer struct {
 	lim    admit.KeyedLimiter
 	slots  admit.Slots
 	learn  compose.Learner // lim, if an adaptive rate (which learns from outcomes)
+	pf     *prefetched     // in lim (behind the Guard), if the layer prefetches
 	print  string          // the definition, for Config.Previous
 	// shortKey: the limiter keeps no reference to the keys it is given
 	// (it copies what it stores), so they may be scratch space.

@@ -253,8 +253,9 @@ func (e *Engine) setKeys(sc *scratch) {
 		switch {
 		case c.kend == c.koff:
 			c.key = ""
-		case !c.l.shortKey && (c.l.slots != nil || e.o.obs != nil):
-			// Stored by the limiter, or seen by the observer.
+		case !c.l.shortKey && (c.l.slots != nil || c.l.pf != nil || e.o.obs != nil):
+			// Stored by the limiter (slots, prefetch's keys), or seen by
+			// the observer.
 			c.key = string(sc.buf[c.koff:c.kend])
 		default:
 			// The in-memory limiters copy the keys they keep; the

@@ -63,13 +63,16 @@ type Domain struct {
 
 // Override is how an engine enforces the limits requests give inline
 // (Descriptor.Limit): by Algorithm, in Store (see Rule.Store), with
-// Failure as the failure policy when the store is shared. The zero
-// Override decides by GCRA in the engine's default store, failing open; the loaders set Algorithm to
+// Failure as the failure policy when the store is shared, and Prefetch
+// as a rule's (a block holds at most each inline limit's burst). The zero
+// Override decides by GCRA in the engine's default store, failing open,
+// without prefetching; the loaders set Algorithm to
 // admit.AlgFixedWindow, envoyproxy/ratelimit's algorithm.
 type Override struct {
 	Algorithm admit.Algorithm
 	Store     string
 	Failure   Failure
+	Prefetch  int64
 }
 
 // Rule is one limit of a policy and the descriptors it applies to.
@@ -153,6 +156,18 @@ type Rule struct {
 	// Failure is what happens when the store fails: it applies to the
 	// rules of a shared store (see Backend.Shared), such as Redis.
 	Failure Failure
+
+	// Prefetch, if not 0, spends the rule's rates in memory from blocks
+	// of capacity taken from its shared store (package prefetch): at most
+	// Prefetch events a block, or, if negative, blocks sized from the
+	// burst (prefetch.Config's defaults: half the burst). The fleet never
+	// admits more than the limit; the price is early denial, bounded by
+	// what other instances' blocks hold. A rule that prefetches limits by
+	// rates only (of its own or its tiers), none a sliding log, kept in a
+	// shared store (Backend.Shared), and Prefetch is at most each rate's
+	// burst; otherwise Validate or NewEngine refuses it. Requests with a
+	// per-call limit go to the store as they are.
+	Prefetch int64
 
 	// Shadow puts the rule in shadow mode: it decides and counts as
 	// usual and its statuses report what it decided, but it never

@@ -61,7 +61,9 @@ type Config struct {
 	// Previous is the engine of the policy this one replaces (a reload),
 	// whose limiters it takes over: each limiter whose definition did not
 	// change (same rule name and tier, same limit, algorithm, store,
-	// failure policy) is reused with its state, so a reload neither
+	// failure policy, prefetch) is reused with its state (a prefetching
+	// one with its blocks, then closed by this engine's Close, not
+	// Previous's), so a reload neither
 	// refills the keys of unchanged rules nor forgets the slots in
 	// flight; the others start afresh. Limiters are reused only if both
 	// engines have the same stores (the same backends by the same names,

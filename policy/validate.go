@@ -27,7 +27,9 @@ const (
 // value that is the only value the rule matches), limits outside their
 // domain (see admit.Limit, ParseRate, Quota), contradictions (a rule
 // with both tiers and limits, unlimited with a limit, a failure policy on
-// a rule kept in memory, a local share without the fallback policy),
+// a rule kept in memory, a local share without the fallback policy, a
+// prefetch of a rule kept in memory, of a quota, a concurrency cap or a
+// sliding log, or of blocks larger than the burst),
 // tier tables without their default tier or assigning values to tiers
 // they do not define, and replaces naming no rule. The loaders run it, so
 // a loaded Policy is valid; NewEngine runs it too.
@@ -138,6 +140,7 @@ func (v *validator) override(d *Domain, src *source) {
 		v.at(src, "overrides.algorithm", "unknown algorithm %v", o.Algorithm)
 	}
 	v.storeFailure(src, "overrides.", o.Store, o.Failure)
+	v.overridePrefetch(&o, src)
 }
 
 func (v *validator) storeFailure(src *source, prefix string, s string, f Failure) {
@@ -183,6 +186,7 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 	if !src.isBroken("store") {
 		v.storeFailure(src, "", r.Store, r.Failure)
 	}
+	v.rulePrefetch(r, src)
 	v.ruleExempt(r, src, matchKeys)
 	v.ruleReplaces(r, src)
 }

@@ -44,8 +44,9 @@ import (
 // (Config.Registry), never the global one: the decisions, the store's calls
 // and the failure policies' switches (package promlimit), policy reloads
 // (admit_config_reloads_total{result}, admit_config_last_reload_successful,
-// admit_config_last_reload_success_timestamp_seconds), and the Go runtime
-// and process collectors.
+// admit_config_last_reload_success_timestamp_seconds), the blocks of the
+// rules that prefetch (admit_prefetch_*{rule}: see docs/SERVE.md), and
+// the Go runtime and process collectors.
 //
 // Use: New, then Run(ctx), which starts the listeners and serves until ctx
 // ends, then shuts down gracefully (see Shutdown). Or Start, then
@@ -183,6 +184,9 @@ func (s *Server) buildMetrics() error {
 		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	if s.cfg, err = newConfigMetrics(s.reg); err != nil {
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
+	}
+	if err = s.reg.Register(&prefetchMetrics{engine: s.engines.Engine}); err != nil {
 		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
 	return nil

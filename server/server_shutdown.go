@@ -15,8 +15,9 @@ import (
 // listeners stop accepting connections, and the requests in flight (HTTP,
 // gateway, gRPC) are given until ctx's deadline to finish; those still
 // running then are cut off and Shutdown returns an error wrapping
-// ErrShutdownTimeout. Then it stops the poller and closes the gateway's
-// idle connections and the Redis store. Shutdown is idempotent: later
+// ErrShutdownTimeout. Then it stops the poller, closes the gateway's
+// idle connections and the engine (whose prefetching rules give back what
+// their blocks hold), and the Redis store. Shutdown is idempotent: later
 // calls (and Close) wait for the first and return its result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
@@ -95,9 +96,14 @@ func (s *Server) stop(ctx context.Context) error {
 		_ = s.gw.Close()
 	}
 	s.closeAPIs()
+	// The engine's prefetching limiters give back what their blocks hold,
+	// while the store is open.
 	var err error
+	if e := s.engines.Engine(); e != nil {
+		err = e.Close()
+	}
 	if s.store != nil {
-		err = s.store.Close()
+		err = errors.Join(err, s.store.Close())
 	}
 	if s.ownClient != nil {
 		_ = s.ownClient.Close()

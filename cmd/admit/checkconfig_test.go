@@ -101,3 +101,39 @@ func TestMergeDomains(t *testing.T) {
 		t.Errorf("a descriptor of the second file: %s", body)
 	}
 }
+
+// TestCheckConfigPrefetch: check-config reports a prefetch the policy
+// cannot have at its file:line:column, as serve refuses it.
+func TestCheckConfigPrefetch(t *testing.T) {
+	bad := writeTemp(t, "prefetch.yaml", "domain: p\nrules:\n"+
+		"  - {name: daily, match: k, quota: 1000/day, store: redis, prefetch: auto}\n"+
+		"  - {name: local, match: j, rate: 10/s, prefetch: 5}\n"+
+		"  - {name: big, match: l, rate: 10/s burst 4, store: redis, prefetch: 5}\n"+
+		"  - {name: log, match: m, rate: 10/s, algorithm: sliding_log, store: redis, prefetch: 2}\n"+
+		"  - {name: zero, match: n, rate: 10/s, store: redis, prefetch: 0}\n")
+	out, errOut, code := runCmd(t, nil, "check-config", bad)
+	if code != exitFailure || out != "" {
+		t.Fatalf("check-config: %d %q %q", code, out, errOut)
+	}
+	want := []string{
+		bad + ":3:70: rules[0].prefetch: prefetch on a rule with a quota:",
+		bad + ":4:51: rules[1].prefetch: prefetch without a shared store:",
+		bad + ":5:71: rules[2].prefetch: a block of 5 events is larger than the burst, 4:",
+		bad + ":6:87: rules[3].prefetch: prefetch on a rule with a sliding log:",
+		bad + ":7:64: rules[4].prefetch: a block of 0 events: want a block size of at least 1, auto or off",
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("problems:\n%s", errOut)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("problem %d: %q, want it to start with %q", i, lines[i], w)
+		}
+	}
+	good := writeTemp(t, "good.yaml", "domain: p\ndefaults: {store: redis, prefetch: auto}\nrules:\n"+
+		"  - {name: hot, match: k, rate: 1000/s burst 100}\n  - {name: own, match: j, rate: 10/s, prefetch: 4}\n")
+	if out, errOut, code := runCmd(t, nil, "check-config", good); code != 0 || !strings.Contains(out, "ok: 1 file, 1 domain (p), 2 rules") {
+		t.Errorf("a policy that prefetches: %d %q %q", code, out, errOut)
+	}
+}

@@ -86,14 +86,39 @@ type limiter interface {
 	admit.Resetter
 }
 
+// partial is what a redisstore.Limiter that grants part of a request
+// implements of prefetch.Store, beyond limiter.
+type partial interface {
+	admit.PartialAllower
+	Algorithm() admit.Algorithm
+	Limit() admit.Limit
+}
+
 // clocked returns l, deciding the requests without an At at r.Clock.Now()
-// if r.Clock is not nil.
+// if r.Clock is not nil (a prefetch.Store still if l is one).
 func (r *Redis) clocked(l limiter) admit.KeyedLimiter {
 	if r.Clock == nil {
 		return l
 	}
-	return &clocked{l, r.Clock}
+	c := &clocked{l, r.Clock}
+	if p, ok := l.(partial); ok {
+		return &clockedPartial{c, p}
+	}
+	return c
 }
+
+// clockedPartial is a clocked limiter that grants part of a request.
+type clockedPartial struct {
+	*clocked
+	p partial
+}
+
+func (c *clockedPartial) AllowAtMost(ctx context.Context, r admit.Request) (int64, admit.Decision, error) {
+	return c.p.AllowAtMost(ctx, c.at(r))
+}
+
+func (c *clockedPartial) Algorithm() admit.Algorithm { return c.p.Algorithm() }
+func (c *clockedPartial) Limit() admit.Limit         { return c.p.Limit() }
 
 // clocked makes a limiter decide at its clock's instants.
 type clocked struct {

@@ -13,9 +13,11 @@
 // files, which name no store, are kept there too. Stores gives both for
 // a Redis store, or Memory alone for nil.
 //
-// A new store (Postgres, memcached, a prefetching one) is a Backend of its
-// own: four methods building the root's limiters from a policy.Spec, and a
-// name rules give in store:.
+// A new store (Postgres, memcached) is a Backend of its own: four methods
+// building the root's limiters from a policy.Spec, and a name rules give
+// in store:. Redis's rate limiters grant part of a request
+// (admit.PartialAllower), so the rules kept there may prefetch
+// (policy.Rule.Prefetch: the engine wraps them in a prefetch.Limiter).
 package backends
 
 import (
