@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 
 	"github.com/admit-go/admit/internal/algo"
@@ -91,7 +92,9 @@ func (t *table) add(key string, now int64) {
 			delete(sh.keys, victim)
 		}
 	}
-	sh.keys[key] = &entry{seen: 1, since: now, used: now}
+	// A copy: the caller's key may share a larger string, or a buffer
+	// it reuses (policy's engine passes such keys).
+	sh.keys[strings.Clone(key)] = &entry{seen: 1, since: now, used: now}
 }
 
 // each calls f with every entry (for Close).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,6 +305,7 @@ func (l *Limiter) accrual(n int64) int64 {
 
 // background fetches a block of k events for key off the request path.
 func (l *Limiter) background(key string, e *entry, k int64, at time.Time, now int64) {
+	key = strings.Clone(key) // outlives the caller's request
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
