@@ -83,7 +83,8 @@ func Names() []string {
 	return names
 }
 
-func newAdmit(c redis.UniversalClient, set Setup) (Check, func(), error) {
+// admitLimiter builds redisstore's Store and GCRA Limiter for set.
+func admitLimiter(c redis.UniversalClient, set Setup) (*redisstore.Store, *redisstore.Limiter, error) {
 	s, err := redisstore.New(c, redisstore.Config{Prefix: set.Prefix})
 	if err != nil {
 		return nil, nil, err
@@ -93,23 +94,30 @@ func newAdmit(c redis.UniversalClient, set Setup) (Check, func(), error) {
 		s.Close()
 		return nil, nil, err
 	}
-	check := func(ctx context.Context, key string) (bool, error) {
+	return s, lim, nil
+}
+
+// checkOf is the Check of a keyed limiter: one event per key.
+func checkOf(lim admit.KeyedLimiter) Check {
+	return func(ctx context.Context, key string) (bool, error) {
 		d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
 		return d.Allowed, err
 	}
-	return check, func() { s.Close() }, nil
+}
+
+func newAdmit(c redis.UniversalClient, set Setup) (Check, func(), error) {
+	s, lim, err := admitLimiter(c, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	return checkOf(lim), func() { s.Close() }, nil
 }
 
 // newAdmitPrefetch is newAdmit's Limiter spent in blocks (package
 // prefetch), with the block size prefetch chooses for Setup.Instances.
 func newAdmitPrefetch(c redis.UniversalClient, set Setup) (Check, func(), error) {
-	s, err := redisstore.New(c, redisstore.Config{Prefix: set.Prefix})
+	s, rl, err := admitLimiter(c, set)
 	if err != nil {
-		return nil, nil, err
-	}
-	rl, err := s.Limiter(redisstore.LimiterConfig{Limit: set.Limit})
-	if err != nil {
-		s.Close()
 		return nil, nil, err
 	}
 	lim, err := prefetch.New(prefetch.Config{Store: rl, Instances: set.Instances})
@@ -117,11 +125,7 @@ func newAdmitPrefetch(c redis.UniversalClient, set Setup) (Check, func(), error)
 		s.Close()
 		return nil, nil, err
 	}
-	check := func(ctx context.Context, key string) (bool, error) {
-		d, err := lim.Allow(ctx, admit.Request{Key: key, N: 1})
-		return d.Allowed, err
-	}
-	return check, func() { lim.Close(context.Background()); s.Close() }, nil
+	return checkOf(lim), func() { lim.Close(context.Background()); s.Close() }, nil
 }
 
 func newRedisRate(c redis.UniversalClient, set Setup) (Check, func(), error) {
