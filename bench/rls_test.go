@@ -94,10 +94,12 @@ func BenchmarkRLS(b *testing.B) {
 		benchRLS(b, admitRLS(b, redisClient(b)))
 	})
 	b.Run("admit-serve-redis", func(b *testing.B) {
-		benchRLS(b, admitServe(b))
+		target, _ := admitServe(b, rlsConfig, true)
+		benchRLS(b, target)
 	})
 	b.Run("envoyproxy-ratelimit", func(b *testing.B) {
-		benchRLS(b, envoyRatelimit(b))
+		target, _ := envoyRatelimit(b, rlsConfig)
+		benchRLS(b, target)
 	})
 }
 
@@ -138,28 +140,33 @@ var buildAdmit = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// admitServe runs `admit serve` on the benchmark's Redis with rlsConfig and
-// returns its gRPC address once it answers.
-func admitServe(b *testing.B) string {
-	addr, err := redisAddr()
-	if err != nil {
-		b.Skip(err)
-	}
+// admitServe runs `admit serve` with the policy config, on the
+// benchmark's Redis if onRedis (else in memory), and returns its gRPC
+// address once it answers, and its process id.
+func admitServe(b *testing.B, config string, onRedis bool) (string, int) {
 	bin, err := buildAdmit()
 	if err != nil {
 		b.Skip(err)
 	}
-	config := filepath.Join(b.TempDir(), "config.yaml")
-	if err := os.WriteFile(config, []byte(rlsConfig), 0o644); err != nil {
+	file := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	grpcAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b)))
-	cmd := exec.Command(bin, "serve", "--config", config, "--redis", "redis://"+addr,
-		"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":",
+	args := []string{"serve", "--config", file,
 		"--grpc-addr", grpcAddr, "--http-addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(b))),
-		"--reload-interval", "0", "--log-level", "error")
+		"--reload-interval", "0", "--log-level", "error"}
+	if onRedis {
+		addr, err := redisAddr()
+		if err != nil {
+			b.Skip(err)
+		}
+		args = append(args, "--redis", "redis://"+addr,
+			"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":")
+	}
+	cmd := exec.Command(bin, args...)
 	startChild(b, cmd, "admit serve")
-	return waitRLS(b, grpcAddr, "admit serve")
+	return waitRLS(b, grpcAddr, "admit serve"), cmd.Process.Pid
 }
 
 // admitRLS serves admit's RLS on 127.0.0.1 and returns its address: on
@@ -235,9 +242,10 @@ func freePort(b *testing.B) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// envoyRatelimit runs envoyproxy/ratelimit on the benchmark's Redis and
-// returns its gRPC address once it answers.
-func envoyRatelimit(b *testing.B) string {
+// envoyRatelimit runs envoyproxy/ratelimit with the configuration file
+// config on the benchmark's Redis and returns its gRPC address once it
+// answers, and its process id.
+func envoyRatelimit(b *testing.B, config string) (string, int) {
 	addr, err := redisAddr()
 	if err != nil {
 		b.Skip(err)
@@ -250,7 +258,7 @@ func envoyRatelimit(b *testing.B) string {
 	if err := os.MkdirAll(filepath.Join(root, "ratelimit", "config"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "ratelimit", "config", "config.yaml"), []byte(rlsConfig), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "ratelimit", "config", "config.yaml"), []byte(config), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	grpcPort := freePort(b)
@@ -263,7 +271,7 @@ func envoyRatelimit(b *testing.B) string {
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(freePort(b)),
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort))
 	startChild(b, cmd, "envoyproxy/ratelimit")
-	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit")
+	return waitRLS(b, net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), "envoyproxy/ratelimit"), cmd.Process.Pid
 }
 
 // startChild starts the server cmd, named name, as a child that dies with

@@ -210,6 +210,14 @@ type Stats struct {
 	Local  int64 // events admitted from blocks
 	Strict int64 // requests sent to the Store as they were
 	Cached int64 // denials answered from memory
+	// Early is the denials of Cached the Store would have admitted: while
+	// this instance waited for a block's worth to come back before asking
+	// again, one for each event that came back to the Store meanwhile (an
+	// upper bound of the capacity the wait cost). A denial by the Store
+	// while other instances' blocks hold capacity is early too; this
+	// instance cannot tell it apart (the others' Held and Unspent bound
+	// it).
+	Early int64
 	// Held is what the blocks hold now, and Unspent what they held but
 	// neither spent nor gave back: slots that expired, blocks dropped with
 	// their key or replaced while waiting. Held and Unspent are the
@@ -221,8 +229,8 @@ type Stats struct {
 }
 
 type counters struct {
-	blocks, taken, local, strict, cached atomic.Int64
-	intoBlocks, toStore, closed, dropped atomic.Int64
+	blocks, taken, local, strict, cached, early atomic.Int64
+	intoBlocks, toStore, closed, dropped        atomic.Int64
 }
 
 // Stats returns the Limiter's counts; it visits every key (for Held).
@@ -239,7 +247,7 @@ func (l *Limiter) Stats() Stats {
 	})
 	taken, local, into := s.taken.Load(), s.local.Load(), s.intoBlocks.Load()
 	return Stats{
-		Blocks: s.blocks.Load(), Taken: taken, Local: local, Strict: s.strict.Load(), Cached: s.cached.Load(),
+		Blocks: s.blocks.Load(), Taken: taken, Local: local, Strict: s.strict.Load(), Cached: s.cached.Load(), Early: s.early.Load(),
 		Held: held, Unspent: taken + into - local - held - s.closed.Load(),
 		Refunded: into + s.toStore.Load() + s.closed.Load(), Dropped: s.dropped.Load(), Keys: keys,
 	}

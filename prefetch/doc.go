@@ -46,6 +46,10 @@
 // store once per block rather than once per event that comes back; and a
 // denial remembered from the store (a key denied one event until an
 // instant) holds even if another instance gives capacity back meanwhile.
+// Stats.Early counts the denials of that wait the store would have
+// admitted, the early denials an instance can see; those the store
+// answers while others hold capacity are bounded by the others' Held and
+// Unspent.
 //
 // Refunds and instants. A Refund of a key's latest admission from a block
 // goes back into that block; other refunds of a window go to the store,

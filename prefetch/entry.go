@@ -25,6 +25,8 @@ type entry struct {
 	fetching bool          // a fetch is in flight
 	done     chan struct{} // closed when it lands
 	denied   int64         // a denial of one event holds until this instant
+	exact    int64         // the instant the Store's own denial ended (early denials after it)
+	early    int64         // the early denials counted since exact
 	// The key's arrivals since instant since, for sizing its next block.
 	seen  int64
 	since int64

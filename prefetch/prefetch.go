@@ -193,8 +193,12 @@ func (l *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, e
 		}
 		if r.N == 1 && now < e.denied {
 			wait := e.denied - now
+			early := l.early(e, now)
 			e.mu.Unlock()
 			l.st.cached.Add(1)
+			if early {
+				l.st.early.Add(1)
+			}
 			return l.denial(time.Duration(wait)), nil
 		}
 		if !e.fetching || waited {
@@ -234,9 +238,10 @@ func (l *Limiter) strict(ctx context.Context, r admit.Request, e *entry, now int
 	if err == nil && e != nil && (d.Allowed || r.N == 1 && d.RetryAfter > 0 && d.RetryAfter != admit.InfDuration) {
 		e.mu.Lock()
 		if d.Allowed {
-			e.denied = 0
+			e.denied, e.exact = 0, 0
 		} else {
 			e.denied = max(e.denied, now+int64(d.RetryAfter))
+			e.exact, e.early = max(e.exact, now+int64(d.RetryAfter)), 0
 		}
 		e.mu.Unlock()
 	}
@@ -278,11 +283,13 @@ func (l *Limiter) fetch(ctx context.Context, key string, e *entry, k int64, at t
 	if err != nil {
 		return 0, d, err
 	}
-	e.denied = 0
+	e.denied, e.exact = 0, 0
 	if granted < k && d.RetryAfter > 0 && d.RetryAfter != admit.InfDuration {
 		// The store is short: ask it again once a block's worth is back,
-		// not for every event that comes back.
-		e.denied = now + int64(d.RetryAfter) + l.accrual(k-1)
+		// not for every event that comes back (the denials meanwhile,
+		// once the Store would admit one, are early: Stats.Early).
+		e.exact, e.early = now+int64(d.RetryAfter), 0
+		e.denied = e.exact + l.accrual(k-1)
 	}
 	if granted == 0 {
 		return 0, d, nil
@@ -301,6 +308,21 @@ func (l *Limiter) accrual(n int64) int64 {
 	}
 	p := &l.own.P
 	return (n*p.Tn + p.Td - 1) / p.Td
+}
+
+// early reports whether a denial from memory at now is early, one the
+// Store would have admitted: at most one for each event that came back
+// to the Store since the instant its own denial ended. e.mu is held.
+func (l *Limiter) early(e *entry, now int64) bool {
+	if now < e.exact || l.window {
+		return false
+	}
+	p := &l.own.P
+	if back := 1 + int64(float64(now-e.exact)*float64(p.Td)/float64(p.Tn)); e.early >= back {
+		return false
+	}
+	e.early++
+	return true
 }
 
 // background fetches a block of k events for key off the request path.

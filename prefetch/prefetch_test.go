@@ -258,3 +258,38 @@ func TestConcurrentOnTheSystemClock(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyDenials: a hot key at ten times its limit finds the store
+// short; the instance then waits for a block's worth to come back before
+// asking again, and of the denials it answers meanwhile, those the store
+// would have admitted (one per event that came back) count as early.
+func TestEarlyDenials(t *testing.T) {
+	l := admit.Limit{Rate: 100, Period: time.Second, Burst: 20}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{Interval: 100 * time.Millisecond})
+	lim := f.lims[0]
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	var admitted int64
+	for i := range 1000 {
+		d, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: t0.Add(time.Duration(i) * time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	f.close(t)
+	s := lim.Stats()
+	// Each early denial is an event that came back to the store while the
+	// instance waited: no more of them than the store can hand out in the
+	// second (the bound), far fewer than the denials.
+	bound := l.Burst + 100
+	if s.Early == 0 || s.Early > s.Cached || s.Early > bound {
+		t.Errorf("early denials %d of %d cached: want some, and no more than the cached ones or the bound %d (%+v)", s.Early, s.Cached, bound, s)
+	}
+	if admitted > bound {
+		t.Errorf("admitted %d in a second; the bound is %d", admitted, bound)
+	}
+	t.Logf("admitted %d; %+v", admitted, s)
+}

@@ -19,6 +19,7 @@ import (
 //	admit_prefetch_local_events_total{rule}     counter (events admitted from blocks)
 //	admit_prefetch_strict_requests_total{rule}  counter (requests sent to the store as they were)
 //	admit_prefetch_cached_denials_total{rule}   counter (denials answered from memory)
+//	admit_prefetch_early_denials_total{rule}    counter (of those, denials the store would have admitted)
 //	admit_prefetch_held_events{rule}            gauge (events the blocks hold now)
 //	admit_prefetch_unspent_events{rule}         gauge (events blocks held and neither spent nor gave back, since the rule's limiter was built)
 //	admit_prefetch_refunded_events_total{rule}  counter (refunded events given back into a block or to the store)
@@ -51,6 +52,7 @@ var prefetchDescs = func() []prefetchMetric {
 		m("local_events_total", "Events admitted from blocks, in memory.", c, func(s *prefetch.Stats) float64 { return float64(s.Local) }),
 		m("strict_requests_total", "Requests sent to the shared store as they were (cold keys, per-call limits, requests larger than a block).", c, func(s *prefetch.Stats) float64 { return float64(s.Strict) }),
 		m("cached_denials_total", "Denials answered from memory (a key the store denied until an instant).", c, func(s *prefetch.Stats) float64 { return float64(s.Cached) }),
+		m("early_denials_total", "Denials answered from memory that the store would have admitted: while waiting for a block's worth to come back before asking the store again.", c, func(s *prefetch.Stats) float64 { return float64(s.Early) }),
 		m("held_events", "Events this instance's blocks hold now: capacity other instances cannot have.", g, func(s *prefetch.Stats) float64 { return float64(s.Held) }),
 		m("unspent_events", "Events blocks held and neither spent nor gave back (expired, dropped with their key), since the rule's limiter was built.", g, func(s *prefetch.Stats) float64 { return float64(s.Unspent) }),
 		m("refunded_events_total", "Refunded events given back into a block or to the store.", c, func(s *prefetch.Stats) float64 { return float64(s.Refunded) }),

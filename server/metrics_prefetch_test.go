@@ -42,7 +42,7 @@ rules:
 	}
 	_, body := get(t, base+"/metrics")
 	for _, name := range []string{"blocks_total", "taken_events_total", "local_events_total", "strict_requests_total",
-		"cached_denials_total", "held_events", "unspent_events", "refunded_events_total", "dropped_events_total", "keys"} {
+		"cached_denials_total", "early_denials_total", "held_events", "unspent_events", "refunded_events_total", "dropped_events_total", "keys"} {
 		if !strings.Contains(string(body), "admit_prefetch_"+name+`{rule="hot"}`) {
 			t.Errorf("/metrics lacks admit_prefetch_%s of rule hot", name)
 		}
