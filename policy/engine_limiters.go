@@ -102,6 +102,11 @@ func (e *Engine) keyedLimiter(c *clayer, lim admit.KeyedLimiter, st store, f Fai
 func (e *Engine) buildRate(c *clayer, alg admit.Algorithm, l admit.Limit, st store, f Failure, prefetch int64) error {
 	s := e.spec(c.label)
 	s.Algorithm, s.Limit = alg, l
+	if prefetch != 0 && s.Observer != nil {
+		// The prefetching limiter reports the decisions it returns; the
+		// store's would count its block grants as decisions.
+		s.Observer = noDecisions{s.Observer}
+	}
 	lim, err := st.b.Rate(s)
 	if err != nil {
 		return err
@@ -177,3 +182,8 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 	c.slots, err = compose.GuardSlots(slots, compose.GuardConfig{Options: admit.Options{Name: c.label}, Policy: p, RetryAfter: f.RetryAfter})
 	return err
 }
+
+// noDecisions is an Observer that drops decisions and passes on the rest.
+type noDecisions struct{ admit.Observer }
+
+func (noDecisions) Decided(admit.DecisionEvent) {}

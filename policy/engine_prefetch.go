@@ -140,7 +140,7 @@ func (e *Engine) prefetch(c *clayer, lim admit.KeyedLimiter, l admit.Limit, st s
 		maxBlock = 0 // nothing to take: every request goes to the store
 	}
 	pf, err := prefetch.New(prefetch.Config{
-		Options:  admit.Options{Clock: e.o.clock, Name: c.label},
+		Options:  admit.Options{Clock: e.o.clock, Name: e.o.prefix + c.label, Observer: e.o.obs},
 		Store:    ps,
 		MaxBlock: maxBlock,
 		MaxKeys:  e.o.maxKeys,

@@ -91,11 +91,13 @@ func (l *Limiter) install(e *entry, h hold, now int64) {
 }
 
 // blockSize returns the size of the block to take for a request of n at
-// now: about Interval's worth of the key's arrivals, at least n, at most
-// MaxBlock; 0 if the key is cold.
+// now: about the key's arrivals over a block's life (Interval for the
+// GCRA family; for a window the rest of its current window, at least
+// Interval), at least n, at most MaxBlock; 0 if the key is cold, expected
+// fewer than twice in that time.
 func (l *Limiter) blockSize(e *entry, now, n int64) int64 {
 	elapsed := max(now-e.since, 1)
-	if elapsed > 2*l.interval {
+	if elapsed > 2*l.horizon {
 		// Keep the estimate recent: the older half of the count goes.
 		e.seen, e.since = (e.seen+1)/2, now-elapsed/2
 		elapsed -= elapsed / 2
@@ -103,14 +105,18 @@ func (l *Limiter) blockSize(e *entry, now, n int64) int64 {
 	if e.seen < 2 {
 		return 0
 	}
-	if e.seen > (1<<62)/l.interval {
+	span := l.interval
+	if l.window {
+		span = max(span, l.ceilW-(now%l.ceilW+l.ceilW)%l.ceilW)
+	}
+	if e.seen > (1<<62)/span {
 		return l.maxBlock // asked so often that any block is small
 	}
-	// The arrivals expected per Interval: seen × Interval / elapsed.
-	if e.seen*l.interval < 2*elapsed {
+	// The arrivals expected over span: seen × span / elapsed.
+	if e.seen*span < 2*elapsed {
 		return 0
 	}
-	want := (e.seen*l.interval + elapsed - 1) / elapsed
+	want := (e.seen*span + elapsed - 1) / elapsed
 	return min(max(want, n), l.maxBlock)
 }
 

@@ -31,7 +31,10 @@ type Store interface {
 type Config struct {
 	// Options: Clock is the clock of the requests that give no instant
 	// (Request.At zero) and of the blocks' expiry; Name is the Rule of the
-	// decisions made locally. An Observer is not called (the Store's is).
+	// decisions made locally. Observer, if set, is told of every decision
+	// Allow returns (Decided, as Limiter Name), those the Store made
+	// included: give the Store an Observer that ignores Decided, or its
+	// decisions count twice and each block it grants counts as one.
 	admit.Options
 
 	// Store is the shared limiter. Its algorithm must be GCRA, a token or
@@ -53,8 +56,11 @@ type Config struct {
 	// Interval is how much of a key's local traffic a block is sized for:
 	// a key asked for r times a second gets blocks of about r×Interval
 	// events (at most MaxBlock), and a key expected fewer than twice per
-	// Interval is cold, sent to the Store request by request. 0 means
-	// 50ms.
+	// Interval is cold, sent to the Store request by request. A window's
+	// block lasts until its window ends, so a window's key gets blocks of
+	// its arrivals expected until then, if that is longer (a key asked for
+	// 5 times a second is warm under a limit per second, cold under GCRA).
+	// 0 means 50ms.
 	Interval time.Duration
 
 	// MaxKeys bounds the keys this instance keeps local state for; the
@@ -80,8 +86,10 @@ type Limiter struct {
 	clock    admit.Clock
 	sys      bool
 	name     string
+	obs      admit.Observer
 	maxBlock int64
 	interval int64
+	horizon  int64 // how far back a key's arrivals count (ns)
 	timeout  time.Duration
 	keys     *table
 	bg       sync.WaitGroup
@@ -127,6 +135,7 @@ func New(cfg Config) (*Limiter, error) {
 		own:      own,
 		clock:    defaults.Clock(cfg.Options),
 		name:     cfg.Name,
+		obs:      cfg.Observer,
 		maxBlock: cfg.MaxBlock,
 		interval: int64(cmp(cfg.Interval, 50*time.Millisecond)),
 		timeout:  cmp(cfg.Timeout, time.Second),
@@ -136,8 +145,14 @@ func New(cfg Config) (*Limiter, error) {
 	if l.maxBlock == 0 {
 		l.maxBlock = max(1, own.Limit.Burst/(2*int64(max(cfg.Instances, 1))))
 	}
+	l.horizon = l.interval
 	if own.P.Mode == algo.Normal {
 		l.ceilW = (own.P.CapN + own.P.Td - 1) / own.P.Td
+		if l.window {
+			// A window's block lives until its window ends: its keys'
+			// arrivals are counted over up to a window (or 10 s).
+			l.horizon = max(l.interval, min(l.ceilW, int64(10*time.Second)))
+		}
 	}
 	l.bgCtx, l.stop = context.WithCancel(context.Background())
 	return l, nil
@@ -164,6 +179,14 @@ func cmp[T ~int64](v, def T) T {
 // that has not come) reports the Store's RetryAfter. The error is the
 // Store's, or one wrapping admit.ErrClosed after Close.
 func (l *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	d, err := l.allow(ctx, r)
+	if l.obs != nil && err == nil {
+		l.obs.Decided(admit.DecisionEvent{Limiter: l.name, Key: r.Key, N: r.N, Decision: d})
+	}
+	return d, err
+}
+
+func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	if l.closed.Load() {
 		return l.own.Refusal(l.name), fmt.Errorf("%w: prefetch: limiter closed", admit.ErrClosed)
 	}

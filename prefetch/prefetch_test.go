@@ -293,3 +293,76 @@ func TestEarlyDenials(t *testing.T) {
 	}
 	t.Logf("admitted %d; %+v", admitted, s)
 }
+
+// TestWindowBlocksLastTheirWindow: a key asked for 5 times a second is
+// cold under GCRA (its blocks would last 50ms) but warm under a limit per
+// second in windows, whose blocks last until the window ends: it then
+// takes blocks, and most of its requests are decided in memory.
+func TestWindowBlocksLastTheirWindow(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 1000}
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgFixedWindow, admit.AlgSlidingWindow} {
+		f := newFleet(t, alg, l, 1, prefetch.Config{})
+		lim := f.lims[0]
+		for i := range 50 { // 10 s at 5 a second
+			d, err := lim.Allow(ctx, admit.Request{Key: "lukewarm", N: 1, At: t0.Add(time.Duration(i) * 200 * time.Millisecond)})
+			if err != nil || !d.Allowed {
+				t.Fatalf("%v: request %d: %+v, %v", alg, i, d, err)
+			}
+		}
+		f.close(t)
+		s := lim.Stats()
+		if alg == admit.AlgGCRA {
+			if s.Blocks != 0 || s.Strict != 50 {
+				t.Errorf("%v: a key asked for 5 times a second took blocks: %+v", alg, s)
+			}
+			continue
+		}
+		if s.Blocks == 0 || s.Local < 25 {
+			t.Errorf("%v: a key asked for 5 times a second under a limit per second: %+v; want most of it from blocks", alg, s)
+		}
+		t.Logf("%v: %+v", alg, s)
+	}
+}
+
+// decisions counts the decisions an Observer is told of.
+type decisions struct {
+	admit.NopObserver
+	n, allowed atomic.Int64
+}
+
+func (d *decisions) Decided(ev admit.DecisionEvent) {
+	d.n.Add(1)
+	if ev.Decision.Allowed {
+		d.allowed.Add(1)
+	}
+}
+
+// TestObserverSeesEveryDecision: the Observer is told of each decision
+// Allow returns, once, whether a block, the memory of a denial or the
+// store made it.
+func TestObserverSeesEveryDecision(t *testing.T) {
+	l := admit.Limit{Rate: 100, Period: time.Second, Burst: 20}
+	obs := &decisions{}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{Options: admit.Options{Observer: obs, Name: "hot"}})
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	var allowed int64
+	for i := range 500 {
+		d, err := f.lims[0].Allow(ctx, admit.Request{Key: "hot", N: 1, At: t0.Add(time.Duration(i) * time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	f.close(t)
+	if s := f.lims[0].Stats(); s.Local == 0 || s.Cached == 0 {
+		t.Fatalf("the run decided nothing from blocks or from memory: %+v", s)
+	}
+	if obs.n.Load() != 500 || obs.allowed.Load() != allowed {
+		t.Errorf("the Observer saw %d decisions, %d allowed; Allow made 500, %d allowed", obs.n.Load(), obs.allowed.Load(), allowed)
+	}
+}

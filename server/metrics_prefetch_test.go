@@ -50,6 +50,14 @@ rules:
 	if strings.Contains(string(body), `admit_prefetch_blocks_total{rule="strict"}`) {
 		t.Error("a rule that does not prefetch has prefetch series")
 	}
+	// Every check is one decision in admit_decisions_total, whether a
+	// block or Redis decided it (a block's grant is not one).
+	limiter := prefix + "hot"
+	allowed, _ := metric(t, s.registry(), "admit_decisions_total", "limiter", limiter, "decision", "allowed")
+	denied, _ := metric(t, s.registry(), "admit_decisions_total", "limiter", limiter, "decision", "denied")
+	if allowed == 0 || allowed+denied != 300 {
+		t.Errorf("admit_decisions_total{limiter=%q}: %v allowed, %v denied; want the 300 checks", limiter, allowed, denied)
+	}
 	for _, m := range []string{"admit_prefetch_blocks_total", "admit_prefetch_local_events_total", "admit_prefetch_keys"} {
 		if v, ok := metric(t, s.registry(), m, "rule", "hot"); !ok || v == 0 {
 			t.Errorf("%s{rule=hot} = %v, %v", m, v, ok)
