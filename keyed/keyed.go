@@ -132,7 +132,10 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	// The hot path. A Decision is 10 words, returned on the stack, so each
+	if r.MaxDelay != 0 {
+		return lim.allowDelay(r)
+	}
+	// The hot path. A Decision is 14 words, returned on the stack, so each
 	// frame it were returned through would copy it: this one builds it,
 	// in place, from step's Result (returned in registers).
 	now := lim.at(r.At)
@@ -142,7 +145,7 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 			return c.Refusal(lim.name), c.Err
 		}
 	}
-	res, err := lim.step(now, r.Key, c, r.N)
+	res, err := lim.step(now, r.Key, c, r.N, 0)
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
@@ -158,9 +161,31 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 	}, nil
 }
 
+// allowDelay is Allow of a request with a MaxDelay.
+func (lim *Limiter) allowDelay(r admit.Request) (admit.Decision, error) {
+	c := lim.own
+	if r.Limit != (admit.Limit{}) {
+		if c = lim.limits.Get(lim.alg, r.Limit); c.Err != nil {
+			return c.Refusal(lim.name), c.Err
+		}
+	}
+	maxDelay, err := limits.MaxDelay("keyed", lim.alg, r.MaxDelay)
+	if err != nil {
+		return c.Refusal(lim.name), err
+	}
+	now := lim.at(r.At)
+	res, err := lim.step(now, r.Key, c, r.N, maxDelay)
+	if err != nil {
+		return c.Refusal(lim.name), err
+	}
+	d := c.Decision(res, lim.name)
+	limits.Delayed(&d, now)
+	return d, nil
+}
+
 // decide is Allow at now under c, for callers that have both.
 func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
-	res, err := lim.step(now, key, c, n)
+	res, err := lim.step(now, key, c, n, 0)
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
@@ -168,18 +193,21 @@ func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (
 }
 
 // step decides n events for key at now under c, consuming them if
-// admitted, and tells the Observer. The error is non-nil for bad input and
-// for a full store; nothing is consumed then.
-func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n int64) (algo.Result, error) {
+// admitted (within maxDelay ns if it is > 0), and tells the Observer. The
+// error is non-nil for bad input and for a full store; nothing is consumed
+// then.
+func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n, maxDelay int64) (algo.Result, error) {
 	if n < 0 || len(key) > lim.maxKeyLen {
 		return algo.Result{}, lim.badInput(key, n)
 	}
-	res, ev, ok := lim.eng.decide(now, key, &c.P, n)
+	res, ev, ok := lim.eng.decide(now, key, &c.P, n, maxDelay)
 	if !ok {
 		return algo.Result{}, errStoreFull
 	}
 	if lim.obs != nil {
-		lim.observe(key, n, c.Decision(res, lim.name), ev)
+		d := c.Decision(res, lim.name)
+		limits.Delayed(&d, now)
+		lim.observe(key, n, d, ev)
 	}
 	return res, nil
 }
