@@ -206,7 +206,9 @@ func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n, maxDelay 
 	}
 	if lim.obs != nil {
 		d := c.Decision(res, lim.name)
-		limits.Delayed(&d, now)
+		if maxDelay > 0 {
+			limits.Delayed(&d, now)
+		}
 		lim.observe(key, n, d, ev)
 	}
 	return res, nil

@@ -48,7 +48,7 @@ func Compile(alg admit.Algorithm, l admit.Limit) *Compiled {
 // Decision is the admit.Decision for result r of a step under c, decided by
 // the limiter named rule.
 func (c *Compiled) Decision(r algo.Result, rule string) admit.Decision {
-	d := admit.Decision{
+	return admit.Decision{
 		Allowed:    r.Allowed,
 		Limit:      c.Limit,
 		Remaining:  r.Remaining,
@@ -56,16 +56,16 @@ func (c *Compiled) Decision(r algo.Result, rule string) admit.Decision {
 		ResetAfter: time.Duration(r.ResetAfter),
 		Rule:       rule,
 	}
-	if r.Allowed && r.RetryAfter > 0 { // a delayed admission (algo.GCRADelay)
-		d.Delay, d.RetryAfter = d.RetryAfter, 0
-	}
-	return d
 }
 
-// Delayed sets d.TimeToAct for a decision made at now (on the time line of
-// package timeline) if it has a Delay.
+// Delayed turns the decision of a request with a MaxDelay, made at now (on
+// the time line of package timeline), into the Decision of the delay mode:
+// an admission with a RetryAfter (algo.GCRADelay's) gets it as its Delay,
+// and TimeToAct. (Only such requests: a partial grant is also allowed with
+// a RetryAfter, the wait for one more event.)
 func Delayed(d *admit.Decision, now int64) {
-	if d.Delay > 0 {
+	if d.Allowed && d.RetryAfter > 0 {
+		d.Delay, d.RetryAfter = d.RetryAfter, 0
 		d.TimeToAct = timeline.Time(now + int64(d.Delay))
 	}
 }

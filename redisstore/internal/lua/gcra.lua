@@ -1,6 +1,6 @@
 -- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
 -- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport and
--- GCRAUndo, in that order and line for line. The stored form (gcraDecode,
+-- GCRAUndo, in that order and line for line, and GCRADelay (delay.go). The stored form (gcraDecode,
 -- gcraEncode) follows.
 
 L.import('lib')
@@ -74,14 +74,15 @@ gcraReport = function(p, d, allowed, retry)
 end
 
 -- GCRAUndo gives back n events admitted at now: the TAT moves back by n×T,
--- but never before now; a state that owes nothing at now is returned as it
--- is. (Lua values are never negative: Go's n <= 0 is n = 0.)
+-- but never before now; a state that owes nothing at now, or more than its
+-- capacity (a later delayed admission relies on the events), is returned
+-- as it is. (Lua values are never negative: Go's n <= 0 is n = 0.)
 local function GCRAUndo(s, p, now, n)
   if p.Mode ~= Normal or n == 0 then
     return s
   end
   local d = gcraDebt(s, p, now)
-  if d == 0 then
+  if d == 0 or lt(p.CapN, d) then
     return s
   end
   local refund = mul(n, p.Tn)
@@ -93,6 +94,18 @@ local function GCRAUndo(s, p, now, n)
     return s -- still owing past farFuture, which no step makes: left as it is
   end
   return gcraAt(p, now, rest)
+end
+
+-- GCRADelay (delay.go) decides n events at now as GCRAStep does, except
+-- that a request that would be admitted within maxDelay ns is admitted now,
+-- with RetryAfter the wait, and the TAT moves ahead by n×T.
+local function GCRADelay(s, p, now, n, maxDelay)
+  local next, r = GCRAStep(s, p, now, n)
+  if r.Allowed or lt(maxDelay, r.RetryAfter) or lt(L.MaxSpan, r.RetryAfter) then
+    return next, r
+  end
+  local need = add(gcraDebt(s, p, now), mul(n, p.Tn))
+  return gcraAt(p, now, need), gcraReport(p, need, true, r.RetryAfter)
 end
 
 -- Not in Go: the stored form. "g<At>" when Frac is 0 (always when Td = 1),
@@ -117,5 +130,5 @@ local function gcraEncode(s)
   return 'g' .. fmt(s.At) .. ':' .. fmt(s.Frac)
 end
 
-L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, gcraDebt, gcraZero
-return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, decode = gcraDecode, encode = gcraEncode}
+L.GCRAStep, L.GCRAUndo, L.GCRADelay, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, GCRADelay, gcraDebt, gcraZero
+return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, delay = GCRADelay, decode = gcraDecode, encode = gcraEncode}
