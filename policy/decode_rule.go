@@ -147,6 +147,8 @@ func (d *decoder) ruleOwnField(rd *ruleDecoding, key string, vn *yaml.Node, fpat
 	case "prefetch":
 		rd.prefetchN = vn
 		rd.prefetchVal, _ = d.prefetch(vn, fpath)
+	case "delay":
+		r.Delay, _ = w.duration(vn, fpath, 0)
 	case "shadow":
 		r.Shadow, _ = w.boolean(vn, fpath)
 	case "shared":
@@ -279,7 +281,7 @@ var rulePart = map[string]string{
 	"adaptive_concurrency": "limits", "adaptive_rate": "limits", "lanes": "limits",
 	"tiers": "limits", "tier_key": "limits", "unlimited": "limits",
 	"store": "store", "failure": "store", "shadow": "store", "shared": "store", "prefetch": "prefetch",
-	"exempt": "exempt", "replaces": "replaces",
+	"delay": "delay", "exempt": "exempt", "replaces": "replaces",
 }
 
 func (d *decoder) match(r *Rule, n *yaml.Node, path string) []Matcher {

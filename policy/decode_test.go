@@ -485,6 +485,8 @@ func FuzzParseYAML(f *testing.F) {
 		f.Add([]byte(tc.src))
 	}
 	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
+	f.Add([]byte(delayPolicy))
+	f.Add([]byte("rules:\n  - {name: a, match: k, rate: 1/s burst 3, algorithm: leaky_bucket, delay: 2s}\n  - {name: b, match: j, quota: 5/day, delay: 1s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Parse("f.yaml", data); err != nil {
 			checkPositions(t, err)

@@ -243,7 +243,8 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 		failure = Failure{}
 	}
 	if l.Rate != nil {
-		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v prefetch %d", l.Algorithm, *l.Rate, r.Prefetch), func(c *clayer) error {
+		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v prefetch %d delay %v", l.Algorithm, *l.Rate, r.Prefetch, r.Delay), func(c *clayer) error {
+			c.delay = r.Delay
 			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure, r.Prefetch)
 		})
 		if err != nil {

@@ -169,6 +169,20 @@ type Rule struct {
 	// per-call limit go to the store as they are.
 	Prefetch int64
 
+	// Delay, if not 0, is how long a request may wait for the rule's rate
+	// (its own or its tier's) to admit it, as nginx's limit_req delays
+	// requests: a request beyond the burst whose slot comes within Delay
+	// is admitted with that delay (Decision.Delay) and its slot held, and
+	// the HTTP middleware (NewHTTP) and the gateway hold it until then;
+	// beyond Delay it is refused, holding nothing (see
+	// admit.Request.MaxDelay). nginx's "burst=12 delay=8" at 10r/s is a
+	// burst of 8 and a Delay of 400ms (4 more requests, 100ms apart). It
+	// applies to Rate only (a quota or a cap admits now or not at all), by
+	// GCRA, the token bucket or the leaky bucket, not with Prefetch, and
+	// is at most 10 minutes (a request held that long holds its
+	// connection). Validate refuses anything else.
+	Delay time.Duration
+
 	// Shadow puts the rule in shadow mode: it decides and counts as
 	// usual and its statuses report what it decided, but it never
 	// refuses a request (Status.WouldRefuse says when it would have).
