@@ -131,6 +131,16 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // memory never waits); it is there so that every keyed limiter, in memory
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
+//
+// With r.MaxDelay (GCRA and the buckets), a request that does not fit now
+// but would within r.MaxDelay is admitted with Decision.Delay, the wait
+// for its slot, and Decision.TimeToAct, r.At (or the clock) plus the
+// wait: the key's state moves ahead now, so the slot is held, and the
+// caller waits (admit.Wait) before acting. A request that would wait
+// longer is denied as without r.MaxDelay, holding nothing. A Refund of
+// r.N at TimeToAct gives the slot back if no later delayed request relies
+// on it (it is the key's latest). A negative r.MaxDelay, or one with a
+// window algorithm, is an error wrapping admit.ErrInvalidDelay.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	if r.MaxDelay != 0 {
 		return lim.allowDelay(r)

@@ -132,10 +132,7 @@ func newObserver(o *options) *Observer {
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: o.namespace, Name: name, Help: help, ConstLabels: o.constLabels}
 	}
-	decLabels := []string{"limiter", "rule", "kind", "decision"}
-	if o.keyLabel {
-		decLabels = append(decLabels, "key")
-	}
+	decLabels := decisionLabels(o.keyLabel)
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Requests decided by admit limiters, by limiter, rule (the limiter, rule or layer that decided), kind of limit (rate, concurrency, quota) and decision (allowed, denied); each request counts once whatever its cost.")),
 		decLabels)
@@ -164,22 +161,12 @@ func newObserver(o *options) *Observer {
 	evictions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("evictions_total",
 		"Keys forgotten by limiters: idle (back at full capacity, no decision changes) or pressure (at the cap of keys, a limit was loosened).")),
 		[]string{"limiter", "reason"})
-
-	delays := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace:   o.namespace,
-		Name:        "delay_seconds",
-		Help:        "Delay in seconds of the requests admitted with one (the delay mode: the wait for their slot), by limiter and rule; _count counts the requests delayed.",
-		ConstLabels: o.constLabels,
-		Buckets:     delayBuckets,
-	}, []string{"limiter", "rule"})
-
+	delays := newDelays(o)
 	obs := &Observer{
 		keyLabel:   o.keyLabel,
 		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays},
 	}
-	obs.delay = newTable(2, o.maxSeries, func(k storeKey) prometheus.Observer {
-		return delays.WithLabelValues(labelValue(k.limiter), labelValue(k.op))
-	})
+	obs.delay = delayTable(delays, o.maxSeries)
 	levels := 2
 	if o.keyLabel {
 		levels = 3
@@ -234,6 +221,33 @@ func (o *Observer) Decided(e admit.DecisionEvent) {
 	if e.Decision.Delay > 0 {
 		o.delay.get(storeKey{limiter: e.Limiter, op: e.Decision.Rule}).Observe(e.Decision.Delay.Seconds())
 	}
+}
+
+// decisionLabels returns the labels of admit_decisions_total.
+func decisionLabels(keyLabel bool) []string {
+	if keyLabel {
+		return []string{"limiter", "rule", "kind", "decision", "key"}
+	}
+	return []string{"limiter", "rule", "kind", "decision"}
+}
+
+// newDelays returns admit_delay_seconds.
+func newDelays(o *options) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:   o.namespace,
+		Name:        "delay_seconds",
+		Help:        "Delay in seconds of the requests admitted with one (the delay mode: the wait for their slot), by limiter and rule; _count counts the requests delayed.",
+		ConstLabels: o.constLabels,
+		Buckets:     delayBuckets,
+	}, []string{"limiter", "rule"})
+}
+
+// delayTable returns the series of admit_delay_seconds, by limiter and rule
+// (storeKey's op).
+func delayTable(delays *prometheus.HistogramVec, maxSeries int) *table[storeKey, prometheus.Observer] {
+	return newTable(2, maxSeries, func(k storeKey) prometheus.Observer {
+		return delays.WithLabelValues(labelValue(k.limiter), labelValue(k.op))
+	})
 }
 
 // delayBuckets are the buckets of admit_delay_seconds: 1ms to 10 minutes,

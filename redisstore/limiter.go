@@ -118,6 +118,18 @@ func instant(t time.Time) int64 {
 	return algo.Clamp(timeline.Nanos(t))
 }
 
+// checkRequest returns the compiled limit of r and its MaxDelay in ns, or
+// the error of bad input.
+func (lim *Limiter) checkRequest(r admit.Request) (c *limits.Compiled, maxDelay int64, err error) {
+	if c, err = lim.compiled(r.Limit); err == nil {
+		err = lim.check(r.Key, r.N)
+	}
+	if err == nil && r.MaxDelay != 0 {
+		maxDelay, err = limits.MaxDelay("redisstore", lim.alg, r.MaxDelay)
+	}
+	return c, maxDelay, err
+}
+
 // check refuses bad input.
 func (lim *Limiter) check(key string, n int64) error { return lim.s.checkInput(key, n) }
 
@@ -406,12 +418,7 @@ func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []
 	for i, r := range reqs {
 		q := &ps[i]
 		var maxDelay int64
-		if q.c, q.err = lim.compiled(r.Limit); q.err == nil {
-			q.err = lim.check(r.Key, r.N)
-		}
-		if q.err == nil && r.MaxDelay != 0 {
-			maxDelay, q.err = limits.MaxDelay("redisstore", lim.alg, r.MaxDelay)
-		}
+		q.c, maxDelay, q.err = lim.checkRequest(r)
 		if q.err != nil {
 			q.d, q.done = q.c.Refusal(lim.name), true
 			continue
