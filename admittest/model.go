@@ -313,6 +313,9 @@ func (m *model) slidingWindow(k *modelKey, now, n int64) admit.Decision {
 		d.RetryAfter = until(now, m.slidingRetry(k, start, m.b-n))
 	case n > 0:
 		d.Allowed = true
+		if approx && est.Cmp(ratInt(k.cur)) == 0 {
+			k.prev = 0 // ⌊Prev×(S+W-x)/W⌋ is 0 from x to the window's end
+		}
 		k.cur += n
 		est.Add(est, ratInt(n))
 	default:
