@@ -28,27 +28,33 @@ type SlidingWindow struct {
 // under steady overload B-1 per window (Rate×(B-1)/B), or for B = 1 one
 // event every other window.
 func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
-	return slidingStep(s, p, now, n, 0)
+	return slidingStep(s, p, now, n, false)
 }
 
 // SlidingWindowApproxStep admits n events at now if ⌊Prev×(W-e)/W⌋ + Cur
 // + n <= B, that is if the estimate plus n is below B+1. It decides as
 // SlidingWindowStep otherwise, on the same state, and admits B per window
-// under steady overload.
+// under steady overload. An admission at an instant where the previous
+// window no longer weighs (⌊Prev×(W-e)/W⌋ = 0 for the rest of the window)
+// forgets Prev, so that from ResetAfter on the state is the zero state's.
 func SlidingWindowApproxStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
-	return slidingStep(s, p, now, n, uint64(p.CapN)-1)
+	return slidingStep(s, p, now, n, true)
 }
 
 // slidingStep admits n iff (estimate + n)×W <= B×W + slack, in units:
 // slack 0 is the strict form, W-1 the approximate one (estimate + n < B+1).
 // Remaining is then the largest n that fits, ⌊(B×W + slack - est×W)/W⌋.
-func slidingStep(s SlidingWindow, p *Params, now, n int64, slack uint64) (SlidingWindow, Result) {
+func slidingStep(s SlidingWindow, p *Params, now, n int64, approx bool) (SlidingWindow, Result) {
 	saved := s
 	switch p.Mode {
 	case Unlimited:
 		return s, unlimited()
 	case Closed:
 		return s, closed(n)
+	}
+	var slack uint64
+	if approx {
+		slack = uint64(p.CapN) - 1
 	}
 	k, e := windowOf(p, now)
 	switch {
@@ -73,6 +79,9 @@ func slidingStep(s SlidingWindow, p *Params, now, n int64, slack uint64) (Slidin
 			r = Result{RetryAfter: untilUnits(p, now, s.Win, slidingRetry(s, p, e, n, slack))}
 		} else {
 			s.Cur += n
+			if !from64(slack).less(weighted) {
+				s.Prev = 0 // it weighs nothing from now to the window's end
+			}
 			est = est.add(mul64(uint64(n), capN))
 			saved = s
 		}
