@@ -92,6 +92,7 @@
 // most MaxBlock; under a window, its arrivals until the window ends, when
 // that is longer, since the block lasts that long), and the next block is fetched in the background when the
 // current one is half spent, so a hot key's requests do not wait for the
-// store. Instances only sizes blocks: an instance count that is wrong
+// store. Instances (and SetInstances, for a count of the live instances
+// that changes as a fleet scales, as admit serve keeps) only sizes blocks: an instance count that is wrong
 // changes how much capacity an instance may hold, never the bound.
 package prefetch

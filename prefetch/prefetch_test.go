@@ -366,3 +366,38 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 		t.Errorf("the Observer saw %d decisions, %d allowed; Allow made 500, %d allowed", obs.n.Load(), obs.allowed.Load(), allowed)
 	}
 }
+
+// TestSetInstances: the count of instances sizes the blocks taken after
+// it (half the burst over the count), unless MaxBlock gave their size.
+func TestSetInstances(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{})
+	lim := f.lims[0]
+	if s := lim.Stats(); s.Instances != 1 || s.MaxBlock != 50 {
+		t.Fatalf("one instance: %+v; want blocks of at most 50", s)
+	}
+	lim.SetInstances(5)
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := range 2000 { // 20,000 a second for 100ms
+		if _, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: t0.Add(time.Duration(i) * 50 * time.Microsecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.close(t)
+	s := lim.Stats()
+	if s.Instances != 5 || s.MaxBlock != 10 || s.Blocks == 0 || s.Taken > 10*s.Blocks {
+		t.Errorf("five instances: %+v; want blocks of at most 10", s)
+	}
+	lim.SetInstances(-3)
+	if s := lim.Stats(); s.Instances != 1 || s.MaxBlock != 50 {
+		t.Errorf("SetInstances(-3): %+v; want one instance", s)
+	}
+
+	g := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{MaxBlock: 30})
+	g.lims[0].SetInstances(10)
+	if s := g.lims[0].Stats(); s.Instances != 10 || s.MaxBlock != 30 {
+		t.Errorf("MaxBlock 30, ten instances: %+v; want blocks of 30 still", s)
+	}
+	g.close(t)
+}

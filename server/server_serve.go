@@ -191,6 +191,10 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go s.poll(s.c.ReloadInterval)
 	}
+	if s.fleet != nil {
+		s.wg.Add(1)
+		go s.countFleet()
+	}
 	s.log.Info("serving", "http", addrString(s.HTTPAddr()), "grpc", addrString(s.GRPCAddr()), "admin", addrString(s.AdminAddr()),
 		"debug", addrString(s.DebugAddr()), "gateway", s.gw != nil)
 	return nil
