@@ -51,13 +51,6 @@ func (p *prefetched) Healthy() bool {
 	return !ok || h.Healthy()
 }
 
-func (p *prefetched) Cached(r admit.Request) (admit.Decision, bool) {
-	if c, ok := p.store.(admit.Cacher); ok {
-		return c.Cached(r)
-	}
-	return admit.Decision{}, false
-}
-
 // close closes the Limiter once.
 func (p *prefetched) close(ctx context.Context) error {
 	if p.closed.Swap(true) {

@@ -221,23 +221,8 @@ func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, e
 	e.seen++
 	e.used = max(e.used, now)
 	for waited := false; ; waited = true {
-		if d, ok := l.spend(e, now, r.N); ok {
-			k := l.wantFetch(e, now)
-			e.mu.Unlock()
-			if k > 0 {
-				l.background(r.Key, e, k, r.At, now)
-			}
+		if d, ok := l.fromMemory(e, r, now); ok {
 			return d, nil
-		}
-		if r.N == 1 && now < e.denied {
-			wait := e.denied - now
-			early := l.early(e, now)
-			e.mu.Unlock()
-			l.st.cached.Add(1)
-			if early {
-				l.st.early.Add(1)
-			}
-			return l.denial(time.Duration(wait)), nil
 		}
 		if !e.fetching || waited {
 			break
@@ -260,6 +245,77 @@ func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, e
 	l.startFetch(e)
 	e.mu.Unlock()
 	return l.fetchFor(ctx, r, e, now, k)
+}
+
+// fromMemory decides r at now from e's blocks, or from the denial e
+// remembers, if it can, and then unlocks e.mu (which is held); it keeps
+// e.mu locked when it cannot.
+func (l *Limiter) fromMemory(e *entry, r admit.Request, now int64) (admit.Decision, bool) {
+	if d, ok := l.spend(e, now, r.N); ok {
+		k := l.wantFetch(e, now)
+		e.mu.Unlock()
+		if k > 0 {
+			l.background(r.Key, e, k, r.At, now)
+		}
+		return d, true
+	}
+	if r.N == 1 && now < e.denied {
+		wait := e.denied - now
+		early := l.early(e, now)
+		e.mu.Unlock()
+		l.st.cached.Add(1)
+		if early {
+			l.st.early.Add(1)
+		}
+		return l.denial(time.Duration(wait)), true
+	}
+	return admit.Decision{}, false
+}
+
+// Cached decides r without calling the Store and without blocking, when
+// this instance can: from a block, from a denial it remembers, or from
+// the Store's own cache (if the Store is an admit.Cacher, as
+// redisstore's deny cache); it returns false when only the Store can tell
+// (a cold key, no block at hand, a per-call limit). A decision it returns is as Allow's (an admission
+// spends the block, the Observer is told), so that a compose.Guard around
+// the Limiter decides such requests without bounding a call to the Store
+// by its timeout (it makes the Limiter an admit.Cacher).
+func (l *Limiter) Cached(r admit.Request) (admit.Decision, bool) {
+	if l.closed.Load() || l.strictly || r.N <= 0 || r.N > l.maxBlock.Load() || (r.Limit != (admit.Limit{}) && r.Limit != l.own.Key) {
+		return admit.Decision{}, false
+	}
+	d, ok := l.cached(r)
+	if !ok {
+		return d, false
+	}
+	if l.obs != nil {
+		l.obs.Decided(admit.DecisionEvent{Limiter: l.name, Key: r.Key, N: r.N, Decision: d})
+	}
+	return d, true
+}
+
+// cached is Cached but for the Observer: from this instance's memory of
+// the key, else from the Store's own cache if it has one.
+func (l *Limiter) cached(r admit.Request) (admit.Decision, bool) {
+	if e := l.keys.get(r.Key); e != nil {
+		now := l.at(r.At)
+		e.mu.Lock()
+		e.seen++
+		e.used = max(e.used, now)
+		if d, ok := l.fromMemory(e, r, now); ok {
+			return d, true
+		}
+		e.seen-- // Allow will count it
+		e.mu.Unlock()
+	}
+	if c, ok := l.store.(admit.Cacher); ok {
+		if d, ok := c.Cached(r); ok {
+			l.st.cached.Add(1)
+			d.Rule = l.name
+			return d, true
+		}
+	}
+	return admit.Decision{}, false
 }
 
 // startFetch marks e fetching; e.mu is held.

@@ -401,3 +401,45 @@ func TestSetInstances(t *testing.T) {
 	}
 	g.close(t)
 }
+
+// TestCached: a key with a block is decided from it without the store,
+// as Allow would (the block spent, the Observer told); a key this
+// instance knows nothing of, or a per-call limit, is left to the store.
+func TestCached(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	obs := &decisions{}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{Options: admit.Options{Observer: obs}})
+	lim := f.lims[0]
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 100 * time.Microsecond) }
+	if _, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(0)}); ok {
+		t.Fatal("Cached answered for a key never seen")
+	}
+	for i := range 50 { // warm: a block is taken
+		if _, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: at(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := lim.Stats()
+	hits := 0
+	for i := 50; i < 60; i++ {
+		if d, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(i)}); ok {
+			if !d.Allowed {
+				t.Fatalf("Cached: %+v; want an admission from the block", d)
+			}
+			hits++
+		}
+	}
+	s := lim.Stats()
+	if hits == 0 || s.Local-before.Local != int64(hits) || s.Strict != before.Strict {
+		t.Errorf("%d answers from Cached; local %d -> %d, strict %d -> %d: want them all from blocks", hits, before.Local, s.Local, before.Strict, s.Strict)
+	}
+	if obs.n.Load() != 50+int64(hits) {
+		t.Errorf("the Observer saw %d decisions; want %d", obs.n.Load(), 50+hits)
+	}
+	if _, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(60), Limit: admit.PerSecond(5)}); ok {
+		t.Error("Cached answered a request with a per-call limit")
+	}
+	f.close(t)
+}
