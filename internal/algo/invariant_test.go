@@ -160,9 +160,10 @@ func checkTimeline(t *testing.T, name string, p *Params, m machine, data []byte,
 }
 
 // checkBucketBound checks that every closed interval [a, b] of admitted
-// events holds at most B + ⌊(b-a)/T⌋ events (B + ⌈(b-a)/T⌉ with ceil set:
-// the approximate sliding window's bound).
-func checkBucketBound(t *testing.T, name string, p *Params, ev []event, ceil ...bool) {
+// events holds at most B + ⌊(b-a)/T⌋ events. With ceil set it checks
+// B + ⌈(b-a)/T⌉ + ceil[0] instead (for b > a): the approximate sliding
+// window's bound with 0, the strict one's with -1.
+func checkBucketBound(t *testing.T, name string, p *Params, ev []event, ceil ...int64) {
 	t.Helper()
 	for i := range ev {
 		sum := int64(0)
@@ -170,8 +171,8 @@ func checkBucketBound(t *testing.T, name string, p *Params, ev []event, ceil ...
 			sum += ev[j].n
 			span := ev[j].at - ev[i].at
 			allowed := p.Burst + mul64(uint64(span), uint64(p.Td)).div63(uint64(p.Tn))
-			if len(ceil) > 0 && ceil[0] {
-				allowed = p.Burst + mul64(uint64(span), uint64(p.Td)).ceil63(uint64(p.Tn))
+			if len(ceil) > 0 && span > 0 {
+				allowed = p.Burst + mul64(uint64(span), uint64(p.Td)).ceil63(uint64(p.Tn)) + ceil[0]
 			}
 			if sum > allowed {
 				t.Fatalf("%s %+v: %d events in [%d, %d] > the bound %d", name, p, sum, ev[i].at, ev[j].at, allowed)
@@ -243,7 +244,10 @@ func FuzzInvariants(f *testing.F) {
 				checkLogBound(t, &p, ev)
 				checkBucketBound(t, mk.name, &p, ev)
 			case mk.name == "sliding_window_approx":
-				checkBucketBound(t, mk.name, &p, ev, true)
+				checkBucketBound(t, mk.name, &p, ev, 0)
+			case mk.name == "sliding_window":
+				checkBucketBound(t, mk.name, &p, ev)
+				checkBucketBound(t, mk.name, &p, ev, -1)
 			default:
 				checkBucketBound(t, mk.name, &p, ev)
 			}
