@@ -53,8 +53,11 @@ type slidingWindow struct {
 // against the log on the same traffic.
 //
 // Only an admission changes the state, and an instant earlier than the
-// window of the latest admission counts at that window's start. The
-// limiter is safe for concurrent use.
+// window of the latest admission counts at that window's start. (The
+// approximate form forgets the previous window's count at an admission
+// where it weighs less than one event for the rest of the window, so that
+// the limiter is empty from ResetAfter on; only such an earlier instant
+// can tell.) The limiter is safe for concurrent use.
 func NewSlidingWindow(l Limit, o ...Options) (Limiter, error) {
 	return nonNil(newSlidingWindow("NewSlidingWindow", l, false, o))
 }

@@ -23,7 +23,9 @@ import (
 // leaky buckets judge it as the instant of their latest admission; the
 // window counters count it in their current window (the window of the
 // latest instant a request was admitted at: only an admission changes a
-// state), the sliding window at that window's start; the sliding log judges it as its newest logged instant.
+// state), the sliding window at that window's start (the approximate one
+// having forgotten the previous window's count if an admission found it
+// weighing nothing for the rest of the window); the sliding log judges it as its newest logged instant.
 // Durations always run from the caller's instant.
 //
 // If l is outside the domain documented on admit.Limit (or, for the window
