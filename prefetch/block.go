@@ -24,7 +24,9 @@ func (l *Limiter) holdOf(sent, recv, m int64, d admit.Decision) hold {
 	}
 	if l.sliding {
 		// The count of the current window weighs until the end of the
-		// next one: ResetAfter ends a window later than this one.
+		// next one: ResetAfter ends a window later than this one (the
+		// approximate form's ends up to W/m sooner, m <= its count, so
+		// its block may end that much before the window does: early).
 		reset -= l.ceilW
 	}
 	return hold{left: m, start: recv, end: sent + reset, ok: true}

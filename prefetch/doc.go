@@ -20,7 +20,7 @@
 // fleet admits for a key over any interval of length t are at most
 // B + ⌊t/T⌋ for GCRA and the token and leaky buckets, and at most B in any
 // window for the fixed window; the sliding window keeps its estimate
-// within B at every admission. That is the bound of the algorithm itself,
+// within B at every admission (below B+1 in its approximate form). That is the bound of the algorithm itself,
 // as if one process decided every request. The argument, for GCRA: the
 // shared state hands out slots of the schedule, each T long, and a block
 // is m consecutive slots; a slot starting at v is spent only at an instant

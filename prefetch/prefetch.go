@@ -38,7 +38,7 @@ type Config struct {
 	admit.Options
 
 	// Store is the shared limiter. Its algorithm must be GCRA, a token or
-	// leaky bucket, or a fixed or sliding window: a sliding log stays
+	// leaky bucket, or a fixed or sliding window (either form): a sliding log stays
 	// strict (each of its events has its own expiry, which a block cannot
 	// carry), as do quotas, whose counts must be durable.
 	Store Store
@@ -131,8 +131,8 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{
 		store:    cfg.Store,
-		window:   alg == admit.AlgFixedWindow || alg == admit.AlgSlidingWindow,
-		sliding:  alg == admit.AlgSlidingWindow,
+		window:   alg == admit.AlgFixedWindow || alg == admit.AlgSlidingWindow || alg == admit.AlgSlidingWindowApprox,
+		sliding:  alg == admit.AlgSlidingWindow || alg == admit.AlgSlidingWindowApprox,
 		strictly: own.P.Mode != algo.Normal,
 		own:      own,
 		clock:    defaults.Clock(cfg.Options),

@@ -17,7 +17,7 @@ import (
 	"github.com/admit-go/admit/prefetch"
 )
 
-var prefetched = []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow}
+var prefetched = []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingWindowApprox}
 
 // fleet is several instances prefetching from one shared store.
 type fleet struct {
