@@ -86,6 +86,7 @@ type Server struct {
 	failure   func(code codes.Code) bool
 	cache     partCache
 	memo      refusalMemo
+	jitter    admit.Jitter
 }
 
 // NewServer returns a Server configured by cfg deciding each call with lim
@@ -158,6 +159,7 @@ func newServer(cfg *Config) (*Server, error) {
 		maxKeyLen: cfg.MaxKeyLength,
 		onError:   cfg.OnError,
 		failure:   cfg.Failure,
+		jitter:    cfg.RetryJitter,
 	}
 	if s.maxKeyLen == 0 {
 		s.maxKeyLen = defaultMaxKeyLength
@@ -262,6 +264,9 @@ func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) 
 	if !d.Allowed {
 		if h != nil {
 			h.Release()
+		}
+		if s.jitter.Fraction > 0 {
+			d = s.jitter.Apply(d)
 		}
 		return s.memo.refusal(&d, d.Rule, &s.cache)
 	}
