@@ -252,6 +252,7 @@ func (d *decoder) build(s *limitsSpec, alg admit.Algorithm) Limits {
 		switch {
 		case s.items != nil:
 			w.fail(s.burstN, s.burstPath, "burst with a list of rates: give each rate its burst in its text (rate: [10/s burst 20, 300/min])")
+		case s.rate == nil:
 			w.fail(s.burstN, s.burstPath, "burst without a rate")
 		case s.rate.hasBurst:
 			w.fail(s.burstN, s.burstPath, "burst given twice: in the rate %q and here", l.Rate.String())
