@@ -67,8 +67,10 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 // `"name";r=remaining;t=seconds` (such as `"api";r=0;t=5`; t is the
 // retry-after, absent with it), and "ratelimit-policy",
 // `"name";q=quota;w=window-seconds` (such as `"api";q=100;w=60`; for a
-// concurrency limit, `"name";q=slots;qu="concurrent-requests"`). A
-// limiter error fails the call with codes.Unavailable, unless
+// concurrency limit, `"name";q=slots;qu="concurrent-requests"`).
+// Config.RetryJitter spreads the retry times of refusals over [t, t+j]
+// (see admit.Jitter; off by default): the RetryInfo and the trailers
+// then say the jittered time. A limiter error fails the call with codes.Unavailable, unless
 // Config.FailOpen admits it; a call whose context ended fails with its
 // context's code.
 //
