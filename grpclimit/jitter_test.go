@@ -1,10 +1,8 @@
 package grpclimit
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,13 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (s *lockedSource) Uint64() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.src.Uint64()
-}
-
 // TestRetryJitter: refusals of one instant are told retry times spread
 // over [12s, 18s] (Fraction 0.5 of the exact 12s), never earlier, with the
 // RetryInfo and the trailers agreeing.
 func TestRetryJitter(t *testing.T) {
 	clk := admittest.NewManualClock(admittest.Epoch)
 	lim := newKeyed(t, admit.PerMinute(5), clk, "api")
-	s, err := NewServer(lim, MetadataKey("X-API-Key"), Config{RetryJitter: admit.Jitter{Fraction: 0.5, Source: &lockedSource{src: rand.NewPCG(1, 1)}}})
+	s, err := NewServer(lim, MetadataKey("X-API-Key"), Config{RetryJitter: admit.Jitter{Fraction: 0.5, Source: admittest.Source(1, 1)}})
 	if err != nil {
 		t.Fatal(err)
 	}

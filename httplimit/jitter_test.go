@@ -2,10 +2,8 @@ package httplimit
 
 import (
 	"encoding/json"
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,18 +11,6 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/keyed"
 )
-
-// lockedSource is a seeded source safe for the middleware's goroutines.
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (s *lockedSource) Uint64() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.src.Uint64()
-}
 
 // windowLimiter is a fixed window of 5 a minute, on a manual clock, keyed
 // by the header X-Client (a key source the client controls).
@@ -44,7 +30,7 @@ func windowLimiter(t *testing.T) (*keyed.Limiter, *admittest.ManualClock) {
 // exact one plus j, and refusals at one instant are told different times.
 func TestRetryJitter(t *testing.T) {
 	lim, clk := windowLimiter(t)
-	src := &lockedSource{src: rand.NewPCG(7, 11)}
+	src := admittest.Source(7, 11)
 	m := mustNew(t, lim, Header("X-Client"), Config{RetryJitter: admit.Jitter{Fraction: 0.5, Source: src}})
 	h := m.Handler(&okHandler{})
 	for range 5 {
@@ -129,7 +115,7 @@ func TestRetryJitterGivesNoMore(t *testing.T) {
 		}
 		return codes, perWindow
 	}
-	on := admit.Jitter{Fraction: 1, Source: &lockedSource{src: rand.NewPCG(3, 5)}}
+	on := admit.Jitter{Fraction: 1, Source: admittest.Source(3, 5)}
 	offCodes, _ := run(admit.Jitter{}, false)
 	onCodes, _ := run(on, false)
 	admitted := 0

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,17 +23,6 @@ import (
 
 // jitterPolicy is a fixed window of 5 a minute per user.
 const jitterPolicy = "domain: api\nrules:\n  - name: per-user\n    match: user\n    algorithm: fixed_window\n    rate: 5/min\n"
-
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (s *lockedSource) Uint64() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.src.Uint64()
-}
 
 // jitterServer starts a Server enforcing jitterPolicy on a manual clock
 // at a whole minute + 20s, after the user's 5 admissions: a refusal's
@@ -122,7 +109,7 @@ func TestRetryJitterRLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := admittest.NewManualClock(admittest.Epoch.Add(20 * time.Second))
-	j := admit.Jitter{Fraction: 0.5, Source: &lockedSource{src: rand.NewPCG(4, 2)}}
+	j := admit.Jitter{Fraction: 0.5, Source: admittest.Source(4, 2)}
 	s := startServer(t, withPolicy(p), withEngine(policy.Config{Options: admit.Options{Clock: clock}, RetryJitter: j}))
 	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
