@@ -192,7 +192,7 @@ var badCases = []struct {
 		[]string{`p.yaml:1:1: no rules: want rules (with domain), or domains`}},
 	{"unknown field", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: bogus\n    colour: red\n",
 		[]string{
-			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)`,
+			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_window_approx, sliding_log)`,
 			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, tiers, tier_key, unlimited, store, failure, prefetch, delay, shadow, exempt, shared, replaces)`,
 		}},
 	{"bad rate", "rules:\n  - name: a\n    match: k\n    rate: 10/x\n",
@@ -484,6 +484,10 @@ func FuzzParseYAML(f *testing.F) {
 	for _, tc := range prefetchBad {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range ratesBad {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte("tier_tables:\n  p:\n    default: a\n    tiers:\n      a: {rate: [10/s burst 20, 300/min]}\n      b: {extends: a, rate: [1/s, 30/h]}\nrules:\n  - {name: t, match: k, tiers: p}\n  - {name: u, match: j, rate: [3/s, 5/min, 100/day], algorithm: sliding_window}\n"))
 	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
 	f.Add([]byte(delayPolicy))
 	f.Add([]byte("rules:\n  - {name: a, match: k, rate: 1/s burst 3, algorithm: leaky_bucket, delay: 2s}\n  - {name: b, match: j, quota: 5/day, delay: 1s}\n"))

@@ -48,7 +48,8 @@ func TestParseDelayBad(t *testing.T) {
 		"  - {name: d, match: k4, concurrency: 5, delay: 1s}\n" +
 		"  - {name: e, match: k5, rate: 1/s, algorithm: fixed_window, delay: 1s}\n" +
 		"  - {name: f, match: k6, rate: 1/s, store: redis, prefetch: auto, delay: 1s}\n" +
-		"  - {name: g, match: k7, rate: 1/s, delay: soon}\n"
+		"  - {name: g, match: k7, rate: 1/s, delay: soon}\n" +
+		"  - {name: h, match: k8, rate: [1/s, 10/min], delay: 1s}\n"
 	_, err := parseAdmit("p.yaml", []byte(src))
 	if err == nil {
 		t.Fatal("loaded")
@@ -61,6 +62,7 @@ func TestParseDelayBad(t *testing.T) {
 		`p.yaml:6:69: rules[4].delay: delay on a rule with a fixed_window rate: only gcra, token_bucket and leaky_bucket can hold a slot ahead`,
 		`p.yaml:7:74: rules[5].delay: delay with prefetch: a block is spent at once, it cannot hold a slot ahead (drop prefetch, or the delay)`,
 		`p.yaml:8:44: rules[6].delay: want a duration (50ms, 30s, 1m), got "soon"`,
+		`p.yaml:9:54: rules[7].delay: delay on a rule with several rates: their limiter admits now or not at all (give the rule one rate, or split it)`,
 	}
 	if got := err.Error(); got != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))

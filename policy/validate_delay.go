@@ -36,8 +36,12 @@ func (v *validator) ruleDelay(r *Rule, src *source) {
 // a slot of a rate ahead, which only GCRA and the buckets can.
 func delayable(r *Rule) string {
 	check := func(l *Limits, what string) (rated bool, why string) {
+		// (what names a tier, "tier \"x\" has ", or nothing for the rule.)
 		if l.Rate == nil {
 			return false, ""
+		}
+		if len(l.Rates) > 0 {
+			return true, what + "several rates: their limiter admits now or not at all (give the rule one rate, or split it)"
 		}
 		switch l.Algorithm {
 		case admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket:

@@ -507,3 +507,51 @@ func TestLayersBadInput(t *testing.T) {
 		t.Errorf("after the refusals: %+v %v", d, err)
 	}
 }
+
+// TestDenyCacheForgetsOnRoom: a sliding log drops its expired entries at
+// every decision, so a decision with room for one event (here a request
+// above the burst, at a later instant) ends a remembered denial; a caller's
+// instant that then goes back before the dropped entries finds room, as
+// the step function says. (Found by TestDifferentialStandalone.)
+func TestDenyCacheForgetsOnRoom(t *testing.T) {
+	l := admit.Limit{Rate: 1, Period: time.Second, Burst: 1} // the log's window: 1s
+	lim := factory(standalone, redisstore.Config{})(t, admit.AlgSlidingLog, l)
+	model := admittest.Model(admit.AlgSlidingLog, l)
+	at := func(d time.Duration) time.Time { return admittest.Epoch.Add(d) }
+	for i, r := range []admit.Request{
+		{Key: "k", N: 1, At: at(10 * time.Second)},                      // logged at 10s
+		{Key: "k", N: 1, At: at(time.Second)},                           // judged at 10s: denied until 11s (cached)
+		{Key: "k", N: 2, At: at(11 * time.Second)},                      // above the burst; drops the entry of 10s
+		{Key: "k", N: 1, At: at(10*time.Second + 500*time.Millisecond)}, // an empty log: admitted
+	} {
+		got, err := lim.Allow(t.Context(), r)
+		want, _ := model.Allow(t.Context(), r)
+		if err != nil || got != want {
+			t.Fatalf("request %d %+v: %+v, %v; the model: %+v", i, r, got, err, want)
+		}
+	}
+}
+
+// AllowLayers decides at the instant it is given (it used to send its
+// all-or-nothing call without it, deciding on Redis's clock): the same
+// instant repeated gives exact figures, the ones Limiter.Allow gives.
+func TestLayersAtInstant(t *testing.T) {
+	for name, c := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, c(t), redisstore.Config{})
+			sec, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "sec"}, Limit: admit.PerSecond(3)})
+			min, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "min"}, Limit: admit.PerMinute(5)})
+			at := admittest.At(time.Hour) // far from Redis's clock
+			for i := range 3 {
+				d, all, err := s.AllowLayers(t.Context(), admit.Request{Key: "k", N: 1, At: at}, []redisstore.Layer{{Limiter: sec, Key: "k"}, {Limiter: min, Key: "k"}}, nil)
+				if err != nil || !d.Allowed || d.ResetAfter != time.Duration(i+1)*time.Second/3+1 && i != 2 || all[1].ResetAfter != time.Duration(i+1)*12*time.Second {
+					t.Fatalf("request %d at one instant: %+v %+v %v", i, d, all, err)
+				}
+			}
+			d, err := sec.Allow(t.Context(), admit.Request{Key: "k", N: 0, At: at})
+			if err != nil || d.Remaining != 0 || d.ResetAfter != time.Second {
+				t.Fatalf("the layer's state read by its limiter at the same instant: %+v %v", d, err)
+			}
+		})
+	}
+}
