@@ -348,14 +348,9 @@ func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *htt
 		m.unkeyed(next, w, r, "", n, errKeyTooLong)
 		return
 	}
-	var d admit.Decision
-	if m.maxDelay > 0 && !m.shadow {
-		d, err = admit.Wait(r.Context(), m.lim, admit.Request{Key: key, N: n, MaxDelay: m.maxDelay}, nil)
-		if err != nil && d.Allowed {
-			return // the client went away while it waited (its slot was given back)
-		}
-	} else {
-		d, err = m.lim.Allow(r.Context(), admit.Request{Key: key, N: n, MaxDelay: m.maxDelay})
+	d, gone, err := m.allowKeyed(r, key, n)
+	if gone {
+		return
 	}
 	if err != nil {
 		m.failed(next, w, r, key, n, &d, err)
