@@ -10,6 +10,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/defaults"
+	"github.com/admit-go/admit/internal/limits"
 	"github.com/admit-go/admit/internal/timeline"
 )
 
@@ -83,7 +84,7 @@ type Share struct {
 	sweepAt int // sweep the tenants when a new one comes at this many
 	max     int
 	weight  func(string) int64
-	budget  admit.Limit
+	budget  *limits.Compiled
 	name    string
 	clock   admit.Clock
 	sys     bool
@@ -96,7 +97,6 @@ var (
 
 // Defaults of ShareConfig's fields.
 const (
-	defaultIdle       = time.Second
 	defaultMaxTenants = 100_000
 	minSweep          = 64
 )
@@ -107,7 +107,7 @@ const (
 // invalid, unlimited or zero, and admit.ErrInvalidConfig for another field
 // outside its domain.
 func NewShare(cfg ShareConfig) (*Share, error) {
-	sp, budget, err := cfg.params()
+	c, sp, err := limits.Share(cfg.Budget, cfg.Idle)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func NewShare(cfg ShareConfig) (*Share, error) {
 		sweepAt: minSweep,
 		max:     cfg.MaxTenants,
 		weight:  cfg.Weight,
-		budget:  budget,
+		budget:  c,
 		name:    cfg.Name,
 		clock:   clock,
 		sys:     clock == admit.SystemClock,
@@ -130,46 +130,6 @@ func NewShare(cfg ShareConfig) (*Share, error) {
 		s.max = defaultMaxTenants
 	}
 	return s, nil
-}
-
-// params checks the budget and Idle of cfg and compiles them, and returns
-// the budget with its Burst filled in.
-func (cfg *ShareConfig) params() (algo.ShareParams, admit.Limit, error) {
-	b := cfg.Budget
-	if err := b.Validate(); err != nil {
-		return algo.ShareParams{}, b, err
-	}
-	if b.Rate == admit.Inf || b.Rate == 0 {
-		return algo.ShareParams{}, b, fmt.Errorf("%w: budget %v: want a positive, limited rate", admit.ErrInvalidLimit, b)
-	}
-	if b.Burst == 0 {
-		b.Burst = b.Rate
-	}
-	idle := cfg.Idle
-	if idle == 0 {
-		idle = defaultIdle
-	}
-	if idle < 2 || idle > time.Hour {
-		return algo.ShareParams{}, b, fmt.Errorf("%w: fair: Idle %v: want 2ns to 1h (or 0 for 1s)", admit.ErrInvalidConfig, cfg.Idle)
-	}
-	p, err := algo.Compile(b.Rate, int64(b.Period), b.Burst)
-	if err != nil {
-		return algo.ShareParams{}, b, fmt.Errorf("%w: %v", admit.ErrInvalidLimit, err)
-	}
-	keep := (b.Burst + 1) / 2
-	return algo.ShareParams{P: p, LendN: (b.Burst - keep) * p.Tn, Window: int64(idle / 2)}, b, nil
-}
-
-// weightOf returns the weight of tenant, checked.
-func weightOf(f func(string) int64, tenant string) (int64, error) {
-	if f == nil {
-		return 1, nil
-	}
-	w := f(tenant)
-	if w < 1 || w > algo.ShareMaxWeight {
-		return 0, fmt.Errorf("%w: fair: invalid weight %d of tenant %q: want 1 to %d", admit.ErrInvalidConfig, w, truncate(tenant), algo.ShareMaxWeight)
-	}
-	return w, nil
 }
 
 func (s *Share) now(t time.Time) int64 {
@@ -193,11 +153,11 @@ func (s *Share) now(t time.Time) int64 {
 // held and none can be forgotten (admit.ErrTooManyKeys). Allow makes Share
 // an admit.KeyedLimiter.
 func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
-	refusal := admit.Decision{Limit: s.budget, RetryAfter: admit.InfDuration, Rule: s.name}
+	refusal := s.budget.Refusal(s.name)
 	if req.N < 0 {
 		return refusal, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, req.N)
 	}
-	w, err := weightOf(s.weight, req.Key)
+	w, err := limits.Weight(s.weight, req.Key)
 	if err != nil {
 		return refusal, err
 	}
@@ -217,14 +177,7 @@ func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 		s.tenants[req.Key] = t2
 	}
 	s.mu.Unlock()
-	return admit.Decision{
-		Allowed:    r.Allowed,
-		Limit:      s.budget,
-		Remaining:  r.Remaining,
-		RetryAfter: time.Duration(r.RetryAfter),
-		ResetAfter: time.Duration(r.ResetAfter),
-		Rule:       s.name,
-	}, nil
+	return s.budget.Decision(r, s.name), nil
 }
 
 // sweep forgets the tenants whose state decides as a new tenant's would
@@ -249,7 +202,7 @@ func (s *Share) Refund(ctx context.Context, req admit.Request) error {
 	if req.N < 0 {
 		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, req.N)
 	}
-	w, err := weightOf(s.weight, req.Key)
+	w, err := limits.Weight(s.weight, req.Key)
 	if err != nil {
 		return err
 	}
