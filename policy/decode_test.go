@@ -485,6 +485,10 @@ func FuzzParseYAML(f *testing.F) {
 		f.Add([]byte(tc.src))
 	}
 	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
+	for _, c := range shareBad {
+		f.Add([]byte(shareRule(c.body)))
+	}
+	f.Add([]byte(shareRule("    rate: 10/s burst 4\n    share: {key: route, weights: {a: 3, b: 1048576}, default: 2, idle: 10ms}\n    shared: true\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Parse("f.yaml", data); err != nil {
 			checkPositions(t, err)

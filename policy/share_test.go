@@ -124,35 +124,40 @@ func TestShareFallback(t *testing.T) {
 	}
 }
 
+// shareRule is a policy of one rule of match [route, tenant] and body.
+func shareRule(body string) string {
+	return "domain: api\ntier_tables:\n  plans: {default: free, tiers: {free: {rate: 1/s}}}\nrules:\n  - name: r\n    match: [route, tenant]\n" + body
+}
+
+// shareBad are share: rules check-config refuses, and the error of each.
+var shareBad = []struct{ body, want string }{
+	{"    rate: 10/s\n    share: {weights: {acme: -1}}\n", "share.yaml:8:29: rules[0].share.weights.acme: -1 is negative"},
+	{"    rate: 10/s\n    share: {weights: {acme: 0}}\n", "share.yaml:8:29: rules[0].share.weights.acme: 0 is too small (the minimum is 1)"},
+	{"    rate: 10/s\n    share: {weights: {acme: 2000000}}\n", "share.yaml:8:29: rules[0].share.weights.acme: 2000000 is too large (the maximum is 1048576)"},
+	{"    rate: 10/s\n    share: {default: 0}\n", "share.yaml:8:22: rules[0].share.default: 0 is too small (the minimum is 1)"},
+	{"    rate: 10/s\n    share: {idle: 2h}\n", "share.yaml:8:19: rules[0].share.idle: idle 2h0m0s is too long (the maximum is 1h)"},
+	{"    rate: 10/s\n    share: {color: red}\n", "share.yaml:8:13: rules[0].share.color: unknown field"},
+	{"    rate: 10/s\n    share: {key: user}\n", "share.yaml:8:18: rules[0].share.key: no match entry has key \"user\", whose value would be the tenant"},
+	{"    quota: 10/day\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides a rate among tenants and limits by nothing else: a quota is not shared by weights; put the quota in a rule of its own"},
+	{"    concurrency: 10\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides a rate among tenants and limits by nothing else: a concurrency cap is not shared by weights"},
+	{"    rate: 10/s\n    quota: 10/day\n    share: {}\n", "rules[0].share: share divides a rate among tenants and limits by nothing else: a quota"},
+	{"    tiers: plans\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides the rule's own rate among tenants, and a rule with tiers has none"},
+	{"    rate: 10/s\n    algorithm: fixed_window\n    share: {}\n", "share.yaml:8:16: rules[0].algorithm: a shared rate is decided by gcra, not fixed_window"},
+	{"    rate: 10/s\n    store: redis\n    prefetch: auto\n    share: {}\n", "rules[0].prefetch: prefetch on a rule with share"},
+}
+
 // TestShareErrors: check-config's errors for share:, each at its file,
 // line and field.
 func TestShareErrors(t *testing.T) {
-	rule := func(body string) string {
-		return "domain: api\ntier_tables:\n  plans: {default: free, tiers: {free: {rate: 1/s}}}\nrules:\n  - name: r\n    match: [route, tenant]\n" + body
-	}
-	cases := []struct{ body, want string }{
-		{"    rate: 10/s\n    share: {weights: {acme: -1}}\n", "share.yaml:8:29: rules[0].share.weights.acme: -1 is negative"},
-		{"    rate: 10/s\n    share: {weights: {acme: 0}}\n", "share.yaml:8:29: rules[0].share.weights.acme: 0 is too small (the minimum is 1)"},
-		{"    rate: 10/s\n    share: {weights: {acme: 2000000}}\n", "share.yaml:8:29: rules[0].share.weights.acme: 2000000 is too large (the maximum is 1048576)"},
-		{"    rate: 10/s\n    share: {default: 0}\n", "share.yaml:8:22: rules[0].share.default: 0 is too small (the minimum is 1)"},
-		{"    rate: 10/s\n    share: {idle: 2h}\n", "share.yaml:8:19: rules[0].share.idle: idle 2h0m0s is too long (the maximum is 1h)"},
-		{"    rate: 10/s\n    share: {color: red}\n", "share.yaml:8:13: rules[0].share.color: unknown field"},
-		{"    rate: 10/s\n    share: {key: user}\n", "share.yaml:8:18: rules[0].share.key: no match entry has key \"user\", whose value would be the tenant"},
-		{"    quota: 10/day\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides a rate among tenants and limits by nothing else: a quota is not shared by weights; put the quota in a rule of its own"},
-		{"    concurrency: 10\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides a rate among tenants and limits by nothing else: a concurrency cap is not shared by weights"},
-		{"    rate: 10/s\n    quota: 10/day\n    share: {}\n", "rules[0].share: share divides a rate among tenants and limits by nothing else: a quota"},
-		{"    tiers: plans\n    share: {}\n", "share.yaml:8:12: rules[0].share: share divides the rule's own rate among tenants, and a rule with tiers has none"},
-		{"    rate: 10/s\n    algorithm: fixed_window\n    share: {}\n", "share.yaml:8:16: rules[0].algorithm: a shared rate is decided by gcra, not fixed_window"},
-		{"    rate: 10/s\n    store: redis\n    prefetch: auto\n    share: {}\n", "rules[0].prefetch: prefetch on a rule with share"},
-	}
+	cases := shareBad
 	for _, c := range cases {
-		_, err := Parse("share.yaml", []byte(rule(c.body)))
+		_, err := Parse("share.yaml", []byte(shareRule(c.body)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s\ngot  %v\nwant %s", c.body, err, c.want)
 		}
 	}
 	// A Policy built in Go is checked alike.
-	p, err := Parse("share.yaml", []byte(rule("    rate: 10/s\n    share: {}\n")))
+	p, err := Parse("share.yaml", []byte(shareRule("    rate: 10/s\n    share: {}\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
