@@ -12,11 +12,12 @@ import (
 )
 
 // sources holds the script's parts. Decide is a prelude defining import,
-// whose branches are the modules: every file but fast.lua and main.lua, each
+// whose branches are the modules: every file but the top-level ones, each
 // the body of a function run at most once per call, on the first import of
 // it (modules share their exports through the table L). A call thus builds
 // the closures of the modules it uses and no others: EVALSHA runs the whole
-// chunk every time. fast.lua and main.lua follow at the chunk's top level.
+// chunk every time. fast.lua, main.lua and entry.lua follow at the
+// chunk's top level.
 //
 //go:embed *.lua
 var sources embed.FS
@@ -53,13 +54,13 @@ local function import(name)
 // package composed into one chunk, so that one EVALSHA decides any number
 // of keys with any algorithms. The package documentation describes its
 // calling convention.
-var Decide = compose(modules, "fast", "main")
+var Decide = compose(modules, "fast", "main", "entry")
 
 // Share is the source of the script of a budget shared by weights
 // (redisstore's Share): the modules lib, params, gcra and share, and
-// sharemain.lua at the top level. share.go describes its calling
+// sharemain.lua and entry.lua at the top level. share.go describes its calling
 // convention.
-var Share = compose([]string{"lib", "params", "gcra", "share"}, "sharemain")
+var Share = compose([]string{"lib", "params", "gcra", "share"}, "sharemain", "entry")
 
 // compose returns the prelude with mods as the branches of import, then
 // the files tops at the chunk's top level.

@@ -87,19 +87,3 @@ local function run()
   end
   return {fmt(now), r.Allowed and 1 or 0, out(r.Remaining), out(r.RetryAfter), out(r.ResetAfter)}
 end
-
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis < 5: replicate effects, since TIME is read
-end
-local ok, res = pcall(run)
-if ok then
-  return res
-end
-if type(res) == 'table' then
-  return res -- an error of redis.call, as Redis gave it
-end
-res = tostring(res)
-if string.sub(res, 1, 7) ~= 'admit: ' then
-  res = 'admit: internal error: ' .. res
-end
-return redis.error_reply(res)
