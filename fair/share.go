@@ -80,7 +80,7 @@ type Share struct {
 	mu      sync.Mutex
 	sp      algo.ShareParams
 	st      algo.ShareBudget
-	tenants map[string]algo.ShareTenant
+	tenants map[string]*algo.ShareTenant // never assigned to again: see Allow
 	sweepAt int // sweep the tenants when a new one comes at this many
 	max     int
 	weight  func(string) int64
@@ -117,7 +117,7 @@ func NewShare(cfg ShareConfig) (*Share, error) {
 	clock := defaults.Clock(cfg.Options)
 	s := &Share{
 		sp:      sp,
-		tenants: make(map[string]algo.ShareTenant),
+		tenants: make(map[string]*algo.ShareTenant),
 		sweepAt: minSweep,
 		max:     cfg.MaxTenants,
 		weight:  cfg.Weight,
@@ -163,18 +163,24 @@ func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 	}
 	now := algo.Clamp(s.now(req.At))
 	s.mu.Lock()
-	t, known := s.tenants[req.Key]
-	if !known && req.N > 0 && len(s.tenants) >= s.sweepAt && !s.sweep(now) {
+	var t algo.ShareTenant
+	p := s.tenants[req.Key]
+	if p != nil {
+		t = *p
+	} else if req.N > 0 && len(s.tenants) >= s.sweepAt && !s.sweep(now) {
 		s.mu.Unlock()
 		return refusal, fmt.Errorf("%w: fair: %d tenants of a share, none idle", admit.ErrTooManyKeys, len(s.tenants))
 	}
 	b, t2, r := algo.ShareStep(s.st, t, &s.sp, now, req.N, w)
 	s.st = b
-	if t2 != t {
-		if !known {
-			req.Key = strings.Clone(req.Key)
-		}
-		s.tenants[req.Key] = t2
+	switch {
+	case p != nil:
+		// Through the pointer: assigning to the map again would make it
+		// keep the caller's string as the key (Go updates string keys),
+		// which may be a buffer the caller reuses.
+		*p = t2
+	case t2 != t:
+		s.tenants[strings.Clone(req.Key)] = &t2
 	}
 	s.mu.Unlock()
 	return s.budget.Decision(r, s.name), nil
@@ -208,11 +214,15 @@ func (s *Share) Refund(ctx context.Context, req admit.Request) error {
 	}
 	now := algo.Clamp(s.now(req.At))
 	s.mu.Lock()
-	t, known := s.tenants[req.Key]
+	var t algo.ShareTenant
+	p := s.tenants[req.Key]
+	if p != nil {
+		t = *p
+	}
 	b, t2 := algo.ShareUndo(s.st, t, &s.sp, now, req.N, w)
 	s.st = b
-	if known {
-		s.tenants[req.Key] = t2
+	if p != nil {
+		*p = t2
 	}
 	s.mu.Unlock()
 	return nil

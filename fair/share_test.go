@@ -2,8 +2,11 @@ package fair
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
@@ -28,4 +31,47 @@ func TestShareWeighted(t *testing.T) {
 		d, err := s.Allow(ctx, admit.Request{Key: tenant, N: 1, At: admittest.At(at)})
 		return d.Allowed, err
 	})
+}
+
+// TestShareKeepsItsKeys: a tenant given as a string over a buffer the
+// caller reuses (as the policy engine's scratch keys are) is kept under a
+// copy: changing the buffer changes no tenant.
+func TestShareKeepsItsKeys(t *testing.T) {
+	s := mustShare(t, ShareConfig{Budget: admit.PerSecond(10)})
+	buf := []byte("a")
+	key := unsafe.String(&buf[0], len(buf))
+	for i := range 3 {
+		if _, err := s.Allow(context.Background(), admit.Request{Key: key, N: 1, At: admittest.At(time.Duration(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf[0] = 'b'
+	if p := s.tenants["a"]; p == nil || p.Seen == 0 || len(s.tenants) != 1 {
+		t.Errorf("tenant a lost when its caller's buffer changed: %v", s.tenants)
+	}
+}
+
+// TestShareForgets: tenants idle and full are forgotten as new ones come,
+// which changes no decision; a Share at MaxTenants active ones refuses a
+// new tenant with admit.ErrTooManyKeys.
+func TestShareForgets(t *testing.T) {
+	s := mustShare(t, ShareConfig{Budget: admit.PerSecond(1000), MaxTenants: 100})
+	ctx := context.Background()
+	for i := range 1000 {
+		at := admittest.At(time.Duration(i) * 10 * time.Millisecond)
+		if _, err := s.Allow(ctx, admit.Request{Key: fmt.Sprint("t", i), N: 1, At: at}); err != nil {
+			t.Fatalf("tenant %d: %v", i, err)
+		}
+	}
+	if n := len(s.tenants); n > 200 {
+		t.Errorf("%d tenants held, want those of the last second or so", n)
+	}
+	full := mustShare(t, ShareConfig{Budget: admit.PerSecond(1000), MaxTenants: 100})
+	var err error
+	for i := 0; err == nil && i < 200; i++ {
+		_, err = full.Allow(ctx, admit.Request{Key: fmt.Sprint("t", i), N: 1, At: admittest.Epoch})
+	}
+	if !errors.Is(err, admit.ErrTooManyKeys) {
+		t.Errorf("200 active tenants at MaxTenants 100: %v", err)
+	}
 }
