@@ -81,7 +81,7 @@ type Share struct {
 	sp      algo.ShareParams
 	st      algo.ShareBudget
 	tenants map[string]*algo.ShareTenant // never assigned to again: see Allow
-	sweepAt int // sweep the tenants when a new one comes at this many
+	sweepAt int                          // sweep the tenants when a new one comes at this many
 	max     int
 	weight  func(string) int64
 	budget  *limits.Compiled
