@@ -28,6 +28,12 @@ const (
 	AlgSlidingWindow
 	// AlgSlidingLog logs each admitted event's instant (see NewSlidingLog).
 	AlgSlidingLog
+	// AlgSlidingWindowApprox is the sliding-window counter in the
+	// "estimate < limit" form of Cloudflare's description: it admits the
+	// full rate under steady overload where AlgSlidingWindow admits one
+	// event less per window, and may admit one event more than the bucket
+	// bound (see NewSlidingWindow). New(AlgSlidingWindowApprox, l) makes one.
+	AlgSlidingWindowApprox
 )
 
 var algorithmNames = [...]string{
@@ -37,16 +43,18 @@ var algorithmNames = [...]string{
 	AlgFixedWindow:   "fixed_window",
 	AlgSlidingWindow: "sliding_window",
 	AlgSlidingLog:    "sliding_log",
+
+	AlgSlidingWindowApprox: "sliding_window_approx",
 }
 
 // Algorithms lists every Algorithm, in the order of their constants.
 func Algorithms() []Algorithm {
-	return []Algorithm{AlgGCRA, AlgTokenBucket, AlgLeakyBucket, AlgFixedWindow, AlgSlidingWindow, AlgSlidingLog}
+	return []Algorithm{AlgGCRA, AlgTokenBucket, AlgLeakyBucket, AlgFixedWindow, AlgSlidingWindow, AlgSlidingLog, AlgSlidingWindowApprox}
 }
 
 // String returns the algorithm's name as ParseAlgorithm reads it:
 // "gcra", "token_bucket", "leaky_bucket", "fixed_window", "sliding_window",
-// "sliding_log".
+// "sliding_log", "sliding_window_approx".
 func (a Algorithm) String() string {
 	if int(a) < len(algorithmNames) {
 		return algorithmNames[a]
@@ -64,12 +72,13 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(a), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", ErrInvalidConfig, truncate(s))
+	return 0, fmt.Errorf("%w: unknown algorithm %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log, sliding_window_approx)", ErrInvalidConfig, truncate(s))
 }
 
 // Limiter is the surface every single-key limiter of this package shares:
 // what New, NewLeakyBucket and the constructors of the window algorithms
-// (NewFixedWindow, NewSlidingWindow, NewSlidingLog) return. GCRA and
+// (NewFixedWindow, NewSlidingWindow, NewSlidingLog) return; New alone makes
+// the approximate sliding window (AlgSlidingWindowApprox). GCRA and
 // TokenBucket implement it and have more (reservations, waits, tokens).
 // All implementations are safe for concurrent use.
 type Limiter interface {
@@ -112,6 +121,8 @@ func New(a Algorithm, l Limit, o ...Options) (Limiter, error) {
 		lim, err = nonNil(NewSlidingWindow(l, o...))
 	case AlgSlidingLog:
 		lim, err = nonNil(NewSlidingLog(l, o...))
+	case AlgSlidingWindowApprox:
+		lim, err = nonNil(newSlidingWindow("New", l, true, o))
 	default:
 		err = fmt.Errorf("%w: unknown algorithm %v", ErrInvalidConfig, a)
 	}

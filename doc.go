@@ -29,7 +29,10 @@
 //     ("1000 per calendar minute"); it lets twice the burst through at a
 //     window edge.
 //   - NewSlidingWindow when you want window counting without the edge burst,
-//     in two counters per key.
+//     in two counters per key; New(AlgSlidingWindowApprox, l) for its
+//     approximate form, which admits the full rate under overload (the
+//     strict form loses one event per window: 3/s admits 2/s) at the cost
+//     of one event over the bucket bound (see NewSlidingWindow).
 //   - NewSlidingLog when every window must hold at most the limit, exactly,
 //     and the burst is small enough to log each event.
 //
@@ -61,8 +64,9 @@
 // epoch: FixedWindow admits at most B per window, so at most B×(⌈t/W⌉+1) in
 // any interval of length t; SlidingWindow admits n iff previous×(W-e)/W +
 // current + n <= B (e is the time elapsed in the current window), which
-// keeps it within the bucket bound too; SlidingLog admits at most B in any
-// interval shorter than W.
+// keeps it within the bucket bound too, and its approximate form iff
+// ⌊previous×(W-e)/W⌋ + current + n <= B, at most B + ⌈t/T⌉; SlidingLog
+// admits at most B in any interval shorter than W.
 //
 // Special cases, the same for every algorithm:
 //

@@ -133,6 +133,7 @@ func ExampleNew() {
 	// fixed_window false true
 	// sliding_window false true
 	// sliding_log false true
+	// sliding_window_approx false true
 }
 
 // The share of a limit each instance of a fleet enforces when the store

@@ -105,6 +105,11 @@ func slidingWindowStep(s *algo.SlidingWindow, p *algo.Params, now, n int64) (r a
 	return r
 }
 
+func slidingWindowApproxStep(s *algo.SlidingWindow, p *algo.Params, now, n int64) (r algo.Result) {
+	*s, r = algo.SlidingWindowApproxStep(*s, p, now, n)
+	return r
+}
+
 func slidingLogStep(s *algo.SlidingLog, p *algo.Params, now, n int64) algo.Result {
 	return s.SlidingLogStep(p, now, n)
 }

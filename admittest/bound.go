@@ -24,6 +24,8 @@ type Event struct {
 //
 //   - GCRA, TokenBucket, LeakyBucket and SlidingWindow: at most B + ⌊t/T⌋
 //     events (the bucket bound);
+//   - SlidingWindowApprox: at most B + ⌈t/T⌉ (one more than the bucket
+//     bound when t/T is not whole);
 //   - FixedWindow: at most B×(⌈t/W⌉+1), W = B×T (such an interval meets
 //     at most ⌈t/W⌉+1 windows);
 //   - SlidingLog: the bucket bound, and at most B in an interval shorter
@@ -38,6 +40,14 @@ func CheckBound(alg admit.Algorithm, events []Event, l admit.Limit) error {
 		return checkFixedWindowBound(events, l)
 	case admit.AlgSlidingLog:
 		return errors.Join(checkLogBound(events, l), checkBucketBound(events, l))
+	case admit.AlgSlidingWindowApprox:
+		return checkPairs(events, l, "B + ⌈t/T⌉", func(b, dt *big.Int, rate, period int64) *big.Int {
+			// B + ⌈dt×Rate/Period⌉
+			q := new(big.Int).Mul(dt, big.NewInt(rate))
+			q.Add(q, big.NewInt(period-1))
+			q.Quo(q, big.NewInt(period))
+			return q.Add(q, b)
+		})
 	}
 	return checkBucketBound(events, l)
 }

@@ -23,7 +23,9 @@ import (
 // leaky buckets judge it as the instant of their latest admission; the
 // window counters count it in their current window (the window of the
 // latest instant a request was admitted at: only an admission changes a
-// state), the sliding window at that window's start; the sliding log judges it as its newest logged instant.
+// state), the sliding window at that window's start (the approximate one
+// having forgotten the previous window's count if an admission found it
+// weighing nothing for the rest of the window); the sliding log judges it as its newest logged instant.
 // Durations always run from the caller's instant.
 //
 // If l is outside the domain documented on admit.Limit (or, for the window
@@ -84,7 +86,7 @@ func (m *model) compile(l admit.Limit) error {
 	window := false
 	switch m.alg {
 	case admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket:
-	case admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingLog:
+	case admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingLog, admit.AlgSlidingWindowApprox:
 		window = true
 	default:
 		return fmt.Errorf("%w: admittest: Model: unknown algorithm %v", admit.ErrInvalidConfig, m.alg)
@@ -204,7 +206,7 @@ func (m *model) decide(key string, n int64, at time.Time) admit.Decision {
 		return m.bucket(k, t, max(t, k.last), n)
 	case admit.AlgFixedWindow:
 		return m.fixedWindow(k, t, n)
-	case admit.AlgSlidingWindow:
+	case admit.AlgSlidingWindow, admit.AlgSlidingWindowApprox:
 		return m.slidingWindow(k, t, n)
 	default: // admit.AlgSlidingLog; compile rejected the others
 		return m.slidingLog(k, t, n)
@@ -276,7 +278,9 @@ func (m *model) fixedWindow(k *modelKey, now, n int64) admit.Decision {
 }
 
 // slidingWindow decides n by the estimate Prev×(S+W-x)/W + Cur at instant
-// x in the current window [S, S+W).
+// x in the current window [S, S+W): n fits iff the estimate is at most B-n,
+// the approximate form's estimate counting ⌊Prev×(S+W-x)/W⌋ (see
+// approxEstimate).
 func (m *model) slidingWindow(k *modelKey, now, n int64) admit.Decision {
 	d := admit.Decision{Limit: m.limit}
 	w := m.windowOf(now)
@@ -297,14 +301,23 @@ func (m *model) slidingWindow(k *modelKey, now, n int64) admit.Decision {
 	if x.Cmp(start) < 0 { // an earlier window: count at the start
 		x = start
 	}
+	approx := m.alg == admit.AlgSlidingWindowApprox
 	est := m.estimate(k, start, x)
+	if approx {
+		est = m.approxEstimate(k, start, x)
+	}
 	switch {
 	case n > m.b:
 		d.RetryAfter = admit.InfDuration
+	case n > 0 && est.Cmp(ratInt(m.b-n)) > 0 && approx:
+		d.RetryAfter = until(now, m.approxRetry(k, start, m.b-n))
 	case n > 0 && est.Cmp(ratInt(m.b-n)) > 0:
 		d.RetryAfter = until(now, m.slidingRetry(k, start, m.b-n))
 	case n > 0:
 		d.Allowed = true
+		if approx && est.Cmp(ratInt(k.cur)) == 0 {
+			k.prev = 0 // ⌊Prev×(S+W-x)/W⌋ is 0 from x to the window's end
+		}
 		k.cur += n
 		est.Add(est, ratInt(n))
 	default:
@@ -314,6 +327,8 @@ func (m *model) slidingWindow(k *modelKey, now, n int64) admit.Decision {
 		d.Remaining = floorRat(free)
 	}
 	switch {
+	case approx && (k.cur > 0 || k.prev > 0):
+		d.ResetAfter = until(now, m.approxRetry(k, start, 0))
 	case k.cur > 0:
 		d.ResetAfter = until(now, new(big.Rat).Add(start, mulInt(m.c, 2)))
 	case k.prev > 0:

@@ -217,7 +217,7 @@ func Run(t *testing.T, f Factory, algs ...admit.Algorithm) {
 // algorithm. The slice is new on each call.
 func Scenarios() []Scenario {
 	var all []Scenario
-	for _, group := range [][]Scenario{commonScenarios(), bucketScenarios(), fixedWindowScenarios(), slidingWindowScenarios(), slidingLogScenarios(), domainScenarios(), before1970Scenarios(), backwardsAfterPeekScenarios()} {
+	for _, group := range [][]Scenario{commonScenarios(), bucketScenarios(), fixedWindowScenarios(), slidingWindowScenarios(), overloadScenarios(), slidingLogScenarios(), domainScenarios(), before1970Scenarios(), backwardsAfterPeekScenarios()} {
 		all = append(all, group...)
 	}
 	return all

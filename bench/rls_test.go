@@ -110,7 +110,7 @@ func emptyRLS(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
+	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(32*runtime.GOMAXPROCS(0))))...)
 	rlsv3.RegisterRateLimitServiceServer(srv, emptyHandler{})
 	go func() { _ = srv.Serve(lis) }()
 	b.Cleanup(srv.Stop)
@@ -197,7 +197,7 @@ func admitRLS(b *testing.B, c redis.UniversalClient) string {
 		b.Fatal(err)
 	}
 	// The options of admit serve's gRPC server (server.Server).
-	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
+	srv := grpc.NewServer(append(server.GRPCServerOptions(), grpc.NumStreamWorkers(uint32(32*runtime.GOMAXPROCS(0))))...)
 	g, err := server.RegisterGRPC(srv, &src, server.Config{})
 	if err != nil {
 		b.Fatal(err)

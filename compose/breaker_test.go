@@ -382,3 +382,27 @@ func TestOpenBreakerAsksCached(t *testing.T) {
 		t.Error("the open breaker called the primary's Allow")
 	}
 }
+
+// TestTimeoutAsksCachedFirst: a Guard with a timeout asks a primary that
+// can answer without its store first, so such answers cost no timer of
+// the Guard's; the primary's Allow decides the rest, and every request
+// when the caller's own deadline bounds the call anyway.
+func TestTimeoutAsksCachedFirst(t *testing.T) {
+	admitted := admit.Decision{Allowed: true, Limit: admit.PerSecond(10), Remaining: 3, Rule: "block"}
+	prim := &cachePrimary{fakePrimary: newPrimary(healthy), known: map[string]admit.Decision{"hot": admitted}}
+	g := mustGuard(t, prim, compose.GuardConfig{Policy: compose.FailOpen, Timeout: time.Second})
+	if d := allow(t, g, "hot", 1); d != admitted || prim.calls.Load() != 0 {
+		t.Errorf("a key the primary knows: %+v after %d calls of Allow; want its cached answer and no call", d, prim.calls.Load())
+	}
+	if d := allow(t, g, "cold", 1); d != primaryDecision || prim.calls.Load() != 1 {
+		t.Errorf("another key: %+v after %d calls of Allow; want the primary's Allow", d, prim.calls.Load())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second/2)
+	defer cancel()
+	if d, err := g.Allow(ctx, admit.Request{Key: "hot", N: 1}); err != nil || d != primaryDecision || prim.calls.Load() != 2 {
+		t.Errorf("under a caller's deadline shorter than the timeout: %+v, %v after %d calls; want the primary's Allow", d, err, prim.calls.Load())
+	}
+	if s := g.Stats(); s.Failures != 0 || s.Decided != 0 {
+		t.Errorf("stats %+v: a cached answer is neither a failure nor the policy's", s)
+	}
+}

@@ -201,6 +201,8 @@ func (g *Guard) Allow(ctx context.Context, r admit.Request) (admit.Decision, err
 	var timedOut bool
 	if g.timeout == 0 {
 		d, err = g.primary.Allow(ctx, r)
+	} else if dc, ok := g.cachedFirst(ctx, r); ok {
+		return dc, nil
 	} else {
 		d, timedOut, err = g.call(ctx, r)
 	}
@@ -230,6 +232,17 @@ func (g *Guard) call(ctx context.Context, r admit.Request) (d admit.Decision, ti
 	timedOut = err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	return d, timedOut, err
+}
+
+// cachedFirst asks a primary that can answer without its store (an
+// admit.Cacher: a prefetching limiter's blocks, a deny cache) before a
+// call the Guard would bound by a timer of its own: the answer then costs
+// no timer. Such an answer says nothing of the store's health.
+func (g *Guard) cachedFirst(ctx context.Context, r admit.Request) (admit.Decision, bool) {
+	if g.cached == nil || g.boundedBy(ctx) {
+		return admit.Decision{}, false
+	}
+	return g.cached.Cached(r)
 }
 
 // bound returns ctx bounded by the Guard's timeout, and its cancel: ctx

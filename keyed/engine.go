@@ -293,6 +293,7 @@ var (
 	bucketOps  = opsWithFull(algo.BucketStep, algo.BucketUndo)
 	fixedOps   = opsWithFull(algo.FixedWindowStep, algo.FixedWindowUndo)
 	slidingOps = opsWithFull(algo.SlidingWindowStep, algo.SlidingWindowUndo)
+	approxOps  = opsWithFull(algo.SlidingWindowApproxStep, algo.SlidingWindowUndo)
 	logOps     = ops[withFull[*algo.SlidingLog]]{
 		step: func(s *withFull[*algo.SlidingLog], p *algo.Params, now, n int64) algo.Result {
 			if s.st == nil {

@@ -81,6 +81,8 @@ func New(cfg Config) (*Limiter, error) {
 		lim.eng = newTable(fixedOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgSlidingWindow:
 		lim.eng = newTable(slidingOps, o.shards, o.maxKeys, o.grace)
+	case admit.AlgSlidingWindowApprox:
+		lim.eng = newTable(approxOps, o.shards, o.maxKeys, o.grace)
 	case admit.AlgSlidingLog:
 		lim.eng = newTable(logOps, o.shards, o.maxKeys, o.grace)
 	default:

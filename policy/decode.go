@@ -270,7 +270,7 @@ func (d *decoder) algorithm(n *yaml.Node, path string) (admit.Algorithm, bool) {
 	}
 	a, err := admit.ParseAlgorithm(s)
 	if err != nil {
-		d.w.fail(n, path, "unknown algorithm %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)", truncate(s))
+		d.w.fail(n, path, "unknown algorithm %q (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_window_approx, sliding_log)", truncate(s))
 		return 0, false
 	}
 	return a, true

@@ -192,7 +192,7 @@ var badCases = []struct {
 		[]string{`p.yaml:1:1: no rules: want rules (with domain), or domains`}},
 	{"unknown field", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: bogus\n    colour: red\n",
 		[]string{
-			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_log)`,
+			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_window_approx, sliding_log)`,
 			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, share, tiers, tier_key, unlimited, store, failure, prefetch, shadow, exempt, shared, replaces)`,
 		}},
 	{"bad rate", "rules:\n  - name: a\n    match: k\n    rate: 10/x\n",

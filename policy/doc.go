@@ -106,7 +106,8 @@
 //	    rate: 100/s burst 200   # a rate limit (see ParseRate)
 //	    burst: 200              # the burst, if the rate does not say it
 //	    algorithm: gcra         # gcra, token_bucket, leaky_bucket,
-//	                            # fixed_window, sliding_window, sliding_log
+//	                            # fixed_window, sliding_window,
+//	                            # sliding_window_approx, sliding_log
 //	    quota: 1000/day         # a calendar quota (see below), or:
 //	    # quota: {limit: 1000, period: month, timezone: Europe/Paris,
 //	    #         week_start: monday}

@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/prefetchstats"
+	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/prefetch"
 )
 
-func init() { prefetchstats.Of = prefetchStatsOf }
+func init() {
+	prefetchhook.Stats = prefetchStatsOf
+	prefetchhook.SetInstances = setInstances
+}
 
 // prefetched is a layer's prefetch.Limiter, with what the Guard around it
 // and Engine.Reset use of the store's limiter: its Reset (the key's shared
@@ -46,13 +49,6 @@ func (p *prefetched) Reset(ctx context.Context, key string) error {
 func (p *prefetched) Healthy() bool {
 	h, ok := p.store.(admit.HealthReporter)
 	return !ok || h.Healthy()
-}
-
-func (p *prefetched) Cached(r admit.Request) (admit.Decision, bool) {
-	if c, ok := p.store.(admit.Cacher); ok {
-		return c.Cached(r)
-	}
-	return admit.Decision{}, false
 }
 
 // close closes the Limiter once.
@@ -198,11 +194,21 @@ func (e *Engine) closePrefetch(unowned bool) error {
 }
 
 // prefetchStatsOf visits the prefetching limiters of engine (a *Engine),
-// for admit serve's metrics (see internal/prefetchstats).
+// for admit serve's metrics (see internal/prefetchhook).
 func prefetchStatsOf(engine any, visit func(label string, s prefetch.Stats)) {
 	e, ok := engine.(*Engine)
 	if !ok || e == nil || e.closed.Load() {
 		return
 	}
 	e.eachPrefetch(func(label string, p *prefetched) { visit(label, p.Stats()) })
+}
+
+// setInstances tells the prefetching limiters of engine (a *Engine) that
+// n instances share their stores (see internal/prefetchhook).
+func setInstances(engine any, n int) {
+	e, ok := engine.(*Engine)
+	if !ok || e == nil || e.closed.Load() {
+		return
+	}
+	e.eachPrefetch(func(_ string, p *prefetched) { p.SetInstances(n) })
 }

@@ -24,7 +24,9 @@ func (l *Limiter) holdOf(sent, recv, m int64, d admit.Decision) hold {
 	}
 	if l.sliding {
 		// The count of the current window weighs until the end of the
-		// next one: ResetAfter ends a window later than this one.
+		// next one: ResetAfter ends a window later than this one (the
+		// approximate form's ends up to W/m sooner, m <= its count, so
+		// its block may end that much before the window does: early).
 		reset -= l.ceilW
 	}
 	return hold{left: m, start: recv, end: sent + reset, ok: true}
@@ -109,15 +111,16 @@ func (l *Limiter) blockSize(e *entry, now, n int64) int64 {
 	if l.window {
 		span = max(span, l.ceilW-(now%l.ceilW+l.ceilW)%l.ceilW)
 	}
+	maxBlock := l.maxBlock.Load()
 	if e.seen > (1<<62)/span {
-		return l.maxBlock // asked so often that any block is small
+		return maxBlock // asked so often that any block is small
 	}
 	// The arrivals expected over span: seen × span / elapsed.
 	if e.seen*span < 2*elapsed {
 		return 0
 	}
 	want := (e.seen*span + elapsed - 1) / elapsed
-	return min(max(want, n), l.maxBlock)
+	return min(max(want, n), maxBlock)
 }
 
 // wantFetch returns the size of a block to fetch in the background for e
@@ -232,6 +235,10 @@ type Stats struct {
 	Refunded      int64 // events of refunds given back into a block or to the Store
 	Dropped       int64 // events of refunds dropped (see Refund)
 	Keys          int   // keys this instance keeps local state for
+	// Instances and MaxBlock are the instances the Limiter sizes blocks
+	// for (Config.Instances, SetInstances) and the most a block holds now.
+	Instances int
+	MaxBlock  int64
 }
 
 type counters struct {
@@ -256,5 +263,6 @@ func (l *Limiter) Stats() Stats {
 		Blocks: s.blocks.Load(), Taken: taken, Local: local, Strict: s.strict.Load(), Cached: s.cached.Load(), Early: s.early.Load(),
 		Held: held, Unspent: taken + into - local - held - s.closed.Load(),
 		Refunded: into + s.toStore.Load() + s.closed.Load(), Dropped: s.dropped.Load(), Keys: keys,
+		Instances: int(l.fleet.Load()), MaxBlock: l.maxBlock.Load(),
 	}
 }

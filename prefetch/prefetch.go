@@ -38,7 +38,7 @@ type Config struct {
 	admit.Options
 
 	// Store is the shared limiter. Its algorithm must be GCRA, a token or
-	// leaky bucket, or a fixed or sliding window: a sliding log stays
+	// leaky bucket, or a fixed or sliding window (either form): a sliding log stays
 	// strict (each of its events has its own expiry, which a block cannot
 	// carry), as do quotas, whose counts must be durable.
 	Store Store
@@ -46,7 +46,7 @@ type Config struct {
 	// Instances is the number of instances sharing the Store's limits, for
 	// sizing blocks: 0 means 1. It never changes the bound on what the
 	// fleet admits, only how much capacity one instance may hold while
-	// others wait.
+	// others wait. SetInstances changes it later.
 	Instances int
 
 	// MaxBlock is the most events one block may hold. 0 means half the
@@ -87,7 +87,9 @@ type Limiter struct {
 	sys      bool
 	name     string
 	obs      admit.Observer
-	maxBlock int64
+	maxBlock atomic.Int64
+	autoSize bool         // MaxBlock follows the instances (SetInstances)
+	fleet    atomic.Int64 // the instances sharing the Store's limits
 	interval int64
 	horizon  int64 // how far back a key's arrivals count (ns)
 	timeout  time.Duration
@@ -129,22 +131,21 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{
 		store:    cfg.Store,
-		window:   alg == admit.AlgFixedWindow || alg == admit.AlgSlidingWindow,
-		sliding:  alg == admit.AlgSlidingWindow,
+		window:   alg == admit.AlgFixedWindow || alg == admit.AlgSlidingWindow || alg == admit.AlgSlidingWindowApprox,
+		sliding:  alg == admit.AlgSlidingWindow || alg == admit.AlgSlidingWindowApprox,
 		strictly: own.P.Mode != algo.Normal,
 		own:      own,
 		clock:    defaults.Clock(cfg.Options),
 		name:     cfg.Name,
 		obs:      cfg.Observer,
-		maxBlock: cfg.MaxBlock,
 		interval: int64(cmp(cfg.Interval, 50*time.Millisecond)),
 		timeout:  cmp(cfg.Timeout, time.Second),
 		keys:     newTable(int(cmp(int64(cfg.MaxKeys), 65536))),
 	}
 	l.sys = l.clock == admit.SystemClock
-	if l.maxBlock == 0 {
-		l.maxBlock = max(1, own.Limit.Burst/(2*int64(max(cfg.Instances, 1))))
-	}
+	l.maxBlock.Store(cfg.MaxBlock)
+	l.autoSize = cfg.MaxBlock == 0
+	l.SetInstances(cfg.Instances)
 	l.horizon = l.interval
 	if own.P.Mode == algo.Normal {
 		l.ceilW = (own.P.CapN + own.P.Td - 1) / own.P.Td
@@ -160,6 +161,20 @@ func New(cfg Config) (*Limiter, error) {
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: prefetch: %s", admit.ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// SetInstances sets the number of instances sharing the Store's limits,
+// as Config.Instances (0 means 1), for instance from a count of the
+// live ones that changes as a fleet scales: the blocks taken from then on
+// hold at most half the burst divided by n, unless Config.MaxBlock gave
+// their size. Like Instances, it never changes the bound on what the
+// fleet admits. It is safe to call concurrently with Allow.
+func (l *Limiter) SetInstances(n int) {
+	n = max(n, 1)
+	l.fleet.Store(int64(n))
+	if l.autoSize {
+		l.maxBlock.Store(max(1, l.own.Limit.Burst/(2*int64(n))))
+	}
 }
 
 // cmp returns v, or def if v is zero.
@@ -190,7 +205,7 @@ func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, e
 	if l.closed.Load() {
 		return l.own.Refusal(l.name), fmt.Errorf("%w: prefetch: limiter closed", admit.ErrClosed)
 	}
-	if l.strictly || r.N <= 0 || r.N > l.maxBlock || (r.Limit != (admit.Limit{}) && r.Limit != l.own.Key) {
+	if l.strictly || r.N <= 0 || r.N > l.maxBlock.Load() || (r.Limit != (admit.Limit{}) && r.Limit != l.own.Key) {
 		return l.strict(ctx, r, nil, 0)
 	}
 	now := l.at(r.At)
@@ -206,23 +221,8 @@ func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, e
 	e.seen++
 	e.used = max(e.used, now)
 	for waited := false; ; waited = true {
-		if d, ok := l.spend(e, now, r.N); ok {
-			k := l.wantFetch(e, now)
-			e.mu.Unlock()
-			if k > 0 {
-				l.background(r.Key, e, k, r.At, now)
-			}
+		if d, ok := l.fromMemory(e, r, now); ok {
 			return d, nil
-		}
-		if r.N == 1 && now < e.denied {
-			wait := e.denied - now
-			early := l.early(e, now)
-			e.mu.Unlock()
-			l.st.cached.Add(1)
-			if early {
-				l.st.early.Add(1)
-			}
-			return l.denial(time.Duration(wait)), nil
 		}
 		if !e.fetching || waited {
 			break
@@ -245,6 +245,77 @@ func (l *Limiter) allow(ctx context.Context, r admit.Request) (admit.Decision, e
 	l.startFetch(e)
 	e.mu.Unlock()
 	return l.fetchFor(ctx, r, e, now, k)
+}
+
+// fromMemory decides r at now from e's blocks, or from the denial e
+// remembers, if it can, and then unlocks e.mu (which is held); it keeps
+// e.mu locked when it cannot.
+func (l *Limiter) fromMemory(e *entry, r admit.Request, now int64) (admit.Decision, bool) {
+	if d, ok := l.spend(e, now, r.N); ok {
+		k := l.wantFetch(e, now)
+		e.mu.Unlock()
+		if k > 0 {
+			l.background(r.Key, e, k, r.At, now)
+		}
+		return d, true
+	}
+	if r.N == 1 && now < e.denied {
+		wait := e.denied - now
+		early := l.early(e, now)
+		e.mu.Unlock()
+		l.st.cached.Add(1)
+		if early {
+			l.st.early.Add(1)
+		}
+		return l.denial(time.Duration(wait)), true
+	}
+	return admit.Decision{}, false
+}
+
+// Cached decides r without calling the Store and without blocking, when
+// this instance can: from a block, from a denial it remembers, or from
+// the Store's own cache (if the Store is an admit.Cacher, as
+// redisstore's deny cache); it returns false when only the Store can tell
+// (a cold key, no block at hand, a per-call limit). A decision it returns is as Allow's (an admission
+// spends the block, the Observer is told), so that a compose.Guard around
+// the Limiter decides such requests without bounding a call to the Store
+// by its timeout (it makes the Limiter an admit.Cacher).
+func (l *Limiter) Cached(r admit.Request) (admit.Decision, bool) {
+	if l.closed.Load() || l.strictly || r.N <= 0 || r.N > l.maxBlock.Load() || (r.Limit != (admit.Limit{}) && r.Limit != l.own.Key) {
+		return admit.Decision{}, false
+	}
+	d, ok := l.cached(r)
+	if !ok {
+		return d, false
+	}
+	if l.obs != nil {
+		l.obs.Decided(admit.DecisionEvent{Limiter: l.name, Key: r.Key, N: r.N, Decision: d})
+	}
+	return d, true
+}
+
+// cached is Cached but for the Observer: from this instance's memory of
+// the key, else from the Store's own cache if it has one.
+func (l *Limiter) cached(r admit.Request) (admit.Decision, bool) {
+	if e := l.keys.get(r.Key); e != nil {
+		now := l.at(r.At)
+		e.mu.Lock()
+		e.seen++
+		e.used = max(e.used, now)
+		if d, ok := l.fromMemory(e, r, now); ok {
+			return d, true
+		}
+		e.seen-- // Allow will count it
+		e.mu.Unlock()
+	}
+	if c, ok := l.store.(admit.Cacher); ok {
+		if d, ok := c.Cached(r); ok {
+			l.st.cached.Add(1)
+			d.Rule = l.name
+			return d, true
+		}
+	}
+	return admit.Decision{}, false
 }
 
 // startFetch marks e fetching; e.mu is held.

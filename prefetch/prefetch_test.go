@@ -17,7 +17,7 @@ import (
 	"github.com/admit-go/admit/prefetch"
 )
 
-var prefetched = []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow}
+var prefetched = []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket, admit.AlgLeakyBucket, admit.AlgFixedWindow, admit.AlgSlidingWindow, admit.AlgSlidingWindowApprox}
 
 // fleet is several instances prefetching from one shared store.
 type fleet struct {
@@ -365,4 +365,81 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 	if obs.n.Load() != 500 || obs.allowed.Load() != allowed {
 		t.Errorf("the Observer saw %d decisions, %d allowed; Allow made 500, %d allowed", obs.n.Load(), obs.allowed.Load(), allowed)
 	}
+}
+
+// TestSetInstances: the count of instances sizes the blocks taken after
+// it (half the burst over the count), unless MaxBlock gave their size.
+func TestSetInstances(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{})
+	lim := f.lims[0]
+	if s := lim.Stats(); s.Instances != 1 || s.MaxBlock != 50 {
+		t.Fatalf("one instance: %+v; want blocks of at most 50", s)
+	}
+	lim.SetInstances(5)
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := range 2000 { // 20,000 a second for 100ms
+		if _, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: t0.Add(time.Duration(i) * 50 * time.Microsecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.close(t)
+	s := lim.Stats()
+	if s.Instances != 5 || s.MaxBlock != 10 || s.Blocks == 0 || s.Taken > 10*s.Blocks {
+		t.Errorf("five instances: %+v; want blocks of at most 10", s)
+	}
+	lim.SetInstances(-3)
+	if s := lim.Stats(); s.Instances != 1 || s.MaxBlock != 50 {
+		t.Errorf("SetInstances(-3): %+v; want one instance", s)
+	}
+
+	g := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{MaxBlock: 30})
+	g.lims[0].SetInstances(10)
+	if s := g.lims[0].Stats(); s.Instances != 10 || s.MaxBlock != 30 {
+		t.Errorf("MaxBlock 30, ten instances: %+v; want blocks of 30 still", s)
+	}
+	g.close(t)
+}
+
+// TestCached: a key with a block is decided from it without the store,
+// as Allow would (the block spent, the Observer told); a key this
+// instance knows nothing of, or a per-call limit, is left to the store.
+func TestCached(t *testing.T) {
+	l := admit.Limit{Rate: 1000, Period: time.Second, Burst: 100}
+	obs := &decisions{}
+	f := newFleet(t, admit.AlgGCRA, l, 1, prefetch.Config{Options: admit.Options{Observer: obs}})
+	lim := f.lims[0]
+	ctx := context.Background()
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 100 * time.Microsecond) }
+	if _, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(0)}); ok {
+		t.Fatal("Cached answered for a key never seen")
+	}
+	for i := range 50 { // warm: a block is taken
+		if _, err := lim.Allow(ctx, admit.Request{Key: "hot", N: 1, At: at(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := lim.Stats()
+	hits := 0
+	for i := 50; i < 60; i++ {
+		if d, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(i)}); ok {
+			if !d.Allowed {
+				t.Fatalf("Cached: %+v; want an admission from the block", d)
+			}
+			hits++
+		}
+	}
+	s := lim.Stats()
+	if hits == 0 || s.Local-before.Local != int64(hits) || s.Strict != before.Strict {
+		t.Errorf("%d answers from Cached; local %d -> %d, strict %d -> %d: want them all from blocks", hits, before.Local, s.Local, before.Strict, s.Strict)
+	}
+	if obs.n.Load() != 50+int64(hits) {
+		t.Errorf("the Observer saw %d decisions; want %d", obs.n.Load(), 50+hits)
+	}
+	if _, ok := lim.Cached(admit.Request{Key: "hot", N: 1, At: at(60), Limit: admit.PerSecond(5)}); ok {
+		t.Error("Cached answered a request with a per-call limit")
+	}
+	f.close(t)
 }

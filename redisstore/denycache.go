@@ -84,12 +84,16 @@ func (c *denyCache) get(key string, limit admit.Limit, explicit bool, now, n int
 // record takes note of a decision Redis made at instant at: a denial of
 // one event is remembered; an admission forgets the key's denial, since
 // this store's own admission may have moved the key's state (at a later
-// instant than the denial's, a bucket may even have more capacity).
+// instant than the denial's, a bucket may even have more capacity), and so
+// does any decision with room for one event: a sliding log drops its
+// expired entries at every decision, after which a caller's instant that
+// goes back before them finds room the denial did not.
 func (c *denyCache) record(key string, limit admit.Limit, explicit bool, at, n int64, r algo.Result) {
+	if (r.Allowed && n > 0) || r.Remaining > 0 {
+		c.forget(key)
+		return
+	}
 	if r.Allowed {
-		if n > 0 {
-			c.forget(key)
-		}
 		return
 	}
 	if n != 1 || r.RetryAfter <= 0 || r.RetryAfter >= algo.Never {

@@ -38,7 +38,7 @@
 //
 //	<prefix>{<16 hex digits>}:<A>:<N>:<key>
 //
-// where A is the algorithm's code (gcra, tb, lb, fw, sw, sl; conc and
+// where A is the algorithm's code (gcra, tb, lb, fw, sw, sl, swa; conc and
 // concw for the two keys of a concurrency limit, and quota followed by the
 // period and its start for a quota's count; admit serve's lease records,
 // groups of leases saved under a name, are at <prefix>leases:<name>), the

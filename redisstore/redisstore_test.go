@@ -507,3 +507,27 @@ func TestLayersBadInput(t *testing.T) {
 		t.Errorf("after the refusals: %+v %v", d, err)
 	}
 }
+
+// TestDenyCacheForgetsOnRoom: a sliding log drops its expired entries at
+// every decision, so a decision with room for one event (here a request
+// above the burst, at a later instant) ends a remembered denial; a caller's
+// instant that then goes back before the dropped entries finds room, as
+// the step function says. (Found by TestDifferentialStandalone.)
+func TestDenyCacheForgetsOnRoom(t *testing.T) {
+	l := admit.Limit{Rate: 1, Period: time.Second, Burst: 1} // the log's window: 1s
+	lim := factory(standalone, redisstore.Config{})(t, admit.AlgSlidingLog, l)
+	model := admittest.Model(admit.AlgSlidingLog, l)
+	at := func(d time.Duration) time.Time { return admittest.Epoch.Add(d) }
+	for i, r := range []admit.Request{
+		{Key: "k", N: 1, At: at(10 * time.Second)},                      // logged at 10s
+		{Key: "k", N: 1, At: at(time.Second)},                           // judged at 10s: denied until 11s (cached)
+		{Key: "k", N: 2, At: at(11 * time.Second)},                      // above the burst; drops the entry of 10s
+		{Key: "k", N: 1, At: at(10*time.Second + 500*time.Millisecond)}, // an empty log: admitted
+	} {
+		got, err := lim.Allow(t.Context(), r)
+		want, _ := model.Allow(t.Context(), r)
+		if err != nil || got != want {
+			t.Fatalf("request %d %+v: %+v, %v; the model: %+v", i, r, got, err, want)
+		}
+	}
+}

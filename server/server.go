@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/promlimit"
@@ -45,7 +46,8 @@ import (
 // and the failure policies' switches (package promlimit), policy reloads
 // (admit_config_reloads_total{result}, admit_config_last_reload_successful,
 // admit_config_last_reload_success_timestamp_seconds), the blocks of the
-// rules that prefetch (admit_prefetch_*{rule}: see docs/SERVE.md), and
+// rules that prefetch (admit_prefetch_*{rule}: see docs/SERVE.md), the
+// instances counted on Redis (admit_instances), and
 // the Go runtime and process collectors.
 //
 // Use: New, then Run(ctx), which starts the listeners and serves until ctx
@@ -71,6 +73,7 @@ type Server struct {
 	api       *API
 	grpcAPI   *GRPC
 	leases    *leaseTable
+	fleet     *fleet // the count of instances on Redis, or nil
 
 	httpSrv, adminSrv, debugSrv *http.Server
 	grpcSrv                     *grpc.Server
@@ -129,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	var err error
 	if s.store, s.ownClient, err = openStore(&s.c, s.obs); err != nil {
+		return nil, err
+	}
+	if err := s.buildFleet(); err != nil {
 		return nil, err
 	}
 	p, files, e, err := s.loadPolicy()
@@ -275,7 +281,11 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 	cfg.Observer, cfg.Logger = s.obs, s.log
 	cfg.Backends, cfg.DefaultStore = backends.Stores(s.store)
 	cfg.Previous = old
-	return policy.NewEngine(p, cfg)
+	e, err := policy.NewEngine(p, cfg)
+	if err == nil && s.fleet != nil {
+		prefetchhook.SetInstances(e, int(s.fleet.n.Load()))
+	}
+	return e, err
 }
 
 // Engine returns the engine in force (the current policy's).

@@ -148,3 +148,40 @@ func TestServerReloadDirectory(t *testing.T) {
 		t.Fatal("the engine lacks the new domain")
 	}
 }
+
+// TestServerReloadConfigMap: a ConfigMap mounted as a directory, as the
+// kubelet writes it (deploy/kubernetes/admit.yaml): each file a link
+// through ..data to a hidden directory of the version, and an update a
+// new version's directory swapped in by renaming a new ..data link over
+// the old one. The poller loads the new version, and the hidden
+// directories are not read as policy files.
+func TestServerReloadConfigMap(t *testing.T) {
+	dir := t.TempDir()
+	version := func(name, domain string) {
+		t.Helper()
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name, "policy.yaml"), "domain: "+domain+"\nrules:\n  - {name: a, match: user, rate: 5/s}\n")
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(name, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_11_27_01", "first")
+	if err := os.Symlink(filepath.Join("..data", "policy.yaml"), filepath.Join(dir, "policy.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, withPolicyFiles(dir), withReloadInterval(0))
+	if !s.Engine().HasDomain("first") || len(s.Policy().Domains) != 1 {
+		t.Fatalf("the mounted ConfigMap's policy is not in force: %d domains", len(s.Policy().Domains))
+	}
+	version("..2026_11_27_02", "second")
+	s.pollOnce()
+	if !s.Engine().HasDomain("second") || s.Engine().HasDomain("first") {
+		t.Fatal("the ConfigMap's update did not reload")
+	}
+}

@@ -146,3 +146,17 @@ func TestCheckConfigPrefetch(t *testing.T) {
 		t.Errorf("a policy that prefetches: %d %q %q", code, out, errOut)
 	}
 }
+
+// TestCheckConfigSlidingWindowApprox: check-config accepts both forms of
+// the sliding window, and names the approximate one among the algorithms
+// when it refuses a name.
+func TestCheckConfigSlidingWindowApprox(t *testing.T) {
+	ok := writeTemp(t, "sw.yaml", "domain: d\nrules:\n  - {name: a, match: k, rate: 3/s, algorithm: sliding_window_approx}\n  - {name: s, match: j, rate: 3/s, algorithm: sliding_window, store: redis}\n")
+	if out, errOut, code := runCmd(t, nil, "check-config", ok); code != 0 || errOut != "" || !strings.Contains(out, "2 rules") {
+		t.Errorf("both forms: %d %q %q", code, out, errOut)
+	}
+	bad := writeTemp(t, "bad.yaml", "domain: d\nrules:\n  - {name: a, match: k, rate: 3/s, algorithm: sliding_window_aprox}\n")
+	if _, errOut, code := runCmd(t, nil, "check-config", bad); code != exitFailure || !strings.Contains(errOut, `unknown algorithm "sliding_window_aprox"`) || !strings.Contains(errOut, "sliding_window_approx") {
+		t.Errorf("a misspelt form: %d %q", code, errOut)
+	}
+}

@@ -39,11 +39,16 @@ func (m *fixedM) step(now, n int64) (r Result) { m.s, r = FixedWindowStep(m.s, m
 func (m *fixedM) clone() machine               { c := *m; return &c }
 
 type slidingM struct {
-	s SlidingWindow
-	p *Params
+	s      SlidingWindow
+	p      *Params
+	approx bool // SlidingWindowApproxStep
 }
 
 func (m *slidingM) step(now, n int64) (r Result) {
+	if m.approx {
+		m.s, r = SlidingWindowApproxStep(m.s, m.p, now, n)
+		return
+	}
 	m.s, r = SlidingWindowStep(m.s, m.p, now, n)
 	return
 }
@@ -66,6 +71,7 @@ var machines = []struct {
 	{"bucket", false, func(p *Params) machine { return &bucketM{p: p} }},
 	{"fixed_window", true, func(p *Params) machine { return &fixedM{p: p} }},
 	{"sliding_window", true, func(p *Params) machine { return &slidingM{p: p} }},
+	{"sliding_window_approx", true, func(p *Params) machine { return &slidingM{p: p, approx: true} }},
 	{"sliding_log", true, func(p *Params) machine { return &logM{s: &SlidingLog{}, p: p} }},
 }
 
@@ -154,8 +160,10 @@ func checkTimeline(t *testing.T, name string, p *Params, m machine, data []byte,
 }
 
 // checkBucketBound checks that every closed interval [a, b] of admitted
-// events holds at most B + ⌊(b-a)/T⌋ events.
-func checkBucketBound(t *testing.T, name string, p *Params, ev []event) {
+// events holds at most B + ⌊(b-a)/T⌋ events. With ceil set it checks
+// B + ⌈(b-a)/T⌉ + ceil[0] instead (for b > a): the approximate sliding
+// window's bound with 0, the strict one's with -1.
+func checkBucketBound(t *testing.T, name string, p *Params, ev []event, ceil ...int64) {
 	t.Helper()
 	for i := range ev {
 		sum := int64(0)
@@ -163,8 +171,11 @@ func checkBucketBound(t *testing.T, name string, p *Params, ev []event) {
 			sum += ev[j].n
 			span := ev[j].at - ev[i].at
 			allowed := p.Burst + mul64(uint64(span), uint64(p.Td)).div63(uint64(p.Tn))
+			if len(ceil) > 0 && span > 0 {
+				allowed = p.Burst + mul64(uint64(span), uint64(p.Td)).ceil63(uint64(p.Tn)) + ceil[0]
+			}
 			if sum > allowed {
-				t.Fatalf("%s %+v: %d events in [%d, %d] > B + ⌊t/T⌋ = %d", name, p, sum, ev[i].at, ev[j].at, allowed)
+				t.Fatalf("%s %+v: %d events in [%d, %d] > the bound %d", name, p, sum, ev[i].at, ev[j].at, allowed)
 			}
 		}
 	}
@@ -232,6 +243,11 @@ func FuzzInvariants(f *testing.F) {
 			case mk.name == "sliding_log":
 				checkLogBound(t, &p, ev)
 				checkBucketBound(t, mk.name, &p, ev)
+			case mk.name == "sliding_window_approx":
+				checkBucketBound(t, mk.name, &p, ev, 0)
+			case mk.name == "sliding_window":
+				checkBucketBound(t, mk.name, &p, ev)
+				checkBucketBound(t, mk.name, &p, ev, -1)
 			default:
 				checkBucketBound(t, mk.name, &p, ev)
 			}

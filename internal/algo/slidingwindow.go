@@ -7,25 +7,54 @@ package algo
 //
 //	Prev×(W-e)/W + Cur
 //
-// and admits n only if the estimate plus n is at most B (the strict form:
-// the estimate never exceeds the limit). The arithmetic is exact. The zero
-// value is empty.
+// Two step functions read the state, and differ only in how they round the
+// weighted term Prev×(W-e)/W to whole events: SlidingWindowStep rounds it
+// up (n fits iff the exact estimate plus n is at most B: the strict form),
+// SlidingWindowApproxStep rounds it down (n fits iff the estimate plus n
+// is below B+1: the "estimate < limit" form of Cloudflare's description).
+// The arithmetic is exact. The zero value is empty.
 type SlidingWindow struct {
 	Win  int64
 	Cur  int64
 	Prev int64
 }
 
-// SlidingWindowStep admits n events at now if the estimate allows it. An
-// instant before the current window counts at the window's start. Only an
-// admission (n > 0) changes the state.
+// SlidingWindowStep admits n events at now if the estimate plus n is at
+// most B. An instant before the current window counts at the window's
+// start. Only an admission (n > 0) changes the state.
+//
+// Since the weighted term is positive until the window ends whenever Prev
+// > 0, a window that follows a window with admissions admits at most B-1:
+// under steady overload B-1 per window (Rate×(B-1)/B), or for B = 1 one
+// event every other window.
 func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
+	return slidingStep(s, p, now, n, false)
+}
+
+// SlidingWindowApproxStep admits n events at now if ⌊Prev×(W-e)/W⌋ + Cur
+// + n <= B, that is if the estimate plus n is below B+1. It decides as
+// SlidingWindowStep otherwise, on the same state, and admits B per window
+// under steady overload. An admission at an instant where the previous
+// window no longer weighs (⌊Prev×(W-e)/W⌋ = 0 for the rest of the window)
+// forgets Prev, so that from ResetAfter on the state is the zero state's.
+func SlidingWindowApproxStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow, Result) {
+	return slidingStep(s, p, now, n, true)
+}
+
+// slidingStep admits n iff (estimate + n)×W <= B×W + slack, in units:
+// slack 0 is the strict form, W-1 the approximate one (estimate + n < B+1).
+// Remaining is then the largest n that fits, ⌊(B×W + slack - est×W)/W⌋.
+func slidingStep(s SlidingWindow, p *Params, now, n int64, approx bool) (SlidingWindow, Result) {
 	saved := s
 	switch p.Mode {
 	case Unlimited:
 		return s, unlimited()
 	case Closed:
 		return s, closed(n)
+	}
+	var slack uint64
+	if approx {
+		slack = uint64(p.CapN) - 1
 	}
 	k, e := windowOf(p, now)
 	switch {
@@ -39,7 +68,7 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 	capN := uint64(p.CapN)
 	// weighted = Prev×(W-e), in units; the estimate×W is weighted + Cur×W.
 	weighted := mul64(uint64(s.Prev), capN-uint64(e))
-	limit := mul64(uint64(p.Burst), capN)
+	limit := mul64(uint64(p.Burst), capN).add64(slack)
 	est := weighted.add(mul64(uint64(s.Cur), capN))
 	r := Result{Allowed: true}
 	switch {
@@ -47,22 +76,28 @@ func SlidingWindowStep(s SlidingWindow, p *Params, now, n int64) (SlidingWindow,
 		r = Result{RetryAfter: Never}
 	case n > 0:
 		if limit.less(est.add(mul64(uint64(n), capN))) {
-			r = Result{RetryAfter: untilUnits(p, now, s.Win, slidingRetry(s, p, e, n))}
+			r = Result{RetryAfter: untilUnits(p, now, s.Win, slidingRetry(s, p, e, n, slack))}
 		} else {
 			s.Cur += n
+			if !from64(slack).less(weighted) {
+				s.Prev = 0 // it weighs nothing from now to the window's end
+			}
 			est = est.add(mul64(uint64(n), capN))
 			saved = s
 		}
 	}
 	if est.less(limit) {
-		// Remaining = floor((B×W - est)/W).
+		// Remaining = floor((B×W + slack - est)/W).
 		r.Remaining = limit.sub(est).div63(capN)
 	}
+	// Full again (B fits) once the counts weigh at most slack: Cur from
+	// the first e' of the next window with Cur×(W-e') <= slack, Prev from
+	// the first e' of this one with Prev×(W-e') <= slack.
 	switch {
 	case s.Cur > 0:
-		r.ResetAfter = untilUnits(p, now, s.Win, 2*capN)
+		r.ResetAfter = untilUnits(p, now, s.Win, 2*capN-slack/uint64(s.Cur))
 	case s.Prev > 0:
-		r.ResetAfter = untilUnits(p, now, s.Win, capN)
+		r.ResetAfter = untilUnits(p, now, s.Win, capN-slack/uint64(s.Prev))
 	}
 	return saved, r
 }
@@ -96,22 +131,22 @@ func untilUnits(p *Params, now, k int64, off uint64) int64 {
 
 // slidingRetry returns the offset, in units from the start of the current
 // window, of the first instant at which n events (n <= B) fit, given that
-// they do not fit at elapsed e.
-func slidingRetry(s SlidingWindow, p *Params, e, n int64) uint64 {
+// they do not fit at elapsed e, for slidingStep's slack.
+func slidingRetry(s SlidingWindow, p *Params, e, n int64, slack uint64) uint64 {
 	capN := uint64(p.CapN)
-	// In this window: the first e' with Prev×(W-e') <= (B-Cur-n)×W.
+	// In this window: the first e' with Prev×(W-e') <= (B-Cur-n)×W + slack.
 	if room := p.Burst - s.Cur - n; room >= 0 && s.Prev > 0 {
-		q, _, _ := mul64(uint64(room), capN).divmod(uint64(s.Prev))
+		q, _, _ := mul64(uint64(room), capN).add64(slack).divmod(uint64(s.Prev))
 		// q < W - e because the request was denied at e.
 		if q > 0 {
 			return capN - q
 		}
 	}
 	// In the next window Prev' = Cur and Cur' = 0: the first e' with
-	// Cur×(W-e') <= (B-n)×W, else the window after.
+	// Cur×(W-e') <= (B-n)×W + slack, else the window after.
 	var at uint64
 	if s.Cur > 0 {
-		q, _, _ := mul64(uint64(p.Burst-n), capN).divmod(uint64(s.Cur))
+		q, _, _ := mul64(uint64(p.Burst-n), capN).add64(slack).divmod(uint64(s.Cur))
 		if q < capN {
 			at = capN - q
 		}

@@ -281,7 +281,7 @@ type timeline struct {
 	calls []callSpec
 }
 
-var codes = []string{lua.CodeGCRA, lua.CodeTokenBucket, lua.CodeLeakyBucket, lua.CodeFixedWindow, lua.CodeSlidingWindow, lua.CodeSlidingLog}
+var codes = []string{lua.CodeGCRA, lua.CodeTokenBucket, lua.CodeLeakyBucket, lua.CodeFixedWindow, lua.CodeSlidingWindow, lua.CodeSlidingLog, lua.CodeSlidingWindowApprox}
 
 // genTimeline returns a timeline of up to maxCalls calls over up to maxKeys
 // keys.

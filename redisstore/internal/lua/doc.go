@@ -3,9 +3,10 @@
 // use that package, not this one, to limit with Redis.
 //
 // The script decides exactly as the Go step functions of internal/algo do
-// (GCRAStep, BucketStep, FixedWindowStep, SlidingWindowStep and
-// SlidingLog.SlidingLogStep; the root package and the keyed package use the
-// same ones, the token bucket and the leaky bucket meter both BucketStep),
+// (GCRAStep, BucketStep, FixedWindowStep, SlidingWindowStep,
+// SlidingWindowApproxStep and SlidingLog.SlidingLogStep; the root package
+// and the keyed package use the same ones, the token bucket and the leaky
+// bucket meter both BucketStep, the two sliding windows one state),
 // and gives events back exactly as their undo functions do (GCRAUndo,
 // BucketUndo, FixedWindowUndo, SlidingWindowUndo, SlidingLogUndo).
 // Redis runs Lua 5.1, whose numbers are doubles, so no result may ever be
@@ -130,7 +131,8 @@
 //	token bucket,   "b<Last>:<Level>", Last <= algo.MaxTime (the token bucket
 //	leaky bucket    and the leaky bucket meter share it)
 //	fixed window    "f<Win>:<Count>", Win <= algo.MaxTime
-//	sliding window  "s<Win>:<Cur>:<Prev>", Win <= algo.MaxTime
+//	sliding window  "s<Win>:<Cur>:<Prev>", Win <= algo.MaxTime (both forms:
+//	                codes "sw" and "swa")
 //	sliding log     "l<At>:<N>" for the oldest entry, then ",<dt>:<N>" for
 //	                each later one, dt being the gap (>= 1 ns) from the entry
 //	                before; instants <= algo.MaxTime, N >= 1, ΣN <= MaxInt64

@@ -291,10 +291,13 @@ end
 -- Burst×W below 3e15, a stored state whose fields have at most 15 digits,
 -- whose window is at most the next one and whose counts times W are below
 -- 3e15: every product and sum is then below 9e15, and untilUnits(p, now, w,
--- off) is max((w-k)×W + off - e, 0) for now = k×W + e. It returns what
--- gcraFast returns, or nil.
-local function slidingFast(v, nowHi, nowLo, n, burst, capN)
+-- off) is max((w-k)×W + off - e, 0) for now = k×W + e. With approx set it
+-- is SlidingWindowApproxStep (slidingStep's slack W-1, else 0). It returns
+-- what gcraFast returns, or nil.
+local function slidingFast(v, nowHi, nowLo, n, burst, capN, approx)
   local w = capN
+  local slack = 0
+  if approx then slack = w - 1 end
   if w < 1e6 or burst * w >= 3e15 then return nil end
   local k, eNow = windowFast(nowHi, nowLo, w)
   local win, cur, prev = 0, 0, 0
@@ -313,8 +316,8 @@ local function slidingFast(v, nowHi, nowLo, n, burst, capN)
     e = 0
   end
   if cur * w >= 3e15 or prev * w >= 3e15 then return nil end
-  -- The estimate×W is Prev×(W-e) + Cur×W, the limit B×W.
-  local limit = burst * w
+  -- The estimate×W is Prev×(W-e) + Cur×W, the limit B×W + slack.
+  local limit = burst * w + slack
   local est = prev * (w - e) + cur * w
   local ok, retry = true, 0
   if n > burst then
@@ -324,14 +327,14 @@ local function slidingFast(v, nowHi, nowLo, n, burst, capN)
       -- slidingRetry: the offset from the window's start at which n fit.
       local off
       if burst - cur - n >= 0 and prev > 0 then
-        local x = (burst - cur - n) * w
+        local x = (burst - cur - n) * w + slack
         local q = (x - fmod(x, prev)) / prev
         if q > 0 then off = w - q end
       end
       if off == nil then
         local at = 0
         if cur > 0 then
-          local x = (burst - n) * w
+          local x = (burst - n) * w + slack
           local q = (x - fmod(x, cur)) / cur
           if q < w then at = w - q end
         end
@@ -341,6 +344,9 @@ local function slidingFast(v, nowHi, nowLo, n, burst, capN)
       if retry < 0 then retry = 0 end
     else
       cur = cur + n
+      if prev * (w - e) <= slack then
+        prev = 0 -- it weighs nothing from now to the window's end
+      end
       est = est + n * w
       v = sfmt('s%d:%d:%d', win, cur, prev)
     end
@@ -351,9 +357,9 @@ local function slidingFast(v, nowHi, nowLo, n, burst, capN)
     rem = (rem - fmod(rem, w)) / w
   end
   if cur > 0 then
-    reset = (win - k) * w + 2 * w - eNow
+    reset = (win - k) * w + 2 * w - (slack - fmod(slack, cur)) / cur - eNow
   elseif prev > 0 then
-    reset = (win - k) * w + w - eNow
+    reset = (win - k) * w + w - (slack - fmod(slack, prev)) / prev - eNow
   end
   if reset < 0 then reset = 0 end
   return v, ok, rem, retry, reset

@@ -130,12 +130,19 @@ func TestFixedFastEdges(t *testing.T) {
 	}
 }
 
-// TestSlidingFastEdges compares script and Go for sliding windows at window
-// edges, with previous and current counts around the burst, stored windows
-// behind, at and ahead of now's, and products near the fast path's bounds.
+// TestSlidingFastEdges compares script and Go for sliding windows (strict
+// and approximate) at window edges, with previous and current counts around
+// the burst, stored windows behind, at and ahead of now's, and products near
+// the fast path's bounds.
 func TestSlidingFastEdges(t *testing.T) {
 	t.Parallel()
 	r := newRunner(t)
+	for _, code := range []string{lua.CodeSlidingWindow, lua.CodeSlidingWindowApprox} {
+		t.Run(code, func(t *testing.T) { slidingFastEdges(t, r, code) })
+	}
+}
+
+func slidingFastEdges(t *testing.T, r *runner, code string) {
 	for _, l := range [][2]int64{
 		{1, 1e6 - 1}, {1, 1e6}, {5, 3e6}, {1000, 1e9}, {7, 7e9}, {60, 6e10}, {3600, 3.6e12}, {3, 999999999999},
 		{1, 3e15 - 1}, {1, 4e15 - 3}, {1000, 3e12}, {999, 2997e9}, {10, 1e12}, {1, 4e15 + 1}, {3, 6e15 + 3},
@@ -161,7 +168,7 @@ func TestSlidingFastEdges(t *testing.T) {
 							if win < 0 || cur < 0 || prev < 0 {
 								continue
 							}
-							tl.keys = append(tl.keys, keySpec{code: lua.CodeSlidingWindow, params: []algo.Params{p},
+							tl.keys = append(tl.keys, keySpec{code: code, params: []algo.Params{p},
 								init: algo.SlidingWindow{Win: win, Cur: cur, Prev: prev}})
 						}
 					}
@@ -170,7 +177,7 @@ func TestSlidingFastEdges(t *testing.T) {
 					call := callSpec{now: min(now+dt, algo.MaxTime)}
 					for i := range tl.keys {
 						n := []int64{0, 1, p.Burst, p.Burst + 1, 2, p.Burst / 2}[(i+j)%6]
-						call.ops = append(call.ops, opSpec{key: i, code: lua.CodeSlidingWindow, p: p, n: n})
+						call.ops = append(call.ops, opSpec{key: i, code: code, p: p, n: n})
 					}
 					tl.calls = append(tl.calls, call)
 				}

@@ -98,6 +98,9 @@ const (
 	CodeFixedWindow   = "fw"   // admit.AlgFixedWindow: algo.FixedWindowStep
 	CodeSlidingWindow = "sw"   // admit.AlgSlidingWindow: algo.SlidingWindowStep
 	CodeSlidingLog    = "sl"   // admit.AlgSlidingLog: (*algo.SlidingLog).SlidingLogStep
+	// admit.AlgSlidingWindowApprox: algo.SlidingWindowApproxStep, on the
+	// sliding window's state (stored as "sw" stores it)
+	CodeSlidingWindowApprox = "swa"
 )
 
 // The values of ARGV[1].
@@ -128,6 +131,8 @@ var codes = [...]string{
 	admit.AlgFixedWindow:   CodeFixedWindow,
 	admit.AlgSlidingWindow: CodeSlidingWindow,
 	admit.AlgSlidingLog:    CodeSlidingLog,
+
+	admit.AlgSlidingWindowApprox: CodeSlidingWindowApprox,
 }
 
 // Code returns the script's code for algorithm a, or false if the script

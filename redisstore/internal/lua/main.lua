@@ -102,7 +102,7 @@ local function run()
       tag = 'b'
     elseif code == 'fw' then
       tag = 'f'
-    elseif code == 'sw' then
+    elseif code == 'sw' or code == 'swa' then
       tag = 's'
     elseif code == 'sl' then
       tag = 'l'
@@ -212,7 +212,7 @@ local function run()
             elseif refund then
               -- the general path
             elseif tag == 's' then
-              v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN)
+              v2, ok, rem, retry, reset = slidingFast(ent.v, nowHi, nowLo, n, burst, capN, code == 'swa')
             else
               v2, ok, rem, retry, reset = logFast(ent.v, nowHi, nowLo, n, burst, capN)
             end

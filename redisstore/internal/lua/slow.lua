@@ -9,7 +9,7 @@ local sfmt, ssub, fmod = string.format, string.sub, math.fmod
 
 -- The module of each algorithm code, and of each stored state's tag (its
 -- first byte); the token bucket and the leaky bucket meter share a state.
-local byCode = {gcra = 'gcra', tb = 'bucket', lb = 'bucket', fw = 'fixedwindow', sw = 'slidingwindow', sl = 'slidinglog'}
+local byCode = {gcra = 'gcra', tb = 'bucket', lb = 'bucket', fw = 'fixedwindow', sw = 'slidingwindow', sl = 'slidinglog', swa = 'slidingwindow'}
 local byTag = {g = 'gcra', b = 'bucket', f = 'fixedwindow', s = 'slidingwindow', l = 'slidinglog'}
 
 local nowV -- the instant of the call, once known
@@ -74,6 +74,9 @@ function L.decide(i, nArg, pb, code, v, nowHi, nowLo, refund)
     end
   end
   local alg = import(byCode[code])
+  if code == 'swa' then
+    alg = alg.approx -- the sliding window's module, approximate form
+  end
   local n = arg(nArg)
   if n == nil then
     fail(sfmt('key %d: n must be a decimal integer in [0, 2^63)', i))

@@ -19,14 +19,17 @@ const farFuture = algo.MaxTime + 2*algo.MaxSpan
 // family returns the state family of an algorithm code: the token bucket
 // and the leaky bucket meter share one.
 func family(code string) string {
-	if code == lua.CodeLeakyBucket {
+	switch code {
+	case lua.CodeLeakyBucket:
 		return lua.CodeTokenBucket
+	case lua.CodeSlidingWindowApprox: // the sliding window's state
+		return lua.CodeSlidingWindow
 	}
 	return code
 }
 
 func window(code string) bool {
-	return code == lua.CodeFixedWindow || code == lua.CodeSlidingWindow || code == lua.CodeSlidingLog
+	return code == lua.CodeFixedWindow || family(code) == lua.CodeSlidingWindow || code == lua.CodeSlidingLog
 }
 
 func zeroState(code string) any {
@@ -49,6 +52,9 @@ func zeroState(code string) any {
 // the root package's limiter and the keyed package use for that algorithm.
 // It never changes st (a log is cloned).
 func refStep(code string, st any, p *algo.Params, now, n int64) (any, algo.Result) {
+	if code == lua.CodeSlidingWindowApprox {
+		return algo.SlidingWindowApproxStep(st.(algo.SlidingWindow), p, now, n)
+	}
 	switch family(code) {
 	case lua.CodeGCRA:
 		return algo.GCRAStep(st.(algo.GCRA), p, now, n)
@@ -70,6 +76,9 @@ func refStep(code string, st any, p *algo.Params, now, n int64) (any, algo.Resul
 // the algorithm's undo function, then a peek for the result. It never
 // changes st.
 func refRefund(code string, st any, p *algo.Params, now, n int64) (any, algo.Result) {
+	if code == lua.CodeSlidingWindowApprox {
+		return algo.SlidingWindowApproxStep(algo.SlidingWindowUndo(st.(algo.SlidingWindow), p, now, n), p, now, 0)
+	}
 	switch family(code) {
 	case lua.CodeGCRA:
 		return algo.GCRAStep(algo.GCRAUndo(st.(algo.GCRA), p, now, n), p, now, 0)
