@@ -154,20 +154,13 @@ func (s *Share) now(t time.Time) int64 {
 // an admit.KeyedLimiter.
 func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
 	refusal := s.budget.Refusal(s.name)
-	if req.N < 0 {
-		return refusal, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, req.N)
-	}
-	w, err := limits.Weight(s.weight, req.Key)
+	now, w, err := s.input(req)
 	if err != nil {
 		return refusal, err
 	}
-	now := algo.Clamp(s.now(req.At))
 	s.mu.Lock()
-	var t algo.ShareTenant
-	p := s.tenants[req.Key]
-	if p != nil {
-		t = *p
-	} else if req.N > 0 && len(s.tenants) >= s.sweepAt && !s.sweep(now) {
+	p, t := s.tenant(req.Key)
+	if p == nil && req.N > 0 && len(s.tenants) >= s.sweepAt && !s.sweep(now) {
 		s.mu.Unlock()
 		return refusal, fmt.Errorf("%w: fair: %d tenants of a share, none idle", admit.ErrTooManyKeys, len(s.tenants))
 	}
@@ -184,6 +177,27 @@ func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 	}
 	s.mu.Unlock()
 	return s.budget.Decision(r, s.name), nil
+}
+
+// input checks req and returns its instant and the weight of its tenant.
+func (s *Share) input(req admit.Request) (now, w int64, err error) {
+	if req.N < 0 {
+		return 0, 0, fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, req.N)
+	}
+	if w, err = limits.Weight(s.weight, req.Key); err != nil {
+		return 0, 0, err
+	}
+	return algo.Clamp(s.now(req.At)), w, nil
+}
+
+// tenant returns where the state of tenant is held (nil if it is not) and
+// the state. It requires s.mu.
+func (s *Share) tenant(key string) (*algo.ShareTenant, algo.ShareTenant) {
+	p := s.tenants[key]
+	if p == nil {
+		return nil, algo.ShareTenant{}
+	}
+	return p, *p
 }
 
 // sweep forgets the tenants whose state decides as a new tenant's would
@@ -205,20 +219,12 @@ func (s *Share) sweep(now int64) bool {
 // full). The error is that of Allow for bad input. Refund makes Share an
 // admit.Refunder.
 func (s *Share) Refund(ctx context.Context, req admit.Request) error {
-	if req.N < 0 {
-		return fmt.Errorf("%w: n=%d", admit.ErrInvalidCost, req.N)
-	}
-	w, err := limits.Weight(s.weight, req.Key)
+	now, w, err := s.input(req)
 	if err != nil {
 		return err
 	}
-	now := algo.Clamp(s.now(req.At))
 	s.mu.Lock()
-	var t algo.ShareTenant
-	p := s.tenants[req.Key]
-	if p != nil {
-		t = *p
-	}
+	p, t := s.tenant(req.Key)
 	b, t2 := algo.ShareUndo(s.st, t, &s.sp, now, req.N, w)
 	s.st = b
 	if p != nil {
