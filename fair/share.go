@@ -173,7 +173,9 @@ func (s *Share) Allow(ctx context.Context, req admit.Request) (admit.Decision, e
 		// which may be a buffer the caller reuses.
 		*p = t2
 	case t2 != t:
-		s.tenants[strings.Clone(req.Key)] = &t2
+		held := new(algo.ShareTenant) // (not &t2, which would put every t2 on the heap)
+		*held = t2
+		s.tenants[strings.Clone(req.Key)] = held
 	}
 	s.mu.Unlock()
 	return s.budget.Decision(r, s.name), nil

@@ -75,3 +75,18 @@ func TestShareForgets(t *testing.T) {
 		t.Errorf("200 active tenants at MaxTenants 100: %v", err)
 	}
 }
+
+// TestShareAllocs: the decision of a tenant the Share holds allocates
+// nothing.
+func TestShareAllocs(t *testing.T) {
+	s := mustShare(t, ShareConfig{Budget: admit.PerSecond(1e9), Weight: sharetest.Weight})
+	ctx := context.Background()
+	at := admittest.Epoch
+	s.Allow(ctx, admit.Request{Key: "c", N: 1, At: at})
+	if n := testing.AllocsPerRun(100, func() {
+		at = at.Add(time.Nanosecond)
+		s.Allow(ctx, admit.Request{Key: "c", N: 1, At: at})
+	}); n != 0 {
+		t.Errorf("%v allocations per decision, want 0", n)
+	}
+}
