@@ -194,6 +194,10 @@ type Rule struct {
 	// observers; it changes no decision.
 	DetailedMetric bool
 
+	// Share, if not nil, makes the rule's Rate a budget its tenants share
+	// by weights (see Share).
+	Share *Share
+
 	src *source
 }
 

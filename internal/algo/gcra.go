@@ -157,11 +157,16 @@ func GCRAUndo(s GCRA, p *Params, now, n int64) GCRA {
 	if p.Mode != Normal || n <= 0 {
 		return s
 	}
+	return gcraGive(s, p, now, mul64(uint64(n), uint64(p.Tn)))
+}
+
+// gcraGive moves the TAT of s back by refund units, never before now; a
+// state that owes nothing at now is returned as it is.
+func gcraGive(s GCRA, p *Params, now int64, refund u128) GCRA {
 	d := s.debt(p, now)
 	if d == (u128{}) {
 		return s
 	}
-	refund := mul64(uint64(n), uint64(p.Tn))
 	if !refund.less(d) {
 		return GCRA{At: now}
 	}

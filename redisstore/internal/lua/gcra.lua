@@ -1,6 +1,6 @@
 -- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
--- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport and
--- GCRAUndo, in that order and line for line. The stored form (gcraDecode,
+-- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport,
+-- GCRAUndo and gcraGive, in that order and line for line. The stored form (gcraDecode,
 -- gcraEncode) follows.
 
 L.import('lib')
@@ -37,7 +37,7 @@ local function gcraAt(p, now, debt)
   return {At = add(now, q), Frac = r}
 end
 
-local gcraReport
+local gcraReport, gcraGive
 
 -- GCRAStep admits n events at now if they fit and returns the new state and
 -- the decision. n must be >= 0.
@@ -80,11 +80,16 @@ local function GCRAUndo(s, p, now, n)
   if p.Mode ~= Normal or n == 0 then
     return s
   end
+  return gcraGive(s, p, now, mul(n, p.Tn))
+end
+
+-- gcraGive moves the TAT of s back by refund units, never before now; a
+-- state that owes nothing at now is returned as it is.
+gcraGive = function(s, p, now, refund)
   local d = gcraDebt(s, p, now)
   if d == 0 then
     return s
   end
-  local refund = mul(n, p.Tn)
   if not lt(refund, d) then
     return {At = now, Frac = 0}
   end
@@ -118,4 +123,5 @@ local function gcraEncode(s)
 end
 
 L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, gcraDebt, gcraZero
+L.gcraAt, L.gcraGive = gcraAt, gcraGive
 return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, decode = gcraDecode, encode = gcraEncode}
