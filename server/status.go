@@ -43,7 +43,6 @@ func (s *Server) buildStatus() error {
 	return nil
 }
 
-
 // withStatus serves the status page's paths of h's listener: with page,
 // or, without one (NoStatus, or a listener that is not the admin one),
 // 404.
