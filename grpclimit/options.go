@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // healthService is the gRPC health checking service, exempt from limits
@@ -59,6 +60,15 @@ type Config struct {
 	// The default sends them only with refusals, as trailers: sending
 	// them on every call costs a few allocations per call.
 	Headers bool
+
+	// RetryJitter spreads the retry time of each refusal over [t, t+j]
+	// (see admit.Jitter), so that the callers a window or quota reset
+	// releases do not come back as one herd: the RetryInfo's delay and the
+	// retry-after and ratelimit trailers say the jittered time, never
+	// earlier than the decision's. It changes what refusals say, not what
+	// the limiter counts. The zero value is off; a Fraction outside [0, 1]
+	// or a negative Max is an error.
+	RetryJitter admit.Jitter
 
 	// MaxKeyLength is the length, in bytes, beyond which a key is
 	// replaced by "sha256:" and the hex SHA-256 digest of the key, so
@@ -128,6 +138,9 @@ func defaultFailure(code codes.Code) bool {
 
 // check checks cfg, but for the Methods' limiters.
 func (cfg *Config) check() error {
+	if p := defaults.JitterProblem(cfg.RetryJitter); p != "" {
+		return invalid("RetryJitter: %s", p)
+	}
 	for _, m := range cfg.Methods {
 		if err := checkPattern(m.Pattern); err != nil {
 			return invalid("Methods: %w", err)

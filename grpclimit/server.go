@@ -67,8 +67,10 @@ func (f DeciderFunc) Decide(ctx context.Context, fullMethod string, h *compose.H
 // `"name";r=remaining;t=seconds` (such as `"api";r=0;t=5`; t is the
 // retry-after, absent with it), and "ratelimit-policy",
 // `"name";q=quota;w=window-seconds` (such as `"api";q=100;w=60`; for a
-// concurrency limit, `"name";q=slots;qu="concurrent-requests"`). A
-// limiter error fails the call with codes.Unavailable, unless
+// concurrency limit, `"name";q=slots;qu="concurrent-requests"`).
+// Config.RetryJitter spreads the retry times of refusals over [t, t+j]
+// (see admit.Jitter; off by default): the RetryInfo and the trailers
+// then say the jittered time. A limiter error fails the call with codes.Unavailable, unless
 // Config.FailOpen admits it; a call whose context ended fails with its
 // context's code.
 //
@@ -86,6 +88,7 @@ type Server struct {
 	failure   func(code codes.Code) bool
 	cache     partCache
 	memo      refusalMemo
+	jitter    admit.Jitter
 }
 
 // NewServer returns a Server configured by cfg deciding each call with lim
@@ -158,6 +161,7 @@ func newServer(cfg *Config) (*Server, error) {
 		maxKeyLen: cfg.MaxKeyLength,
 		onError:   cfg.OnError,
 		failure:   cfg.Failure,
+		jitter:    cfg.RetryJitter,
 	}
 	if s.maxKeyLen == 0 {
 		s.maxKeyLen = defaultMaxKeyLength
@@ -262,6 +266,9 @@ func (s *Server) check(ctx context.Context, fullMethod string, h *compose.Held) 
 	if !d.Allowed {
 		if h != nil {
 			h.Release()
+		}
+		if s.jitter.Fraction > 0 {
+			d = s.jitter.Apply(d)
 		}
 		return s.memo.refusal(&d, d.Rule, &s.cache)
 	}

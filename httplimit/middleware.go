@@ -135,7 +135,9 @@ const (
 // limit_dim is the Rule, retry_after_ms the RetryAfter in milliseconds,
 // rounded up. Every duration the middleware sends (Retry-After, the
 // RateLimit field's t, X-RateLimit-Reset and retry_after_ms) is at most a
-// year, 365 days (31536000 s). A request that can never be admitted (its
+// year, 365 days (31536000 s). Config.RetryJitter spreads the retry times
+// of refusals over [t, t+j] (see admit.Jitter; off by default). A request
+// that can never be admitted (its
 // RetryAfter is admit.InfDuration: it costs more than the burst) is told
 // so instead, without Retry-After or t: its body has "never":true in
 // place of retry_after_ms. A refusal by a concurrency limit or a calendar

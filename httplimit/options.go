@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // maxRetryAfter caps every duration the middleware sends (documented on
@@ -134,6 +135,18 @@ type Config struct {
 	// FailClosed. 0 means 1 second; it must not be negative.
 	FailClosedRetryAfter time.Duration
 
+	// RetryJitter spreads the retry time of each refusal over [t, t+j]
+	// (see admit.Jitter), so that the clients a window or quota reset
+	// releases do not come back as one herd: Retry-After, the RateLimit
+	// field's t, X-RateLimit-Reset (raised to at least the retry time) and
+	// retry_after_ms all say the jittered time, which is never earlier
+	// than the decision's. It changes what refusals say, not what the
+	// limiter counts, so no client gets more than its limit from it. The
+	// zero value is off (admit serve turns it on); a Fraction outside
+	// [0, 1] or a negative Max is an error. Config.Observe is told the
+	// limiter's exact decision.
+	RetryJitter admit.Jitter
+
 	// SkipUnkeyed makes the middleware serve, without a limit, a request
 	// that cannot be keyed (its KeyFunc or cost function returned an
 	// error, or its Decider an error wrapping ErrNoKey). The default
@@ -202,6 +215,7 @@ type options struct {
 	shadow      bool
 	failClosed  bool
 	failRetry   time.Duration
+	jitter      admit.Jitter
 	skipUnkeyed bool
 	maxKeyLen   int
 	cost        func(*http.Request) (int64, error)
@@ -230,6 +244,7 @@ func (cfg *Config) resolve() (options, error) {
 		shadow:      cfg.Shadow,
 		failClosed:  cfg.FailClosed,
 		failRetry:   cfg.FailClosedRetryAfter,
+		jitter:      cfg.RetryJitter,
 		skipUnkeyed: cfg.SkipUnkeyed,
 		maxKeyLen:   cfg.MaxKeyLength,
 		cost:        cfg.Cost,
@@ -278,6 +293,9 @@ func (cfg *Config) resolve() (options, error) {
 		return o, invalid("FailClosedRetryAfter %v: want a duration >= 0", o.failRetry)
 	case o.failRetry == 0:
 		o.failRetry = defaultFailClosedRetryAfter
+	}
+	if p := defaults.JitterProblem(o.jitter); p != "" {
+		return o, invalid("RetryJitter: %s", p)
 	}
 	switch {
 	case o.maxKeyLen < 0:

@@ -261,12 +261,16 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 // maxPooledBody is the capacity beyond which a body buffer is not pooled.
 const maxPooledBody = 4 << 10
 
-// refuse answers a refused request with status, d's fields and Retry-After,
-// and the body (or calls the RefusalHandler). The field values come from
+// refuse answers a refused request with status, d's fields and Retry-After
+// (its retry time jittered by Config.RetryJitter), and the body (or calls the RefusalHandler). The field values come from
 // the answer's memo when the last refusal under the same answer had the
 // same numbers, as the refusals of a burst mostly do: then a refusal
 // allocates nothing.
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, d *admit.Decision, status int) {
+	if m.jitter.Fraction > 0 {
+		jd := m.jitter.Apply(*d)
+		d = &jd
+	}
 	a := m.answerFor(d, status)
 	nev := never(d)
 	ra := retryAfter(d.RetryAfter)

@@ -184,6 +184,10 @@ var allowAll = admit.Decision{Allowed: true, Limit: admit.Unlimited, Remaining: 
 // request that needs slots without h fails with compose.ErrNeedHeld
 // (adaptive rates without h admit and learn nothing).
 //
+// With Config.RetryJitter, the retry time of a refusal (out.Decision's
+// and that of the status of the descriptor that refused) is spread as it
+// says, never earlier than the exact one.
+//
 // A refusal is not an error: out.Decision.Allowed is false. The error is
 // non-nil when the request could not be decided, and the request is then
 // refused: a bad request (ErrInvalidRequest: a negative cost, a
@@ -234,7 +238,27 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 	}
 	err := e.check(ctx, dom, req, h, out, out.sc)
 	out.sc.reset()
+	if e.o.jitter.Fraction > 0 && !out.Decision.Allowed {
+		jitter(e.o.jitter, out)
+	}
 	return err
+}
+
+// jitter spreads the retry time of out's refusal (Config.RetryJitter)
+// with one draw: the request's Decision and the status of the descriptor
+// that refused, which holds the same decision, agree.
+func jitter(j admit.Jitter, out *Result) {
+	d := out.Decision
+	jd := j.Apply(d)
+	if jd == d {
+		return
+	}
+	out.Decision = jd
+	for i := range out.Statuses {
+		if st := &out.Statuses[i]; st.Code == CodeOverLimit && st.Decision == d {
+			st.Decision = jd
+		}
+	}
 }
 
 // refusal is the decision of a request that could not be decided.

@@ -3,6 +3,7 @@ package policy
 // Decoding of limits as written: rates, quotas, concurrency caps, and the limits of a rule or tier built from them.
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -157,7 +158,14 @@ type limitsSpec struct {
 	rateN, burstN, algoN *yaml.Node
 	ratePath, burstPath  string
 	algoPath             string
+	// more are the rates after the first of a list (rate: [10/s, 300/min]),
+	// items the positions of the list's items (nil for one rate).
+	more  []rateSpec
+	items []fieldSource
 }
+
+// maxRates is the most rates a rule or tier has (Limits.Rates and Rate).
+const maxRates = 8
 
 // field decodes one limits field; it reports whether key is one.
 func (d *decoder) limitsField(s *limitsSpec, key string, vn *yaml.Node, fpath string) bool {
@@ -165,7 +173,9 @@ func (d *decoder) limitsField(s *limitsSpec, key string, vn *yaml.Node, fpath st
 	switch key {
 	case "rate":
 		s.rateN, s.ratePath = vn, fpath
-		if r, ok := d.rate(vn, fpath); ok {
+		if rn := w.resolve(vn, fpath); rn != nil && rn.Kind == yaml.SequenceNode {
+			d.rateList(s, rn, fpath)
+		} else if r, ok := d.rate(vn, fpath); ok {
 			s.rate = &r
 		}
 	case "burst":
@@ -192,6 +202,37 @@ func (d *decoder) limitsField(s *limitsSpec, key string, vn *yaml.Node, fpath st
 	return true
 }
 
+// rateList decodes a list of rates (rate: [10/s burst 20, 300/min]) into
+// s: the first as its rate, the others as more. An empty list, more than
+// maxRates and an item that is not a rate are errors, and leave s without
+// a rate.
+func (d *decoder) rateList(s *limitsSpec, n *yaml.Node, path string) {
+	w := d.w
+	if len(n.Content) == 0 || len(n.Content) > maxRates {
+		w.fail(n, path, "a list of %d rates: give 1 to %d", len(n.Content), maxRates)
+		return
+	}
+	var rates []rateSpec
+	good := true
+	w.list(n, path, false, func(i int, item *yaml.Node, ipath string) {
+		s.items = append(s.items, fieldSource{ipath, w.pos(item)})
+		r, ok := d.rate(item, ipath)
+		good = good && ok
+		rates = append(rates, r)
+	})
+	if good && len(rates) > 0 {
+		s.rate, s.more = &rates[0], rates[1:]
+	}
+}
+
+// setRateItems records in src the positions of the items of a list of
+// rates of spec s, as fields field[0], field[1]... ("rate[1]").
+func setRateItems(src *source, field string, s *limitsSpec) {
+	for i, it := range s.items {
+		src.set(fmt.Sprintf("%s[%d]", field, i), it.path, it.pos)
+	}
+}
+
 // build turns a spec into Limits, checking burst against rate.
 func (d *decoder) build(s *limitsSpec, alg admit.Algorithm) Limits {
 	w := d.w
@@ -204,8 +245,13 @@ func (d *decoder) build(s *limitsSpec, alg admit.Algorithm) Limits {
 		r := s.rate.limit
 		l.Rate = &r
 	}
+	for _, m := range s.more {
+		l.Rates = append(l.Rates, m.limit)
+	}
 	if s.burst != nil {
 		switch {
+		case s.items != nil:
+			w.fail(s.burstN, s.burstPath, "burst with a list of rates: give each rate its burst in its text (rate: [10/s burst 20, 300/min])")
 		case s.rate == nil:
 			w.fail(s.burstN, s.burstPath, "burst without a rate")
 		case s.rate.hasBurst:

@@ -144,6 +144,8 @@ func limitsPrefetchable(l *Limits, what string, burst int64) (int64, string) {
 		return 0, what + "no limit (unlimited): there is nothing to take"
 	case l.Rate == nil:
 		return 0, what + "no rate: prefetch takes blocks of a rate"
+	case len(l.Rates) > 0:
+		return 0, what + "several rates: a block is taken from one rate, and a request must pass them all at once; keep the rule strict, or put one of the rates in a rule of its own"
 	case l.Algorithm == admit.AlgSlidingLog:
 		return 0, what + "a sliding log: each of its events expires on its own, which a block cannot carry (keep it strict, or use sliding_window)"
 	}

@@ -108,6 +108,8 @@ func (d *decoder) ruleLimitsField(rd *ruleDecoding, key string, vn *yaml.Node, f
 		return false
 	}
 	switch key {
+	case "rate":
+		setRateItems(rd.r.src, "rate", &rd.spec)
 	case "unlimited":
 		rd.unlimitedN = vn
 	case "quota":

@@ -484,6 +484,10 @@ func FuzzParseYAML(f *testing.F) {
 	for _, tc := range prefetchBad {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range ratesBad {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte("tier_tables:\n  p:\n    default: a\n    tiers:\n      a: {rate: [10/s burst 20, 300/min]}\n      b: {extends: a, rate: [1/s, 30/h]}\nrules:\n  - {name: t, match: k, tiers: p}\n  - {name: u, match: j, rate: [3/s, 5/min, 100/day], algorithm: sliding_window}\n"))
 	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Parse("f.yaml", data); err != nil {

@@ -47,6 +47,7 @@ func (d *decoder) parseTables(n *yaml.Node) {
 							s.extends, _ = w.nonEmpty(fn, fp)
 						default:
 							d.limitsField(&s.spec, key, fn, fp)
+							setRateItems(t.src, "tier:"+tier+".rate", &s.spec)
 						}
 					})
 					specs[tier] = s
@@ -129,6 +130,7 @@ func inherit(parent, child limitsSpec) limitsSpec {
 	m := child
 	if m.rate == nil {
 		m.rate, m.rateN, m.ratePath = parent.rate, parent.rateN, parent.ratePath
+		m.more, m.items = parent.more, parent.items
 		if m.burst == nil {
 			m.burst, m.burstN, m.burstPath = parent.burst, parent.burstN, parent.burstPath
 		}

@@ -102,8 +102,11 @@
 //	      # or: prefix: /api/   # values starting with /api/
 //	      # A list item may be just a key ("- tenant"), and match may be
 //	      # just a key ("match: remote_address").
-//	    rate: 100/s burst 200   # a rate limit (see ParseRate)
+//	    rate: 100/s burst 200   # a rate limit (see ParseRate), or a list
+//	    # rate: [10/s burst 20, 300/min]  of 1 to 8 rates, each of which
+//	                            # must admit the request (see Rates)
 //	    burst: 200              # the burst, if the rate does not say it
+//	                            # (not with a list)
 //	    algorithm: gcra         # gcra, token_bucket, leaky_bucket,
 //	                            # fixed_window, sliding_window,
 //	                            # sliding_window_approx, sliding_log
@@ -259,6 +262,18 @@
 // rule of their own. They are not available in tiers.
 //
 // # Rates and quotas
+//
+// A rule or tier may carry several rates (rate: [10/s burst 20, 300/min];
+// Limits.Rates), the burst-plus-sustained pair: a request is admitted only
+// if every rate admits it, and one they refuse consumes nothing from any
+// (Redis decides them in one script call; in memory, the rates that
+// admitted give back what they took). The decision and the status report
+// the most restrictive: the refusal with the longest RetryAfter, or the
+// admission with the fewest Remaining. A list with unlimited, a rate given
+// twice, or, under gcra, token_bucket or leaky_bucket, a rate that never
+// refuses what another admits (at least as fast, with a burst at least as
+// large: [10/s, 600/min] is one, since 600/min is 10/s with a burst of
+// 600) is an error; so is prefetch on such a rule.
 //
 // A rate is what admit.ParseLimit reads ("100/s", "5000/1h burst 50",
 // "100 per 5m", "unlimited") and more: "100 per 5 minutes", "7/week",

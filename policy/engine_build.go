@@ -243,7 +243,14 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 		failure = Failure{}
 	}
 	if l.Rate != nil {
-		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, fmt.Sprintf("rate %v %v prefetch %d", l.Algorithm, *l.Rate, r.Prefetch), func(c *clayer) error {
+		def := fmt.Sprintf("rate %v %v prefetch %d", l.Algorithm, *l.Rate, r.Prefetch)
+		if len(l.Rates) > 0 {
+			def = fmt.Sprintf("rates %v %v", l.Algorithm, l.allRates())
+		}
+		c, err := b.layer(admit.KindRate, sub("rate"), st, failure, def, func(c *clayer) error {
+			if len(l.Rates) > 0 {
+				return b.e.buildRates(c, l.Algorithm, l.allRates(), st, failure)
+			}
 			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure, r.Prefetch)
 		})
 		if err != nil {

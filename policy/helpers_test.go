@@ -137,3 +137,11 @@ func newEngine(p *Policy, cfg Config) (*Engine, error) {
 
 // clocked is the Config of an engine on clock.
 func clocked(clock admit.Clock) Config { return Config{Options: admit.Options{Clock: clock}} }
+
+func (t *testRedis) Rates(specs []Spec) (admit.KeyedLimiter, error) {
+	ss := make([]stores.Spec, len(specs))
+	for i, s := range specs {
+		ss[i] = stores.Spec(s)
+	}
+	return t.r.Rates(ss)
+}

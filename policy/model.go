@@ -206,6 +206,20 @@ type Rule struct {
 type Limits struct {
 	// Rate is a rate limit (nil: none), decided by Algorithm.
 	Rate *admit.Limit
+	// Rates are more rates on the same key, decided by Algorithm as Rate
+	// is, for the burst-plus-sustained pair (10/s burst 20 with
+	// 300/min): a request is admitted only if Rate and every one of Rates
+	// admit it, and one they refuse consumes nothing from any (a store
+	// that can, Redis, decides them in one call; others give back what
+	// the first ones took). The decision is the most restrictive: the
+	// refusal with the longest RetryAfter, which is when every rate would
+	// admit the request, or else the admission with the fewest
+	// Remaining. In this package's YAML format, rate: [10/s burst 20,
+	// 300/min] sets Rate to the first and Rates to the others. Rates
+	// needs Rate, and holds at most 7 (8 rates in all), none unlimited
+	// and no two alike (see Validate for the pairs it refuses). A rule
+	// with Rates cannot prefetch.
+	Rates []admit.Limit
 	// Algorithm is the algorithm of Rate. The zero value is GCRA.
 	Algorithm admit.Algorithm
 	// Quota is a calendar quota (nil: none).

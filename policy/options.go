@@ -94,6 +94,16 @@ type Config struct {
 	// them from exhausting memory. 0 means 1024; a negative value means
 	// none: every inline limit is refused.
 	MaxOverrides int
+
+	// RetryJitter spreads the retry time of each refusal Check reports
+	// over [t, t+j] (see admit.Jitter), so that the clients a window or
+	// quota reset releases do not come back as one herd: the Result's
+	// Decision and the Status of the descriptor that refused get the same
+	// jittered RetryAfter, and a ResetAfter of at least it; never earlier
+	// than the exact one. It changes what refusals say, not what the
+	// limiters count. The zero value is off (admit serve turns it on); a
+	// Fraction outside [0, 1] or a negative Max is an error.
+	RetryJitter admit.Jitter
 }
 
 // The defaults of Config's fields.
@@ -114,6 +124,7 @@ type options struct {
 	shadow       bool
 	maxKeys      int
 	maxOverrides int
+	jitter       admit.Jitter
 }
 
 // options checks cfg and fills in its defaults. The errors wrap
@@ -130,6 +141,7 @@ func (cfg *Config) options() (options, error) {
 		shadow:       cfg.Shadow,
 		maxKeys:      cfg.MaxKeys,
 		maxOverrides: cfg.MaxOverrides,
+		jitter:       cfg.RetryJitter,
 	}
 	for _, name := range sortedKeys(cfg.Backends) {
 		if !validStoreName(name) {
@@ -150,6 +162,9 @@ func (cfg *Config) options() (options, error) {
 	}
 	if len(o.prefix) > maxNameLength {
 		return o, invalid("KeyPrefix: %d bytes, the maximum is %d", len(o.prefix), maxNameLength)
+	}
+	if p := optdefaults.JitterProblem(o.jitter); p != "" {
+		return o, invalid("RetryJitter: %s", p)
 	}
 	if o.maxKeys < 0 {
 		return o, invalid("MaxKeys %d: want >= 0", o.maxKeys)

@@ -340,10 +340,12 @@ func (v *validator) limits(l *Limits, src *source, prefix string) {
 	}
 	if int(l.Algorithm) >= len(admit.Algorithms()) {
 		v.at(src, prefix+"algorithm", "unknown algorithm %v", l.Algorithm)
-	} else if l.Rate != nil {
+	} else if l.Rate != nil && len(l.Rates) == 0 {
 		if c := limits.Compile(l.Algorithm, *l.Rate); c.Err != nil {
 			v.at(src, prefix+"rate", "invalid rate %v for %v: %s", *l.Rate, l.Algorithm, limitReason(c.Err))
 		}
+	} else if len(l.Rates) > 0 {
+		v.rates(l, src, prefix)
 	}
 	if q := l.Quota; q != nil {
 		if err := checkCount(q.Limit, "a quota"); err != nil {

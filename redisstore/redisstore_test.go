@@ -531,3 +531,27 @@ func TestDenyCacheForgetsOnRoom(t *testing.T) {
 		}
 	}
 }
+
+// AllowLayers decides at the instant it is given (it used to send its
+// all-or-nothing call without it, deciding on Redis's clock): the same
+// instant repeated gives exact figures, the ones Limiter.Allow gives.
+func TestLayersAtInstant(t *testing.T) {
+	for name, c := range map[string]func(testing.TB) redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, c(t), redisstore.Config{})
+			sec, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "sec"}, Limit: admit.PerSecond(3)})
+			min, _ := s.Limiter(redisstore.LimiterConfig{Options: admit.Options{Name: "min"}, Limit: admit.PerMinute(5)})
+			at := admittest.At(time.Hour) // far from Redis's clock
+			for i := range 3 {
+				d, all, err := s.AllowLayers(t.Context(), admit.Request{Key: "k", N: 1, At: at}, []redisstore.Layer{{Limiter: sec, Key: "k"}, {Limiter: min, Key: "k"}}, nil)
+				if err != nil || !d.Allowed || d.ResetAfter != time.Duration(i+1)*time.Second/3+1 && i != 2 || all[1].ResetAfter != time.Duration(i+1)*12*time.Second {
+					t.Fatalf("request %d at one instant: %+v %+v %v", i, d, all, err)
+				}
+			}
+			d, err := sec.Allow(t.Context(), admit.Request{Key: "k", N: 0, At: at})
+			if err != nil || d.Remaining != 0 || d.ResetAfter != time.Second {
+				t.Fatalf("the layer's state read by its limiter at the same instant: %+v %v", d, err)
+			}
+		})
+	}
+}

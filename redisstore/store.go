@@ -338,7 +338,7 @@ func (s *Store) group(batch []*op) []*call {
 	}
 	for _, p := range batch {
 		if p.all {
-			c := &call{ops: []*op{p}}
+			c := &call{ops: []*op{p}, now: p.now}
 			s.appendOp(c, p)
 			calls = append(calls, c)
 			continue

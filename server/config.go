@@ -156,6 +156,25 @@ type Config struct {
 	// (--shadow; envoyproxy/ratelimit's SHADOW_MODE). The default is
 	// false.
 	Shadow bool
+	// RetryJitter spreads the retry time t of every refusal the Server
+	// reports over [t, t+j], j being RetryJitter × t at most
+	// RetryJitterMax (--retry-jitter, a fraction or a percentage such as
+	// 10%; see admit.Jitter), so that the clients a window or quota
+	// reset releases do not come back as one herd: the HTTP API's
+	// retry_after_ms and Retry-After, admit.v1's retry_after, the RLS's
+	// Retry-After and the refused descriptor's duration_until_reset, and
+	// the gateway's 429s say the jittered time, never earlier than the
+	// exact one. It changes what refusals say, never what is counted. New
+	// gives it to the engines it builds as Engine.RetryJitter (unless
+	// that is set); NewAPI, RegisterGRPC and NewGateway, given engines
+	// built elsewhere, report what those engines' own
+	// policy.Config.RetryJitter says. Negative turns it off; at most 1.
+	// The default is 0.1 (10%).
+	RetryJitter float64
+	// RetryJitterMax caps the jitter j (--retry-jitter-max), so that the
+	// hours until a daily quota's reset add at most this. Negative means
+	// no cap. The default is 1m.
+	RetryJitterMax time.Duration
 	// Engine is the Config of every engine the Server builds, for what
 	// flags do not set, such as MaxKeys, MaxOverrides or Clock (not
 	// settable from flags). The Server sets its Backends, DefaultStore,
@@ -278,8 +297,13 @@ func DefaultConfig() Config {
 		Descriptors:               append([]string(nil), defaultDescriptorSpecs...),
 		UpstreamDialTimeout:       5 * time.Second,
 		UpstreamTimeout:           30 * time.Second,
+		RetryJitter:               defaultRetryJitter,
+		RetryJitterMax:            time.Minute,
 	}
 }
+
+// defaultRetryJitter is Config.RetryJitter's default.
+const defaultRetryJitter = 0.1
 
 // gatewayAdminAddr is the admin listener's address in gateway mode when
 // Config.AdminAddr is empty.
@@ -399,6 +423,8 @@ func checkLimits(c *Config) error {
 		return fieldErr("MaxRequestBytes", "%d: want 1 byte to 2GiB-1 (0: the default)", c.MaxRequestBytes)
 	case c.MaxHeaderBytes < 0 || c.MaxHeaderBytes > 1<<30:
 		return fieldErr("MaxHeaderBytes", "%d: want 1 byte to 1GiB (0: the default)", c.MaxHeaderBytes)
+	case c.RetryJitter != c.RetryJitter || c.RetryJitter > 1:
+		return fieldErr("RetryJitter", "%v: want a fraction of at most 1 (0: the default, negative: off)", c.RetryJitter)
 	}
 	return nil
 }
@@ -505,6 +531,13 @@ func (c Config) resolved() Config {
 	} {
 		dur(f.v, f.def)
 	}
+	switch {
+	case c.RetryJitter == 0:
+		c.RetryJitter = d.RetryJitter
+	case c.RetryJitter < 0:
+		c.RetryJitter = 0
+	}
+	dur(&c.RetryJitterMax, d.RetryJitterMax)
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = d.MaxRequestBytes
 	}

@@ -68,7 +68,10 @@ import (
 //     (0 for a key with nothing counted); for sliding windows and logs,
 //     until the events counted have left the window; for a calendar quota,
 //     until its period ends. A concurrency cap has no reset in time, and no
-//     duration_until_reset.
+//     duration_until_reset. The descriptor that refused the request
+//     reports at least the retry time, jittered by the engine's
+//     policy.Config.RetryJitter (admit serve's --retry-jitter): Envoy's
+//     X-RateLimit-Reset comes from it, and clients retry by it.
 //
 // A descriptor none of whose limits was asked, because another
 // descriptor's limit refused the request first (policy.Status.Skipped),

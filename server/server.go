@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/internal/status"
 	"github.com/admit-go/admit/policy"
@@ -280,6 +281,9 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 	}
 	if s.c.KeyPrefix != "" {
 		cfg.KeyPrefix = s.c.KeyPrefix
+	}
+	if cfg.RetryJitter == (admit.Jitter{}) {
+		cfg.RetryJitter = admit.Jitter{Fraction: s.c.RetryJitter, Max: s.c.RetryJitterMax}
 	}
 	cfg.Observer, cfg.Logger = s.observer(), s.log
 	cfg.Backends, cfg.DefaultStore = backends.Stores(s.store)

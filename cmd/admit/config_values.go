@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -98,6 +99,38 @@ func (v boolValue) Set(s string) error {
 
 func (v boolValue) String() string   { return strconv.FormatBool(*v.p) }
 func (v boolValue) IsBoolFlag() bool { return true }
+
+// fraction is a number from 0 to 1 or a percentage ("0.1", "10%"), whose
+// 0 is the server's negative (off).
+func fraction() kind { return func(p any) value { return fractionValue{p.(*float64)} } }
+
+type fractionValue struct{ p *float64 }
+
+func (v fractionValue) Set(s string) error {
+	t, scale := strings.TrimSpace(s), 1.0
+	if rest, ok := strings.CutSuffix(t, "%"); ok {
+		t, scale = strings.TrimSpace(rest), 100
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%q is not a fraction (want 0.1 or 10%%)", truncate(s, 32))
+	}
+	if f /= scale; f < 0 || f > 1 {
+		return fmt.Errorf("%q: want 0 to 1, or 0%% to 100%%", truncate(s, 32))
+	}
+	if f == 0 {
+		f = -1
+	}
+	*v.p = f
+	return nil
+}
+
+func (v fractionValue) String() string {
+	if *v.p <= 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p*100, 'f', -1, 64) + "%"
+}
 
 // What a duration's 0 means.
 const (

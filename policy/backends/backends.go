@@ -64,6 +64,16 @@ func (r *redisBackend) Rate(s policy.Spec) (admit.KeyedLimiter, error) {
 func (r *redisBackend) Quota(s policy.Spec) (admit.KeyedLimiter, error) {
 	return r.r.Quota(stores.Spec(s))
 }
+
+// Rates decides several rates of a key in one script call, all or nothing
+// (found by the policy engine for rules with several rates).
+func (r *redisBackend) Rates(specs []policy.Spec) (admit.KeyedLimiter, error) {
+	ss := make([]stores.Spec, len(specs))
+	for i, s := range specs {
+		ss[i] = stores.Spec(s)
+	}
+	return r.r.Rates(ss)
+}
 func (r *redisBackend) Slots(s policy.Spec) (admit.Slots, error) { return r.r.Slots(stores.Spec(s)) }
 func (r *redisBackend) Shared() bool                             { return true }
 
