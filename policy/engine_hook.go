@@ -94,8 +94,10 @@ func layerState(l *enginehook.Layer, c *clayer, vals []float64) []float64 {
 				vals = append(vals, float64(lim.Rate)*1e9/float64(lim.Period))
 			}
 		})
-	case *rateLanes:
+	case *perBudget[*fair.RateLanes]:
 		l.Kind, l.Keys = "lanes", s.keys.count()
+	case *perBudget[*fair.Share]:
+		l.Kind, l.Keys = "share", s.keys.count()
 	case *compose.Guard:
 		st := s.Stats()
 		l.Guarded, l.Fallback, l.Failures, l.Timeouts = true, st.Active, st.Failures, st.Timeouts
