@@ -38,3 +38,35 @@ func display(b []byte) string {
 	}
 	return sb.String()
 }
+
+// displayKey shows a key of a policy engine's layer, its descriptor
+// values length-prefixed one after another ("5:alice4:eu-1"), as the
+// values (display'd) joined by " / " ("alice / eu-1"); the sketch may have
+// cut the last value short, which then ends the text. A key in any other
+// form is shown whole, as display shows it.
+func displayKey(b []byte) string {
+	var vals []string
+	for rest := b; len(rest) > 0; {
+		i := 0
+		for i < len(rest) && i < 10 && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) || rest[i] != ':' {
+			return display(b)
+		}
+		n := 0
+		for _, c := range rest[:i] {
+			n = n*10 + int(c-'0')
+		}
+		rest = rest[i+1:]
+		if n > len(rest) {
+			n = len(rest) // cut short by the sketch
+		}
+		vals = append(vals, display(rest[:n]))
+		rest = rest[n:]
+	}
+	if len(vals) == 0 {
+		return display(b)
+	}
+	return strings.Join(vals, " / ")
+}

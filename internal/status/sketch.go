@@ -157,7 +157,7 @@ func (s *sketch) top(n int) ([]DeniedKey, uint64) {
 		e := &es[i]
 		out[i] = DeniedKey{
 			Rule:      display(e.rule[:e.ruleLen]),
-			Key:       display(e.key[:e.keyLen]),
+			Key:       displayKey(e.key[:e.keyLen]),
 			Truncated: e.truncated,
 			Count:     e.count,
 			Error:     e.err,

@@ -165,3 +165,23 @@ func TestRulesBounded(t *testing.T) {
 		t.Errorf("%d rules kept", n)
 	}
 }
+
+// TestDisplayKey: an engine's key shows as its descriptor values; a value
+// the sketch cut short ends the text; a key in another form shows whole.
+func TestDisplayKey(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{"5:alice", "alice"},
+		{"5:alice4:eu-1", "alice / eu-1"},
+		{"9:<b>\x00x</b>", `<b>\u0000x</b>`},
+		{"20:truncated", "truncated"},
+		{"0:", ""},
+		{"plain key", "plain key"},
+		{"5alice", "5alice"},
+		{"12345678901:x", "12345678901:x"},
+		{"3:ab\xff", `ab\xff`},
+	} {
+		if got := displayKey([]byte(c.key)); got != c.want {
+			t.Errorf("displayKey(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}
