@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -135,5 +136,53 @@ func BenchmarkQueue(b *testing.B) {
 				p.Release()
 			}
 		})
+	})
+}
+
+// BenchmarkShare measures a decision of a known tenant admitted within its
+// share, one admitted beyond the reserve (its share empty, the budget
+// full), one refused (the budget empty), and the same with the weights of
+// a map, as policy's share: rules give them.
+func BenchmarkShare(b *testing.B) {
+	now := time.Now()
+	ctx := context.Background()
+	newShare := func(b *testing.B, budget admit.Limit, weight func(string) int64) *Share {
+		s, err := NewShare(ShareConfig{Budget: budget, Weight: weight})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	run := func(b *testing.B, s *Share, tenant string, step time.Duration, want bool) {
+		t := now
+		if d, _ := s.Allow(ctx, admit.Request{Key: tenant, N: 1, At: t}); d.Allowed != want {
+			b.Fatalf("allowed %v", d.Allowed)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			t = t.Add(step)
+			s.Allow(ctx, admit.Request{Key: tenant, N: 1, At: t})
+		}
+	}
+	b.Run("within", func(b *testing.B) {
+		run(b, newShare(b, admit.PerSecond(1e9), nil), "acme", time.Nanosecond, true)
+	})
+	b.Run("beyond", func(b *testing.B) {
+		// acme's share of a budget of burst 1e6 is one event in 2^20+1:
+		// its share is empty at once, the budget full.
+		weights := map[string]int64{"globex": 1 << 20}
+		s := newShare(b, admit.PerSecond(1e6), func(t string) int64 { return max(weights[t], 1) })
+		s.Allow(ctx, admit.Request{Key: "globex", N: 0, At: now})
+		s.Allow(ctx, admit.Request{Key: "globex", N: 1, At: now})
+		run(b, s, "acme", time.Microsecond, true)
+	})
+	b.Run("refused", func(b *testing.B) {
+		s := newShare(b, admit.PerHour(1), nil)
+		s.Allow(ctx, admit.Request{Key: "acme", N: 1, At: now})
+		run(b, s, "acme", 0, false)
+	})
+	b.Run("weights", func(b *testing.B) {
+		weights := map[string]int64{"acme": 3, "globex": 2}
+		run(b, newShare(b, admit.PerSecond(1e9), func(t string) int64 { return max(weights[t], 1) }), "acme", time.Nanosecond, true)
 	})
 }

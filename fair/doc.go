@@ -1,7 +1,8 @@
 // Package fair shares one limit among classes of traffic so that none of
 // them can starve another: priority lanes with reserved shares of a rate
-// (RateLanes) or of a concurrency limit (SlotLanes), and weighted fair
-// queueing of the callers waiting for a concurrency limit (Queue).
+// (RateLanes) or of a concurrency limit (SlotLanes), a rate shared by any
+// number of tenants in proportion to their weights (Share), and weighted
+// fair queueing of the callers waiting for a concurrency limit (Queue).
 //
 // A single limiter is first come, first served: under contention, the
 // client that asks fastest wins, and a flood of batch jobs, retries or
@@ -31,7 +32,13 @@
 //     class use a higher class's share; BorrowAny lets any class use any
 //     idle capacity, and still gives a class back its share as soon as its
 //     traffic comes back (within one period).
-//   - SlotLanes, the same for a limit of requests in flight (workers,
+//   - Share, when the shared limit is a rate and its users are many and
+//     not known in advance (tenants, API keys), each with a weight: when
+//     they ask more than the rate, each active one gets at least its
+//     weight's part of it (weights 1, 2 and 3 get 1/6, 2/6 and 3/6), and
+//     what one leaves unused goes to the others at once. Its decisions are
+//     exact, and redisstore's Store.Share makes the same ones for a fleet.
+//   - SlotLanes, the same as RateLanes for a limit of requests in flight (workers,
 //     connections). Borrowed slots come back when the requests holding
 //     them end, so prefer BorrowUp, or a large reserve, when low-priority
 //     requests are long.
@@ -44,13 +51,15 @@
 //     client should simply have a limit of its own; they compose with
 //     these: a per-tenant rate in front of RateLanes shared by all.
 //
-// Every type is usable as a layer of a compose.Chain: RateLanes is an
-// admit.KeyedLimiter and admit.Refunder whose key names the lane;
+// Every type is usable as a layer of a compose.Chain: RateLanes and Share
+// are admit.KeyedLimiters and admit.Refunders whose key names the lane or
+// the tenant;
 // SlotLanes.Layer and Queue.Layer are admit.Slots whose key names the lane
 // or the flow.
 //
-// Time is a parameter: RateLanes.Allow and Refund take the instant as the
-// Request's At (without, they read the Clock of RateLanesConfig); SlotLanes
+// Time is a parameter: the Allow and Refund of RateLanes and Share take
+// the instant as the Request's At (without, they read the Clock of their
+// Config); SlotLanes
 // and Queue do not read the time at all, and Queue.Acquire waits only for slots or its context. Nothing here
 // starts a goroutine or needs a Close.
 package fair

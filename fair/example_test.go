@@ -146,3 +146,39 @@ func ExampleQueue() {
 	// Output:
 	// gold gold free gold gold free free free
 }
+
+func ExampleShare() {
+	// 100 requests per second shared by the tenants of an API, weighted:
+	// acme pays for three times the default, globex for twice.
+	weights := map[string]int64{"acme": 3, "globex": 2}
+	share, err := fair.NewShare(fair.ShareConfig{
+		Budget: admit.PerSecond(100),
+		Weight: func(tenant string) int64 { return max(weights[tenant], 1) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	// count counts the events admitted to each tenant from a second after
+	// from until to.
+	count := func(tenants []string, from, to time.Duration) map[string]int {
+		got := map[string]int{}
+		for t := from; t < to; t += time.Millisecond {
+			// Every tenant asks every millisecond: ten times the budget
+			// and more.
+			for _, tenant := range tenants {
+				if d, _ := share.Allow(ctx, admit.Request{Key: tenant, N: 1, At: start.Add(t)}); d.Allowed && t >= from+time.Second {
+					got[tenant]++
+				}
+			}
+		}
+		return got
+	}
+	fmt.Println("three busy:", count([]string{"acme", "globex", "initech"}, 0, 11*time.Second))
+	// initech goes idle: its share goes to the other two.
+	fmt.Println("two busy:  ", count([]string{"acme", "globex"}, 11*time.Second, 21*time.Second))
+	// Output:
+	// three busy: map[acme:500 globex:333 initech:167]
+	// two busy:   map[acme:540 globex:360]
+}

@@ -2,6 +2,7 @@ package fair
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/admit-go/admit"
 )
@@ -109,6 +110,41 @@ type QueueConfig struct {
 	// flows together (see Queue for who gives way when it is full). 0
 	// means 1024; a negative value means that no caller ever waits.
 	MaxWaiters int
+}
+
+// ShareConfig configures a Share (NewShare). Set Budget; every other
+// field's zero value is its default. A field outside its domain is an
+// error wrapping admit.ErrInvalidConfig that names it.
+type ShareConfig struct {
+	// Options are the clock and name (see admit.Options). The clock is
+	// read by Allow and Refund for a Request whose At is zero; the name is
+	// the Rule of the decisions. The Observer is not called.
+	admit.Options
+
+	// Budget is the rate limit the tenants share. Required: an invalid,
+	// unlimited or zero Budget is an error wrapping admit.ErrInvalidLimit.
+	Budget admit.Limit
+
+	// Weight, if not nil, gives the weight of each tenant: tenants
+	// contending for the budget get it in proportion to their weights. It
+	// is called without the Share's lock held, once per call of Allow and
+	// Refund, and must return a weight from 1 to 2^20 (1048576), or the
+	// request fails with an error wrapping admit.ErrInvalidConfig ("fair:
+	// invalid weight"). Nil gives every tenant weight 1.
+	Weight func(tenant string) int64
+
+	// Idle is how long a tenant that stops asking stays active, at most:
+	// it leaves the active set (and its weight the sum the shares are
+	// divided by) between Idle/2 and Idle after its last request. 0 means
+	// a second; otherwise from 2ns to an hour.
+	Idle time.Duration
+
+	// MaxTenants bounds the tenants a Share holds: those active, or whose
+	// share is not full (the others are forgotten, which changes no
+	// decision). A new tenant beyond it is refused with an error wrapping
+	// admit.ErrTooManyKeys. 0 means 100,000; a negative value is an error.
+	// (A Share kept in Redis holds its tenants there and has no bound.)
+	MaxTenants int
 }
 
 // Defaults of the Configs' fields.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/admit-go/admit/adaptive"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/fair"
+	"github.com/admit-go/admit/internal/lanekey"
 )
 
 // perKey holds one instance of an adaptive limiter (or of lanes) per key
@@ -311,22 +311,17 @@ func (b *aimdBox) Finish(failed bool) {
 
 // splitLane splits the key of a lanes layer into the lane and the key of
 // the budget.
-func splitLane(key string) (lane, budget string) {
-	i := strings.IndexByte(key, ':')
-	if i < 0 {
-		return key, ""
-	}
-	n, err := strconv.Atoi(key[:i])
-	if err != nil || n < 0 || n > len(key)-i-1 {
-		return key, ""
-	}
-	return key[i+1 : i+1+n], key[i+1+n:]
-}
+func splitLane(key string) (lane, budget string) { return lanekey.Split(key) }
 
-// rateLanes is a lanes limit with a budget: a fair.RateLanes per key of
-// the budget, as an admit.KeyedLimiter and admit.Refunder.
-type rateLanes struct {
-	keys *perKey[*fair.RateLanes]
+// perBudget is a limit of budgets shared by lanes or tenants (a
+// fair.RateLanes or fair.Share per key of the budget), as an
+// admit.KeyedLimiter and admit.Refunder whose keys are those of a lanes
+// layer (see splitLane).
+type perBudget[T interface {
+	admit.KeyedLimiter
+	admit.Refunder
+}] struct {
+	keys *perKey[T]
 }
 
 func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
@@ -336,7 +331,7 @@ func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
 		return err
 	}
 	clock := e.o.clock
-	s := &rateLanes{}
+	s := &perBudget[*fair.RateLanes]{}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *fair.RateLanes {
 		r, _ := fair.NewRateLanes(cfg) // checked above
 		return r
@@ -358,7 +353,7 @@ func (e *Engine) buildRateLanes(c *clayer, l *Lanes, single bool) error {
 	return nil
 }
 
-func (s *rateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
+func (s *perBudget[T]) Allow(ctx context.Context, req admit.Request) (admit.Decision, error) {
 	lane, budget := splitLane(req.Key)
 	r, err := s.keys.get(budget)
 	if err != nil {
@@ -368,7 +363,7 @@ func (s *rateLanes) Allow(ctx context.Context, req admit.Request) (admit.Decisio
 	return r.Allow(ctx, req)
 }
 
-func (s *rateLanes) Refund(ctx context.Context, req admit.Request) error {
+func (s *perBudget[T]) Refund(ctx context.Context, req admit.Request) error {
 	lane, budget := splitLane(req.Key)
 	r, ok := s.keys.lookup(budget)
 	if !ok {

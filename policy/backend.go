@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/internal/calendar"
 )
 
@@ -97,6 +98,15 @@ type Spec struct {
 	Clock    admit.Clock
 	Observer admit.Observer
 	MaxKeys  int
+	// Share, if not nil, asks Rate for a limiter sharing Limit (Share's
+	// Budget) among tenants by Share's weights, as fair.Share does (and
+	// redisstore's Store.Share): the key of each request names the
+	// tenant and its budget, as "<length of the tenant in decimal>:",
+	// the tenant, then the key of the budget. The engine asks only a
+	// shared store for one (it keeps the shares of rules kept in memory
+	// itself); a shared store that cannot share a budget must refuse
+	// such a Spec with an error.
+	Share *fair.ShareConfig
 }
 
 // maxStoreName bounds the length of a store's name.

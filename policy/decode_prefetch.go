@@ -110,6 +110,9 @@ func (d *decoder) checkDefaultPrefetch() {
 // limit other than a rate, a rate by the sliding log, or no rate.
 func prefetchable(r *Rule) (burst int64, why string) {
 	burst = math.MaxInt64
+	if r.Share != nil {
+		return 0, "share: a budget its tenants share is decided in Redis at every request (the tenants' weights and activity change what each may take)"
+	}
 	if r.Tiers == nil {
 		return limitsPrefetchable(&r.Limits, "", burst)
 	}

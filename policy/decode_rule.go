@@ -151,6 +151,8 @@ func (d *decoder) ruleOwnField(rd *ruleDecoding, key string, vn *yaml.Node, fpat
 		rd.prefetchVal, _ = d.prefetch(vn, fpath)
 	case "delay":
 		r.Delay, _ = w.duration(vn, fpath, 0)
+	case "share":
+		r.Share = d.share(vn, fpath, r.src)
 	case "shadow":
 		r.Shadow, _ = w.boolean(vn, fpath)
 	case "shared":
@@ -281,7 +283,7 @@ var rulePart = map[string]string{
 	"name": "name", "description": "name", "match": "match",
 	"rate": "limits", "burst": "limits", "algorithm": "limits", "quota": "limits", "concurrency": "limits",
 	"adaptive_concurrency": "limits", "adaptive_rate": "limits", "lanes": "limits",
-	"tiers": "limits", "tier_key": "limits", "unlimited": "limits",
+	"tiers": "limits", "tier_key": "limits", "unlimited": "limits", "share": "limits",
 	"store": "store", "failure": "store", "shadow": "store", "shared": "store", "prefetch": "prefetch",
 	"delay": "delay", "exempt": "exempt", "replaces": "replaces",
 }

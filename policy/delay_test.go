@@ -49,7 +49,8 @@ func TestParseDelayBad(t *testing.T) {
 		"  - {name: e, match: k5, rate: 1/s, algorithm: fixed_window, delay: 1s}\n" +
 		"  - {name: f, match: k6, rate: 1/s, store: redis, prefetch: auto, delay: 1s}\n" +
 		"  - {name: g, match: k7, rate: 1/s, delay: soon}\n" +
-		"  - {name: h, match: k8, rate: [1/s, 10/min], delay: 1s}\n"
+		"  - {name: h, match: k8, rate: [1/s, 10/min], delay: 1s}\n" +
+		"  - {name: i, match: [k9, t], rate: 1/s, share: {key: t}, delay: 1s}\n"
 	_, err := parseAdmit("p.yaml", []byte(src))
 	if err == nil {
 		t.Fatal("loaded")
@@ -63,6 +64,7 @@ func TestParseDelayBad(t *testing.T) {
 		`p.yaml:7:74: rules[5].delay: delay with prefetch: a block is spent at once, it cannot hold a slot ahead (drop prefetch, or the delay)`,
 		`p.yaml:8:44: rules[6].delay: want a duration (50ms, 30s, 1m), got "soon"`,
 		`p.yaml:9:54: rules[7].delay: delay on a rule with several rates: their limiter admits now or not at all (give the rule one rate, or split it)`,
+		`p.yaml:10:66: rules[8].delay: delay with share: a share admits now or not at all (drop share, or the delay)`,
 	}
 	if got := err.Error(); got != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))

@@ -14,7 +14,8 @@
 // matches (see Rule), and the request is admitted iff every matched rule
 // admits it. A rule limits by a rate (any algorithm of package admit), a
 // calendar quota, a concurrency cap, an adaptive concurrency cap or rate,
-// priority lanes sharing a budget, or a tier table mapping a value (a
+// priority lanes sharing a budget, a rate its tenants share by weight
+// (share:), or a tier table mapping a value (a
 // tenant) to the limits of its tier; keeps its state in memory or in
 // Redis, with a failure policy for when Redis fails; and may be in shadow
 // mode, exempt values, replace other rules, or share one key among all
@@ -159,6 +160,14 @@
 //	                            # the last, the lowest priority)
 //	      reserve: 50%          # of its share a lane keeps from borrowers
 //	                            # (0 to 100%], a fraction (0.5) or percent
+//	    share:                  # the rate is a budget the values of an
+//	      key: tenant           # entry (default: the last of match) share
+//	      weights:              # by weight (1 to 2^20), work-conserving:
+//	        acme: 3             # see Fair sharing
+//	        globex: 2
+//	      default: 1            # the weight of the others (default 1)
+//	      idle: 1s              # a tenant idle this long stops counting
+//	                            # (default 1s, at most 1h)
 //	    # tiers: plans          # instead of rate, quota and concurrency
 //	    # tier_key: tenant      # the entry whose value picks the tier
 //	                            # (default: the last entry of match)
@@ -190,6 +199,35 @@
 // breaker/ stops calling a Redis that keeps failing and probes it (see
 // package compose). Concurrency caps kept in Redis apply the policy to each
 // call that fails, without a breaker.
+//
+// # Fair sharing
+//
+// share: makes the rule's rate a budget that tenants share in proportion
+// to their weights (fair.Share, or redisstore's Store.Share for a rule
+// kept in Redis): the tenant is the value of the entry of key share.key,
+// any value a tenant of its own, and the budget is one per key of the
+// other entries (one for a rule matching only the tenant, or shared):
+//
+//	rules:
+//	  - name: shared-backend
+//	    match: tenant
+//	    rate: 1000/s
+//	    share: {weights: {acme: 3, globex: 2}, default: 1}
+//
+// When the active tenants (those that asked within idle) ask more than the
+// budget, each gets at least its weight's part of it: 1000/s shared by
+// acme, globex and one other tenant, all busy, is 500, 333 and 167 a
+// second. It is work-conserving: what a tenant leaves unused (up to half
+// the burst, kept for the tenants within their parts) goes to any other
+// at once, and an idle tenant stops counting within idle, the others'
+// parts growing with it. The budget is never exceeded (at most B + ⌊t/T⌋
+// events over any interval of length t). Kept in Redis, each decision is
+// one script call on the budget's hash slot, and decides exactly as in
+// memory; the failure policy's fallback shares 1/local_share of the
+// budget in memory. A rule with share: limits by its rate only, decided
+// by gcra: a quota, concurrency cap, adaptive limit, lanes, tiers or
+// prefetch with it is an error (put them in rules of their own), as are
+// weights outside [1, 2^20] and a key the rule does not match.
 //
 // # Prefetching
 //

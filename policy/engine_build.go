@@ -242,7 +242,13 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 	if !st.shared {
 		failure = Failure{}
 	}
-	if l.Rate != nil {
+	if l.Rate != nil && r.Share != nil && tier == "" {
+		c, err := b.shareLayer(r, cr, *l.Rate, st, failure, sub("rate"))
+		if err != nil {
+			return nil, err
+		}
+		s.layers = append(s.layers, c)
+	} else if l.Rate != nil {
 		def := fmt.Sprintf("rate %v %v prefetch %d delay %v", l.Algorithm, *l.Rate, r.Prefetch, r.Delay)
 		if len(l.Rates) > 0 {
 			def = fmt.Sprintf("rates %v %v", l.Algorithm, l.allRates())
@@ -307,24 +313,9 @@ func (b *builder) memoryOnly(r *Rule, cr *crule, s *cset, l *Limits, sub func(st
 		s.layers = append(s.layers, c)
 	}
 	if ln := l.Lanes; ln != nil {
-		key := ln.laneKey(r)
-		idx, only := -1, r.Shared
-		if !only {
-			only = true
-			for _, m := range r.Match {
-				if m.Key != key && m.Kind != MatchExact {
-					only = false
-				}
-			}
-		}
-		for i, m := range r.Match {
-			if m.Key == key {
-				idx = i
-				break
-			}
-		}
-		if idx < 0 {
-			return fmt.Errorf("%w: lanes: no match entry has key %q", ErrInvalidPolicy, key)
+		idx, only, err := laneOf(r, ln.laneKey(r))
+		if err != nil {
+			return fmt.Errorf("%w: lanes: %v", ErrInvalidPolicy, err)
 		}
 		kind := admit.KindRate
 		if ln.Budget == nil {

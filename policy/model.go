@@ -170,17 +170,14 @@ type Rule struct {
 	Prefetch int64
 
 	// Delay, if not 0, is how long a request may wait for the rule's rate
-	// (its own or its tier's) to admit it, as nginx's limit_req delays
-	// requests: a request beyond the burst whose slot comes within Delay
-	// is admitted with that delay (Decision.Delay) and its slot held, and
-	// the HTTP middleware (NewHTTP) and the gateway hold it until then;
-	// beyond Delay it is refused, holding nothing (see
+	// (its own or its tier's), as nginx's limit_req delays requests: one
+	// beyond the burst whose slot comes within Delay is admitted with that
+	// delay (Decision.Delay), its slot held, and NewHTTP and the gateway
+	// hold it until then; beyond, it is refused, holding nothing (see
 	// admit.Request.MaxDelay). nginx's "burst=12 delay=8" at 10r/s is a
-	// burst of 8 and a Delay of 400ms (4 more requests, 100ms apart). It
-	// applies to Rate only (a quota or a cap admits now or not at all), by
-	// GCRA, the token bucket or the leaky bucket, not with Prefetch, and
-	// is at most 10 minutes (a request held that long holds its
-	// connection). Validate refuses anything else.
+	// burst of 8 and a Delay of 400ms. Only for one Rate, by GCRA or a
+	// bucket, not with Prefetch or Share, at most 10 minutes (a request
+	// held holds its connection); Validate refuses anything else.
 	Delay time.Duration
 
 	// Shadow puts the rule in shadow mode: it decides and counts as
@@ -207,6 +204,10 @@ type Rule struct {
 	// DetailedMetric is envoyproxy/ratelimit's detailed_metric, kept for
 	// observers; it changes no decision.
 	DetailedMetric bool
+
+	// Share, if not nil, makes the rule's Rate a budget its tenants share
+	// by weights (see Share).
+	Share *Share
 
 	src *source
 }

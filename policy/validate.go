@@ -179,6 +179,7 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 	v.ruleName(r, src)
 	matchKeys := v.ruleMatch(r, src, keys)
 	v.ruleLimits(d, r, src, matchKeys)
+	v.ruleShare(r, src, matchKeys)
 	if r.Tiers != nil && !v.tables[r.Tiers] {
 		v.tables[r.Tiers] = true
 		v.table(r.Tiers)

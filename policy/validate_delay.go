@@ -23,6 +23,8 @@ func (v *validator) ruleDelay(r *Rule, src *source) {
 		v.at(src, "delay", "delay %v is negative", r.Delay)
 	case r.Delay > maxRuleDelay:
 		v.at(src, "delay", "delay %v is longer than %v: a delayed request holds its connection while it waits", r.Delay, maxRuleDelay)
+	case r.Share != nil:
+		v.at(src, "delay", "delay with share: a share admits now or not at all (drop share, or the delay)")
 	case r.Prefetch != 0:
 		v.at(src, "delay", "delay with prefetch: a block is spent at once, it cannot hold a slot ahead (drop prefetch, or the delay)")
 	default:

@@ -36,6 +36,15 @@ func TestCheckConfig(t *testing.T) {
 			t.Errorf("problem %d: %q, want it to start with %q", i, lines[i], w)
 		}
 	}
+	// A rate shared by weight (share:), and its mistakes at file:line.
+	shared := writeTemp(t, "shared.yaml", "domain: s\nrules:\n  - name: backend\n    match: tenant\n    rate: 1000/s\n    share: {weights: {acme: 3, globex: 2}, default: 1}\n")
+	if out, errOut, code := runCmd(t, nil, "check-config", shared); code != 0 || !strings.Contains(out, "ok: 1 file") {
+		t.Errorf("share: %d %q %q", code, out, errOut)
+	}
+	badShare := writeTemp(t, "badshare.yaml", "domain: s\nrules:\n  - name: backend\n    match: tenant\n    quota: 1000/day\n    share: {weights: {acme: 0}}\n")
+	if _, errOut, code := runCmd(t, nil, "check-config", badShare); code != exitFailure || !strings.Contains(errOut, badShare+":6:29: rules[0].share.weights.acme: 0 is too small") {
+		t.Errorf("bad share: %d %q", code, errOut)
+	}
 	// Files that are valid alone but clash when merged.
 	out, errOut, code = runCmd(t, nil, "check-config", ours, writeTemp(t, "again.yaml", ourPolicy))
 	if code != exitFailure || !strings.Contains(errOut, "shop") {

@@ -160,14 +160,19 @@ func GCRARefund(s GCRA, p *Params, now int64, after GCRA, n int64) GCRA {
 // reservations, which knows the state the reservation left.) n <= 0 and the
 // degenerate modes change nothing.
 func GCRAUndo(s GCRA, p *Params, now, n int64) GCRA {
-	if p.Mode != Normal || n <= 0 {
+	if p.Mode != Normal || n <= 0 || from64(uint64(p.CapN)).less(s.debt(p, now)) {
 		return s
 	}
+	return gcraGive(s, p, now, mul64(uint64(n), uint64(p.Tn)))
+}
+
+// gcraGive moves the TAT of s back by refund units, never before now; a
+// state that owes nothing at now is returned as it is.
+func gcraGive(s GCRA, p *Params, now int64, refund u128) GCRA {
 	d := s.debt(p, now)
-	if d == (u128{}) || from64(uint64(p.CapN)).less(d) {
+	if d == (u128{}) {
 		return s
 	}
-	refund := mul64(uint64(n), uint64(p.Tn))
 	if !refund.less(d) {
 		return GCRA{At: now}
 	}

@@ -113,3 +113,47 @@ func (c *Cache) Get(alg admit.Algorithm, l admit.Limit) *Compiled {
 	c.slots[i].Store(e)
 	return e
 }
+
+// Share checks and compiles a budget shared by tenants (fair.ShareConfig's
+// Budget and Idle, 0 meaning a second), for fair.Share and redisstore's
+// share alike: the budget must be valid, limited and not zero (an error
+// wrapping admit.ErrInvalidLimit), Idle from 2ns to an hour (an error
+// wrapping admit.ErrInvalidConfig). The reserve of the budget is half its
+// burst, rounded up; a window is half of Idle.
+func Share(budget admit.Limit, idle time.Duration) (*Compiled, algo.ShareParams, error) {
+	if budget.Rate == admit.Inf || budget.Rate == 0 {
+		return nil, algo.ShareParams{}, fmt.Errorf("%w: budget %v: want a positive, limited rate", admit.ErrInvalidLimit, budget)
+	}
+	c := Compile(admit.AlgGCRA, budget)
+	if c.Err != nil {
+		return nil, algo.ShareParams{}, c.Err
+	}
+	if idle == 0 {
+		idle = DefaultIdle
+	}
+	if idle < 2 || idle > time.Hour {
+		return nil, algo.ShareParams{}, fmt.Errorf("%w: fair: Idle %v: want 2ns to 1h (or 0 for 1s)", admit.ErrInvalidConfig, idle)
+	}
+	keep := (c.P.Burst + 1) / 2
+	return c, algo.ShareParams{P: c.P, LendN: (c.P.Burst - keep) * c.P.Tn, Window: int64(idle / 2)}, nil
+}
+
+// DefaultIdle is how long a tenant of a share stays active after its last
+// request by default (fair.ShareConfig.Idle).
+const DefaultIdle = time.Second
+
+// Weight returns the weight f gives tenant (1 for a nil f), or an error
+// wrapping admit.ErrInvalidConfig if it is outside [1, algo.ShareMaxWeight].
+func Weight(f func(string) int64, tenant string) (int64, error) {
+	if f == nil {
+		return 1, nil
+	}
+	w := f(tenant)
+	if w < 1 || w > algo.ShareMaxWeight {
+		if len(tenant) > 64 {
+			tenant = tenant[:64] + "..."
+		}
+		return 0, fmt.Errorf("%w: fair: invalid weight %d of tenant %q: want 1 to %d", admit.ErrInvalidConfig, w, tenant, algo.ShareMaxWeight)
+	}
+	return w, nil
+}

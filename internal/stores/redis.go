@@ -42,6 +42,9 @@ func redisOptions(s *Spec) admit.Options {
 }
 
 func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
+	if s.Share != nil {
+		return r.share(s)
+	}
 	lim, err := r.Store.Limiter(redisstore.LimiterConfig{
 		Options:   redisOptions(&s),
 		Algorithm: s.Algorithm,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/concurrency"
+	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/internal/calendar"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/quota"
@@ -31,6 +32,7 @@ type Spec struct {
 	Clock     admit.Clock
 	Observer  admit.Observer
 	MaxKeys   int
+	Share     *fair.ShareConfig
 }
 
 // options are the settings of s every store shares.
@@ -38,8 +40,12 @@ func options(s *Spec) admit.Options {
 	return admit.Options{Clock: s.Clock, Name: s.Name, Observer: s.Observer}
 }
 
-// Rate returns a keyed.Limiter of s.
+// Rate returns a keyed.Limiter of s (and refuses a Share: see
+// policy.Spec).
 func Rate(s Spec) (admit.KeyedLimiter, error) {
+	if s.Share != nil {
+		return nil, errNoShare
+	}
 	lim, err := keyed.New(keyed.Config{
 		Options:   options(&s),
 		Algorithm: s.Algorithm,
@@ -151,4 +157,11 @@ func (b *permitBox) Release() {
 	b.p = concurrency.Permit{}
 	p.Release()
 	b.s.put(b)
+}
+
+// SlotCounts returns the slots held and the callers waiting, over all
+// keys (enginehook.SlotCounter, for admit serve's status page).
+func (s *localSlots) SlotCounts() (inFlight, waiting int64) {
+	st := s.c.Stats()
+	return st.InFlight, int64(st.Waiting)
 }

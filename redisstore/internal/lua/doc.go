@@ -29,7 +29,8 @@
 //     windows, the window is at least 1 ms. Anything else (huge limits or
 //     states, fractional T in a window algorithm, instants before 10 ms
 //     after the epoch) takes the general path of the mirrors.
-//   - main.lua and slow.lua: arguments, states, writes, reply.
+//   - main.lua and slow.lua: arguments, states, writes, reply; entry.lua:
+//     the call of main.lua's run, errors made replies.
 //   - partial.lua: the stages of the partial mode (below), a module that
 //     only partial calls build; a normal call pays two tests per key.
 //

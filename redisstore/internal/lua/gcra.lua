@@ -1,6 +1,7 @@
 -- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
--- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport and
--- GCRAUndo, in that order and line for line, and GCRADelay (delay.go). The stored form (gcraDecode,
+-- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport,
+-- GCRAUndo and gcraGive, in that order and line for line, and GCRADelay
+-- (delay.go). The stored form (gcraDecode,
 -- gcraEncode) follows.
 
 L.import('lib')
@@ -37,7 +38,7 @@ local function gcraAt(p, now, debt)
   return {At = add(now, q), Frac = r}
 end
 
-local gcraReport
+local gcraReport, gcraGive
 
 -- GCRAStep admits n events at now if they fit and returns the new state and
 -- the decision. n must be >= 0.
@@ -78,14 +79,19 @@ end
 -- capacity (a later delayed admission relies on the events), is returned
 -- as it is. (Lua values are never negative: Go's n <= 0 is n = 0.)
 local function GCRAUndo(s, p, now, n)
-  if p.Mode ~= Normal or n == 0 then
+  if p.Mode ~= Normal or n == 0 or lt(p.CapN, gcraDebt(s, p, now)) then
     return s
   end
+  return gcraGive(s, p, now, mul(n, p.Tn))
+end
+
+-- gcraGive moves the TAT of s back by refund units, never before now; a
+-- state that owes nothing at now is returned as it is.
+gcraGive = function(s, p, now, refund)
   local d = gcraDebt(s, p, now)
-  if d == 0 or lt(p.CapN, d) then
+  if d == 0 then
     return s
   end
-  local refund = mul(n, p.Tn)
   if not lt(refund, d) then
     return {At = now, Frac = 0}
   end
@@ -131,4 +137,5 @@ local function gcraEncode(s)
 end
 
 L.GCRAStep, L.GCRAUndo, L.GCRADelay, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, GCRADelay, gcraDebt, gcraZero
+L.gcraAt, L.gcraGive = gcraAt, gcraGive
 return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, delay = GCRADelay, decode = gcraDecode, encode = gcraEncode}

@@ -12,11 +12,12 @@ import (
 )
 
 // sources holds the script's parts. Decide is a prelude defining import,
-// whose branches are the modules: every file but fast.lua and main.lua, each
+// whose branches are the modules: every file but the top-level ones, each
 // the body of a function run at most once per call, on the first import of
 // it (modules share their exports through the table L). A call thus builds
 // the closures of the modules it uses and no others: EVALSHA runs the whole
-// chunk every time. fast.lua and main.lua follow at the chunk's top level.
+// chunk every time. fast.lua, main.lua and entry.lua follow at the
+// chunk's top level.
 //
 //go:embed *.lua
 var sources embed.FS
@@ -53,9 +54,17 @@ local function import(name)
 // package composed into one chunk, so that one EVALSHA decides any number
 // of keys with any algorithms. The package documentation describes its
 // calling convention.
-var Decide = compose()
+var Decide = compose(modules, "fast", "main", "entry")
 
-func compose() string {
+// Share is the source of the script of a budget shared by weights
+// (redisstore's Share): the modules lib, params, gcra and share, and
+// sharemain.lua and entry.lua at the top level. share.go describes its calling
+// convention.
+var Share = compose([]string{"lib", "params", "gcra", "share"}, "sharemain", "entry")
+
+// compose returns the prelude with mods as the branches of import, then
+// the files tops at the chunk's top level.
+func compose(mods []string, tops ...string) string {
 	read := func(name string) string {
 		b, err := sources.ReadFile(name)
 		if err != nil {
@@ -65,7 +74,7 @@ func compose() string {
 	}
 	var b strings.Builder
 	b.WriteString(prelude)
-	for i, m := range modules {
+	for i, m := range mods {
 		if i > 0 {
 			b.WriteString("  else")
 		} else {
@@ -74,8 +83,9 @@ func compose() string {
 		fmt.Fprintf(&b, "if name == %q then\n    m = (function()\n-- %s.lua\n%s    end)()\n", m, m, read(m+".lua"))
 	}
 	b.WriteString("  end\n  m = m or true\n  loaded[name] = m\n  return m\nend\nL.import = import\n")
-	b.WriteString("\n-- fast.lua\n" + read("fast.lua"))
-	b.WriteString("\n-- main.lua\n" + read("main.lua"))
+	for _, t := range tops {
+		b.WriteString("\n-- " + t + ".lua\n" + read(t+".lua"))
+	}
 	return b.String()
 }
 
