@@ -53,17 +53,24 @@ func readDashboards(t *testing.T) map[string]dashboard {
 	}
 	out := map[string]dashboard{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var d dashboard
-		if err := json.Unmarshal(data, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+		decodeFile(t, f, json.Unmarshal, &d)
 		out[f] = d
 	}
 	return out
+}
+
+// decodeFile decodes the file f into v with decode, failing the test if
+// it cannot.
+func decodeFile(t *testing.T, f string, decode func([]byte, any) error, v any) {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decode(data, v); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
 }
 
 // dashboardQueries returns the PromQL of a dashboard, each named by

@@ -42,14 +42,8 @@ func readRules(t *testing.T) (exprs map[string]string, recorded map[string]bool)
 	t.Helper()
 	exprs, recorded = map[string]string{}, map[string]bool{}
 	for _, f := range ruleFiles(t) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var rf ruleFile
-		if err := yaml.UnmarshalStrict(data, &rf); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+		decodeFile(t, f, func(b []byte, v any) error { return yaml.UnmarshalStrict(b, v) }, &rf)
 		for _, g := range rf.Groups {
 			for _, r := range g.Rules {
 				name := r.Alert
