@@ -142,8 +142,8 @@ var buildAdmit = sync.OnceValues(func() (string, error) {
 
 // admitServe runs `admit serve` with the policy config, on the
 // benchmark's Redis if onRedis (else in memory), and returns its gRPC
-// address once it answers, and its process id.
-func admitServe(b *testing.B, config string, onRedis bool) (string, int) {
+// address once it answers, and its process id; extra are more flags.
+func admitServe(b *testing.B, config string, onRedis bool, extra ...string) (string, int) {
 	bin, err := buildAdmit()
 	if err != nil {
 		b.Skip(err)
@@ -164,7 +164,7 @@ func admitServe(b *testing.B, config string, onRedis bool) (string, int) {
 		args = append(args, "--redis", "redis://"+addr,
 			"--key-prefix", "bench-serve:"+strconv.FormatInt(time.Now().UnixNano(), 36)+":")
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append(args, extra...)...)
 	startChild(b, cmd, "admit serve")
 	return waitRLS(b, grpcAddr, "admit serve"), cmd.Process.Pid
 }

@@ -94,6 +94,11 @@ type Config struct {
 	// can then reset any limit: keep them private (AdminAddr). The
 	// default is false: they answer 403 and PERMISSION_DENIED.
 	AllowReset bool
+	// NoStatus turns off the status page (/status, /status.json; see
+	// docs/SERVE.md) and what it counts (--no-status). The page is
+	// served on the admin listener, or, without one, on the HTTP
+	// listener to loopback clients only. The default is false: served.
+	NoStatus bool
 
 	// PolicyFiles are the policy files (--config): files in admit's YAML
 	// format or envoyproxy/ratelimit's, and directories standing for

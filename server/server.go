@@ -11,6 +11,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/status"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/policy/backends"
 	"github.com/admit-go/admit/promlimit"
@@ -67,6 +68,8 @@ type Server struct {
 	store     *redisstore.Store
 	reg       *prometheus.Registry
 	obs       *promlimit.Observer
+	rec       *status.Recorder // the status page's counts (over obs), nil with NoStatus
+	started   time.Time
 	tls       *tlsFiles                  // Config.TLSCert, or nil
 	text      atomic.Pointer[policyText] // the text of the policy in force
 	cfg       *configMetrics
@@ -116,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	c := cfg.resolved()
-	s := &Server{c: c, log: c.Logger, errc: make(chan error, 4), quit: make(chan struct{})}
+	s := &Server{c: c, log: c.Logger, started: time.Now(), errc: make(chan error, 4), quit: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -132,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	var err error
-	if s.store, s.ownClient, err = openStore(&s.c, s.obs); err != nil {
+	if s.store, s.ownClient, err = openStore(&s.c, s.observer()); err != nil {
 		return nil, err
 	}
 	if err := s.buildFleet(); err != nil {
@@ -196,7 +199,7 @@ func (s *Server) buildMetrics() error {
 	if err = s.reg.Register(&prefetchMetrics{engine: s.engines.Engine}); err != nil {
 		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
-	return nil
+	return s.buildStatus()
 }
 
 // loadPolicy loads the policy the Server starts with and builds its
@@ -282,7 +285,7 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 	if cfg.RetryJitter == (admit.Jitter{}) {
 		cfg.RetryJitter = admit.Jitter{Fraction: s.c.RetryJitter, Max: s.c.RetryJitterMax}
 	}
-	cfg.Observer, cfg.Logger = s.obs, s.log
+	cfg.Observer, cfg.Logger = s.observer(), s.log
 	cfg.Backends, cfg.DefaultStore = backends.Stores(s.store)
 	cfg.Previous = old
 	e, err := policy.NewEngine(p, cfg)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/promlimit"
 	"github.com/admit-go/admit/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,7 +51,7 @@ func (k redisKind) String() string {
 // in-memory store (no Redis and no RedisClient): the one place a
 // Server's backend is chosen. It returns the client the Server made from
 // the URL, which the Server closes, or nil.
-func openStore(c *Config, obs *promlimit.Observer) (*redisstore.Store, redis.UniversalClient, error) {
+func openStore(c *Config, obs admit.Observer) (*redisstore.Store, redis.UniversalClient, error) {
 	client, owned := c.RedisClient, redis.UniversalClient(nil)
 	if c.Redis != "" {
 		var err error

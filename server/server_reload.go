@@ -3,7 +3,10 @@ package server
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/admit-go/admit/internal/status"
 
 	"github.com/admit-go/admit/policy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +21,7 @@ type configMetrics struct {
 	success, failure prometheus.Counter
 	lastOK           prometheus.Gauge
 	lastSuccess      prometheus.Gauge
+	last             atomic.Pointer[status.Reload] // the latest load's result
 }
 
 func newConfigMetrics(reg prometheus.Registerer) (*configMetrics, error) {
@@ -51,11 +55,13 @@ func (m *configMetrics) loaded(now time.Time, reload bool) {
 	}
 	m.lastOK.Set(1)
 	m.lastSuccess.Set(float64(now.UnixNano()) / 1e9)
+	m.last.Store(&status.Reload{At: now, OK: true})
 }
 
-func (m *configMetrics) failed() {
+func (m *configMetrics) failed(err error) {
 	m.failure.Inc()
 	m.lastOK.Set(0)
+	m.last.Store(&status.Reload{At: time.Now(), Error: err.Error()})
 }
 
 // Reload loads the policy files again and, if they are valid, makes the
@@ -124,7 +130,7 @@ func (s *Server) apply(snap *snapshot, why string) error {
 	s.hash = snap.hash
 	err := s.swap(snap)
 	if err != nil {
-		s.cfg.failed()
+		s.cfg.failed(err)
 		s.logLoadError("reload failed; the policy in force stays", why, err)
 		return err
 	}

@@ -67,14 +67,14 @@ func (s *Server) buildListeners() error {
 		case s.gw != nil:
 			h = s.gw
 		case c.AdminAddr != "":
-			h = withoutMetrics(admin)
+			h = withStatus(withoutMetrics(admin), nil)
 		default:
-			h = admin
+			h = withStatus(admin, s.statusPage())
 		}
 		s.httpSrv = s.newHTTPServer(h)
 	}
 	if c.AdminAddr != "" {
-		s.adminSrv = s.newHTTPServer(admin)
+		s.adminSrv = s.newHTTPServer(withStatus(admin, s.statusPage()))
 	}
 	if s.tls != nil {
 		for _, srv := range []*http.Server{s.httpSrv, s.adminSrv} {

@@ -101,6 +101,8 @@ var serveSettings = []setting{
 		doc: "The fields Envoy's rate-limit service asks Envoy to add to the client's response: `ietf` (`RateLimit-Policy`, `RateLimit`, and `Retry-After` when refused), `envoy` (envoyproxy/ratelimit's `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`) or `none`."},
 	{name: "allow-reset", field: "AllowReset", kind: boolean(),
 		doc: "Serve `POST /v1/reset` and admit.v1's `Reset`, which give a client its limits back (see [API.md](API.md)). Whoever reaches the API can then reset any limit: keep it private (`--admin-addr`)."},
+	{name: "no-status", field: "NoStatus", kind: boolean(),
+		doc: "Do not serve the status page (`/status`, `/status.json`; see [The status page](#the-status-page)) nor count what it shows."},
 	{name: "merge-domains", field: "MergeDomains", kind: boolean(),
 		doc: "Let several `--config` files define one domain, merged (see [Policy files](#policy-files-and-reloads); envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`)."},
 	{name: "shadow", field: "Shadow", kind: boolean(),

@@ -158,3 +158,10 @@ func (b *permitBox) Release() {
 	p.Release()
 	b.s.put(b)
 }
+
+// SlotCounts returns the slots held and the callers waiting, over all
+// keys (enginehook.SlotCounter, for admit serve's status page).
+func (s *localSlots) SlotCounts() (inFlight, waiting int64) {
+	st := s.c.Stats()
+	return st.InFlight, int64(st.Waiting)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package status
+
+const raceEnabled = false

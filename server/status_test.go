@@ -1,0 +1,49 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func statusGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestStatusListeners: the status page is the admin listener's only; on a
+// shared HTTP listener it answers loopback clients; --no-status removes
+// it; the layers' and build's metrics are on the registry.
+func TestStatusListeners(t *testing.T) {
+	s := startServer(t, withAdminAddr("127.0.0.1:0"))
+	if code, _ := statusGet(t, "http://"+s.HTTPAddr().String()+"/status.json"); code != 404 {
+		t.Errorf("/status.json on the API listener: %d, want 404", code)
+	}
+	code, body := statusGet(t, "http://"+s.AdminAddr().String()+"/status.json")
+	if code != 200 || !strings.Contains(body, `"source":"built-in"`) || !strings.Contains(body, `"rule":"global"`) {
+		t.Errorf("/status.json on the admin listener: %d %s", code, body)
+	}
+	if code, body := statusGet(t, "http://"+s.AdminAddr().String()+"/status.json?a=b"); code != 400 || !strings.Contains(body, "no query string") {
+		t.Errorf("with a query: %d %s", code, body)
+	}
+	if code, body := statusGet(t, "http://"+s.AdminAddr().String()+"/metrics"); code != 200 || !strings.Contains(body, "admit_build_info{") || !strings.Contains(body, `admit_layer_in_flight{rule="global"} 0`) {
+		t.Errorf("/metrics: %d, no admit_build_info or admit_layer_in_flight", code)
+	}
+
+	shared := startServer(t)
+	if code, _ := statusGet(t, "http://"+shared.HTTPAddr().String()+"/status"); code != 200 {
+		t.Errorf("/status on a shared listener, from loopback: %d, want 200", code)
+	}
+
+	off := startServer(t, func(c *Config) { c.NoStatus = true })
+	if code, _ := statusGet(t, "http://"+off.HTTPAddr().String()+"/status.json"); code != 404 {
+		t.Errorf("/status.json with NoStatus: %d, want 404", code)
+	}
+}
