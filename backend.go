@@ -40,6 +40,23 @@ type Request struct {
 	// now by the limiter's clock (the store's clock for a shared store).
 	// Explicit instants make tests exact.
 	At time.Time
+
+	// MaxDelay is how long the caller will wait for the request's slot:
+	// the delay mode of nginx's limit_req (burst= and delay=). 0, the
+	// default, asks for an answer now: a request that does not fit is
+	// denied. A request that does not fit now but would within MaxDelay is
+	// admitted with Decision.Delay, the wait for its slot: the limiter
+	// moves the key's state ahead at once, so the slot is held (as
+	// GCRA.ReserveN does for a single key), and the caller must wait Delay
+	// before acting (Wait does). A request that would wait longer is
+	// denied as without MaxDelay, holding nothing. The limiter never
+	// sleeps. Only limiters whose state is a time line can hold a slot
+	// ahead: the keyed and Redis limiters of AlgGCRA, AlgTokenBucket and
+	// AlgLeakyBucket; they refuse MaxDelay with the window algorithms, and
+	// a negative MaxDelay, with an error wrapping ErrInvalidDelay. Other
+	// limiters of this module (quotas, concurrency slots, prefetch,
+	// adaptive) ignore it. A MaxDelay above 36 years counts as 36 years.
+	MaxDelay time.Duration
 }
 
 // KeyedLimiter decides requests for many keys, each limited on its own: a

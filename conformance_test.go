@@ -2,6 +2,7 @@ package admit_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -29,6 +30,11 @@ func rootFactory(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLi
 }
 
 func (s *rootSubject) Allow(_ context.Context, r admit.Request) (admit.Decision, error) {
+	if r.MaxDelay != 0 {
+		// A single-key limiter reserves with ReserveN instead: the delay
+		// scenarios are for keyed limiters.
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: single-key limiters reserve with ReserveN", admit.ErrInvalidDelay)
+	}
 	key, now, n := r.Key, r.At, r.N
 	s.mu.Lock()
 	lim := s.lims[key]

@@ -46,6 +46,24 @@ type Decision struct {
 	// concurrency limit or a calendar quota. The meaning of Limit and
 	// Remaining follows it (see Kind).
 	Kind Kind
+
+	// Delay is how long the caller must wait before acting on an admitted
+	// request that was allowed to wait (Request.MaxDelay): its slot comes
+	// then, and its events count from then. 0 for a request that may act
+	// at once and for every denial. Remaining is then 0 and ResetAfter
+	// counts the delayed events.
+	Delay time.Duration
+
+	// TimeToAct is, when Delay > 0, the instant the slot comes, on the
+	// limiter's time line: Request.At plus Delay, or, for a request
+	// without an instant, the limiter's clock plus Delay (Redis's TIME for
+	// a Redis limiter, so it may differ from the local clock). It is the
+	// zero Time when Delay is 0. A caller that will not use its slot gives
+	// it back with a refund at that instant (Refunder.Refund with r.At =
+	// TimeToAct, as Wait does): the events come back if no request
+	// delayed after it relies on them (it is the key's latest delayed
+	// admission), and otherwise the slot stays held until it passes.
+	TimeToAct time.Time
 }
 
 // Kind is the sort of limit a Decision comes from.

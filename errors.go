@@ -30,6 +30,13 @@ var (
 	// under errors.Is.
 	ErrDeadline = fmt.Errorf("admit: wait would exceed the context deadline: %w", context.DeadlineExceeded)
 
+	// ErrInvalidDelay reports a Request.MaxDelay a keyed limiter cannot
+	// honour: a negative one, or any with an algorithm that cannot hold a
+	// slot ahead (the window algorithms: see Request.MaxDelay). Like
+	// ErrInvalidCost it is about the request: a failure policy passes it
+	// through. The error wrapping it names the package.
+	ErrInvalidDelay = errors.New("admit: invalid delay")
+
 	// ErrQueueFull reports that a queue of waiters holds its maximum
 	// number of them (a Pacer's PacerConfig.MaxQueue, an adaptive.Gradient's
 	// GradientConfig.MaxWaiters); the caller is refused at once. The error

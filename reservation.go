@@ -113,13 +113,9 @@ func waitN(ctx context.Context, clock Clock, l Limit, n int, reserve func(now, n
 	if d == 0 {
 		return nil
 	}
-	timer := clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C():
-		return nil
-	case <-ctx.Done():
+	if err := sleep(ctx, clock, d); err != nil {
 		r.CancelAt(clock.Now())
-		return ctx.Err()
+		return err
 	}
+	return nil
 }

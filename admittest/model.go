@@ -58,8 +58,9 @@ type model struct {
 	c     *big.Rat // capacity, and the windows' length: C = W = B×T, ns
 	logW  int64    // the sliding log's window ⌈B×T⌉, ns
 
-	mu   sync.Mutex
-	keys map[string]*modelKey
+	mu       sync.Mutex
+	keys     map[string]*modelKey
+	maxDelay int64 // ns: the MaxDelay of the request being decided
 }
 
 const (
@@ -124,6 +125,9 @@ func (m *model) compile(l admit.Limit) error {
 func (m *model) Allow(_ context.Context, r admit.Request) (admit.Decision, error) {
 	if err := m.check(r); err != nil {
 		return admit.Decision{}, err
+	}
+	if r.MaxDelay != 0 {
+		return m.allowDelay(r)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -227,7 +231,15 @@ func (m *model) bucket(k *modelKey, now, at, n int64) admit.Decision {
 		d.RetryAfter = admit.InfDuration
 	} else if n > 0 {
 		need := new(big.Rat).Add(debt, mulInt(m.t, n))
-		if need.Cmp(m.c) > 0 {
+		if over := new(big.Rat).Sub(need, m.c); over.Sign() > 0 && ceilRat(over)+at-now <= m.maxDelay {
+			// Delayed: admitted now, acting once the debt has fallen by
+			// need - C (see delayScenarios).
+			d.Allowed = true
+			d.Delay = until(now, new(big.Rat).Add(atR, over))
+			debt = need
+			k.tat = new(big.Rat).Add(atR, need)
+			k.last = at
+		} else if over.Sign() > 0 {
 			// Retry when the debt has fallen by need - C.
 			d.RetryAfter = until(now, new(big.Rat).Add(atR, new(big.Rat).Sub(need, m.c)))
 		} else {
@@ -462,4 +474,61 @@ func ceilRat(x *big.Rat) int64 {
 		return math.MaxInt64
 	}
 	return q.Int64()
+}
+
+// allowDelay is Allow of a request with a MaxDelay: only GCRA and the
+// buckets can hold a slot ahead.
+func (m *model) allowDelay(r admit.Request) (admit.Decision, error) {
+	if r.MaxDelay < 0 || (m.alg != admit.AlgGCRA && m.alg != admit.AlgTokenBucket && m.alg != admit.AlgLeakyBucket) {
+		return admit.Decision{RetryAfter: admit.InfDuration}, fmt.Errorf("%w: admittest: Model(%v): MaxDelay %v", admit.ErrInvalidDelay, m.alg, r.MaxDelay)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maxDelay = min(int64(r.MaxDelay), 1<<60)
+	defer func() { m.maxDelay = 0 }()
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	d := m.decide(r.Key, r.N, r.At)
+	if d.Delay > 0 {
+		d.TimeToAct = r.At.Add(d.Delay)
+	}
+	return d, nil
+}
+
+// Refund gives back r.N events of r.Key at r.At, for GCRA and the buckets
+// only (the delay scenarios' cancellations): the TAT moves back by N×T, not
+// before r.At, unless the key owes nothing at r.At, or more than its
+// capacity (a later delayed admission relies on the events). A bucket
+// holding a delayed admission keeps the instant it last saw.
+func (m *model) Refund(_ context.Context, r admit.Request) error {
+	if err := m.check(r); err != nil {
+		return err
+	}
+	if m.alg != admit.AlgGCRA && m.alg != admit.AlgTokenBucket && m.alg != admit.AlgLeakyBucket {
+		return fmt.Errorf("%w: admittest: Model(%v) refunds only gcra and the buckets", admit.ErrInvalidConfig, m.alg)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.keys[r.Key]
+	if k == nil || r.N <= 0 || m.mode != modeNormal {
+		return nil
+	}
+	at := unixNanos(r.At)
+	if m.alg != admit.AlgGCRA {
+		at = max(at, k.last)
+	}
+	atR := ratInt(at)
+	debt := new(big.Rat).Sub(k.tat, atR)
+	if debt.Sign() <= 0 || debt.Cmp(m.c) > 0 {
+		return nil
+	}
+	held := new(big.Rat).Sub(k.tat, ratInt(k.last)).Cmp(m.c) > 0
+	if k.tat.Sub(k.tat, mulInt(m.t, r.N)); k.tat.Cmp(atR) < 0 {
+		k.tat = atR
+	}
+	if !held {
+		k.last = at
+	}
+	return nil
 }

@@ -179,7 +179,12 @@ func normalLimit(l admit.Limit) admit.Limit {
 // Allow of the events granted would, and report, when fewer than N were
 // granted, the exact wait for one more event, as the model does, decision
 // for decision. (A negative N may be refused with an error wrapping
-// admit.ErrInvalidCost, and then nothing is granted.) Testing a new
+// admit.ErrInvalidCost, and then nothing is granted.) For GCRA and the
+// buckets, subtests algorithm/delay/... play timelines of the delay mode
+// (Request.MaxDelay): Delay, TimeToAct and the state held, and, if the
+// limiter is an admit.Refunder, cancellations by refunds at the times to
+// act; a limiter that refuses MaxDelay with an error wrapping
+// admit.ErrInvalidDelay skips them. Testing a new
 // backend is one call:
 //
 //	admittest.Run(t, func(t testing.TB, alg admit.Algorithm, l admit.Limit) admit.KeyedLimiter {
@@ -207,6 +212,9 @@ func Run(t *testing.T, f Factory, algs ...admit.Algorithm) {
 			}
 			if ran == 0 {
 				t.Errorf("no scenario applies to %v", alg)
+			}
+			if slices.Contains(bucketAlgs, alg) {
+				runDelay(t, f, alg)
 			}
 			runPartial(t, f, alg)
 		})

@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/admit-go/admit"
 )
@@ -151,7 +152,9 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 //
 // If every layer admits its request, the decision is the most restrictive
 // of theirs (the one with the fewest Remaining; of equals, the one with
-// the longest ResetAfter), and the slots taken by Slots layers are
+// the longest ResetAfter), with the longest Delay of theirs and its
+// TimeToAct (layers asked with a Request.MaxDelay may admit with a
+// delay: the request acts when the last of their slots comes), and the slots taken by Slots layers are
 // recorded in h, to be given back by h.Release when the request is done
 // (or by h.Finish, which also reports the request's outcome to the grants
 // that learn from it: see Finisher). If h is not nil, the Finisher that
@@ -164,7 +167,9 @@ func (c *Chain) AllowKeys(ctx context.Context, keys []string, n int64, h *Held) 
 // finished: the request did not run) and their admissions refunded, each
 // with its own request, in reverse order, under a context that keeps
 // ctx's values but not its cancellation (the undoing must happen even if
-// ctx has ended). Errors of the undoing are not returned: the request was
+// ctx has ended); a layer that admitted with a Delay is refunded at its
+// TimeToAct, which gives its slot back unless a later delayed request
+// relies on it (see admit.Decision.TimeToAct). Errors of the undoing are not returned: the request was
 // refused, and a refund that failed leaves that layer's events consumed
 // (as a failed check may). If a layer fails, Admit undoes the same way and
 // returns its error with a refusing decision naming it. Decisions made by
@@ -251,8 +256,10 @@ func (q *requests) at(i int) admit.Request {
 // says whether a Limiter may be a Learner (Chain knows which are).
 func run(ctx context.Context, layers []Layer, q *requests, h *Held, learn bool, dst []admit.Decision) (admit.Decision, error) {
 	var (
-		best admit.Decision
-		mark int
+		best  admit.Decision
+		mark  int
+		acts  []time.Time // the layers' TimeToAct, once a layer delayed
+		delay admit.Decision
 	)
 	if h != nil {
 		mark = h.Len()
@@ -291,11 +298,20 @@ func run(ctx context.Context, layers []Layer, q *requests, h *Held, learn bool, 
 				dst[i] = d
 				clear(dst[i+1:])
 			}
-			undo(ctx, layers[:i], q, h, mark)
+			undo(ctx, layers[:i], q, h, mark, acts)
 			return d, err
 		}
 		if dst != nil {
 			dst[i] = d
+		}
+		if d.Delay > 0 {
+			if acts == nil {
+				acts = make([]time.Time, len(layers))
+			}
+			acts[i] = d.TimeToAct
+			if d.Delay > delay.Delay {
+				delay = d
+			}
 		}
 		if rel != nil {
 			h.add(rel)
@@ -304,6 +320,7 @@ func run(ctx context.Context, layers []Layer, q *requests, h *Held, learn bool, 
 			best = d
 		}
 	}
+	best.Delay, best.TimeToAct = delay.Delay, delay.TimeToAct
 	return best, nil
 }
 
@@ -317,8 +334,9 @@ func restrictive(a, b admit.Decision) bool {
 
 // undo gives back what layers (all of which admitted) took: the slots
 // recorded in h since mark, and refunds of their requests (q's) from the
-// Refunders, latest first.
-func undo(ctx context.Context, layers []Layer, q *requests, h *Held, mark int) {
+// Refunders, latest first; a layer that admitted with a delay is refunded
+// at its TimeToAct (acts[i], if acts is not nil), which gives its slot back.
+func undo(ctx context.Context, layers []Layer, q *requests, h *Held, mark int, acts []time.Time) {
 	if h != nil {
 		h.releaseFrom(mark)
 	}
@@ -331,6 +349,9 @@ func undo(ctx context.Context, layers []Layer, q *requests, h *Held, mark int) {
 		req := q.at(i)
 		if req.N == 0 {
 			continue
+		}
+		if acts != nil && !acts[i].IsZero() {
+			req.At = acts[i]
 		}
 		if uctx == nil {
 			uctx = ctx

@@ -136,13 +136,14 @@ func (cfg *GuardConfig) options() (options, error) {
 
 // IsFailure is the default GuardConfig.IsFailure: every error is a failure
 // of the primary except those about the request, which a working store
-// would return too: errors wrapping admit.ErrInvalidCost,
+// would return too: errors wrapping admit.ErrInvalidCost, admit.ErrInvalidDelay,
 // admit.ErrInvalidLimit, admit.ErrInvalidConfig or admit.ErrKeyTooLong
 // (which keyed and redisstore return).
 // (Failing open on those would let a client past the limit with a bad
 // request, such as a key one byte too long.)
 func IsFailure(err error) bool {
 	return !errors.Is(err, admit.ErrInvalidCost) &&
+		!errors.Is(err, admit.ErrInvalidDelay) &&
 		!errors.Is(err, admit.ErrInvalidLimit) &&
 		!errors.Is(err, admit.ErrInvalidConfig) &&
 		!errors.Is(err, admit.ErrKeyTooLong)

@@ -247,6 +247,9 @@ func NewChain(c *compose.Chain, keys []KeyFunc, cfg Config) (*Middleware, error)
 			return nil, fmt.Errorf("%w: httplimit: key function %d is nil", admit.ErrInvalidConfig, i)
 		}
 	}
+	if cfg.MaxDelay != 0 {
+		return nil, fmt.Errorf("%w: httplimit: MaxDelay: a chain is asked without one (give its layers' limiters to New, or use a policy)", admit.ErrInvalidConfig)
+	}
 	return build(&Middleware{mode: modeChain, chain: c, keys: append([]KeyFunc(nil), keys...)}, &cfg)
 }
 
@@ -265,6 +268,9 @@ func NewDecider(d Decider, cfg Config) (*Middleware, error) {
 	}
 	if cfg.Cost != nil {
 		return nil, fmt.Errorf("%w: httplimit: Cost: a Decider decides the cost itself", admit.ErrInvalidConfig)
+	}
+	if cfg.MaxDelay != 0 {
+		return nil, fmt.Errorf("%w: httplimit: MaxDelay: a Decider decides the delay itself", admit.ErrInvalidConfig)
 	}
 	return build(&Middleware{mode: modeDecider, decider: d}, &cfg)
 }
@@ -342,7 +348,10 @@ func (m *Middleware) serveKeyed(next http.Handler, w http.ResponseWriter, r *htt
 		m.unkeyed(next, w, r, "", n, errKeyTooLong)
 		return
 	}
-	d, err := m.lim.Allow(r.Context(), admit.Request{Key: key, N: n})
+	d, gone, err := m.allowKeyed(r, key, n)
+	if gone {
+		return
+	}
 	if err != nil {
 		m.failed(next, w, r, key, n, &d, err)
 		return
@@ -428,6 +437,12 @@ func (m *Middleware) serveHeld(next http.Handler, w http.ResponseWriter, r *http
 		} else {
 			m.refused(next, w, r, key, n, &d)
 		}
+		return
+	}
+	if d.Delay > 0 && !m.shadow && !sleep(r, d.Delay) {
+		// The client went away while it waited. Its slots are released;
+		// its delayed rate slots stay held (a Decider gives no way back).
+		release(h)
 		return
 	}
 	if m.observer != nil {

@@ -171,6 +171,21 @@ type Config struct {
 	// refuses a Config with a Cost.
 	Cost func(r *http.Request) (int64, error)
 
+	// MaxDelay turns on the delay mode of New's limiter, as nginx's
+	// limit_req does with burst= and delay=: a request beyond the limit
+	// whose slot comes within MaxDelay (and before its context's
+	// deadline) is admitted, held until its slot (Decision.Delay), then
+	// served; beyond, it is refused as usual (see admit.Request.MaxDelay
+	// and admit.Wait). A request whose client goes away while it waits is
+	// not served, and its slot is given back if the limiter can (it is a
+	// Refunder and no later request relies on the slot). The limiter must
+	// delay (keyed.Limiter or redisstore.Limiter by GCRA or a bucket),
+	// else every request fails with admit.ErrInvalidDelay. 0, the default,
+	// never delays. A Decider (a policy's, whose rules say their delay)
+	// and a Chain decide their own: NewChain and NewDecider refuse a
+	// MaxDelay. In shadow mode nothing waits. It must not be negative.
+	MaxDelay time.Duration
+
 	// Observe is told of every request the middleware decides (not of
 	// the exempt ones): what it decided and why (see Event). It is called
 	// on the request's goroutine before the handler runs, so it must be
@@ -219,6 +234,7 @@ type options struct {
 	skipUnkeyed bool
 	maxKeyLen   int
 	cost        func(*http.Request) (int64, error)
+	maxDelay    time.Duration
 	observer    func(Event)
 	failure     func(status int) bool
 }
@@ -248,6 +264,7 @@ func (cfg *Config) resolve() (options, error) {
 		skipUnkeyed: cfg.SkipUnkeyed,
 		maxKeyLen:   cfg.MaxKeyLength,
 		cost:        cfg.Cost,
+		maxDelay:    cfg.MaxDelay,
 		observer:    cfg.Observe,
 		failure:     cfg.Failure,
 	}
@@ -302,6 +319,9 @@ func (cfg *Config) resolve() (options, error) {
 		return o, invalid("MaxKeyLength %d: want >= 0", o.maxKeyLen)
 	case o.maxKeyLen == 0:
 		o.maxKeyLen = defaultMaxKeyLength
+	}
+	if o.maxDelay < 0 {
+		return o, invalid("MaxDelay %v: want a duration >= 0", o.maxDelay)
 	}
 	if o.failure == nil {
 		o.failure = defaultFailure

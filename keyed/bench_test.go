@@ -106,3 +106,26 @@ func heap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkDelayMode: a request that does not wait (its slot is free), with
+// the delay mode off (MaxDelay 0) and on (MaxDelay 1s), on the limiter's
+// clock: the price of the delay mode when nothing waits.
+func BenchmarkDelayMode(b *testing.B) {
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name     string
+		maxDelay time.Duration
+	}{{"off", 0}, {"on", time.Second}} {
+		for _, alg := range []admit.Algorithm{admit.AlgGCRA, admit.AlgTokenBucket} {
+			b.Run(mode.name+"/"+alg.String(), func(b *testing.B) {
+				lim, _ := New(Config{Algorithm: alg, Limit: admit.PerSecond(1e9)})
+				b.ReportAllocs()
+				for b.Loop() {
+					if d, _ := lim.Allow(ctx, admit.Request{Key: "key-42", N: 1, MaxDelay: mode.maxDelay}); d.Delay != 0 || !d.Allowed {
+						b.Fatalf("%+v", d)
+					}
+				}
+			})
+		}
+	}
+}

@@ -9,10 +9,11 @@ import (
 
 // engine is a table of keys for one algorithm's state type.
 type engine interface {
-	// decide runs the step function for key at now and reports how many
-	// keys it evicted, idle and under pressure. ok is false if the key
-	// could not be stored (its shard's arena is full).
-	decide(now int64, key string, p *algo.Params, n int64) (r algo.Result, ev evictions, ok bool)
+	// decide runs the step function for key at now (its delay form if
+	// maxDelay > 0, which the ops must have) and reports how many keys it
+	// evicted, idle and under pressure. ok is false if the key could not
+	// be stored (its shard's arena is full).
+	decide(now int64, key string, p *algo.Params, n, maxDelay int64) (r algo.Result, ev evictions, ok bool)
 	// refund gives back n events admitted for key at now, if the key is
 	// stored (a key that is not is full: there is nothing to give back).
 	refund(now int64, key string, p *algo.Params, n int64)
@@ -45,6 +46,9 @@ type ops[S any] struct {
 	fullAt func(s *S) int64
 	// undo gives back n events admitted at now, updating *s.
 	undo func(s *S, p *algo.Params, now, n int64)
+	// delay is step admitting within maxDelay ns (algo.GCRADelay); nil
+	// for the algorithms that cannot hold a slot ahead.
+	delay func(s *S, p *algo.Params, now, n, maxDelay int64) algo.Result
 }
 
 // table is a sharded set of keys with their states.
@@ -68,7 +72,7 @@ func (t *table[S]) locate(key string) (*shard[S], uint32) {
 	return &t.shards[h&t.mask], uint32(h >> 34) // 30 bits (hashMask)
 }
 
-func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.Result, evictions, bool) {
+func (t *table[S]) decide(now int64, key string, p *algo.Params, n, maxDelay int64) (algo.Result, evictions, bool) {
 	sh, h := t.locate(key)
 	var ev evictions
 	sh.mu.Lock()
@@ -76,7 +80,12 @@ func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.
 	if i >= 0 {
 		s := &sh.slots[i]
 		s.meta |= referenced
-		r := t.ops.step(&s.st, p, now, n)
+		var r algo.Result
+		if maxDelay > 0 {
+			r = t.ops.delay(&s.st, p, now, n, maxDelay)
+		} else {
+			r = t.ops.step(&s.st, p, now, n)
+		}
 		sh.mu.Unlock()
 		return r, ev, true
 	}
@@ -85,7 +94,12 @@ func (t *table[S]) decide(now int64, key string, p *algo.Params, n int64) (algo.
 	// decided in sh.scratch, which is zero between uses, so that deciding
 	// on a new key does not allocate.)
 	var zero S
-	r := t.ops.step(&sh.scratch, p, now, n)
+	var r algo.Result
+	if maxDelay > 0 {
+		r = t.ops.delay(&sh.scratch, p, now, n, maxDelay)
+	} else {
+		r = t.ops.step(&sh.scratch, p, now, n)
+	}
 	full := t.ops.fullAt(&sh.scratch) <= now
 	st := sh.scratch
 	sh.scratch = zero
@@ -256,6 +270,10 @@ var gcraOps = ops[algo.GCRA]{
 	undo: func(s *algo.GCRA, p *algo.Params, now, n int64) {
 		*s = algo.GCRAUndo(*s, p, now, n)
 	},
+	delay: func(s *algo.GCRA, p *algo.Params, now, n, maxDelay int64) (r algo.Result) {
+		*s, r = algo.GCRADelay(*s, p, now, n, maxDelay)
+		return r
+	},
 }
 
 type withFull[S any] struct {
@@ -289,8 +307,18 @@ func opsWithFull[S any](step func(S, *algo.Params, int64, int64) (S, algo.Result
 	}
 }
 
+// withDelay returns o with the delay form of its step.
+func withDelay[S any](o ops[withFull[S]], delay func(S, *algo.Params, int64, int64, int64) (S, algo.Result)) ops[withFull[S]] {
+	o.delay = func(s *withFull[S], p *algo.Params, now, n, maxDelay int64) (r algo.Result) {
+		s.st, r = delay(s.st, p, now, n, maxDelay)
+		s.full = fullAfter(now, r)
+		return r
+	}
+	return o
+}
+
 var (
-	bucketOps  = opsWithFull(algo.BucketStep, algo.BucketUndo)
+	bucketOps  = withDelay(opsWithFull(algo.BucketStep, algo.BucketUndo), algo.BucketDelay)
 	fixedOps   = opsWithFull(algo.FixedWindowStep, algo.FixedWindowUndo)
 	slidingOps = opsWithFull(algo.SlidingWindowStep, algo.SlidingWindowUndo)
 	approxOps  = opsWithFull(algo.SlidingWindowApproxStep, algo.SlidingWindowUndo)

@@ -76,3 +76,28 @@ func ExampleLimiter_Refund() {
 	// admitted 2, remaining 1
 	// given back 2, remaining 3
 }
+
+func ExampleLimiter_Allow_delay() {
+	// 10 per second, burst 2, and requests that may wait up to 250ms for
+	// their slot (nginx's limit_req with burst= and delay=).
+	lim, err := keyed.New(keyed.Config{Limit: admit.PerSecond(10).WithBurst(2)})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 6 {
+		d, err := lim.Allow(context.Background(), admit.Request{Key: "client", N: 1, At: now, MaxDelay: 250 * time.Millisecond})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%-5v delay=%-5v retry-after=%v\n", d.Allowed, d.Delay, d.RetryAfter)
+		// admit.Wait(ctx, lim, r, nil) would sleep d.Delay here.
+	}
+	// Output:
+	// allowed=true  delay=0s    retry-after=0s
+	// allowed=true  delay=0s    retry-after=0s
+	// allowed=true  delay=100ms retry-after=0s
+	// allowed=true  delay=200ms retry-after=0s
+	// allowed=false delay=0s    retry-after=300ms
+	// allowed=false delay=0s    retry-after=300ms
+}

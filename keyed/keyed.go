@@ -133,8 +133,21 @@ func (lim *Limiter) Len() int { return lim.eng.len() }
 // memory never waits); it is there so that every keyed limiter, in memory
 // or in Redis, has the same signature (admit.KeyedLimiter). Allow does not
 // allocate.
+//
+// With r.MaxDelay (GCRA and the buckets), a request that does not fit now
+// but would within r.MaxDelay is admitted with Decision.Delay, the wait
+// for its slot, and Decision.TimeToAct, r.At (or the clock) plus the
+// wait: the key's state moves ahead now, so the slot is held, and the
+// caller waits (admit.Wait) before acting. A request that would wait
+// longer is denied as without r.MaxDelay, holding nothing. A Refund of
+// r.N at TimeToAct gives the slot back if no later delayed request relies
+// on it (it is the key's latest). A negative r.MaxDelay, or one with a
+// window algorithm, is an error wrapping admit.ErrInvalidDelay.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
-	// The hot path. A Decision is 10 words, returned on the stack, so each
+	if r.MaxDelay != 0 {
+		return lim.allowDelay(r)
+	}
+	// The hot path. A Decision is 14 words, returned on the stack, so each
 	// frame it were returned through would copy it: this one builds it,
 	// in place, from step's Result (returned in registers).
 	now := lim.at(r.At)
@@ -144,7 +157,7 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 			return c.Refusal(lim.name), c.Err
 		}
 	}
-	res, err := lim.step(now, r.Key, c, r.N)
+	res, err := lim.step(now, r.Key, c, r.N, 0)
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
@@ -160,9 +173,31 @@ func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision,
 	}, nil
 }
 
+// allowDelay is Allow of a request with a MaxDelay.
+func (lim *Limiter) allowDelay(r admit.Request) (admit.Decision, error) {
+	c := lim.own
+	if r.Limit != (admit.Limit{}) {
+		if c = lim.limits.Get(lim.alg, r.Limit); c.Err != nil {
+			return c.Refusal(lim.name), c.Err
+		}
+	}
+	maxDelay, err := limits.MaxDelay("keyed", lim.alg, r.MaxDelay)
+	if err != nil {
+		return c.Refusal(lim.name), err
+	}
+	now := lim.at(r.At)
+	res, err := lim.step(now, r.Key, c, r.N, maxDelay)
+	if err != nil {
+		return c.Refusal(lim.name), err
+	}
+	d := c.Decision(res, lim.name)
+	limits.Delayed(&d, now)
+	return d, nil
+}
+
 // decide is Allow at now under c, for callers that have both.
 func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (admit.Decision, error) {
-	res, err := lim.step(now, key, c, n)
+	res, err := lim.step(now, key, c, n, 0)
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
@@ -170,18 +205,23 @@ func (lim *Limiter) decide(now int64, key string, c *limits.Compiled, n int64) (
 }
 
 // step decides n events for key at now under c, consuming them if
-// admitted, and tells the Observer. The error is non-nil for bad input and
-// for a full store; nothing is consumed then.
-func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n int64) (algo.Result, error) {
+// admitted (within maxDelay ns if it is > 0), and tells the Observer. The
+// error is non-nil for bad input and for a full store; nothing is consumed
+// then.
+func (lim *Limiter) step(now int64, key string, c *limits.Compiled, n, maxDelay int64) (algo.Result, error) {
 	if n < 0 || len(key) > lim.maxKeyLen {
 		return algo.Result{}, lim.badInput(key, n)
 	}
-	res, ev, ok := lim.eng.decide(now, key, &c.P, n)
+	res, ev, ok := lim.eng.decide(now, key, &c.P, n, maxDelay)
 	if !ok {
 		return algo.Result{}, errStoreFull
 	}
 	if lim.obs != nil {
-		lim.observe(key, n, c.Decision(res, lim.name), ev)
+		d := c.Decision(res, lim.name)
+		if maxDelay > 0 {
+			limits.Delayed(&d, now)
+		}
+		lim.observe(key, n, d, ev)
 	}
 	return res, nil
 }

@@ -51,7 +51,7 @@ func FuzzTable(f *testing.F) {
 				}
 				delete(model, key)
 			} else {
-				r, _, ok := tb.decide(0, key, &p, 1)
+				r, _, ok := tb.decide(0, key, &p, 1, 0)
 				model[key]++
 				if !ok || r.Remaining != model[key] {
 					t.Fatalf("op %d: key %d count %d, want %d", i, id, r.Remaining, model[key])
@@ -89,16 +89,16 @@ func TestTableCapAndClock(t *testing.T) {
 	tb := newTable(counterOps, 1, 8, 0)
 	var p algo.Params
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		tb.decide(0, k, &p, 1)
+		tb.decide(0, k, &p, 1, 0)
 	}
-	tb.decide(0, "hot", &p, 0) // a peek on a new key stores nothing
+	tb.decide(0, "hot", &p, 0, 0) // a peek on a new key stores nothing
 	if tb.len() != 8 {
 		t.Fatalf("len %d", tb.len())
 	}
 	// Reference "a" and "b": the pressure eviction must take another key.
-	tb.decide(0, "a", &p, 1)
-	tb.decide(0, "b", &p, 1)
-	_, ev, _ := tb.decide(0, "i", &p, 1)
+	tb.decide(0, "a", &p, 1, 0)
+	tb.decide(0, "b", &p, 1, 0)
+	_, ev, _ := tb.decide(0, "i", &p, 1, 0)
 	if ev.pressure != 1 || ev.idle != 0 || tb.len() != 8 {
 		t.Fatalf("evictions %+v, len %d", ev, tb.len())
 	}
@@ -111,7 +111,7 @@ func TestTableCapAndClock(t *testing.T) {
 	// Make "a" idle (a zero count is full in counterOps): the next
 	// insertion evicts it rather than a key in use.
 	sh.slots[sh.find(hashOf(tb, "a"), "a")].st = 0
-	_, ev, _ = tb.decide(0, "j", &p, 1)
+	_, ev, _ = tb.decide(0, "j", &p, 1, 0)
 	if ev.idle != 1 || ev.pressure != 0 || sh.find(hashOf(tb, "a"), "a") >= 0 {
 		t.Fatalf("want \"a\" evicted as idle, got %+v", ev)
 	}

@@ -377,7 +377,7 @@ func (e *Engine) check(ctx context.Context, dom *cdomain, req *Request, h *compo
 func (sc *scratch) add(j int) {
 	c := &sc.calls[j]
 	sc.layers = append(sc.layers, compose.Layer{Limiter: c.l.lim, Slots: c.l.slots})
-	sc.reqs = append(sc.reqs, admit.Request{Key: c.key, N: c.n})
+	sc.reqs = append(sc.reqs, admit.Request{Key: c.key, N: c.n, MaxDelay: c.l.delay})
 	sc.order = append(sc.order, j)
 }
 
@@ -388,7 +388,7 @@ func (sc *scratch) add(j int) {
 // Kind (see record).
 func (sc *scratch) admit(ctx context.Context, from, to int, h *compose.Held) (admit.Decision, error) {
 	decs := sc.decs[from:to]
-	_, err := compose.Admit(ctx, sc.layers[from:to], sc.reqs[from:to], h, decs)
+	all, err := compose.Admit(ctx, sc.layers[from:to], sc.reqs[from:to], h, decs)
 	best := 0
 	for k := range decs {
 		d := &decs[k]
@@ -403,7 +403,9 @@ func (sc *scratch) admit(ctx context.Context, from, to int, h *compose.Held) (ad
 			best = k
 		}
 	}
-	return decs[best], err
+	d := decs[best]
+	d.Delay, d.TimeToAct = all.Delay, all.TimeToAct // the longest: the request acts then
+	return d, err
 }
 
 // statuses fills the descriptors' statuses from the calls' decisions.

@@ -20,7 +20,7 @@ var (
 	defaultsFields = []string{"store", "algorithm", "failure", "prefetch"}
 	domainFields   = []string{"domain", "description", "keys", "shadow", "overrides", "rules"}
 	overrideFields = []string{"algorithm", "store", "failure", "prefetch"}
-	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "adaptive_concurrency", "adaptive_rate", "lanes", "share", "tiers", "tier_key", "unlimited", "store", "failure", "prefetch", "shadow", "exempt", "shared", "replaces"}
+	ruleFields     = []string{"name", "description", "match", "rate", "burst", "algorithm", "quota", "concurrency", "adaptive_concurrency", "adaptive_rate", "lanes", "share", "tiers", "tier_key", "unlimited", "store", "failure", "prefetch", "delay", "shadow", "exempt", "shared", "replaces"}
 	matchFields    = []string{"key", "value", "prefix"}
 	quotaFields    = []string{"limit", "period", "timezone", "week_start"}
 	concFields     = []string{"max", "lease"}

@@ -57,7 +57,7 @@ func (d *decoder) parseDefaultPrefetch(vn *yaml.Node, fpath string) {
 
 // rulePrefetch gives the rule its prefetch: its own, or defaults.prefetch
 // if the rule can prefetch (rates only, none a sliding log, not kept in
-// memory), a block size lowered to the rule's smallest burst.
+// memory, no delay), a block size lowered to the rule's smallest burst.
 func (d *decoder) rulePrefetch(rd *ruleDecoding) {
 	r := rd.r
 	if rd.prefetchN != nil {
@@ -65,7 +65,7 @@ func (d *decoder) rulePrefetch(rd *ruleDecoding) {
 		return
 	}
 	p := d.defaults.prefetch
-	if p == 0 || r.Store == StoreLocal || r.Tiers == nil && r.Limits.adaptive() {
+	if p == 0 || r.Delay != 0 || r.Store == StoreLocal || r.Tiers == nil && r.Limits.adaptive() {
 		return
 	}
 	burst, why := prefetchable(r)

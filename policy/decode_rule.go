@@ -149,6 +149,8 @@ func (d *decoder) ruleOwnField(rd *ruleDecoding, key string, vn *yaml.Node, fpat
 	case "prefetch":
 		rd.prefetchN = vn
 		rd.prefetchVal, _ = d.prefetch(vn, fpath)
+	case "delay":
+		r.Delay, _ = w.duration(vn, fpath, 0)
 	case "share":
 		r.Share = d.share(vn, fpath, r.src)
 	case "shadow":
@@ -283,7 +285,7 @@ var rulePart = map[string]string{
 	"adaptive_concurrency": "limits", "adaptive_rate": "limits", "lanes": "limits",
 	"tiers": "limits", "tier_key": "limits", "unlimited": "limits", "share": "limits",
 	"store": "store", "failure": "store", "shadow": "store", "shared": "store", "prefetch": "prefetch",
-	"exempt": "exempt", "replaces": "replaces",
+	"delay": "delay", "exempt": "exempt", "replaces": "replaces",
 }
 
 func (d *decoder) match(r *Rule, n *yaml.Node, path string) []Matcher {

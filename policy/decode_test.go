@@ -193,7 +193,7 @@ var badCases = []struct {
 	{"unknown field", "rules:\n  - name: a\n    match: k\n    rate: 10/s\n    algorithm: bogus\n    colour: red\n",
 		[]string{
 			`p.yaml:5:16: rules[0].algorithm: unknown algorithm "bogus" (want one of gcra, token_bucket, leaky_bucket, fixed_window, sliding_window, sliding_window_approx, sliding_log)`,
-			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, share, tiers, tier_key, unlimited, store, failure, prefetch, shadow, exempt, shared, replaces)`,
+			`p.yaml:6:5: rules[0].colour: unknown field "colour" (want one of name, description, match, rate, burst, algorithm, quota, concurrency, adaptive_concurrency, adaptive_rate, lanes, share, tiers, tier_key, unlimited, store, failure, prefetch, delay, shadow, exempt, shared, replaces)`,
 		}},
 	{"bad rate", "rules:\n  - name: a\n    match: k\n    rate: 10/x\n",
 		[]string{`p.yaml:4:11: rules[0].rate: invalid rate "10/x": period "x": want a unit (s, min, h, d, week) or a duration (500ms, 5m, 1h30m)`}},
@@ -489,6 +489,8 @@ func FuzzParseYAML(f *testing.F) {
 	}
 	f.Add([]byte("tier_tables:\n  p:\n    default: a\n    tiers:\n      a: {rate: [10/s burst 20, 300/min]}\n      b: {extends: a, rate: [1/s, 30/h]}\nrules:\n  - {name: t, match: k, tiers: p}\n  - {name: u, match: j, rate: [3/s, 5/min, 100/day], algorithm: sliding_window}\n"))
 	f.Add([]byte("defaults: {store: redis, prefetch: 3}\ndomain: d\noverrides: {prefetch: auto}\nrules:\n  - {name: a, match: k, rate: 5/s, prefetch: auto}\n  - {name: b, match: j, rate: 2/s}\n  - {name: c, match: l, rate: 2/s, prefetch: \"off\"}\n"))
+	f.Add([]byte(delayPolicy))
+	f.Add([]byte("rules:\n  - {name: a, match: k, rate: 1/s burst 3, algorithm: leaky_bucket, delay: 2s}\n  - {name: b, match: j, quota: 5/day, delay: 1s}\n"))
 	for _, c := range shareBad {
 		f.Add([]byte(shareRule(c.body)))
 	}

@@ -181,6 +181,10 @@
 //	    prefetch: auto          # auto, off (the default, or defaults'),
 //	                            # or the most events a block holds (at
 //	                            # most the burst): see Prefetching
+//	    delay: 400ms            # hold a request beyond the burst up to
+//	                            # 400ms for its slot (nginx's delay=;
+//	                            # gcra and buckets, not with prefetch;
+//	                            # at most 10m): see Rule.Delay
 //	    shadow: false           # decide and report, never refuse
 //	    exempt:                 # values that bypass the rule, by key;
 //	      tenant: [internal]    # CIDR prefixes exempt IP addresses

@@ -249,7 +249,7 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 		}
 		s.layers = append(s.layers, c)
 	} else if l.Rate != nil {
-		def := fmt.Sprintf("rate %v %v prefetch %d", l.Algorithm, *l.Rate, r.Prefetch)
+		def := fmt.Sprintf("rate %v %v prefetch %d delay %v", l.Algorithm, *l.Rate, r.Prefetch, r.Delay)
 		if len(l.Rates) > 0 {
 			def = fmt.Sprintf("rates %v %v", l.Algorithm, l.allRates())
 		}
@@ -257,6 +257,7 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 			if len(l.Rates) > 0 {
 				return b.e.buildRates(c, l.Algorithm, l.allRates(), st, failure)
 			}
+			c.delay = r.Delay
 			return b.e.buildRate(c, l.Algorithm, *l.Rate, st, failure, r.Prefetch)
 		})
 		if err != nil {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"strings"
+	"time"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
@@ -15,6 +16,7 @@ type clayer struct {
 	label  string // Decision.Rule: the rule [/tier] [/kind]
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
+	delay  time.Duration // the rule's Delay, for a rate: the MaxDelay of its requests
 	lim    admit.KeyedLimiter
 	slots  admit.Slots
 	learn  compose.Learner // lim, if an adaptive rate (which learns from outcomes)

@@ -169,6 +169,17 @@ type Rule struct {
 	// per-call limit go to the store as they are.
 	Prefetch int64
 
+	// Delay, if not 0, is how long a request may wait for the rule's rate
+	// (its own or its tier's), as nginx's limit_req delays requests: one
+	// beyond the burst whose slot comes within Delay is admitted with that
+	// delay (Decision.Delay), its slot held, and NewHTTP and the gateway
+	// hold it until then; beyond, it is refused, holding nothing (see
+	// admit.Request.MaxDelay). nginx's "burst=12 delay=8" at 10r/s is a
+	// burst of 8 and a Delay of 400ms. Only for one Rate, by GCRA or a
+	// bucket, not with Prefetch or Share, at most 10 minutes (a request
+	// held holds its connection); Validate refuses anything else.
+	Delay time.Duration
+
 	// Shadow puts the rule in shadow mode: it decides and counts as
 	// usual and its statuses report what it decided, but it never
 	// refuses a request (Status.WouldRefuse says when it would have).

@@ -188,6 +188,7 @@ func (v *validator) rule(d *Domain, r *Rule, src *source, keys map[string]bool) 
 		v.storeFailure(src, "", r.Store, r.Failure)
 	}
 	v.rulePrefetch(r, src)
+	v.ruleDelay(r, src)
 	v.ruleExempt(r, src, matchKeys)
 	v.ruleReplaces(r, src)
 }

@@ -24,6 +24,7 @@ import (
 //	admit_fallback_changes_total{limiter}               counter (switches)
 //	admit_keys_tracked{limiter}                         gauge (keys)
 //	admit_evictions_total{limiter,reason}               counter (keys)
+//	admit_delay_seconds{limiter,rule}                   histogram (seconds)
 //
 // A decision counts once in admit_decisions_total, whatever its cost (n),
 // under its limiter (DecisionEvent.Limiter), its rule (Decision.Rule: the
@@ -46,7 +47,10 @@ import (
 // that concerns it: for admit_keys_tracked, the limiter's creation (the
 // module's keyed, quota and concurrency limiters report 0 then, and follow
 // their keys as they come), so that their growth can be watched before the
-// cap.
+// cap. admit_delay_seconds observes the Delay of each admission made with
+// one (the delay mode: admit.Request.MaxDelay, a policy rule's delay), by
+// limiter and rule, never by key: its _count counts the requests delayed,
+// its _sum the time they were held, and its buckets run from 1ms to 10m.
 //
 // Label values are the limiters' names, rules and operations as given,
 // except that invalid UTF-8 is replaced by U+FFFD. So that they cannot
@@ -82,6 +86,7 @@ type Observer struct {
 	tracked  *table[limKey, prometheus.Gauge]
 	evict    *table[limKey, *[2]prometheus.Counter]
 	fallback *table[limKey, *fallbackSeries]
+	delay    *table[storeKey, prometheus.Observer] // op: the rule
 
 	collectors []prometheus.Collector
 }
@@ -127,10 +132,7 @@ func newObserver(o *options) *Observer {
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: o.namespace, Name: name, Help: help, ConstLabels: o.constLabels}
 	}
-	decLabels := []string{"limiter", "rule", "kind", "decision"}
-	if o.keyLabel {
-		decLabels = append(decLabels, "key")
-	}
+	decLabels := decisionLabels(o.keyLabel)
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("decisions_total",
 		"Requests decided by admit limiters, by limiter, rule (the limiter, rule or layer that decided), kind of limit (rate, concurrency, quota) and decision (allowed, denied); each request counts once whatever its cost.")),
 		decLabels)
@@ -159,11 +161,12 @@ func newObserver(o *options) *Observer {
 	evictions := prometheus.NewCounterVec(prometheus.CounterOpts(opts("evictions_total",
 		"Keys forgotten by limiters: idle (back at full capacity, no decision changes) or pressure (at the cap of keys, a limit was loosened).")),
 		[]string{"limiter", "reason"})
-
+	delays := newDelays(o)
 	obs := &Observer{
 		keyLabel:   o.keyLabel,
-		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions},
+		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays},
 	}
+	obs.delay = delayTable(delays, o.maxSeries)
 	levels := 2
 	if o.keyLabel {
 		levels = 3
@@ -204,7 +207,8 @@ func newObserver(o *options) *Observer {
 	return obs
 }
 
-// Decided counts a decision in admit_decisions_total.
+// Decided counts a decision in admit_decisions_total, and observes its
+// Delay, if it has one, in admit_delay_seconds.
 func (o *Observer) Decided(e admit.DecisionEvent) {
 	if o == nil || o.dec == nil {
 		return
@@ -214,7 +218,41 @@ func (o *Observer) Decided(e admit.DecisionEvent) {
 		k.key = e.Key
 	}
 	o.dec.get(k).Inc()
+	if e.Decision.Delay > 0 {
+		o.delay.get(storeKey{limiter: e.Limiter, op: e.Decision.Rule}).Observe(e.Decision.Delay.Seconds())
+	}
 }
+
+// decisionLabels returns the labels of admit_decisions_total.
+func decisionLabels(keyLabel bool) []string {
+	if keyLabel {
+		return []string{"limiter", "rule", "kind", "decision", "key"}
+	}
+	return []string{"limiter", "rule", "kind", "decision"}
+}
+
+// newDelays returns admit_delay_seconds.
+func newDelays(o *options) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:   o.namespace,
+		Name:        "delay_seconds",
+		Help:        "Delay in seconds of the requests admitted with one (the delay mode: the wait for their slot), by limiter and rule; _count counts the requests delayed.",
+		ConstLabels: o.constLabels,
+		Buckets:     delayBuckets,
+	}, []string{"limiter", "rule"})
+}
+
+// delayTable returns the series of admit_delay_seconds, by limiter and rule
+// (storeKey's op).
+func delayTable(delays *prometheus.HistogramVec, maxSeries int) *table[storeKey, prometheus.Observer] {
+	return newTable(2, maxSeries, func(k storeKey) prometheus.Observer {
+		return delays.WithLabelValues(labelValue(k.limiter), labelValue(k.op))
+	})
+}
+
+// delayBuckets are the buckets of admit_delay_seconds: 1ms to 10 minutes,
+// the longest delay a policy allows.
+var delayBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
 // StoreCalled observes a call to a remote store in
 // admit_store_duration_seconds and admit_store_keys_total, and counts it in

@@ -54,8 +54,9 @@ func (c *denyCache) shard(key string) *denyShard {
 }
 
 // get returns the decision for n events of key under limit at now, if a
-// remembered denial decides it (only for n = 1).
-func (c *denyCache) get(key string, limit admit.Limit, explicit bool, now, n int64) (algo.Result, bool) {
+// remembered denial decides it (only for n = 1): a request that may wait
+// maxDelay ns is denied only if it would wait longer.
+func (c *denyCache) get(key string, limit admit.Limit, explicit bool, now, n, maxDelay int64) (algo.Result, bool) {
 	if n != 1 {
 		return algo.Result{}, false
 	}
@@ -77,6 +78,9 @@ func (c *denyCache) get(key string, limit admit.Limit, explicit bool, now, n int
 	}
 	r := d.r
 	r.RetryAfter -= elapsed
+	if r.RetryAfter <= maxDelay {
+		return algo.Result{}, false // the script may admit it with a delay
+	}
 	r.ResetAfter = max(r.ResetAfter-elapsed, 0)
 	return r, true
 }

@@ -31,7 +31,8 @@ type Layer struct {
 // name, for a per-tenant layer and the per-user layers under it). The
 // layers' keys are stored apart from those of Limiter.Allow, whose tag is
 // the key itself. The deny cache is not used: a denied layer must not hide
-// the others' states. No layers, more than 256, or a layer whose Limiter
+// the others' states, nor is r.MaxDelay (a layer is admitted now or not
+// at all). No layers, more than 256, or a layer whose Limiter
 // is not one of s's is an error wrapping admit.ErrInvalidConfig, and
 // nothing is sent.
 func (s *Store) AllowLayers(ctx context.Context, r admit.Request, layers []Layer, dst []admit.Decision) (admit.Decision, []admit.Decision, error) {

@@ -76,12 +76,27 @@ func (lim *Limiter) Limit() admit.Limit { return lim.own.Limit }
 // (admit.ErrInvalidCost, admit.ErrInvalidLimit, admit.ErrKeyTooLong), Redis
 // failing (ErrStore), ctx ending first (its error), or a closed store
 // (admit.ErrClosed). Keys may hold any bytes.
+//
+// With r.MaxDelay (GCRA and the buckets), the script admits a request that
+// fits within it and moves the key's state ahead, so its slot is held in
+// Redis for every process; the Decision's Delay is the wait and its
+// TimeToAct the instant the slot comes on the clock of the call (Redis's
+// TIME when r.At is zero). The caller sleeps, not Redis: see admit.Wait. A
+// refund at that TimeToAct gives the slot back if no later delayed request
+// relies on it. A window algorithm with r.MaxDelay, or a negative
+// r.MaxDelay, is an error wrapping admit.ErrInvalidDelay.
 func (lim *Limiter) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
 	c, err := lim.compiled(r.Limit)
 	if err != nil {
 		return c.Refusal(lim.name), err
 	}
-	_, d, err := lim.decide(ctx, instant(r.At), r.Key, c, r.N, false)
+	var maxDelay int64
+	if r.MaxDelay != 0 {
+		if maxDelay, err = limits.MaxDelay("redisstore", lim.alg, r.MaxDelay); err != nil {
+			return c.Refusal(lim.name), err
+		}
+	}
+	_, d, err := lim.decide(ctx, instant(r.At), r.Key, c, r.N, false, maxDelay)
 	return d, err
 }
 
@@ -103,6 +118,18 @@ func instant(t time.Time) int64 {
 	return algo.Clamp(timeline.Nanos(t))
 }
 
+// checkRequest returns the compiled limit of r and its MaxDelay in ns, or
+// the error of bad input.
+func (lim *Limiter) checkRequest(r admit.Request) (c *limits.Compiled, maxDelay int64, err error) {
+	if c, err = lim.compiled(r.Limit); err == nil {
+		err = lim.check(r.Key, r.N)
+	}
+	if err == nil && r.MaxDelay != 0 {
+		maxDelay, err = limits.MaxDelay("redisstore", lim.alg, r.MaxDelay)
+	}
+	return c, maxDelay, err
+}
+
 // check refuses bad input.
 func (lim *Limiter) check(key string, n int64) error { return lim.s.checkInput(key, n) }
 
@@ -115,7 +142,7 @@ func (lim *Limiter) check(key string, n int64) error { return lim.s.checkInput(k
 // leaves the key denied one more (the decision after the grant), which is
 // remembered; a grant of all n forgets the key's denial, as an admission
 // does.
-func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64, partial bool) (int64, admit.Decision, error) {
+func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits.Compiled, n int64, partial bool, maxDelay int64) (int64, admit.Decision, error) {
 	if err := lim.check(key, n); err != nil {
 		return 0, c.Refusal(lim.name), err
 	}
@@ -132,7 +159,7 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 	}
 	s := lim.s
 	if s.deny != nil {
-		if r, ok := s.deny.get(rkey, c.Key, explicit, local, one); ok {
+		if r, ok := s.deny.get(rkey, c.Key, explicit, local, one, maxDelay); ok {
 			return 0, lim.observe(key, n, c.Decision(r, lim.name)), nil
 		}
 	}
@@ -140,12 +167,12 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 	if partial {
 		p.mode = lua.Partial
 	}
-	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n})
+	p.items = append(p.items, item{key: rkey, limit: lim.argsOf(c), n: n, delay: maxDelay})
 	lim.fill(p, now, tag)
 	if err := s.do(ctx, p); err != nil {
 		return 0, c.Refusal(lim.name), err
 	}
-	r := p.results[0]
+	r, at := p.results[0], p.at
 	var granted int64
 	if partial {
 		granted = p.granted[0]
@@ -158,7 +185,11 @@ func (lim *Limiter) decide(ctx context.Context, now int64, key string, c *limits
 		}
 		s.deny.record(rkey, c.Key, explicit, local, one, rec)
 	}
-	return granted, lim.observe(key, n, c.Decision(r, lim.name)), nil
+	d := c.Decision(r, lim.name)
+	if maxDelay > 0 {
+		limits.Delayed(&d, at)
+	}
+	return granted, lim.observe(key, n, d), nil
 }
 
 // fill sets an op's instant and slot.
@@ -219,7 +250,11 @@ func (lim *Limiter) Cached(r admit.Request) (d admit.Decision, ok bool) {
 	if !explicit {
 		now = timeline.Now()
 	}
-	res, ok := lim.s.deny.get(lim.redisKey(hashOf(r.Key), r.Key), c.Key, explicit, now, r.N)
+	maxDelay, err := limits.MaxDelay("redisstore", lim.alg, r.MaxDelay)
+	if err != nil {
+		return admit.Decision{}, false
+	}
+	res, ok := lim.s.deny.get(lim.redisKey(hashOf(r.Key), r.Key), c.Key, explicit, now, r.N, maxDelay)
 	if !ok {
 		return admit.Decision{}, false
 	}
@@ -382,9 +417,8 @@ func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []
 	var sent []*op
 	for i, r := range reqs {
 		q := &ps[i]
-		if q.c, q.err = lim.compiled(r.Limit); q.err == nil {
-			q.err = lim.check(r.Key, r.N)
-		}
+		var maxDelay int64
+		q.c, maxDelay, q.err = lim.checkRequest(r)
 		if q.err != nil {
 			q.d, q.done = q.c.Refusal(lim.name), true
 			continue
@@ -400,13 +434,13 @@ func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []
 			q.local = clock
 		}
 		if s.deny != nil {
-			if res, ok := s.deny.get(q.rkey, q.c.Key, q.explicit, q.local, r.N); ok {
+			if res, ok := s.deny.get(q.rkey, q.c.Key, q.explicit, q.local, r.N, maxDelay); ok {
 				q.d, q.done = q.c.Decision(res, lim.name), true
 				continue
 			}
 		}
 		q.p = s.getOp()
-		q.p.items = append(q.p.items, item{key: q.rkey, limit: lim.argsOf(q.c), n: r.N})
+		q.p.items = append(q.p.items, item{key: q.rkey, limit: lim.argsOf(q.c), n: r.N, delay: maxDelay})
 		lim.fill(q.p, now, tag)
 		sent = append(sent, q.p)
 	}
@@ -431,6 +465,9 @@ func (lim *Limiter) allowBatch(ctx context.Context, reqs []admit.Request, dst []
 					s.deny.record(q.rkey, q.c.Key, q.explicit, q.local, r.N, res)
 				}
 				q.d = q.c.Decision(res, lim.name)
+				if r.MaxDelay > 0 {
+					limits.Delayed(&q.d, q.p.at)
+				}
 			}
 			s.putOp(q.p)
 		}

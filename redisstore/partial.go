@@ -39,5 +39,5 @@ func (lim *Limiter) AllowAtMost(ctx context.Context, r admit.Request) (int64, ad
 	if err != nil {
 		return 0, c.Refusal(lim.name), err
 	}
-	return lim.decide(ctx, instant(r.At), r.Key, c, r.N, true)
+	return lim.decide(ctx, instant(r.At), r.Key, c, r.N, true, 0)
 }

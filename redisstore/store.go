@@ -104,6 +104,7 @@ type item struct {
 	key   string     // the Redis key
 	limit *lua.Limit // the script's arguments for the key's limit (see argsOf)
 	n     int64
+	delay int64 // the request's MaxDelay, ns (0: none)
 }
 
 // op is one script call a caller waits for: one key, or several layers
@@ -376,7 +377,7 @@ func (s *Store) appendOp(c *call, p *op) {
 	c.all, c.mode = p.all, p.mode
 	for _, it := range p.items {
 		c.keys = append(c.keys, it.key)
-		c.la.Add(it.limit, it.n)
+		c.la.AddDelay(it.limit, it.n, it.delay)
 		if p.mode == lua.Partial {
 			c.ns = append(c.ns, it.n)
 		}

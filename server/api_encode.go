@@ -165,7 +165,17 @@ func apiAppendDecision(b []byte, d *admit.Decision) []byte {
 	} else if d.Limit.Rate == admit.Inf {
 		b = apiAppendBool(b, "unlimited", true)
 	}
-	return append(b, '}')
+	return append(apiAppendDelay(b, d.Delay), '}')
+}
+
+// apiAppendDelay appends ,"delay_ms":.. for an admission with a delay (a
+// rule's delay: the caller should wait that long before acting, rounded
+// up to the millisecond).
+func apiAppendDelay(b []byte, d time.Duration) []byte {
+	if d <= 0 {
+		return b
+	}
+	return apiAppendInt(b, "delay_ms", apiCeilMillis(d))
 }
 
 // apiAppendStatus appends a descriptor's status object.
@@ -183,6 +193,7 @@ func apiAppendStatus(b []byte, st *policy.Status) []byte {
 	}
 	if d := &st.Decision; apiFinite(d.Limit) {
 		b = apiAppendLimit(b, d.Kind, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+		b = apiAppendDelay(b, d.Delay)
 	}
 	b = apiAppendBool(b, "shadow", st.Shadow)
 	b = apiAppendBool(b, "would_refuse", st.WouldRefuse)

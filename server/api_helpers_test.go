@@ -162,6 +162,7 @@ type apiRespDecision struct {
 	Remaining    *int64        `json:"remaining"`
 	RetryAfterMs *int64        `json:"retry_after_ms"`
 	ResetAfterMs *int64        `json:"reset_after_ms"`
+	DelayMs      *int64        `json:"delay_ms"`
 	Never        bool          `json:"never"`
 	Unlimited    bool          `json:"unlimited"`
 }
@@ -175,6 +176,7 @@ type apiRespStatus struct {
 	Remaining    *int64        `json:"remaining"`
 	RetryAfterMs *int64        `json:"retry_after_ms"`
 	ResetAfterMs *int64        `json:"reset_after_ms"`
+	DelayMs      *int64        `json:"delay_ms"`
 	Never        bool          `json:"never"`
 	Shadow       bool          `json:"shadow"`
 	WouldRefuse  bool          `json:"would_refuse"`

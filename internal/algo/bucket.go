@@ -92,7 +92,8 @@ func BucketReserve(b Bucket, p *Params, now, n, maxWait int64) (Bucket, int64, b
 
 // BucketUndo gives back n events admitted at now: GCRAUndo on the bucket's
 // level, at now or, if the bucket has seen a later instant, at that one (as
-// BucketStep admits). The level never goes below empty, and a bucket with
+// BucketStep admits); a bucket holding a delayed admission (a level above
+// its capacity) keeps the instant it last saw. The level never goes below empty, and a bucket with
 // nothing to give back is returned as it is.
 func BucketUndo(b Bucket, p *Params, now, n int64) Bucket {
 	if p.Mode != Normal || n <= 0 {
@@ -103,6 +104,13 @@ func BucketUndo(b Bucket, p *Params, now, n int64) Bucket {
 	u := GCRAUndo(g, p, t, n)
 	if u == g {
 		return b
+	}
+	if b.Level > p.CapN {
+		// A delayed admission (BucketDelay), given back at its time to
+		// act, later than any instant the bucket has seen: the bucket
+		// keeps its Last, so that requests before that time are judged
+		// at their own instants, not as if they came then.
+		return bucketAt(u, p, b.Last)
 	}
 	return bucketAt(u, p, t)
 }

@@ -148,13 +148,19 @@ func GCRARefund(s GCRA, p *Params, now int64, after GCRA, n int64) GCRA {
 // GCRAUndo gives back n events admitted at now: it undoes GCRAStep(s, p,
 // now, n) as far as the state allows. The TAT moves back by n×T, but never
 // before now, so the limit never holds more than its burst; a state that
-// owes nothing at now is returned as it is. Right after an admission of n at
+// owes nothing at now is returned as it is, and so is one that owes more
+// than its capacity at now: a request admitted later with a delay
+// (GCRADelay) holds a slot after now, scheduled on these events, so none
+// can be given back. (A delayed admission is given back by undoing it at
+// its time to act, now + its wait: it owes at most its capacity there iff
+// no later admission relies on it, and the undo then restores the state
+// it was admitted on.) Right after an admission of n at
 // now, GCRAUndo at now leaves a state that decides as the state before the
 // admission at every instant from now on. (GCRARefund is the form for
 // reservations, which knows the state the reservation left.) n <= 0 and the
 // degenerate modes change nothing.
 func GCRAUndo(s GCRA, p *Params, now, n int64) GCRA {
-	if p.Mode != Normal || n <= 0 {
+	if p.Mode != Normal || n <= 0 || from64(uint64(p.CapN)).less(s.debt(p, now)) {
 		return s
 	}
 	return gcraGive(s, p, now, mul64(uint64(n), uint64(p.Tn)))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/timeline"
 )
 
 // Compiled is a limit checked and compiled for one algorithm.
@@ -55,6 +56,37 @@ func (c *Compiled) Decision(r algo.Result, rule string) admit.Decision {
 		ResetAfter: time.Duration(r.ResetAfter),
 		Rule:       rule,
 	}
+}
+
+// Delayed turns the decision of a request with a MaxDelay, made at now (on
+// the time line of package timeline), into the Decision of the delay mode:
+// an admission with a RetryAfter (algo.GCRADelay's) gets it as its Delay,
+// and TimeToAct. (Only such requests: a partial grant is also allowed with
+// a RetryAfter, the wait for one more event.)
+func Delayed(d *admit.Decision, now int64) {
+	if d.Allowed && d.RetryAfter > 0 {
+		d.Delay, d.RetryAfter = d.RetryAfter, 0
+		d.TimeToAct = timeline.Time(now + int64(d.Delay))
+	}
+}
+
+// MaxDelay checks a request's MaxDelay for an algorithm and returns it in
+// ns, at most algo.MaxSpan. The error wraps admit.ErrInvalidDelay and names
+// pkg.
+func MaxDelay(pkg string, alg admit.Algorithm, d time.Duration) (int64, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%w: %s: MaxDelay %v: want >= 0", admit.ErrInvalidDelay, pkg, d)
+	case d > 0 && !CanDelay(alg):
+		return 0, fmt.Errorf("%w: %s: the %v algorithm cannot hold a slot ahead (MaxDelay %v): use gcra, token_bucket or leaky_bucket", admit.ErrInvalidDelay, pkg, alg, d)
+	}
+	return min(int64(d), algo.MaxSpan), nil
+}
+
+// CanDelay reports whether alg can admit a request with a delay
+// (Request.MaxDelay): its state is a time line.
+func CanDelay(alg admit.Algorithm) bool {
+	return alg == admit.AlgGCRA || alg == admit.AlgTokenBucket || alg == admit.AlgLeakyBucket
 }
 
 // Refusal is the decision that goes with an error: nothing admitted, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,9 @@ func serverUsec(b *testing.B, rdb *redis.Client) (calls, usec float64) {
 // general path) to a key that owes a second's worth. The "partial" cases
 // grant what fits of n (the partial mode): 1 of 1 (a peek and an
 // admission), and 100 asked of a burst of 100 at 1e6/s, what accrued since
-// the previous call (a peek, an admission and the wait for one more). The server is private to the
+// the previous call (a peek, an admission and the wait for one more). The
+// "+delay" cases ask with a MaxDelay of 1s (the delay mode) what fits at
+// once: what the delay mode costs a request that does not wait. The server is private to the
 // benchmark, so its statistics count nothing else.
 func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
@@ -80,10 +83,12 @@ func BenchmarkDecide(b *testing.B) {
 		mode   string // lua.Independent unless set
 	}{
 		{"gcra/1key", lua.CodeGCRA, 1, &p, false, 0, ""},
+		{"gcra/1key+delay", lua.CodeGCRA, 1, &p, false, 0, ""},
 		{"gcra/10keys", lua.CodeGCRA, 10, &p, false, 0, ""},
 		{"gcra/fractional-T", lua.CodeGCRA, 1, &frac, false, 0, ""},
 		{"gcra/general", lua.CodeGCRA, 1, &long, false, 0, ""},
 		{"tb/1key", lua.CodeTokenBucket, 1, &p, false, 0, ""},
+		{"tb/1key+delay", lua.CodeTokenBucket, 1, &p, false, 0, ""},
 		{"fw/1key", lua.CodeFixedWindow, 1, &p, false, 0, ""},
 		{"sw/1key", lua.CodeSlidingWindow, 1, &p, false, 0, ""},
 		{"sl/1key-burst100", lua.CodeSlidingLog, 1, &small, false, 0, ""},
@@ -103,7 +108,11 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			for i := range keys {
 				keys[i] = "bench:" + c.name + ":" + strconv.Itoa(i)
-				a.Add(l, max(c.n, 1))
+				if strings.HasSuffix(c.name, "+delay") {
+					a.AddDelay(l, max(c.n, 1), int64(time.Second)) // the delay mode, nothing waiting
+				} else {
+					a.Add(l, max(c.n, 1))
+				}
 			}
 			args := a.Append(nil, mode, lua.RedisTime, "0")
 			rdb.Del(ctx, keys...)

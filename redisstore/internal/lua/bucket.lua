@@ -11,7 +11,7 @@ local sfind = string.find
 L.import('params')
 L.import('gcra')
 local MaxTime, farFuture, Normal, shift = L.MaxTime, L.farFuture, L.Normal, L.shift
-local GCRAStep, GCRAUndo, gcraDebt, gcraZero = L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero
+local GCRAStep, GCRAUndo, GCRADelay, gcraDebt, gcraZero = L.GCRAStep, L.GCRAUndo, L.GCRADelay, L.gcraDebt, L.gcraZero
 
 -- Bucket is the state of a token bucket / leaky bucket meter. The zero
 -- value is an empty leaky bucket, that is a full token bucket.
@@ -84,7 +84,36 @@ local function BucketUndo(b, p, now, n)
   if eq(u.At, g.At) and eq(u.Frac, g.Frac) then
     return b
   end
+  if lt(p.CapN, b.Level) then
+    -- A delayed admission, given back at its time to act: the bucket
+    -- keeps its Last.
+    return bucketAt(u, p, b.Last)
+  end
   return bucketAt(u, p, t)
+end
+
+-- BucketDelay (delay.go) is GCRADelay for a bucket: decided at max(now,
+-- Last), with the wait counted from now.
+local function BucketDelay(b, p, now, n, maxDelay)
+  if p.Mode ~= Normal then
+    return BucketStep(b, p, now, n)
+  end
+  local t = bucketClamp(b, now)
+  local gap = sub(t, now)
+  local bound = -1 -- maxDelay - gap, or -1 if negative
+  if not lt(maxDelay, gap) then
+    bound = sub(maxDelay, gap)
+  end
+  local g, r
+  if bound == -1 then
+    g, r = GCRAStep(bucketTat(b, p), p, t, n)
+  else
+    g, r = GCRADelay(bucketTat(b, p), p, t, n, bound)
+  end
+  if r.Allowed and n ~= 0 then
+    b = bucketAt(g, p, t)
+  end
+  return b, shift(r, gap)
 end
 
 -- Not in Go: the stored form "b<Last>:<Level>", Last <= MaxTime. A missing
@@ -102,4 +131,4 @@ local function bucketEncode(b)
   return 'b' .. fmt(b.Last) .. ':' .. fmt(b.Level)
 end
 
-return {tag = 'b', name = 'bucket (tb/lb)', window = false, step = BucketStep, undo = BucketUndo, decode = bucketDecode, encode = bucketEncode}
+return {tag = 'b', name = 'bucket (tb/lb)', window = false, step = BucketStep, undo = BucketUndo, delay = BucketDelay, decode = bucketDecode, encode = bucketEncode}

@@ -262,10 +262,11 @@ type keySpec struct {
 }
 
 type opSpec struct {
-	key  int
-	code string
-	p    algo.Params
-	n    int64
+	key   int
+	code  string
+	p     algo.Params
+	n     int64
+	delay int64 // the maxDelay of "n:maxDelay" (GCRA and the buckets), 0 for none
 }
 
 type callSpec struct {
@@ -343,7 +344,13 @@ func genTimeline(c chooser, maxKeys, maxCalls int) timeline {
 				code = pick(c, lua.CodeTokenBucket, lua.CodeLeakyBucket)
 			}
 			p := k.params[c.IntN(len(k.params))]
-			call.ops = append(call.ops, opSpec{key: ki, code: code, p: p, n: genN(c, &p)})
+			op := opSpec{key: ki, code: code, p: p, n: genN(c, &p)}
+			if !call.refund && !window(code) && c.IntN(3) == 0 {
+				// The delay mode: waits around a few emission intervals,
+				// and bounds past the fast paths' range.
+				op.delay = clampTo(pick(c, upTo(c, 4*max(1, p.CapN/max(p.Td, 1))), upTo(c, algo.MaxSpan), algo.MaxSpan, 1), 1, algo.MaxSpan)
+			}
+			call.ops = append(call.ops, op)
 		}
 		tl.calls = append(tl.calls, call)
 	}
@@ -412,7 +419,7 @@ func (r *runner) run(t testing.TB, tl timeline) {
 				l = lua.NewLimit(op.code, &op.p)
 				shared[limitOf{op.code, op.p}] = l
 			}
-			a.Add(l, op.n)
+			a.AddDelay(l, op.n, op.delay)
 		}
 		args := a.Append(nil, mode, strconv.FormatInt(call.now, 10), testMinTTL)
 		// The reference: the same steps at the clamped instant, each key
@@ -430,6 +437,8 @@ func (r *runner) run(t testing.TB, tl timeline) {
 				pending[op.key], want[i] = refRefund(op.code, pending[op.key], &op.p, now, op.n)
 			case call.partial:
 				pending[op.key], want[i], wantGranted[i] = refPartial(op.code, pending[op.key], &op.p, now, op.n)
+			case op.delay > 0:
+				pending[op.key], want[i] = refDelay(op.code, pending[op.key], &op.p, now, op.n, op.delay)
 			default:
 				pending[op.key], want[i] = refStep(op.code, pending[op.key], &op.p, now, op.n)
 			}
@@ -439,7 +448,7 @@ func (r *runner) run(t testing.TB, tl timeline) {
 			ref = pending
 		}
 		for _, op := range call.ops {
-			history = append(history, fmt.Sprintf("call %d all=%v refund=%v partial=%v now=%d key %d %s n=%d %+v", ci, call.all, call.refund, call.partial, call.now, op.key, op.code, op.n, op.p))
+			history = append(history, fmt.Sprintf("call %d all=%v refund=%v partial=%v now=%d key %d %s n=%d delay=%d %+v", ci, call.all, call.refund, call.partial, call.now, op.key, op.code, op.n, op.delay, op.p))
 		}
 		reply, err := r.script.Run(ctx, r.rdb, keys, args...).Result()
 		if err != nil {
@@ -550,6 +559,9 @@ func oneAlgorithm(rng *rand.Rand, code string) timeline {
 	for ci := range tl.calls {
 		for oi := range tl.calls[ci].ops {
 			tl.calls[ci].ops[oi].code = code
+			if window(code) {
+				tl.calls[ci].ops[oi].delay = 0
+			}
 		}
 	}
 	return tl

@@ -51,8 +51,11 @@ end
 -- nowLo (nowHi >= 1) for the state hi, lo, frac (see gcraDecodeFast) under
 -- the limit burst, tn, td, capN = burst×tn, and returns the new state's
 -- hi, lo, frac (the same values if unchanged), allowed, remaining,
--- retryAfter (-1 for Never) and resetAfter; or nil outside its case.
-local function gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
+-- retryAfter (-1 for Never) and resetAfter; or nil outside its case. If
+-- dly is not nil, it is GCRADelay (delay.go) with maxDelay dly: a request
+-- that fits within dly ns is admitted with retryAfter its wait. (Any dly
+-- of 4e15 or more stands for all: the waits here are shorter.)
+local function gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN, dly)
   -- d0 = debt(s, now): 0 if the TAT is at or before now, else
   -- (At-now)×Td + Frac.
   local d0 = 0
@@ -74,32 +77,37 @@ local function gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
     return hi, lo, frac, false, rem, -1, ceilDiv(d0, td)
   end
   local need = d0 + n * tn -- n×tn <= capN < 4e15
+  local wait = 0
   if need > capN then
-    return hi, lo, frac, false, rem, ceilDiv(need - capN, td), ceilDiv(d0, td)
+    wait = ceilDiv(need - capN, td)
+    if dly == nil or wait > dly then
+      return hi, lo, frac, false, rem, wait, ceilDiv(d0, td)
+    end
   end
   -- gcraAt: At = now + floor(need/Td), Frac = need mod Td.
   local f = fmod(need, td)
   local l = nowLo + (need - f) / td
   local l7 = fmod(l, 1e7)
-  rem = capN - need
-  rem = (rem - fmod(rem, tn)) / tn
-  return nowHi + (l - l7) / 1e7, l7, f, true, rem, 0, ceilDiv(need, td)
+  rem = 0
+  if need < capN then rem = capN - need; rem = (rem - fmod(rem, tn)) / tn end
+  return nowHi + (l - l7) / 1e7, l7, f, true, rem, wait, ceilDiv(need, td)
 end
 
 -- gcraUndoFast is GCRAUndo (gcra.lua) specialized like gcraStepFast: it
 -- gives n events back at now from the state hi, lo, frac (debts below 4e15
 -- units) and returns the new state's hi, lo, frac (the same values if
 -- unchanged), or nil outside its case. The TAT moves back by n×Tn units,
--- to now at the earliest; the bound on what is left (below farFuture)
--- always holds here.
-local function gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+-- to now at the earliest, unless the debt passes capN (a later delayed
+-- admission relies on the events); the bound on what is left (below
+-- farFuture) always holds here.
+local function gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td, capN)
   local d0 = 0
   if hi > nowHi or (hi == nowHi and (lo > nowLo or (lo == nowLo and frac > 0))) then
     if hi - nowHi >= 4e8 then return nil end
     d0 = ((hi - nowHi) * 1e7 + (lo - nowLo)) * td + frac
     if d0 >= 4e15 then return nil end
   end
-  if n == 0 or d0 == 0 then
+  if n == 0 or d0 == 0 or d0 > capN then
     return hi, lo, frac
   end
   -- n×Tn is exact below 2^53, and a double of at least 4e15 (> d0)
@@ -122,7 +130,7 @@ end
 local function gcraFast(v, nowHi, nowLo, n, burst, tn, td, capN)
   local hi, lo, frac = gcraDecodeFast(v)
   if hi == nil then return nil end
-  local h2, l2, f2, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN)
+  local h2, l2, f2, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, n, burst, tn, td, capN, nil)
   if h2 == nil then return nil end
   if h2 ~= hi or l2 ~= lo or f2 ~= frac then
     v = gcraEncodeFast(h2, l2, f2)
@@ -136,8 +144,9 @@ end
 -- Level/Td (no saturation: both are small enough), so at t = max(now, Last)
 -- the debt is max(Level - (t-Last)×Td, 0); an admission stores Bucket{Last:
 -- t, Level: need}, and every non-zero duration of the result is shifted by
--- t - now. It returns what gcraFast returns, or nil.
-local function bucketFast(v, nowHi, nowLo, n, burst, tn, td, capN)
+-- t - now. It returns what gcraFast returns, or nil. If dly is not nil, it
+-- is BucketDelay (delay.go), as gcraStepFast is GCRADelay.
+local function bucketFast(v, nowHi, nowLo, n, burst, tn, td, capN, dly)
   local tHi, tLo, gap, d0 = nowHi, nowLo, 0, 0
   if v then
     local _, e, c = sfind(v, '^b%d+():%d+$')
@@ -170,21 +179,27 @@ local function bucketFast(v, nowHi, nowLo, n, burst, tn, td, capN)
     return v, false, rem, -1, reset -- addSat(Never, gap) = Never
   end
   local need = d0 + n * tn
+  local wait = 0
   if need > capN then
-    return v, false, rem, ceilDiv(need - capN, td) + gap, reset
+    wait = ceilDiv(need - capN, td) + gap
+    if dly == nil or wait > dly then
+      return v, false, rem, wait, reset
+    end
   end
   -- bucketAt: Bucket{Last: t, Level: need}.
-  rem = capN - need
-  rem = (rem - fmod(rem, tn)) / tn
-  return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, 0, ceilDiv(need, td) + gap
+  rem = 0
+  if need < capN then rem = capN - need; rem = (rem - fmod(rem, tn)) / tn end
+  return sfmt('b%d%07d:%d', tHi, tLo, need), true, rem, wait, ceilDiv(need, td) + gap
 end
 
 -- bucketUndoFast is BucketUndo (bucket.lua) specialized like bucketFast,
 -- on a stored form v (false: missing): GCRAUndo on the level at t =
 -- max(now, Last), which is max(Level - (t-Last)×Td, 0) units. It returns
 -- the new stored form (v itself if unchanged), or nil outside
--- bucketFast's case.
-local function bucketUndoFast(v, nowHi, nowLo, n, tn, td)
+-- bucketFast's case. A debt above capN is left alone, and a bucket holding
+-- a delayed admission (a level above capN) keeps its Last, as BucketUndo
+-- does.
+local function bucketUndoFast(v, nowHi, nowLo, n, tn, td, capN)
   if not v or n == 0 then return v end
   local _, e, c = sfind(v, '^b%d+():%d+$')
   if e == nil or c < 10 or c > 21 or e - c > 16 then return nil end
@@ -204,7 +219,18 @@ local function bucketUndoFast(v, nowHi, nowLo, n, tn, td)
     return v -- no debt at t: unchanged
   end
   local d0 = level - drained
+  if d0 > capN then
+    return v
+  end
   local refund = n * tn -- as in gcraUndoFast
+  if level > capN then
+    -- bucketAt(u, p, Last): the TAT less Last, which is level - refund,
+    -- or the drained units if the TAT went back to t.
+    if refund >= d0 then
+      return sfmt('b%d%07d:%d', hi, lo, drained)
+    end
+    return sfmt('b%d%07d:%d', hi, lo, level - refund)
+  end
   if refund >= d0 then
     return sfmt('b%d%07d:0', tHi, tLo)
   end

@@ -1,6 +1,7 @@
 -- gcra.lua (module "gcra") mirrors internal/algo/gcra.go: GCRA (a table
 -- {At, Frac}), its debt method (gcraDebt), gcraAt, GCRAStep, gcraReport,
--- GCRAUndo and gcraGive, in that order and line for line. The stored form (gcraDecode,
+-- GCRAUndo and gcraGive, in that order and line for line, and GCRADelay
+-- (delay.go). The stored form (gcraDecode,
 -- gcraEncode) follows.
 
 L.import('lib')
@@ -74,10 +75,11 @@ gcraReport = function(p, d, allowed, retry)
 end
 
 -- GCRAUndo gives back n events admitted at now: the TAT moves back by n×T,
--- but never before now; a state that owes nothing at now is returned as it
--- is. (Lua values are never negative: Go's n <= 0 is n = 0.)
+-- but never before now; a state that owes nothing at now, or more than its
+-- capacity (a later delayed admission relies on the events), is returned
+-- as it is. (Lua values are never negative: Go's n <= 0 is n = 0.)
 local function GCRAUndo(s, p, now, n)
-  if p.Mode ~= Normal or n == 0 then
+  if p.Mode ~= Normal or n == 0 or lt(p.CapN, gcraDebt(s, p, now)) then
     return s
   end
   return gcraGive(s, p, now, mul(n, p.Tn))
@@ -98,6 +100,18 @@ gcraGive = function(s, p, now, refund)
     return s -- still owing past farFuture, which no step makes: left as it is
   end
   return gcraAt(p, now, rest)
+end
+
+-- GCRADelay (delay.go) decides n events at now as GCRAStep does, except
+-- that a request that would be admitted within maxDelay ns is admitted now,
+-- with RetryAfter the wait, and the TAT moves ahead by n×T.
+local function GCRADelay(s, p, now, n, maxDelay)
+  local next, r = GCRAStep(s, p, now, n)
+  if r.Allowed or lt(maxDelay, r.RetryAfter) or lt(L.MaxSpan, r.RetryAfter) then
+    return next, r
+  end
+  local need = add(gcraDebt(s, p, now), mul(n, p.Tn))
+  return gcraAt(p, now, need), gcraReport(p, need, true, r.RetryAfter)
 end
 
 -- Not in Go: the stored form. "g<At>" when Frac is 0 (always when Td = 1),
@@ -122,6 +136,6 @@ local function gcraEncode(s)
   return 'g' .. fmt(s.At) .. ':' .. fmt(s.Frac)
 end
 
-L.GCRAStep, L.GCRAUndo, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, gcraDebt, gcraZero
+L.GCRAStep, L.GCRAUndo, L.GCRADelay, L.gcraDebt, L.gcraZero = GCRAStep, GCRAUndo, GCRADelay, gcraDebt, gcraZero
 L.gcraAt, L.gcraGive = gcraAt, gcraGive
-return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, decode = gcraDecode, encode = gcraEncode}
+return {tag = 'g', name = 'gcra', window = false, step = GCRAStep, undo = GCRAUndo, delay = GCRADelay, decode = gcraDecode, encode = gcraEncode}

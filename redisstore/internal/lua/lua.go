@@ -187,6 +187,19 @@ func (a *Args) Add(l *Limit, n int64) {
 	a.keys = append(a.keys, int64(j), n)
 }
 
+// AddDelay is Add of a request in the delay mode (Request.MaxDelay): the
+// key's cost is sent as "n:maxDelay" (ns), which the script decides with
+// GCRADelay or BucketDelay (GCRA and the buckets only; not in the Refund
+// and Partial modes). maxDelay <= 0 is Add.
+func (a *Args) AddDelay(l *Limit, n, maxDelay int64) {
+	if maxDelay <= 0 {
+		a.Add(l, n)
+		return
+	}
+	a.Add(l, n)
+	a.keys[len(a.keys)-1] = strconv.FormatInt(n, 10) + ":" + strconv.FormatInt(maxDelay, 10)
+}
+
 // Len returns the number of keys added.
 func (a *Args) Len() int { return len(a.keys) / 2 }
 

@@ -137,6 +137,17 @@ local function run()
     end
     local code, tag, nArg = set.code, set.tag, ARGV[kb + 1]
     local ok, rem, retry, reset, v2, g
+    -- "n:maxDelay" asks for the delay mode (GCRADelay, BucketDelay) of GCRA
+    -- and the buckets, in independent and all-or-nothing calls.
+    local dArg, dly -- maxDelay as its argument, and as a small number (nil: the general path)
+    local colon = sfind(nArg, ':', 1, true)
+    if colon then
+      dArg, nArg = ssub(nArg, colon + 1), ssub(nArg, 1, colon - 1)
+      if refund or partial or (tag ~= 'g' and tag ~= 'b') then
+        fail(sfmt('key %d: a delay (n:maxDelay) is for gcra, tb and lb in modes 0 and 1', i))
+      end
+      dly = small(dArg)
+    end
     -- A partial grant g decides the key up to three times (partial.lua): a
     -- peek, an admission of what fits, and a request of one more.
     if partial then
@@ -164,7 +175,7 @@ local function run()
           -- undo fast paths of GCRA, the buckets and the fixed window; the
           -- others take the general path) and replies a peek's result.
           local n, burst, tn, td, capN = small(nArg), set.burst, set.tn, set.td, set.capN
-          if n and burst and nowHi >= 1 then -- (set.burst is there only for limits checked above)
+          if n and burst and nowHi >= 1 and (dArg == nil or dly ~= nil) then -- (set.burst is there only for limits checked above)
             local m = n -- the step's n
             if refund then
               m = 0
@@ -178,10 +189,10 @@ local function run()
               if ent.hi ~= nil then
                 local hi, lo, frac = ent.hi, ent.lo, ent.frac
                 if refund then
-                  hi, lo, frac = gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td)
+                  hi, lo, frac = gcraUndoFast(hi, lo, frac, nowHi, nowLo, n, tn, td, capN)
                 end
                 if hi ~= nil then
-                  hi, lo, frac, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, m, burst, tn, td, capN)
+                  hi, lo, frac, ok, rem, retry, reset = gcraStepFast(hi, lo, frac, nowHi, nowLo, m, burst, tn, td, capN, dly)
                 end
                 if hi ~= nil then
                   v2 = ent.v
@@ -194,10 +205,10 @@ local function run()
             elseif tag == 'b' then
               local v = ent.v
               if refund then
-                v = bucketUndoFast(v, nowHi, nowLo, n, tn, td)
+                v = bucketUndoFast(v, nowHi, nowLo, n, tn, td, capN)
               end
               if v ~= nil then
-                v2, ok, rem, retry, reset = bucketFast(v, nowHi, nowLo, m, burst, tn, td, capN)
+                v2, ok, rem, retry, reset = bucketFast(v, nowHi, nowLo, m, burst, tn, td, capN, dly)
               end
             elseif td ~= 1 then
               -- the general path
@@ -224,7 +235,7 @@ local function run()
             ent.v, ent.stale = gcraEncodeFast(ent.hi, ent.lo, ent.frac), false
           end
           ent.hi = nil -- the general path may change the stored form
-          v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo, refund)
+          v2, ok, rem, retry, reset = L.decide(i, nArg, set.pb, code, ent.v, nowHi, nowLo, refund, dArg)
         end
         if v2 ~= ent.v then
           ent.v, ent.changed, ent.reset = v2, true, reset

@@ -23,6 +23,9 @@ func withPartial(tl timeline, rng *rand.Rand) timeline {
 		c := &tl.calls[i]
 		if !c.all && !c.refund && rng.IntN(2) == 0 {
 			c.partial = true
+			for j := range c.ops {
+				c.ops[j].delay = 0 // (the delay mode is not partial)
+			}
 		}
 	}
 	return tl

@@ -64,7 +64,9 @@ end
 -- if unchanged, false for an empty sliding log) and the result's fields.
 -- With refund set it gives the n events back instead (the algorithm's undo
 -- function), and the result is a peek's at now on the state it leaves.
-function L.decide(i, nArg, pb, code, v, nowHi, nowLo, refund)
+-- With dArg (a maxDelay in ns, as its argument) it runs the algorithm's
+-- delay form (GCRADelay, BucketDelay) instead of its step.
+function L.decide(i, nArg, pb, code, v, nowHi, nowLo, refund, dArg)
   if nowV == nil then
     if nowHi < 9e8 then
       nowV = nowHi * 1e7 + nowLo
@@ -89,6 +91,12 @@ function L.decide(i, nArg, pb, code, v, nowHi, nowLo, refund)
   local st2, r
   if refund then
     st2, r = alg.step(alg.undo(st, p, nowV, n), p, nowV, 0)
+  elseif dArg ~= nil and p.Mode == L.Normal then
+    local maxDelay = arg(dArg)
+    if maxDelay == nil or lt(L.MaxSpan, maxDelay) then
+      fail(sfmt('key %d: maxDelay must be a decimal integer in [0, 2^60]', i))
+    end
+    st2, r = alg.delay(st, p, nowV, n, maxDelay)
   else
     st2, r = alg.step(st, p, nowV, n)
   end

@@ -72,6 +72,15 @@ func refStep(code string, st any, p *algo.Params, now, n int64) (any, algo.Resul
 	panic("unknown code " + code)
 }
 
+// refDelay decides n events at now within maxDelay ns as the script does
+// for an "n:maxDelay" argument (GCRA and the buckets only).
+func refDelay(code string, st any, p *algo.Params, now, n, maxDelay int64) (any, algo.Result) {
+	if family(code) == lua.CodeGCRA {
+		return algo.GCRADelay(st.(algo.GCRA), p, now, n, maxDelay)
+	}
+	return algo.BucketDelay(st.(algo.Bucket), p, now, n, maxDelay)
+}
+
 // refRefund gives back n events at now as the script's refund mode does:
 // the algorithm's undo function, then a peek for the result. It never
 // changes st.
