@@ -141,6 +141,7 @@ type gradientSlots struct {
 	keys  *perKey[*adaptive.Gradient]
 	clock admit.Clock
 	boxes boxes[tokenBox]
+	floor float64 // the lowest limit, in slots (for admit serve's metrics)
 }
 
 func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) error {
@@ -149,7 +150,7 @@ func (e *Engine) buildGradient(c *clayer, a *AdaptiveConcurrency, single bool) e
 	if _, err := adaptive.NewGradient(cfg); err != nil {
 		return err
 	}
-	s := &gradientSlots{clock: e.o.clock}
+	s := &gradientSlots{clock: e.o.clock, floor: float64(max(a.Min, 1))}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.Gradient {
 		g, _ := adaptive.NewGradient(cfg) // checked above
 		return g
@@ -219,6 +220,7 @@ type aimdLimiter struct {
 	keys  *perKey[*adaptive.AIMD]
 	clock admit.Clock
 	boxes boxes[aimdBox]
+	floor float64 // the lowest rate, in events per second (for admit serve's metrics)
 }
 
 func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
@@ -227,7 +229,11 @@ func (e *Engine) buildAIMD(c *clayer, a *AdaptiveRate, single bool) error {
 	if _, err := adaptive.NewAIMD(cfg); err != nil {
 		return err
 	}
-	s := &aimdLimiter{clock: e.o.clock}
+	period := a.Period
+	if period <= 0 {
+		period = time.Second
+	}
+	s := &aimdLimiter{clock: e.o.clock, floor: float64(max(a.Min, 1)) * float64(time.Second) / float64(period)}
 	s.keys = newPerKey(single, e.maxKeysOf(), func() *adaptive.AIMD {
 		x, _ := adaptive.NewAIMD(cfg) // checked above
 		return x

@@ -66,7 +66,7 @@ func layersOf(engine any, visit func(*enginehook.Layer)) {
 func layerState(l *enginehook.Layer, c *clayer, vals []float64) []float64 {
 	switch s := c.slots.(type) {
 	case *gradientSlots:
-		l.Kind, l.Slots = "adaptive_concurrency", true
+		l.Kind, l.Slots, l.Floor = "adaptive_concurrency", true, s.floor
 		s.keys.each(func(g *adaptive.Gradient) {
 			st := g.Stats()
 			l.InFlight += st.InFlight
@@ -87,7 +87,7 @@ func layerState(l *enginehook.Layer, c *clayer, vals []float64) []float64 {
 	}
 	switch s := c.lim.(type) {
 	case *aimdLimiter:
-		l.Kind = "adaptive_rate"
+		l.Kind, l.Floor = "adaptive_rate", s.floor
 		s.keys.each(func(a *adaptive.AIMD) {
 			lim := a.Limit()
 			if lim.Period > 0 {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/admit-go/admit/policy"
 )
 
 func statusGet(t *testing.T, url string) (int, string) {
@@ -45,5 +47,37 @@ func TestStatusListeners(t *testing.T) {
 	off := startServer(t, func(c *Config) { c.NoStatus = true })
 	if code, _ := statusGet(t, "http://"+off.HTTPAddr().String()+"/status.json"); code != 404 {
 		t.Errorf("/status.json with NoStatus: %d, want 404", code)
+	}
+}
+
+// TestAdaptiveFloorMetric: an adaptive layer's limits and the floor they
+// may not go below are on the registry (admit_adaptive_limit, stat
+// floor): events per second for an adaptive rate, slots for adaptive
+// concurrency.
+func TestAdaptiveFloorMetric(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`domain: api
+rules:
+  - {name: learnt, match: user, adaptive_rate: {min: 120/min, max: 600/min}}
+  - {name: backend, match: route, adaptive_concurrency: {min: 3, max: 50}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, withPolicy(p))
+	for _, d := range []string{`{"key":"user","value":"u"}`, `{"key":"route","value":"/x"}`} {
+		resp, err := http.Post("http://"+s.HTTPAddr().String()+"/v1/check", "application/json",
+			strings.NewReader(`{"domain":"api","descriptors":[{"entries":[`+d+`]}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for rule, want := range map[string]float64{"learnt": 2, "backend": 3} {
+		if v, ok := metric(t, s.registry(), "admit_adaptive_limit", "rule", rule, "stat", "floor"); !ok || v != want {
+			t.Errorf("admit_adaptive_limit{rule=%q,stat=floor} = %v, %v; want %v", rule, v, ok, want)
+		}
+		if v, ok := metric(t, s.registry(), "admit_adaptive_limit", "rule", rule, "stat", "min"); !ok || v < want {
+			t.Errorf("admit_adaptive_limit{rule=%q,stat=min} = %v, %v; want at least the floor %v", rule, v, ok, want)
+		}
 	}
 }

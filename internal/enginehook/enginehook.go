@@ -42,6 +42,9 @@ type Layer struct {
 	// per Period for adaptive rates, slots for adaptive concurrency).
 	Keys    int
 	Current Summary
+	// Floor is the lowest an adaptive layer's limits may go (its Min), in
+	// Current's unit.
+	Floor float64
 
 	// Guarded says the layer has a failure policy whose state follows
 	// (a shared rate or quota: compose.Guard).
