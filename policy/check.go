@@ -241,6 +241,9 @@ func (e *Engine) Check(ctx context.Context, req *Request, h *compose.Held, out *
 	if e.o.jitter.Fraction > 0 && !out.Decision.Allowed {
 		jitter(e.o.jitter, out)
 	}
+	if e.o.onRefused != nil && err == nil && !out.Decision.Allowed {
+		e.o.onRefused(out.Decision)
+	}
 	return err
 }
 

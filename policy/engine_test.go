@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 )
 
@@ -549,5 +550,38 @@ rules:
 	want := "5:alice 1:t5:alice 3:bob 1:t3:bob 5:carol 1:t5:carol"
 	if got := strings.Join(obs.keys, " "); got != want {
 		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestOnRefused: Config.OnRefused is told each refusal Check reports,
+// jitter included, once, and nothing of admissions or of errors.
+func TestOnRefused(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("domain: api\nrules:\n  - {name: r, match: user, rate: 1/min}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []admit.Decision
+	cfg := clocked(admittest.NewManualClock(admittest.Epoch))
+	cfg.RetryJitter = admit.Jitter{Fraction: 0.1}
+	cfg.OnRefused = func(d admit.Decision) { told = append(told, d) }
+	e, err := newEngine(p, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var res Result
+	var results []admit.Decision
+	for range 3 {
+		if err := e.Check(context.Background(), request("api", desc("user", "u")), nil, &res); err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, res.Decision)
+	}
+	bad := &Request{Domain: "api", Hits: -1, Descriptors: []Descriptor{desc("user", "u")}}
+	if err := e.Check(context.Background(), bad, nil, &res); err == nil {
+		t.Fatal("a negative cost decided")
+	}
+	if !results[0].Allowed || len(told) != 2 || told[0] != results[1] || told[1] != results[2] {
+		t.Errorf("told %+v; the results %+v", told, results)
 	}
 }

@@ -104,6 +104,13 @@ type Config struct {
 	// limiters count. The zero value is off (admit serve turns it on); a
 	// Fraction outside [0, 1] or a negative Max is an error.
 	RetryJitter admit.Jitter
+
+	// OnRefused, if not nil, is called by each Check that refuses its
+	// request (not by one that fails with an error), on the caller's
+	// goroutine, with the refusal as the Result reports it (RetryJitter
+	// applied): admit serve records the retry times it gives with it. It
+	// must be quick and safe for concurrent use. The default is nil.
+	OnRefused func(admit.Decision)
 }
 
 // The defaults of Config's fields.
@@ -125,6 +132,7 @@ type options struct {
 	maxKeys      int
 	maxOverrides int
 	jitter       admit.Jitter
+	onRefused    func(admit.Decision)
 }
 
 // options checks cfg and fills in its defaults. The errors wrap
@@ -142,6 +150,7 @@ func (cfg *Config) options() (options, error) {
 		maxKeys:      cfg.MaxKeys,
 		maxOverrides: cfg.MaxOverrides,
 		jitter:       cfg.RetryJitter,
+		onRefused:    cfg.OnRefused,
 	}
 	for _, name := range sortedKeys(cfg.Backends) {
 		if !validStoreName(name) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,8 @@ type Server struct {
 	grpcAPI   *GRPC
 	leases    *leaseTable
 	fleet     *fleet // the count of instances on Redis, or nil
+	// retryAfter is admit_retry_after_seconds{rule}.
+	retryAfter *prometheus.HistogramVec
 
 	httpSrv, adminSrv, debugSrv *http.Server
 	grpcSrv                     *grpc.Server
@@ -199,6 +202,14 @@ func (s *Server) buildMetrics() error {
 	if err = s.reg.Register(&prefetchMetrics{engine: s.engines.Engine}); err != nil {
 		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
 	}
+	s.retryAfter = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "admit_retry_after_seconds",
+		Help:    "The retry times admit serve gave refused requests (jitter included; refusals that can never be admitted are left out), by the rule that refused.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 3600},
+	}, []string{"rule"})
+	if err = s.reg.Register(s.retryAfter); err != nil {
+		return fmt.Errorf("%w: metrics: %v", errInvalidConfig, err)
+	}
 	return s.buildStatus()
 }
 
@@ -288,11 +299,26 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 	cfg.Observer, cfg.Logger = s.observer(), s.log
 	cfg.Backends, cfg.DefaultStore = backends.Stores(s.store)
 	cfg.Previous = old
+	cfg.OnRefused = s.refused(cfg.OnRefused)
 	e, err := policy.NewEngine(p, cfg)
 	if err == nil && s.fleet != nil {
 		prefetchhook.SetInstances(e, int(s.fleet.n.Load()))
 	}
 	return e, err
+}
+
+// refused returns the engines' OnRefused: it records the retry time a
+// refusal gives in admit_retry_after_seconds, then calls next (the
+// embedding program's, from Config.Engine) if not nil.
+func (s *Server) refused(next func(admit.Decision)) func(admit.Decision) {
+	return func(d admit.Decision) {
+		if d.RetryAfter != admit.InfDuration {
+			s.retryAfter.WithLabelValues(strings.ToValidUTF8(d.Rule, "\uFFFD")).Observe(d.RetryAfter.Seconds())
+		}
+		if next != nil {
+			next(d)
+		}
+	}
 }
 
 // Engine returns the engine in force (the current policy's).
