@@ -109,7 +109,8 @@ func (s *Server) buildListeners() error {
 
 // grpcWorkersPerCPU is the gRPC server's stream workers per CPU: with
 // 32 (64 on 2 cores) rather than one, the server's CPU per RLS check fell
-// by 6-10% on Zipf keys, in memory and on Redis (bench/RESULTS.md).
+// by 6-10% on Zipf keys on a loaded machine, in memory and on Redis, and
+// was unchanged on a quiet one (bench/RESULTS.md).
 const grpcWorkersPerCPU = 32
 
 // newHTTPServer returns an http.Server with the Server's limits.
