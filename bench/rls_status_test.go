@@ -4,8 +4,9 @@ package bench
 // workload (Zipf keys, a limit that denies the hot ones, so the sketch of
 // denied keys works) against admit serve in memory, with the page on and
 // off (--no-status), side by side in one run. The memory store is the
-// worst case: nothing else costs as little per check. Run with -count=N:
-// the two alternate.
+// worst case: nothing else costs as little per check. -count=N runs one
+// N times, then the other: alternate them from a shell loop instead (see
+// bench/RESULTS.md, "The status page's cost").
 
 import "testing"
 
