@@ -24,20 +24,10 @@ package bench
 // The driver, Redis and the server share the 2 cores.
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
-	"runtime"
-	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // rlsSkewedEnvoy is envoyproxy/ratelimit's file: 1000 per second per
@@ -66,15 +56,7 @@ var rlsSkewedKeys = sync.OnceValues(func() ([]string, []int32) {
 	for i := range addrs {
 		addrs[i] = "10." + strconv.Itoa(i>>16) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255)
 	}
-	n := 1 << 21
-	if testing.Short() {
-		n = 1 << 14
-	}
-	z := rand.NewZipf(rand.New(rand.NewPCG(15, 2)), skewS, 1, skewKeys-1)
-	seq := make([]int32, n)
-	for i := range seq {
-		seq[i] = int32(z.Uint64())
-	}
+	seq := zipfSeq(2)
 	return addrs, seq
 })
 
@@ -108,85 +90,19 @@ func BenchmarkRLSSkewed(b *testing.B) {
 }
 
 // benchRLSSkewed drives the RLS at target, process pid, with the skewed
-// keys; redis, when not nil, reads Redis's counters.
+// keys (driveRLS); redis, when not nil, reads Redis's counters.
 func benchRLSSkewed(b *testing.B, target string, pid int, redis func() (calls, evals int64, cpu time.Duration)) {
-	const inFlight, conns = 64, 4
-	clients := make([]rlsv3.RateLimitServiceClient, conns)
-	for i := range clients {
-		cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cc.Close() })
-		clients[i] = rlsv3.NewRateLimitServiceClient(cc)
-		if _, err := clients[i].ShouldRateLimit(context.Background(), rlsRequest("warm")); err != nil {
-			b.Fatal(err)
-		}
-	}
 	addrs, seq := rlsSkewedKeys()
-	var (
-		next, admitted atomic.Int64
-		failed         atomic.Value
-		wg             sync.WaitGroup
-	)
-	lat := make([][]time.Duration, inFlight)
-	ctx := context.Background()
-	runtime.GC()
 	var calls0, evals0 int64
 	var rcpu0 time.Duration
 	if redis != nil {
 		calls0, evals0, rcpu0 = redis()
 	}
 	cpu0, cpuErr := childCPU(pid)
-	b.ResetTimer()
-	start := time.Now()
-	for w := range inFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := clients[w%conns]
-			off := int64(w) * int64(len(seq)) / inFlight
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				resp, err := c.ShouldRateLimit(ctx, rlsRequest(addrs[seq[(off+i)%int64(len(seq))]]))
-				lat[w] = append(lat[w], time.Since(t0))
-				switch {
-				case err != nil:
-					failed.Store(fmt.Sprint(err))
-					return
-				case resp.OverallCode == rlsv3.RateLimitResponse_OK:
-					admitted.Add(1)
-				case resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT:
-					failed.Store(fmt.Sprint(resp))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
+	elapsed, admitted := driveRLS(b, target, addrs, seq, true)
 	cpu1, cpuErr1 := childCPU(pid)
-	if f := failed.Load(); f != nil {
-		b.Fatalf("a call failed: %v", f)
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	at := func(p float64) float64 {
-		return float64(all[min(int(p*float64(len(all))), len(all)-1)].Microseconds())
-	}
 	n := float64(b.N)
-	b.ReportMetric(n/elapsed.Seconds(), "checks/s")
-	b.ReportMetric(at(0.50), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
-	b.ReportMetric(float64(admitted.Load())/n, "admitted")
+	b.ReportMetric(float64(admitted)/n, "admitted")
 	if cpuErr == nil && cpuErr1 == nil {
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/n, "server-cpu-µs/op")
 		b.ReportMetric((cpu1-cpu0).Seconds()/elapsed.Seconds(), "server-cores")

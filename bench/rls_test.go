@@ -349,8 +349,22 @@ func rlsRequest(addr string) *rlsv3.RateLimitRequest {
 }
 
 // benchRLS drives the RLS at target: 64 calls in flight over 4
-// connections.
+// connections, every call admitted, 4096 client addresses in turn.
 func benchRLS(b *testing.B, target string) {
+	addrs := make([]string, 4096)
+	for i := range addrs {
+		addrs[i] = "10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
+	}
+	driveRLS(b, target, addrs, nil, false)
+}
+
+// driveRLS makes b.N ShouldRateLimit calls to the RLS at target, 64 in
+// flight over 4 connections, and reports checks/s and the p50 and p99 of
+// a call. Call i asks about keys[i mod len(keys)] when seq is nil, else
+// each caller walks seq from its own offset and asks about keys[seq[...]].
+// A refusal fails the run unless refusals is true. It returns the run's
+// duration and the calls admitted.
+func driveRLS(b *testing.B, target string, keys []string, seq []int32, refusals bool) (time.Duration, int64) {
 	const inFlight, conns = 64, 4
 	clients := make([]rlsv3.RateLimitServiceClient, conns)
 	for i := range clients {
@@ -364,14 +378,10 @@ func benchRLS(b *testing.B, target string) {
 			b.Fatal(err)
 		}
 	}
-	addrs := make([]string, 4096)
-	for i := range addrs {
-		addrs[i] = "10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
-	}
 	var (
-		next   atomic.Int64
-		failed atomic.Value
-		wg     sync.WaitGroup
+		next, admitted atomic.Int64
+		failed         atomic.Value
+		wg             sync.WaitGroup
 	)
 	lat := make([][]time.Duration, inFlight)
 	ctx := context.Background()
@@ -383,15 +393,24 @@ func benchRLS(b *testing.B, target string) {
 		go func() {
 			defer wg.Done()
 			c := clients[w%conns]
+			off := int64(w) * int64(len(seq)) / inFlight
 			for {
 				i := next.Add(1)
 				if i > int64(b.N) {
 					return
 				}
+				key := keys[i%int64(len(keys))]
+				if seq != nil {
+					key = keys[seq[(off+i)%int64(len(seq))]]
+				}
 				t0 := time.Now()
-				resp, err := c.ShouldRateLimit(ctx, rlsRequest(addrs[i%int64(len(addrs))]))
+				resp, err := c.ShouldRateLimit(ctx, rlsRequest(key))
 				lat[w] = append(lat[w], time.Since(t0))
-				if err != nil || resp.OverallCode != rlsv3.RateLimitResponse_OK {
+				switch {
+				case err == nil && resp.OverallCode == rlsv3.RateLimitResponse_OK:
+					admitted.Add(1)
+				case err == nil && refusals && resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT:
+				default:
 					failed.Store(fmt.Sprint(resp, err))
 					return
 				}
@@ -415,4 +434,5 @@ func benchRLS(b *testing.B, target string) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "checks/s")
 	b.ReportMetric(at(0.50), "p50-µs")
 	b.ReportMetric(at(0.99), "p99-µs")
+	return elapsed, admitted.Load()
 }

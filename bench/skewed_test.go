@@ -73,17 +73,25 @@ var skewTraffic = sync.OnceValues(func() ([]string, []int32) {
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i)
 	}
+	seq := zipfSeq(1)
+	return keys, seq
+})
+
+// zipfSeq draws the sequence of key indexes the skewed benchmarks walk:
+// 2^21 draws (2^14 with -short) from math/rand/v2's Zipf over skewKeys
+// keys, s = skewS, v = 1, seeded with PCG(15, stream).
+func zipfSeq(stream uint64) []int32 {
 	n := 1 << 21
 	if testing.Short() {
 		n = 1 << 14
 	}
-	z := rand.NewZipf(rand.New(rand.NewPCG(15, 1)), skewS, 1, skewKeys-1)
+	z := rand.NewZipf(rand.New(rand.NewPCG(15, stream)), skewS, 1, skewKeys-1)
 	seq := make([]int32, n)
 	for i := range seq {
 		seq[i] = int32(z.Uint64())
 	}
-	return keys, seq
-})
+	return seq
+}
 
 func BenchmarkSkewed(b *testing.B) {
 	c := redisClient(b)
