@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // Queue is a concurrency limit of max slots in flight whose waiters are
@@ -65,6 +67,9 @@ type Queue struct {
 	weight     func(string) float64
 	name       string
 	g          grants[int64]
+	clock      admit.Clock
+	waits      uint64 // callers that waited and are done waiting
+	waited     int64  // the time they waited in all, ns
 }
 
 // flow is a flow with requests waiting.
@@ -106,7 +111,7 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	case maxWaiters < 0:
 		maxWaiters = 0
 	}
-	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name}, nil
+	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name, clock: defaults.Clock(cfg.Options)}, nil
 }
 
 // decision describes the queue after a request of n was decided. It
@@ -199,11 +204,14 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 	}
 	q.serve() // wt may come first, and fit
 	q.mu.Unlock()
+	start := q.clock.Now()
 
 	select {
 	case <-wt.ready:
 	case <-ctx.Done():
+		waited := q.clock.Now().Sub(start)
 		q.mu.Lock()
+		q.count(waited)
 		if !wt.granted && !wt.refused {
 			q.remove(wt, true)
 			q.serve()
@@ -220,7 +228,9 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, ctx.Err()
 	}
+	waited := q.clock.Now().Sub(start)
 	q.mu.Lock()
+	q.count(waited)
 	d := q.decision(wt.granted, n)
 	q.mu.Unlock()
 	if !wt.granted {
@@ -373,18 +383,33 @@ func (q *Queue) release(idx int32, id uint64) bool {
 	return true
 }
 
+// count counts a caller done waiting after d. It requires q.mu.
+func (q *Queue) count(d time.Duration) {
+	q.waits++
+	q.waited += int64(max(d, 0))
+}
+
 // QueueStats describes a Queue at one instant.
 type QueueStats struct {
 	InFlight int64 // slots held
 	Waiting  int   // requests waiting
 	Flows    int   // flows with requests waiting
+	// Waits is the number of callers of Acquire that waited in the queue
+	// since NewQueue and are done waiting, whatever the outcome (granted,
+	// displaced, or their context ended). A caller decided at once did
+	// not wait.
+	Waits uint64
+	// Waited is the time those callers waited in all, measured by the
+	// Queue's Clock (QueueConfig.Options): Waited / Waits is their mean
+	// wait.
+	Waited time.Duration
 }
 
-// Stats returns the Queue's current state.
+// Stats returns the Queue's current state and counts.
 func (q *Queue) Stats() QueueStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows)}
+	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows), Waits: q.waits, Waited: time.Duration(q.waited)}
 }
 
 // Layer returns q as admit.Slots, for use as a layer of a compose.Chain:
