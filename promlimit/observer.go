@@ -87,6 +87,7 @@ type Observer struct {
 	evict    *table[limKey, *[2]prometheus.Counter]
 	fallback *table[limKey, *fallbackSeries]
 	delay    *table[storeKey, prometheus.Observer] // op: the rule
+	watch    *watcher                              // the limiters given to Watch
 
 	collectors []prometheus.Collector
 }
@@ -162,9 +163,11 @@ func newObserver(o *options) *Observer {
 		"Keys forgotten by limiters: idle (back at full capacity, no decision changes) or pressure (at the cap of keys, a limit was loosened).")),
 		[]string{"limiter", "reason"})
 	delays := newDelays(o)
+	watch := newWatcher(o)
 	obs := &Observer{
 		keyLabel:   o.keyLabel,
-		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays},
+		watch:      watch,
+		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays, watch},
 	}
 	obs.delay = delayTable(delays, o.maxSeries)
 	levels := 2
@@ -433,9 +436,10 @@ func clone(s string) string {
 	return strings.Clone(s)
 }
 
-// isNil reports whether r is nil or an interface holding a nil pointer (a
-// nil *prometheus.Registry), on which Register would panic.
-func isNil(r prometheus.Registerer) bool {
+// isNil reports whether r is nil or holds a nil pointer (such as a nil
+// *prometheus.Registry, on which Register would panic), map, func,
+// channel or slice.
+func isNil(r any) bool {
 	if r == nil {
 		return true
 	}
