@@ -14,7 +14,7 @@ import (
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/internal/adaptivehook"
-	"github.com/admit-go/admit/internal/prefetchmetrics"
+	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,7 +22,10 @@ import (
 // Watch makes the Observer report, at each scrape, the state of the
 // limiter v under the label limiter=name: how many callers wait for it and
 // how long they waited, the slots held, its adaptive limit, its failure
-// policy's counts, or its prefetching counts, as Observer lists them. v is
+// policy's counts, or its prefetching counts, in the metrics
+// <namespace>_limiter_*, as Observer lists them. (The "limiter_" keeps
+// them apart from admit serve's metrics by rule, such as
+// admit_adaptive_limit{rule,stat}, which share its registry.) v is
 // one of *admit.Pacer, *concurrency.Limiter, *fair.Queue, *fair.SlotLanes,
 // *adaptive.Gradient, *adaptive.AIMD, *compose.Guard and
 // *prefetch.Limiter. The limiter is read by its Stats (for an AIMD, its
@@ -86,7 +89,7 @@ const (
 	wGuardTimeouts
 	wGuardDecisions
 	wGuardProbes
-	wPrefetch // the first of prefetchmetrics.Metrics
+	wPrefetch // the first of prefetchhook.Metrics
 )
 
 // watchMetric is a metric of the watched limiters.
@@ -139,7 +142,7 @@ func newWatcher(o *options) *watcher {
 	add("guard_timeouts_total", "Of the failures of a watched failure policy's store, the timeouts.", c)
 	add("guard_policy_decisions_total", "Requests a watched failure policy decided instead of its store, after a failure or under an open breaker.", c)
 	add("guard_probes_total", "Calls of its store that a watched failure policy's open breaker let through to find out whether the store was back.", c)
-	for _, m := range prefetchmetrics.Metrics {
+	for _, m := range prefetchhook.Metrics {
 		typ := g
 		if m.Counter {
 			typ = c
@@ -292,7 +295,7 @@ func reader(v any) (func(emitFunc), error) {
 	case *prefetch.Limiter:
 		return func(emit emitFunc) {
 			s := l.Stats()
-			for i, m := range prefetchmetrics.Metrics {
+			for i, m := range prefetchhook.Metrics {
 				emit(wPrefetch+i, "", m.Value(&s))
 			}
 		}, nil

@@ -16,7 +16,7 @@ import (
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/fair"
-	"github.com/admit-go/admit/internal/prefetchmetrics"
+	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/admit-go/admit/promlimit"
@@ -281,7 +281,7 @@ func TestWatchPrefetch(t *testing.T) {
 		t.Fatalf("no blocks or nothing admitted from them: %+v", s)
 	}
 	values := map[string]float64{}
-	for _, m := range prefetchmetrics.Metrics {
+	for _, m := range prefetchhook.Metrics {
 		values["prefetch_"+m.Name] = m.Value(&s)
 	}
 	want(t, reg, "hot", values)
@@ -489,7 +489,7 @@ func TestWatchLint(t *testing.T) {
 	}
 	// Pacer 3, concurrency 4, queue 4, lanes 1, gradient 4+3, AIMD 3,
 	// guard 5, prefetch 11.
-	if n := testutil.CollectAndCount(obs); n != 3+4+4+1+7+3+5+len(prefetchmetrics.Metrics) {
+	if n := testutil.CollectAndCount(obs); n != 3+4+4+1+7+3+5+len(prefetchhook.Metrics) {
 		t.Errorf("%d series", n)
 	}
 	problems, err := testutil.GatherAndLint(reg)

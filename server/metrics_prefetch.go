@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/admit-go/admit/internal/prefetchhook"
-	"github.com/admit-go/admit/internal/prefetchmetrics"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,8 +42,8 @@ type prefetchMetric struct {
 }
 
 var prefetchDescs = func() []prefetchMetric {
-	ms := make([]prefetchMetric, len(prefetchmetrics.Metrics))
-	for i, m := range prefetchmetrics.Metrics {
+	ms := make([]prefetchMetric, len(prefetchhook.Metrics))
+	for i, m := range prefetchhook.Metrics {
 		typ := prometheus.GaugeValue
 		if m.Counter {
 			typ = prometheus.CounterValue
