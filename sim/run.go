@@ -12,7 +12,6 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // Config is what Run plays: a policy, traffic, and how.
@@ -197,7 +196,7 @@ func (r *run) buildEngines(pol *policy.Policy) error {
 		}
 	}
 	for range n {
-		bs := map[string]policy.Backend{policy.StoreLocal: backends.Memory()}
+		bs := map[string]policy.Backend{policy.StoreLocal: memory{}}
 		for name, b := range shared {
 			bs[name] = b
 		}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/stores"
 	"github.com/admit-go/admit/policy"
-	"github.com/admit-go/admit/policy/backends"
 )
 
 // The stores of a run. Each instance's engine keeps the rules of the
@@ -82,11 +82,11 @@ func (s *sharedStore) rate(kind string, sp policy.Spec, build func(policy.Spec) 
 }
 
 func (s *sharedStore) Rate(sp policy.Spec) (admit.KeyedLimiter, error) {
-	return s.rate("rate", sp, backends.Memory().Rate)
+	return s.rate("rate", sp, memory{}.Rate)
 }
 
 func (s *sharedStore) Quota(sp policy.Spec) (admit.KeyedLimiter, error) {
-	return s.rate("quota", sp, backends.Memory().Quota)
+	return s.rate("quota", sp, memory{}.Quota)
 }
 
 func (s *sharedStore) Slots(sp policy.Spec) (admit.Slots, error) {
@@ -94,7 +94,7 @@ func (s *sharedStore) Slots(sp policy.Spec) (admit.Slots, error) {
 	if l, ok := s.slots[k]; ok {
 		return l, nil
 	}
-	l, err := backends.Memory().Slots(sp)
+	l, err := memory{}.Slots(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -171,19 +171,19 @@ func (l localShare) Rate(sp policy.Spec) (admit.KeyedLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return backends.Memory().Rate(sp)
+	return memory{}.Rate(sp)
 }
 
 // Quota and Slots share their counts, rounded up (Limit.Share would
 // stretch a quota's period or a cap's burst).
 func (l localShare) Quota(sp policy.Spec) (admit.KeyedLimiter, error) {
 	sp.Limit.Rate = ceilDiv(sp.Limit.Rate, int64(l.n))
-	return backends.Memory().Quota(sp)
+	return memory{}.Quota(sp)
 }
 
 func (l localShare) Slots(sp policy.Spec) (admit.Slots, error) {
 	sp.Limit.Rate = ceilDiv(sp.Limit.Rate, int64(l.n))
-	return backends.Memory().Slots(sp)
+	return memory{}.Slots(sp)
 }
 
 func (l localShare) Shared() bool { return false }
@@ -214,3 +214,12 @@ func storeNames(p *policy.Policy) []string {
 	}
 	return names
 }
+
+// memory keeps limiters in memory, as policy/backends.Memory does (which
+// would bring Redis's client into this package).
+type memory struct{}
+
+func (memory) Rate(s policy.Spec) (admit.KeyedLimiter, error)  { return stores.Rate(stores.Spec(s)) }
+func (memory) Quota(s policy.Spec) (admit.KeyedLimiter, error) { return stores.Quota(stores.Spec(s)) }
+func (memory) Slots(s policy.Spec) (admit.Slots, error)        { return stores.Slots(stores.Spec(s)) }
+func (memory) Shared() bool                                    { return false }
