@@ -251,17 +251,15 @@ func reader(v any) (func(emitFunc), error) {
 			waits(emit, s.Waiting, s.Waits, s.Waited)
 		}, nil
 	case *concurrency.Limiter:
-		return func(emit emitFunc) {
+		return slots(func() queueStats {
 			s := l.Stats()
-			emit(wInFlight, "", float64(s.InFlight))
-			waits(emit, s.Waiting, s.Waits, s.Waited)
-		}, nil
+			return queueStats{s.InFlight, s.Waiting, s.Waits, s.Waited}
+		}), nil
 	case *fair.Queue:
-		return func(emit emitFunc) {
+		return slots(func() queueStats {
 			s := l.Stats()
-			emit(wInFlight, "", float64(s.InFlight))
-			waits(emit, s.Waiting, s.Waits, s.Waited)
-		}, nil
+			return queueStats{s.InFlight, s.Waiting, s.Waits, s.Waited}
+		}), nil
 	case *fair.SlotLanes:
 		return func(emit emitFunc) {
 			var held int64
@@ -316,6 +314,24 @@ func aimdReader(a *adaptive.AIMD) func(emitFunc) {
 		}
 		perSecond := float64(time.Second) / float64(l.Period)
 		limits(emit, float64(l.Rate)*perSecond, float64(lo)*perSecond, float64(hi)*perSecond)
+	}
+}
+
+// queueStats are what the Stats of a limiter of slots with a queue tell.
+type queueStats struct {
+	inFlight int64
+	waiting  int
+	waits    uint64
+	waited   time.Duration
+}
+
+// slots returns the reader of a limiter of slots with a queue, whose
+// state stats reads.
+func slots(stats func() queueStats) func(emitFunc) {
+	return func(emit emitFunc) {
+		s := stats()
+		emit(wInFlight, "", float64(s.inFlight))
+		waits(emit, s.waiting, s.waits, s.waited)
 	}
 }
 

@@ -63,6 +63,35 @@ func want(t *testing.T, reg prometheus.Gatherer, limiter string, values map[stri
 	}
 }
 
+// waiter is a caller of a limiter that must wait, for checkWait.
+type waiter struct {
+	name    string
+	waiting func() int   // the callers waiting now
+	wait    func() error // waits, and gives back what it took
+	free    func()       // makes room for the waiter
+}
+
+// checkWait runs w.wait on a goroutine once the watched limiter has no
+// room, checks the series of w.name (before) once it waits, advances the
+// clock 3s, makes room, and checks the series (after) once it was served:
+// it waited 3s by the limiter's clock.
+func checkWait(t *testing.T, reg prometheus.Gatherer, clock *admittest.ManualClock, w waiter, before, after map[string]float64) {
+	t.Helper()
+	want(t, reg, w.name, map[string]float64{"waiting": 0, "waits_total": 0, "wait_seconds_total": 0})
+	done := make(chan error)
+	go func() { done <- w.wait() }()
+	until(t, "the waiter", func() bool { return w.waiting() == 1 })
+	before["waiting"], before["waits_total"] = 1, 0
+	want(t, reg, w.name, before)
+	clock.Advance(3 * time.Second)
+	w.free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after["waiting"], after["waits_total"], after["wait_seconds_total"] = 0, 1, 3
+	want(t, reg, w.name, after)
+}
+
 func TestWatchPacer(t *testing.T) {
 	obs, reg := newObserver(t, promlimit.Config{})
 	clock := admittest.NewManualClock(t0)
@@ -75,84 +104,45 @@ func TestWatchPacer(t *testing.T) {
 	if err := p.Wait(ctx); err != nil { // released at once: no wait
 		t.Fatal(err)
 	}
-	want(t, reg, "pacer", map[string]float64{"waiting": 0, "waits_total": 0, "wait_seconds_total": 0})
-	done := make(chan error)
-	go func() { done <- p.Wait(ctx) }() // its slot is 3s away
-	if err := clock.BlockUntilTimers(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	want(t, reg, "pacer", map[string]float64{"waiting": 1, "waits_total": 0})
-	clock.Advance(3 * time.Second)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	want(t, reg, "pacer", map[string]float64{"waiting": 0, "waits_total": 1, "wait_seconds_total": 3})
+	// The next slot is 3s away: the time is what makes room.
+	checkWait(t, reg, clock, waiter{"pacer", p.Len, func() error { return p.Wait(ctx) }, func() {}}, map[string]float64{}, map[string]float64{})
 	if n := testutil.CollectAndCount(obs, "admit_limiter_in_flight", "admit_limiter_adaptive_limit"); n != 0 {
 		t.Errorf("%d in_flight or adaptive_limit series of a Pacer, want none", n)
 	}
 }
 
-func TestWatchConcurrency(t *testing.T) {
+// TestWatchQueues: a concurrency.Limiter and a fair.Queue, full, each
+// with a caller that waits 3s.
+func TestWatchQueues(t *testing.T) {
 	obs, reg := newObserver(t, promlimit.Config{})
 	clock := admittest.NewManualClock(t0)
+	ctx := context.Background()
 	l, err := concurrency.New(concurrency.Config{Options: admit.Options{Clock: clock}, Max: 2})
-	if err != nil {
+	q, err2 := fair.NewQueue(fair.QueueConfig{Options: admit.Options{Clock: clock}, Max: 1})
+	if err := errors.Join(err, err2); err != nil {
 		t.Fatal(err)
 	}
 	watch(t, obs, "uploads", l)
-	ctx := context.Background()
-	held, _, err := l.Acquire(ctx, admit.Request{N: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		p   concurrency.Permit
-		err error
-	}
-	done := make(chan result)
-	go func() {
-		p, _, err := l.Acquire(ctx, admit.Request{N: 1})
-		done <- result{p, err}
-	}()
-	until(t, "the waiter", func() bool { return l.Waiting("") == 1 })
-	want(t, reg, "uploads", map[string]float64{"in_flight": 2, "waiting": 1, "waits_total": 0, "wait_seconds_total": 0})
-	clock.Advance(3 * time.Second)
-	held.Release()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	want(t, reg, "uploads", map[string]float64{"in_flight": 1, "waiting": 0, "waits_total": 1, "wait_seconds_total": 3})
-	r.p.Release()
-}
-
-func TestWatchQueue(t *testing.T) {
-	obs, reg := newObserver(t, promlimit.Config{})
-	clock := admittest.NewManualClock(t0)
-	q, err := fair.NewQueue(fair.QueueConfig{Options: admit.Options{Clock: clock}, Max: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	watch(t, obs, "queue", q)
-	ctx := context.Background()
-	held, _, err := q.Acquire(ctx, "a", 1)
-	if err != nil {
+	lheld, _, err := l.Acquire(ctx, admit.Request{N: 2})
+	qheld, _, err2 := q.Acquire(ctx, "a", 1)
+	if err := errors.Join(err, err2); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error)
-	go func() {
+	acquireL := func() error {
+		p, _, err := l.Acquire(ctx, admit.Request{N: 1})
+		p.Release()
+		return err
+	}
+	checkWait(t, reg, clock, waiter{"uploads", func() int { return l.Waiting("") }, acquireL, func() { lheld.Release() }},
+		map[string]float64{"in_flight": 2}, map[string]float64{"in_flight": 0})
+	acquireQ := func() error {
 		p, _, err := q.Acquire(ctx, "b", 1)
 		p.Release()
-		done <- err
-	}()
-	until(t, "the waiter", func() bool { return q.Stats().Waiting == 1 })
-	want(t, reg, "queue", map[string]float64{"in_flight": 1, "waiting": 1, "waits_total": 0})
-	clock.Advance(3 * time.Second)
-	held.Release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+		return err
 	}
-	want(t, reg, "queue", map[string]float64{"in_flight": 0, "waiting": 0, "waits_total": 1, "wait_seconds_total": 3})
+	checkWait(t, reg, clock, waiter{"queue", func() int { return q.Stats().Waiting }, acquireQ, func() { qheld.Release() }},
+		map[string]float64{"in_flight": 1}, map[string]float64{"in_flight": 0})
 }
 
 func TestWatchSlotLanes(t *testing.T) {
@@ -194,22 +184,14 @@ func TestWatchGradient(t *testing.T) {
 		}
 		toks = append(toks, tok)
 	}
-	done := make(chan error)
-	go func() {
+	acquire := func() error {
 		tok, err := g.Acquire(ctx)
 		tok.Release()
-		done <- err
-	}()
-	until(t, "the waiter", func() bool { return g.Stats().Waiting == 1 })
-	want(t, reg, "db", map[string]float64{"in_flight": 4, "waiting": 1, "waits_total": 0,
-		"adaptive_limit/current": 4, "adaptive_limit/floor": 2, "adaptive_limit/ceiling": 50})
-	clock.Advance(3 * time.Second)
-	toks[0].Release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+		return err
 	}
-	want(t, reg, "db", map[string]float64{"in_flight": 3, "waiting": 0, "waits_total": 1, "wait_seconds_total": 3,
-		"adaptive_limit/current": float64(g.Limit())})
+	checkWait(t, reg, clock, waiter{"db", func() int { return g.Stats().Waiting }, acquire, func() { toks[0].Release() }},
+		map[string]float64{"in_flight": 4, "adaptive_limit/current": 4, "adaptive_limit/floor": 2, "adaptive_limit/ceiling": 50},
+		map[string]float64{"in_flight": 3, "adaptive_limit/current": float64(g.Limit())})
 }
 
 func TestWatchAIMD(t *testing.T) {
@@ -492,11 +474,5 @@ func TestWatchLint(t *testing.T) {
 	if n := testutil.CollectAndCount(obs); n != 3+4+4+1+7+3+5+len(prefetchhook.Metrics) {
 		t.Errorf("%d series", n)
 	}
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
+	lint(t, reg)
 }
