@@ -196,6 +196,7 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, nil
 	}
+	start := q.clock.Now() // read before wt can be seen waiting
 	wt := q.enqueue(key, n, w)
 	if wt == nil {
 		d := q.decision(false, n)
@@ -204,7 +205,6 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 	}
 	q.serve() // wt may come first, and fit
 	q.mu.Unlock()
-	start := q.clock.Now()
 
 	select {
 	case <-wt.ready:
