@@ -68,8 +68,10 @@ type Queue struct {
 	name       string
 	g          grants[int64]
 	clock      admit.Clock
-	waits      uint64 // callers that waited and are done waiting
-	waited     int64  // the time they waited in all, ns
+	sys        bool      // clock is admit.SystemClock
+	base       time.Time // the origin of now, read at NewQueue
+	waits      uint64    // callers that waited and are done waiting
+	waited     int64     // the time they waited in all, ns
 }
 
 // flow is a flow with requests waiting.
@@ -111,7 +113,18 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	case maxWaiters < 0:
 		maxWaiters = 0
 	}
-	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name, clock: defaults.Clock(cfg.Options)}, nil
+	clock := defaults.Clock(cfg.Options)
+	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name,
+		clock: clock, sys: clock == admit.SystemClock, base: clock.Now()}, nil
+}
+
+// now reads the Queue's clock, in nanoseconds since NewQueue; for the
+// system clock, only its monotonic reading, which costs less.
+func (q *Queue) now() int64 {
+	if q.sys {
+		return int64(time.Since(q.base))
+	}
+	return int64(q.clock.Now().Sub(q.base))
 }
 
 // decision describes the queue after a request of n was decided. It
@@ -196,7 +209,7 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, nil
 	}
-	start := q.clock.Now() // read before wt can be seen waiting
+	start := q.now() // read before wt can be seen waiting
 	wt := q.enqueue(key, n, w)
 	if wt == nil {
 		d := q.decision(false, n)
@@ -209,9 +222,9 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 	select {
 	case <-wt.ready:
 	case <-ctx.Done():
-		waited := q.clock.Now().Sub(start)
+		end := q.now()
 		q.mu.Lock()
-		q.count(waited)
+		q.count(end - start)
 		if !wt.granted && !wt.refused {
 			q.remove(wt, true)
 			q.serve()
@@ -228,9 +241,9 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, ctx.Err()
 	}
-	waited := q.clock.Now().Sub(start)
+	end := q.now()
 	q.mu.Lock()
-	q.count(waited)
+	q.count(end - start)
 	d := q.decision(wt.granted, n)
 	q.mu.Unlock()
 	if !wt.granted {
@@ -383,10 +396,10 @@ func (q *Queue) release(idx int32, id uint64) bool {
 	return true
 }
 
-// count counts a caller done waiting after d. It requires q.mu.
-func (q *Queue) count(d time.Duration) {
+// count counts a caller done waiting after d ns. It requires q.mu.
+func (q *Queue) count(d int64) {
 	q.waits++
-	q.waited += int64(max(d, 0))
+	q.waited += max(d, 0)
 }
 
 // QueueStats describes a Queue at one instant.
