@@ -2,6 +2,7 @@ package simreport
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"time"
 
@@ -62,38 +63,74 @@ func TrafficChart(r *sim.Result, name, label string) (Chart, bool) {
 }
 
 // BackendChart draws the backend's queue (requests waiting, requests in
-// service) and its latency (p50, p99 per bucket) over time. It reports
-// false when r has none of these series (a run without a Backend).
+// service) and its latency (p50, p99 per bucket) over time, a panel each
+// when r has their series. It reports false when r has none of them (a
+// run without a Backend).
 func BackendChart(r *sim.Result, name, label string) (Chart, bool) {
-	queue, inFlight := seriesOf(r, "queue", ""), seriesOf(r, "in_flight", "")
-	p50, p99 := seriesOf(r, "latency_p50", ""), seriesOf(r, "latency_p99", "")
-	if queue == nil && inFlight == nil && p50 == nil && p99 == nil {
+	unit, xLabel := timeAxis(r.Duration)
+	series := func(name string) plotter.XYs {
+		if pts := seriesOf(r, name, ""); pts != nil {
+			return line(pts, r.Step, unit)
+		}
+		return nil
+	}
+	queue, inFlight := series("queue"), series("in_flight")
+	p50, p99 := series("latency_p50"), series("latency_p99")
+	latLabel := "latency (ms)"
+	if maxY(p50, p99) >= 2 {
+		latLabel = "latency (s)"
+	} else {
+		scaled(p50, 1000)
+		scaled(p99, 1000)
+	}
+	f := figure{title: titled("Backend: queue and latency", label), cols: 1, legend: newLegend(), rowHeight: 210}
+	f.addPanel("Requests in the backend (mean per bucket)", "requests", r.Duration, unit, []namedLine{
+		{"in service", inFlight, orange}, {"waiting in queue", queue, blue}})
+	f.addPanel("Latency, admission to response", latLabel, r.Duration, unit, []namedLine{
+		{"latency p99", p99, vermilion}, {"latency p50", p50, green}})
+	if f.rows == 0 {
 		return Chart{}, false
 	}
-	unit, xLabel := timeAxis(r.Duration)
-	scale, latLabel := 1000.0, "latency (ms)"
-	if m := maxY(line(p99, r.Step, unit), line(p50, r.Step, unit)); m >= 2 {
-		scale, latLabel = 1, "latency (s)"
-	}
-	f := figure{
-		title: titled("Backend: queue and latency", label),
-		rows:  2, cols: 1, legend: newLegend(), rowHeight: 210,
-	}
-	q := panel("Requests in the backend (mean per bucket)", "", "requests")
-	ql, fl := line(queue, r.Step, unit), line(inFlight, r.Step, unit)
-	f.addLegend("in service", addLine(q, fl, orange, nil, 1.5))
-	f.addLegend("waiting in queue", addLine(q, ql, blue, nil, 1.5))
-	fitY(q, maxY(ql, fl))
-	setX(q, r.Duration, unit)
-
-	l := panel("Latency, admission to response", xLabel, latLabel)
-	l50, l99 := scaled(line(p50, r.Step, unit), scale), scaled(line(p99, r.Step, unit), scale)
-	f.addLegend("latency p99", addLine(l, l99, vermilion, nil, 1.5))
-	f.addLegend("latency p50", addLine(l, l50, green, nil, 1.5))
-	fitY(l, maxY(l50, l99))
-	setX(l, r.Duration, unit)
-	f.panels = []*plot.Plot{q, l}
+	f.panels[f.rows-1].X.Label.Text = xLabel
 	return Chart{Name: name, Title: f.title, fig: f}, true
+}
+
+// namedLine is a line of a panel, and its name in the legend.
+type namedLine struct {
+	name  string
+	xys   plotter.XYs // nil: the run has no such series
+	color color.Color
+}
+
+// addPanel adds a row to the figure, a panel of the lines that exist,
+// each named in the legend, over the whole run; or nothing if none
+// exists.
+func (f *figure) addPanel(title, yLabel string, d time.Duration, unit float64, lines []namedLine) {
+	if !hasLines(lines) {
+		return
+	}
+	p := panel(title, "", yLabel)
+	top := 0.0
+	for _, l := range lines {
+		if l.xys != nil {
+			f.addLegend(l.name, addLine(p, l.xys, l.color, nil, 1.5))
+			top = math.Max(top, maxY(l.xys))
+		}
+	}
+	fitY(p, top)
+	setX(p, d, unit)
+	f.panels = append(f.panels, p)
+	f.rows++
+}
+
+// hasLines reports whether any of lines exists.
+func hasLines(lines []namedLine) bool {
+	for _, l := range lines {
+		if l.xys != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // RetryChart draws the attempts per second of each run, one panel above

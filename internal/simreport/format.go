@@ -3,11 +3,13 @@ package simreport
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// figure3 formats v with three significant digits, without an exponent
-// below a billion: 0.123, 1.23, 12.3, 123, 1234. NaN and infinities are
+// figure3 formats v with three significant digits (trailing zeros
+// dropped), without an exponent below a billion: 0.123, 1.23, 12.3, 2,
+// 123, 1234. NaN and infinities are
 // "—".
 func figure3(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -23,7 +25,11 @@ func figure3(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	digits := 2 - int(math.Floor(math.Log10(a)))
-	return strconv.FormatFloat(v, 'f', min(digits, 9), 64)
+	s := strconv.FormatFloat(v, 'f', min(digits, 9), 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // count formats n with its thousands grouped by commas: 3,600,000.
@@ -70,4 +76,12 @@ func percent(v float64) string {
 		return "—"
 	}
 	return figure3(v*100) + "%"
+}
+
+// secondsDuration is s seconds as a Duration (0 when not finite).
+func secondsDuration(s float64) time.Duration {
+	if math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) > 1e9 {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
 }

@@ -119,12 +119,12 @@ func compact(v float64) string {
 // from seconds and the axis's label.
 func timeAxis(d time.Duration) (perSecond float64, label string) {
 	switch {
+	case d >= 72*time.Hour:
+		return 86400, "time (days)"
 	case d >= 3*time.Hour:
 		return 3600, "time (h)"
 	case d >= 3*time.Minute:
 		return 60, "time (min)"
-	case d > 0 && d < 3*time.Second:
-		return 0.001, "time (ms)"
 	}
 	return 1, "time (s)"
 }
@@ -158,6 +158,10 @@ func line(points []float64, step time.Duration, unit float64) plotter.XYs {
 		}
 		mid := (float64(i) + float64(end)) / 2 * step.Seconds() / unit
 		xys = append(xys, plotter.XY{X: mid, Y: sum / float64(n)})
+	}
+	if len(xys) == 1 { // a point is not a line: span its bucket
+		half := float64(g) * step.Seconds() / unit / 2
+		xys = plotter.XYs{{X: xys[0].X - half, Y: xys[0].Y}, {X: xys[0].X + half, Y: xys[0].Y}}
 	}
 	return xys
 }
