@@ -70,7 +70,7 @@ func checkSVG(t *testing.T, name string, b []byte) string {
 }
 
 func TestChartsWriteAndDecode(t *testing.T) {
-	rep := exampleReport()
+	rep := fixtureReport()
 	charts := append(Charts(rep.Runs), rep.Charts...)
 	charts = append(charts, Charts(rep.Runs[:1])...)
 	want := []string{"compare", "compare_bars", "retries", "traffic-gcra", "backend-gcra",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -46,7 +47,11 @@ func TrafficChart(r *sim.Result, name, label string) (Chart, bool) {
 		if i%cols == 0 {
 			yl = "requests/s"
 		}
-		p := panel(shorten(c.name, 40), xl, yl)
+		title := shorten(c.name, 40)
+		if n := tenantsOf(r, c.name); n > 1 {
+			title += fmt.Sprintf(" (%s tenants)", count(int64(n)))
+		}
+		p := panel(title, xl, yl)
 		sent := line(addPoints(append([]float64(nil), c.admitted...), c.denied), r.Step, unit)
 		ok := line(c.admitted, r.Step, unit)
 		den := addArea(p, sent, light(vermilion, 0.55), vermilion)
@@ -186,6 +191,17 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 		}
 	}
 	return Chart{Name: name, Title: f.title, fig: f}, true
+}
+
+// tenantsOf is how many of r's tenants are the client's: named name-i.
+func tenantsOf(r *sim.Result, name string) int {
+	n := 0
+	for _, t := range r.Tenants {
+		if i, ok := strings.CutPrefix(t.Name, name+"-"); ok && i != "" && strings.Trim(i, "0123456789") == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // at is points[i], or 0 past its end or when not finite.

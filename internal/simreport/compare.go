@@ -12,9 +12,9 @@ import (
 )
 
 // CompareChart draws the requests admitted per second by each run over
-// time, one line per run, over the attempts sent in grey when every run
-// sent the same (as runs of one traffic through different algorithms do
-// when clients do not retry). It reports false for fewer than two runs,
+// time, one line per run, over the attempts the first run sent, in grey,
+// when every run sent about as many (as runs of one traffic through
+// different algorithms do when clients do not retry). It reports false for fewer than two runs,
 // or runs without series.
 func CompareChart(runs []Run, name string) (Chart, bool) {
 	if len(runs) < 2 || checkRuns(runs) != nil {
@@ -22,13 +22,13 @@ func CompareChart(runs []Run, name string) (Chart, bool) {
 	}
 	r0 := runs[0].Result
 	unit, xLabel := timeAxis(r0.Duration)
-	p := panel("", xLabel, "admitted (requests/s)")
+	p := panel("", xLabel, "requests/s")
 	f := figure{title: "Admitted requests per second, by run", rows: 1, cols: 1,
 		legend: newLegend(), rowHeight: 330}
 	top := 0.0
 	if sent, same := sameAttempts(runs); same {
 		xys := line(sent, r0.Step, unit)
-		f.addLegend("sent (every run)", addArea(p, xys, light(grey, 0.6), light(grey, 0.3)))
+		f.addLegend("sent ("+runs[0].label(0)+")", addArea(p, xys, light(grey, 0.6), light(grey, 0.3)))
 		top = maxY(xys)
 	}
 	any := false
@@ -49,57 +49,85 @@ func CompareChart(runs []Run, name string) (Chart, bool) {
 }
 
 // sameAttempts is the attempts per second of the first run (admitted plus
-// denied), and whether every run's total attempts are within 0.1% of it.
+// denied), and whether every run's total attempts are within 1% of it,
+// too close to tell apart on the chart.
 func sameAttempts(runs []Run) ([]float64, bool) {
 	first := addPoints(sumSeries(runs[0].Result, "admitted"), sumSeries(runs[0].Result, "denied"))
 	want := sumFinite(first)
 	for _, run := range runs[1:] {
 		got := sumFinite(sumSeries(run.Result, "admitted")) + sumFinite(sumSeries(run.Result, "denied"))
-		if math.Abs(got-want) > 0.001*want {
+		if math.Abs(got-want) > 0.01*want {
 			return nil, false
 		}
 	}
 	return first, want > 0
 }
 
-// CompareBars draws, per run, the requests admitted (top panel) and the
-// requests admitted over and under the ideal of the rules (bottom panel,
-// summed over rules), with their values above the bars. It reports false
-// for fewer than two runs.
+// CompareBars draws bars per run: the requests admitted and denied; the
+// admitted per second in the busiest step, where a window's boundary
+// burst shows; and, when a run has any, the requests admitted over and
+// under the rules' ideal (summed over rules) and beyond their bounds.
+// Each bar has its value above it. It reports false for fewer than two
+// runs.
 func CompareBars(runs []Run, name string) (Chart, bool) {
 	if len(runs) < 2 || checkRuns(runs) != nil {
 		return Chart{}, false
 	}
-	names := make([]string, len(runs))
-	admitted := make([]float64, len(runs))
-	over, under := make([]float64, len(runs)), make([]float64, len(runs))
+	n := len(runs)
+	names := make([]string, n)
+	adm, den, peak := make([]float64, n), make([]float64, n), make([]float64, n)
+	over, under, beyond := make([]float64, n), make([]float64, n), make([]float64, n)
+	step := runs[0].Result.Step
 	for i, run := range runs {
+		r := run.Result
 		names[i] = shorten(run.label(i), 18)
-		admitted[i] = float64(run.Result.Total.Admitted)
-		for _, t := range run.Result.Rules {
-			over[i] += float64(t.Over)
-			under[i] += float64(t.Under)
+		adm[i], den[i] = float64(r.Total.Admitted), float64(r.Total.Denied)
+		peak[i] = maxOf(sumSeries(r, "admitted"))
+		for _, t := range r.Rules {
+			over[i], under[i], beyond[i] = over[i]+float64(t.Over), under[i]+float64(t.Under), beyond[i]+float64(t.OverBound)
 		}
 	}
-	f := figure{title: "Runs compared: admitted, and over or under the ideal", rows: 2, cols: 1,
-		legend: newLegend(), rowHeight: 200}
-	top := panel("Admitted (requests)", "", "requests")
-	addBars(top, admitted, 0, 0, 40, green)
-	top.NominalX(names...)
-	fitY(top, maxOf(admitted)*1.1)
-
-	bottom := panel("Over and under the ideal, summed over rules (requests)", "", "requests")
-	f.addLegend("over the ideal", addBars(bottom, over, 0, -11, 22, vermilion))
-	f.addLegend("under the ideal", addBars(bottom, under, 0, 11, 22, blue))
-	bottom.NominalX(names...)
-	fitY(bottom, math.Max(maxOf(over), maxOf(under))*1.1)
-	for _, p := range []*plot.Plot{top, bottom} {
-		p.X.Min, p.X.Max = -0.6, float64(len(runs))-0.4
-		p.X.Tick.Label = textStyle(10, false)
-		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XCenter, draw.YTop
+	f := figure{title: "Runs compared", cols: 1, legend: newLegend(), rowHeight: 170}
+	f.addBarPanel("Admitted and denied (requests)", names, []barGroup{{"admitted", adm, green}, {"denied", den, vermilion}})
+	f.addBarPanel("Admitted per second in the busiest step of "+duration(step), names, []barGroup{{"", peak, orange}})
+	if maxOf(over)+maxOf(under)+maxOf(beyond) > 0 {
+		f.addBarPanel("Over and under the rules' ideal, and beyond their bounds (requests)", names, []barGroup{
+			{"over the ideal", over, purple}, {"under the ideal", under, sky}, {"beyond the bound", beyond, black}})
+	} else {
+		f.title += ": every run admitted exactly its rules' ideal"
 	}
-	f.panels = []*plot.Plot{top, bottom}
 	return Chart{Name: name, Title: f.title, fig: f}, true
+}
+
+// barGroup is a series of bars, one per run, of one colour; named in the
+// legend unless its name is "".
+type barGroup struct {
+	name   string
+	values []float64
+	color  color.Color
+}
+
+// addBarPanel adds a row to the figure: a panel of the groups' bars side
+// by side above each of names.
+func (f *figure) addBarPanel(title string, names []string, groups []barGroup) {
+	p := panel(title, "", "")
+	width := max(vg.Length(14), vg.Length(44/len(groups)))
+	top := 0.0
+	for k, g := range groups {
+		offset := (vg.Length(k) - vg.Length(len(groups)-1)/2) * width
+		b := addBars(p, g.values, 0, offset, width, g.color)
+		if g.name != "" {
+			f.addLegend(g.name, b)
+		}
+		top = math.Max(top, maxOf(g.values))
+	}
+	p.NominalX(names...)
+	fitY(p, top*1.12)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.X.Tick.Label = textStyle(10, false)
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XCenter, draw.YTop
+	f.panels = append(f.panels, p)
+	f.rows++
 }
 
 // addBars adds bars of values from x = x0 on, shifted by offset and width

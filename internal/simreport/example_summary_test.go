@@ -29,8 +29,8 @@ func ExampleSummary() {
 	//   bob        1,200     1,200     1,200       0        0      1,200       0
 	//   total      6,000     6,000     4,200   1,800    1,800      4,200       0
 	//
-	//   RULE        REQUESTS  ADMITTED  DENIED  IDEAL  OVER  UNDER  BOUND  OVER BOUND
-	//   per_client     6,000     4,200   1,800  4,200     0      0  3,050           0
+	//   RULE        REQUESTS  ADMITTED  DENIED  IDEAL  OVER  UNDER  BOUND/KEY  OVER BOUND
+	//   per_client     6,000     4,200   1,800  4,200     0      0      3,050           0
 	//
 	//   Admitted             70%    4,200 of 6,000 attempts; 1,800 denied
 	//   Retry amplification  1.43×  attempts per successful request

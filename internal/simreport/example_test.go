@@ -6,18 +6,28 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/admit-go/admit/sim"
 )
 
-// exampleReport is the report of the example: three algorithms on one
-// traffic, and a retry storm with and without jitter.
-func exampleReport() Report {
-	storm := []Run{{Label: "without jitter", Result: fixture("", 1, true)}, {Label: "with jitter", Result: fixture("", 1, false)}}
+// exampleReport is the report of the example, from the engine: three
+// algorithms on one traffic, and a retry storm without jitter and its
+// cure (Retry-After, jitter, a budget).
+func exampleReport(t *testing.T) Report {
+	storm := []Run{
+		{Label: "immediate retries, no jitter", Result: simulate(t, "", sim.Retry{On429: "immediate", Delay: 10 * time.Millisecond, MaxAttempts: 10})},
+		{Label: "Retry-After with jitter and a budget", Result: simulate(t, "", sim.Retry{On429: "retry_after", Jitter: 1, Budget: 0.2, MaxAttempts: 10})},
+	}
 	c, _ := RetryChart(storm, "retry_storm")
+	var runs []Run
+	for _, alg := range []string{"gcra", "sliding_window", "fixed_window"} {
+		runs = append(runs, Run{Result: simulate(t, alg, sim.Retry{})})
+	}
 	return Report{
 		Title:  "Tenant tiers, three algorithms",
 		Policy: "policy.yaml", Traffic: "traffic.yaml",
-		Runs:   Runs(fixture("gcra", 1, false), fixture("sliding_window", 1.1, false), fixture("fixed_window", 1.3, false)),
-		Charts: []Chart{c},
+		Runs:   runs, Charts: []Chart{c},
 	}
 }
 
@@ -29,7 +39,7 @@ func TestWriteExampleReport(t *testing.T) {
 	if dir == "" {
 		t.Skip("set SIMREPORT_OUT=dir to write an example report there")
 	}
-	rep := exampleReport()
+	rep := exampleReport(t)
 	charts := append(Charts(rep.Runs), rep.Charts...)
 	charts = append(charts, Charts(rep.Runs[:1])...) // traffic.png, backend.png
 	paths, err := WriteCharts(dir, charts)

@@ -135,3 +135,16 @@ func backend(r *sim.Result, rng *rand.Rand) {
 	r.L = 2.49
 	r.LittleError = math.Abs(r.L-r.Lambda*r.W) / r.L
 }
+
+// fixtureReport is a report of fixtures: three "algorithms" on one
+// traffic, and a retry storm with and without jitter.
+func fixtureReport() Report {
+	storm := []Run{{Label: "without jitter", Result: fixture("", 1, true)}, {Label: "with jitter", Result: fixture("", 1, false)}}
+	c, _ := RetryChart(storm, "retry_storm")
+	return Report{
+		Title:  "Tenant tiers, three algorithms",
+		Policy: "policy.yaml", Traffic: "traffic.yaml",
+		Runs:   Runs(fixture("gcra", 1, false), fixture("sliding_window", 1.1, false), fixture("fixed_window", 1.3, false)),
+		Charts: []Chart{c},
+	}
+}

@@ -210,7 +210,7 @@ func kindHead(kind string) string {
 // compareTable is the runs side by side: their admissions, retries,
 // fairness, latency, over- and under-admission and warnings.
 func compareTable(runs []Run) *htmlTable {
-	t := &htmlTable{Caption: "Runs compared",
+	t := &htmlTable{
 		Head: []string{"Run", "Admitted", "Denied", "Amplification", "Fairness", "Latency p99", "Over", "Under", "Over bound", "Warnings"}}
 	for i, run := range runs {
 		r := run.Result

@@ -37,7 +37,7 @@ func attr(n *html.Node, key string) string {
 }
 
 func TestWriteHTML(t *testing.T) {
-	rep := exampleReport()
+	rep := fixtureReport()
 	rep.Title = "Tiers <b>bold</b>"
 	var b bytes.Buffer
 	if err := WriteHTML(&b, rep); err != nil {
@@ -297,7 +297,7 @@ func TestSummary(t *testing.T) {
 	holds(t, "the summary", out,
 		`  "bob\x1b[2J\tevil"`,
 		"  total                         152,070   207,035    89,820  116,908   38,968     89,372     448",
-		"  per_client/gold   207,035    89,820  87,681  89,830     5     15   90,000          12",
+		"  per_client/gold   207,035    89,820  87,681  89,830     5     15     90,000          12",
 		"  (the 10 most denied of 60 tenants)",
 		"  Retry amplification      2.32× !      attempts per successful request",
 		"WARNINGS (2)\n  ! capacity: the limits sum")

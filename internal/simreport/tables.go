@@ -28,7 +28,7 @@ var (
 	colIdeal     = column{"Ideal", "ideal", func(t sim.Tally) int64 { return t.Ideal }}
 	colOver      = column{"Over", "over", func(t sim.Tally) int64 { return t.Over }}
 	colUnder     = column{"Under", "under", func(t sim.Tally) int64 { return t.Under }}
-	colBound     = column{"Bound", "bound", func(t sim.Tally) int64 { return t.Bound }}
+	colBound     = column{"Bound/key", "bound", func(t sim.Tally) int64 { return t.Bound }}
 	colOverBound = column{"Over bound", "over_bound", func(t sim.Tally) int64 { return t.OverBound }}
 
 	clientColumns = []column{colRequests, colAttempts, colAdmitted, colDenied, colGaveUp, colSucceeded, colFailed}
