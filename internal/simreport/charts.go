@@ -28,8 +28,9 @@ func TrafficChart(r *sim.Result, name, label string) (Chart, bool) {
 	if len(cs) == 0 {
 		return Chart{}, false
 	}
-	cols, rowHeight := 2, vg.Length(190) // a grid of 2 columns from 4 clients on,
-	if len(cs) <= 3 {                    // a column of wide panels below
+	// A column of wide panels for up to three clients, two columns above.
+	cols, rowHeight := 2, vg.Length(190)
+	if len(cs) <= 3 {
 		cols, rowHeight = 1, 170
 	}
 	rows := (len(cs) + cols - 1) / cols
@@ -47,7 +48,7 @@ func TrafficChart(r *sim.Result, name, label string) (Chart, bool) {
 		if i%cols == 0 {
 			yl = "requests/s"
 		}
-		title := shorten(c.name, 40)
+		title := shorten(c.name, 80/cols-4)
 		if n := tenantsOf(r, c.name); n > 1 {
 			title += fmt.Sprintf(" (%s tenants)", count(int64(n)))
 		}

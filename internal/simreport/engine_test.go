@@ -31,10 +31,10 @@ rules:
     rate: 300/s burst 150
 `
 
-// tiersTraffic is ten minutes of a pro tenant above its rate, five free
+// tiersTraffic is d of a pro tenant above its rate, five free
 // tenants in bursts, and a client with a hostile name, through a backend
 // of 20 workers; retry says what refused clients do.
-func tiersTraffic(retry sim.Retry) *sim.Traffic {
+func tiersTraffic(d time.Duration, retry sim.Retry) *sim.Traffic {
 	client := func(name, tenant string, count int, a sim.Arrival) sim.Client {
 		return sim.Client{Name: name, Count: count, Domain: "api", Arrival: a, Retry: retry,
 			Descriptors: []policy.Descriptor{
@@ -43,7 +43,7 @@ func tiersTraffic(retry sim.Retry) *sim.Traffic {
 			}}
 	}
 	return &sim.Traffic{
-		Duration: 10 * time.Minute,
+		Duration: d,
 		Clients: []sim.Client{
 			client("acme", "acme", 1, sim.Arrival{Process: "poisson", Rate: 130}),
 			client("free", "free-{i}", 5, sim.Arrival{Process: "on_off", Rate: 40, On: 20 * time.Second, Off: 40 * time.Second}),
@@ -53,14 +53,19 @@ func tiersTraffic(retry sim.Retry) *sim.Traffic {
 	}
 }
 
-// simulate runs tiersTraffic through tiersPolicy.
+// simulate runs ten minutes of tiersTraffic through tiersPolicy.
 func simulate(t testing.TB, algorithm string, retry sim.Retry) *sim.Result {
+	return simulateFor(t, 10*time.Minute, algorithm, retry)
+}
+
+// simulateFor runs d of tiersTraffic through tiersPolicy.
+func simulateFor(t testing.TB, d time.Duration, algorithm string, retry sim.Retry) *sim.Result {
 	t.Helper()
 	p, err := policy.Parse("policy.yaml", []byte(tiersPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sim.Run(context.Background(), sim.Config{Policy: p, Traffic: tiersTraffic(retry), Seed: 1, Algorithm: algorithm})
+	r, err := sim.Run(context.Background(), sim.Config{Policy: p, Traffic: tiersTraffic(d, retry), Seed: 1, Algorithm: algorithm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +75,7 @@ func simulate(t testing.TB, algorithm string, retry sim.Retry) *sim.Result {
 // TestReportOfARealRun shows what the engine measured, not a result
 // built by hand: every writer takes it, and names stay escaped.
 func TestReportOfARealRun(t *testing.T) {
-	r := simulate(t, "", sim.Retry{On429: "retry_after", Jitter: 1, Budget: 0.2})
+	r := simulateFor(t, 3*time.Minute, "", sim.Retry{On429: "retry_after", Jitter: 1, Budget: 0.2})
 	charts := Charts(Runs(r))
 	if len(charts) != 3 { // retries, traffic, backend
 		t.Fatalf("%d charts of a run with retries and a backend, want 3", len(charts))

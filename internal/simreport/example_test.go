@@ -27,7 +27,7 @@ func exampleReport(t *testing.T) Report {
 	return Report{
 		Title:  "Tenant tiers, three algorithms",
 		Policy: "policy.yaml", Traffic: "traffic.yaml",
-		Runs:   runs, Charts: []Chart{c},
+		Runs: runs, Charts: []Chart{c},
 	}
 }
 
