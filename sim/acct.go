@@ -213,13 +213,13 @@ func (a *accounting) rule(n ruleName) *ruleAcc {
 	if n.tier != "" {
 		ra.Name += "/" + n.tier
 	}
-	if l, alg, f, ok := singleRate(a.r.pol, n); ok {
-		ra.limit, ra.alg, ra.failure = l, alg, f
+	if l, alg, f, ok := singleRate(a.r.cfg.Policy, n); ok {
+		ra.limit, ra.alg, ra.failure = l, a.r.algorithm(alg), f
 		ra.t = float64(l.Period) / float64(l.Rate)
 		o, err := keyed.New(keyed.Config{Limit: l, Algorithm: alg, MaxKeys: maxKeyStats})
 		if err == nil {
 			ra.oracle, ra.keys = o, map[string]*keyStat{}
-			ra.Bound = bound(l, alg, 0, a.r.end)
+			ra.Bound = bound(l, a.r.algorithm(alg), 0, a.r.end)
 		}
 	}
 	a.ruleIndex[n] = len(a.rules)

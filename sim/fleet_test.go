@@ -224,3 +224,31 @@ func TestRunStopsWithItsContext(t *testing.T) {
 		t.Errorf("error %v, want context.Canceled", err)
 	}
 }
+
+// Runs under several algorithms see the same arrivals (each client's
+// random numbers are its own), and are measured against the policy's
+// algorithm: the fixed window's admissions differ from GCRA's ideal.
+func TestCompareSeesTheSameTraffic(t *testing.T) {
+	p := mustPolicy(t, sprintf(perTenant, "10/s burst 10", "gcra"))
+	c := tenant("t", Arrival{Process: "on_off", Rate: 40, On: 3 * time.Second, Off: 4 * time.Second})
+	c.Count, c.Retry = 20, Retry{On429: "retry_after", Jitter: 0.5}
+	tr := &Traffic{Duration: 5 * time.Minute, Clients: []Client{c}, Backend: &Backend{Concurrency: 4, Service: 5 * time.Millisecond}}
+	var reqs []int64
+	for _, alg := range []string{"gcra", "fixed_window", "sliding_window"} {
+		res := mustRun(t, Config{Policy: p, Traffic: tr, Seed: 4, Algorithm: alg})
+		reqs = append(reqs, res.Total.Requests)
+		r := res.Rules[0]
+		if alg == "gcra" && (r.Over != 0 || r.Under != 0) {
+			t.Errorf("gcra against gcra's ideal: %+v", r)
+		}
+		if alg == "fixed_window" && r.Over+r.Under == 0 {
+			t.Errorf("the fixed window against gcra's ideal should differ somewhere: %+v", r)
+		}
+		if r.OverBound != 0 {
+			t.Errorf("%s broke its own bound: %+v", alg, r)
+		}
+	}
+	if reqs[0] != reqs[1] || reqs[0] != reqs[2] {
+		t.Errorf("requests sent under gcra, fixed_window, sliding_window: %v, want the same", reqs)
+	}
+}

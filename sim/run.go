@@ -81,7 +81,10 @@ type run struct {
 	step    int64
 	nsteps  int
 	clk     *clock
-	rng     *rand.Rand
+	seed    uint64
+	svc     *rand.Rand // the backend's service times
+	jit     *rand.Rand // the retries' jitter
+	bal     *rand.Rand // random balancing
 	engines []*policy.Engine
 	outs    []policy.Result
 	balance int // the next instance, round robin
@@ -109,7 +112,8 @@ type client struct {
 // replica is one of a client's Count: one tenant.
 type replica struct {
 	client int32
-	n      int // requests so far (constant, replay)
+	n      int        // requests so far (constant, replay)
+	rng    *rand.Rand // its arrivals'
 	tokens float64
 	req    policy.Request
 	keys   []string // one per descriptor: its entries, as the oracle's key
@@ -141,7 +145,8 @@ func newRun(c Config) (*run, error) {
 	if c.Seed != 0 {
 		seed = c.Seed
 	}
-	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background()}
+	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, seed: seed, ctx: context.Background()}
+	r.svc, r.jit, r.bal = r.stream(1<<62), r.stream(1<<62+1), r.stream(1<<62+2)
 	r.cfg.Seed = seed
 	r.step = int64(t.Step)
 	if r.step == 0 {
@@ -241,7 +246,7 @@ func (r *run) buildClients() error {
 		}
 		count := max(c.Count, 1)
 		for i := range count {
-			rp := replica{client: int32(ci)}
+			rp := replica{client: int32(ci), rng: r.stream(uint64(len(r.reps)))}
 			rp.Name = c.Name
 			if count > 1 {
 				rp.Name = c.Name + "-" + strconv.Itoa(i)
@@ -263,6 +268,14 @@ func (r *run) buildClients() error {
 		}
 	}
 	return nil
+}
+
+// stream returns the random numbers of one purpose: each client's
+// arrivals have their own, and the backend, the jitter and the balancing
+// theirs, so that what the limits decide changes none of the arrivals
+// (runs of several algorithms see the same traffic).
+func (r *run) stream(n uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(r.seed, n^0x9e3779b97f4a7c15))
 }
 
 // buildRequest returns the request of a client with its substitutions
@@ -310,4 +323,15 @@ func withAlgorithm(p *policy.Policy, alg admit.Algorithm) *policy.Policy {
 		np.Domains[i] = &nd
 	}
 	return np
+}
+
+// algorithm is the algorithm the run decides a rule's rate by: alg, the
+// rule's, unless Config.Algorithm replaces it.
+func (r *run) algorithm(alg admit.Algorithm) admit.Algorithm {
+	if r.cfg.Algorithm != "" {
+		if a, err := admit.ParseAlgorithm(r.cfg.Algorithm); err == nil {
+			return a
+		}
+	}
+	return alg
 }
