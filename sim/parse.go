@@ -51,18 +51,17 @@ func ParseTraffic(name string, data []byte) (*Traffic, error) {
 
 // parseTraffic is ParseTraffic reading the logs with read.
 func parseTraffic(name string, data []byte, read func(path string) ([]byte, error)) (*Traffic, error) {
-	r := &reader{file: name, inside: map[*yaml.Node]bool{}, at: map[string]*yaml.Node{},
-		broken: map[string]bool{}, read: read, logs: map[string][]byte{}}
+	r := &reader{file: name, inside: map[*yaml.Node]bool{}, broken: map[string]bool{}, read: read, logs: map[string][]byte{}}
 	root, ok := r.document(data)
 	if !ok {
 		return nil, r.problems()
 	}
-	r.at[""] = root
+	budget := r.budget
 	t := &Traffic{}
 	r.traffic(root, t)
 	if !r.spent {
 		if ps, ok := t.check().(problems); ok {
-			r.place(ps)
+			r.place(ps, r.positions(root, budget))
 		}
 	}
 	if len(r.probs) > 0 {
@@ -135,19 +134,29 @@ func count(n *yaml.Node) int {
 	return c
 }
 
+// positions returns where each field of the file is written, by path:
+// the file read again (with the budget of the first time), noting them.
+// (Only a file with problems needs them.)
+func (r *reader) positions(root *yaml.Node, budget int) map[string]*yaml.Node {
+	again := &reader{file: r.file, budget: budget, inside: map[*yaml.Node]bool{}, broken: map[string]bool{},
+		at: map[string]*yaml.Node{"": root}, read: r.read, logs: r.logs}
+	again.traffic(root, &Traffic{})
+	return again.at
+}
+
 // place adds the problems check found at the nodes their fields were
-// read from (or, for a field left out, the nearest enclosing one), but
+// written at (or, for a field left out, the nearest enclosing one), but
 // not those of fields that could not be read: reported already.
-func (r *reader) place(ps problems) {
+func (r *reader) place(ps problems, at map[string]*yaml.Node) {
 	for _, p := range ps {
 		if r.hidden(p.path) {
 			continue
 		}
-		at := p.path
-		for r.at[at] == nil && at != "" {
-			at = parent(at)
+		path := p.path
+		for at[path] == nil && path != "" {
+			path = parent(path)
 		}
-		n := r.at[at]
+		n := at[path]
 		p.file, p.line, p.col = r.file, n.Line, n.Column
 		r.probs = append(r.probs, p)
 	}

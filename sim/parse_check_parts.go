@@ -78,8 +78,12 @@ func (c *checker) replay(path string, l *Replay) {
 	case "csv":
 		c.text(path+".time", l.Time)
 		c.text(path+".key", l.Key)
-		if orDefault(l.Time, "timestamp") == orDefault(l.Key, "key") {
-			c.add(path+".key", "%s names the time column too", quote(orDefault(l.Key, "key")))
+		switch {
+		case orDefault(l.Time, "timestamp") != orDefault(l.Key, "key"):
+		case l.Key == "":
+			c.add(path+".time", "%s is the key's column (key's default)", quote(l.Time))
+		default:
+			c.add(path+".key", "%s names the time column too", quote(l.Key))
 		}
 	default:
 		c.oneOf(path+".format", l.Format, "csv", "clf")

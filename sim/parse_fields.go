@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ func (r *reader) traffic(root *yaml.Node, t *Traffic) {
 // that could not be read too, so that paths count as the file does.
 func listOf[T any](p *[]T, single bool, fields func(*T) []field) setter {
 	return func(r *reader, n *yaml.Node, path string) bool {
+		if n.Kind == yaml.SequenceNode {
+			*p = slices.Grow(*p, len(n.Content))
+		}
 		good := true
 		ok := r.items(n, path, single, func(item *yaml.Node, at string) {
 			var v T
@@ -173,13 +177,10 @@ func descriptorsOf(p *[]policy.Descriptor) setter {
 			default:
 				r.within(m, func() {
 					r.pairs(m, at, func(key string, _, v *yaml.Node, kat string) {
-						r.at[kat] = v
+						r.note(kat, v)
 						var value string
-						if textOf(&value)(r, v, kat) {
-							d.Entries = append(d.Entries, policy.Entry{Key: key, Value: value})
-						} else {
-							good = false
-						}
+						good = textOf(&value)(r, v, kat) && good
+						d.Entries = append(d.Entries, policy.Entry{Key: key, Value: value})
 					})
 				})
 			}

@@ -31,7 +31,7 @@ type reader struct {
 	spent  bool
 	inside map[*yaml.Node]bool // anchored nodes being read
 	probs  []problem
-	at     map[string]*yaml.Node
+	at     map[string]*yaml.Node // nil: not noted
 	broken map[string]bool
 	read   func(path string) ([]byte, error)
 	logs   map[string][]byte
@@ -45,6 +45,13 @@ type setter func(r *reader, n *yaml.Node, path string) bool
 type field struct {
 	name string
 	set  setter
+}
+
+// note notes that the field at path was written at n, if r notes them.
+func (r *reader) note(path string, n *yaml.Node) {
+	if r.at != nil {
+		r.at[path] = n
+	}
 }
 
 // failf reports a problem at node n (the field at path), and marks path
@@ -139,10 +146,8 @@ func (r *reader) object(n *yaml.Node, path string, fields []field) bool {
 				good = false
 				return
 			}
-			r.at[at] = v
-			if !fields[i].set(r, v, at) {
-				r.broken[at] = true
-			}
+			r.note(at, v)
+			fields[i].set(r, v, at)
 		})
 	})
 	return good
@@ -192,7 +197,7 @@ func (r *reader) items(n *yaml.Node, path string, single bool, f func(item *yaml
 	r.within(l, func() {
 		for i, item := range l.Content {
 			at := path + "[" + strconv.Itoa(i) + "]"
-			r.at[at] = item
+			r.note(at, item)
 			f(item, at)
 		}
 	})
@@ -259,12 +264,13 @@ func (r *reader) whole(n *yaml.Node, path string, lo float64) (float64, *yaml.No
 // this one's).
 func intOf(p *int) setter {
 	return func(r *reader, n *yaml.Node, path string) bool {
-		_, s, ok := r.whole(n, path, math.MinInt64)
+		v, s, ok := r.whole(n, path, math.MinInt64)
 		if !ok {
 			return false
 		}
 		var i int64
-		if s.Decode(&i) != nil {
+		// (yaml.v3 turns a float of 2⁶³ into an int64 without a word.)
+		if s.ShortTag() == "!!float" && v >= 1<<63 || s.Decode(&i) != nil {
 			r.failf(n, path, "%s is too large", clip(s.Value))
 			return false
 		}
@@ -286,11 +292,10 @@ func int64Of(p *int64) setter {
 // seedOf sets a seed: a whole number from 0 to 2⁶⁴-1.
 func seedOf(p *uint64) setter {
 	return func(r *reader, n *yaml.Node, path string) bool {
-		_, s, ok := r.whole(n, path, 0)
-		if ok {
-			if ok = s.Decode(p) == nil; !ok {
-				r.failf(n, path, "%s is too large (the most is %d)", clip(s.Value), uint64(math.MaxUint64))
-			}
+		v, s, ok := r.whole(n, path, 0)
+		if ok && (s.ShortTag() == "!!float" && v >= 1<<64 || s.Decode(p) != nil) {
+			r.failf(n, path, "%s is too large (the most is %d)", clip(s.Value), uint64(math.MaxUint64))
+			return false
 		}
 		return ok
 	}

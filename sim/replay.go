@@ -46,10 +46,13 @@ type replayLine struct {
 // agent); the key is its host (r.Key "" or "host"), its user ("user",
 // "-" for none) or the path of its request without the query ("path").
 // Timestamps must fall between 1970 and 2262.
-func readReplay(r *Replay) ([]replayLine, error) {
+func readReplay(r *Replay) ([]replayLine, error) { return readReplayUpTo(r, maxReplayLines) }
+
+// readReplayUpTo is readReplay taking at most most requests.
+func readReplayUpTo(r *Replay, most int) ([]replayLine, error) {
 	name := orDefault(r.Name, "replay")
-	rd := &replayReader{name: name, keys: map[string]string{}}
-	rd.lines = make([]replayLine, 0, min(bytes.Count(r.Data, []byte{'\n'})+1, maxReplayLines))
+	rd := &replayReader{name: name, most: most, keys: map[string]string{}}
+	rd.lines = make([]replayLine, 0, min(bytes.Count(r.Data, []byte{'\n'})+1, most))
 	var err error
 	switch r.Format {
 	case "csv":
@@ -82,6 +85,7 @@ func byTime(a, b replayLine) int { return cmp.Compare(a.at, b.at) }
 // nanoseconds since 1970 until readReplay makes them relative.
 type replayReader struct {
 	name  string
+	most  int
 	lines []replayLine
 	keys  map[string]string // each distinct key once
 	// The last date of the common log format parsed, and its time.
@@ -96,8 +100,8 @@ func (rd *replayReader) failf(line int, format string, args ...any) error {
 
 // addLine adds a request of line line to rd.
 func addLine[K string | []byte](rd *replayReader, line int, at int64, key K) error {
-	if len(rd.lines) == maxReplayLines {
-		return rd.failf(line, "more than %d requests: a replayed log holds at most that many", maxReplayLines)
+	if len(rd.lines) == rd.most {
+		return rd.failf(line, "more than %d requests: a replayed log holds at most that many", rd.most)
 	}
 	if len(key) > maxText {
 		return rd.failf(line, "a key of %d bytes (the most is %d): %s", len(key), maxText, quote(string(key)))
@@ -200,7 +204,7 @@ func parseStamp(s string) (int64, error) {
 	if whole != "" && digits(whole) && (!dot || frac != "" && digits(frac)) {
 		sec, err := strconv.ParseInt(whole, 10, 64)
 		if err != nil || sec > (1<<63-1)/1_000_000_000-1 {
-			return 0, fmt.Errorf("Unix time %s is after 2262", quote(s))
+			return 0, fmt.Errorf("time %s (Unix seconds) is after 2262", quote(s))
 		}
 		ns := int64(0)
 		for i := range 9 {
