@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -110,15 +109,9 @@ func (r *reader) document(data []byte) (*yaml.Node, bool) {
 }
 
 // yamlError reports an error of the YAML parser reading the docs-th
-// document of text, at its line (see yamltext.ErrorLine).
+// document of text, at its line (see yamltext.ErrorLine). (Decoded into
+// a node, a document has no *yaml.TypeError: only the parser's.)
 func (r *reader) yamlError(text []byte, docs int, err error) {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		for _, e := range te.Errors {
-			r.yamlError(text, docs, errors.New(e))
-		}
-		return
-	}
 	msg := yamltext.Problem(err)
 	line := yamltext.ErrorLine(text, docs, msg)
 	r.probs = append(r.probs, problem{file: r.file, line: line,

@@ -83,17 +83,10 @@ func (t *Traffic) check() error {
 	return c.ps
 }
 
-// show writes a duration without its trailing zero units: 1h, 1h30m,
-// 1m30s, 500ms.
+// show writes a duration as time.Duration does, less its zero minutes
+// and seconds after a larger unit: 1h, 1h30m, 1h30s, 1m30s, 500ms.
 func show(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return strings.Replace(strings.Replace(d.String(), "m0s", "m", 1), "h0m", "h", 1)
 }
 
 // span checks a duration that may be 0 and at most a year.

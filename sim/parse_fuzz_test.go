@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -9,12 +8,7 @@ import (
 // A traffic file never panics its parser; one that parses passes check,
 // and one that does not has an error of lines at their places.
 func FuzzParseTraffic(f *testing.F) {
-	if doc, err := os.ReadFile("../docs/SIMULATE.md"); err == nil {
-		if _, block, ok := strings.Cut(string(doc), "```yaml\n"); ok {
-			block, _, _ = strings.Cut(block, "```")
-			f.Add([]byte(block))
-		}
-	}
+	f.Add([]byte(simulateDoc(f)))
 	f.Add([]byte(head))
 	for _, tc := range parseErrorCases {
 		f.Add([]byte(tc.src))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,21 +35,23 @@ func parse(src string) (*Traffic, error) {
 	return parseTraffic("t.yaml", []byte(src), testLogs)
 }
 
+// docExample matches the YAML example of docs/SIMULATE.md's section
+// "The traffic file".
+var docExample = regexp.MustCompile("(?s)\n## The traffic file\n.*?```yaml\n(.*?)```")
+
 // simulateDoc returns the YAML example of docs/SIMULATE.md's section
 // "The traffic file".
-func simulateDoc(t *testing.T) string {
-	t.Helper()
+func simulateDoc(tb testing.TB) string {
+	tb.Helper()
 	doc, err := os.ReadFile("../docs/SIMULATE.md")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "## The traffic file")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/SIMULATE.md has no YAML example under \"## The traffic file\"")
+	m := docExample.FindSubmatch(doc)
+	if m == nil {
+		tb.Fatal("docs/SIMULATE.md has no YAML example under \"## The traffic file\"")
 	}
-	return block
+	return string(m[1])
 }
 
 // The example of the docs reads as it says.

@@ -351,30 +351,24 @@ func wordOf(p *string) setter {
 
 // durationOf sets a duration (see parseDuration).
 func durationOf(p *time.Duration) setter {
-	return func(r *reader, n *yaml.Node, path string) bool {
-		s, ok := r.scalar(n, path, "a duration (10s, 5m, 1h, 2d)")
-		if !ok {
-			return false
-		}
-		d, err := parseDuration(s.Value)
-		if err != nil {
-			r.failf(n, path, "%v", err)
-			return false
-		}
-		*p = d
-		return true
-	}
+	return parsedOf(p, "a duration (10s, 5m, 1h, 2d)", parseDuration)
 }
 
 // rateOf sets a rate in requests per second: a number, or a number of
 // requests per period ("2/s", "100/min", "5000/h", "30/5m").
 func rateOf(p *float64) setter {
+	return parsedOf(p, "a rate (2/s, 100/min, or a number per second)", parseRate)
+}
+
+// parsedOf sets what parse makes of a scalar's text (want says what it
+// is); parse's error says what is wrong.
+func parsedOf[T any](p *T, want string, parse func(string) (T, error)) setter {
 	return func(r *reader, n *yaml.Node, path string) bool {
-		s, ok := r.scalar(n, path, "a rate (2/s, 100/min, or a number per second)")
+		s, ok := r.scalar(n, path, want)
 		if !ok {
 			return false
 		}
-		v, err := parseRate(s.Value)
+		v, err := parse(s.Value)
 		if err != nil {
 			r.failf(n, path, "%v", err)
 			return false
