@@ -11,16 +11,17 @@ import (
 // ecosystem (Redis, Prometheus, gRPC, Envoy, YAML) and the commands built on
 // them, listed here. A new package is core unless it is added to this list.
 var bridgePackages = map[string]bool{
-	"redisstore":         true,
-	"promlimit":          true,
-	"grpclimit":          true,
-	"policy":             true,
-	"server":             true,
-	"cmd/admit":          true,
-	"internal/redistest": true,
-	"internal/stores":    true,
-	"internal/policyfmt": true,
-	"internal/yamltext":  true,
+	"redisstore":              true,
+	"promlimit":               true,
+	"grpclimit":               true,
+	"policy":                  true,
+	"server":                  true,
+	"cmd/admit":               true,
+	"internal/redistest":      true,
+	"internal/stores/inredis": true,
+	"internal/policyfmt":      true,
+	"internal/yamltext":       true,
+	"sim":                     true, // the policy engine (YAML) and the traffic files
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
@@ -78,6 +79,8 @@ var forbiddenDeps = []struct {
 	// prefetch wraps any shared store through the contract.
 	{"prefetch", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
 	// policy is given its stores through policy.Backend (principle 8).
+	// sim runs the engine over memory: no Redis client, no service.
+	{"sim", []string{"github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/server", "github.com/admit-go/admit/policy/backends"}},
 	{"policy", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/internal/stores", "github.com/admit-go/admit/policy/backends"}},
 }
 

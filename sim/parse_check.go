@@ -18,8 +18,8 @@ const (
 	year           = 365 * 24 * time.Hour
 	maxBuckets     = 100_000
 	maxRate        = 1e7
-	maxTenants     = 1_000_000
-	maxAttempts    = 1000
+	maxClients     = 1_000_000
+	maxRetryAttempts    = 1000
 	maxJitter      = 10
 	maxConcurrency = 1_000_000
 	maxQueue       = 10_000_000
@@ -154,11 +154,11 @@ func (c *checker) clients(cs []Client, end time.Duration) {
 				names[cl.Name] = i
 			}
 		}
-		if c.bounded(path+".count", cl.Count, maxTenants) {
+		if c.bounded(path+".count", cl.Count, maxClients) {
 			before := tenants
 			tenants += max(cl.Count, 1)
-			if before <= maxTenants && tenants > maxTenants {
-				c.add(path+".count", "makes %d clients in all, more than %d", tenants, maxTenants)
+			if before <= maxClients && tenants > maxClients {
+				c.add(path+".count", "makes %d clients in all, more than %d", tenants, maxClients)
 			}
 		}
 		c.client(path, cl, end)

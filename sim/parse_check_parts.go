@@ -126,7 +126,7 @@ func (c *checker) retry(path string, r *Retry) {
 	default:
 		only("budget", r.Budget != 0)
 	}
-	if c.bounded(path+".max_attempts", r.MaxAttempts, maxAttempts) {
+	if c.bounded(path+".max_attempts", r.MaxAttempts, maxRetryAttempts) {
 		only("max_attempts", r.MaxAttempts != 0)
 	}
 }

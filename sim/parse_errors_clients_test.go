@@ -2,8 +2,8 @@ package sim
 
 import "strings"
 
-// client returns a client's line: a valid one, with more fields.
-func client(name, more string) string {
+// clientLine returns a client's line: a valid one, with more fields.
+func clientLine(name, more string) string {
 	return "  - {name: " + name + ", descriptors: [{k: v}], arrival: {rate: 1}" + more + "}\n"
 }
 
@@ -16,17 +16,17 @@ var clientErrorCases = []struct {
 		`t.yaml:2:11: clients[0]: want a mapping, got the string "a"`,
 		`t.yaml:2:14: clients[1]: want a mapping, got a number (3)`,
 	}},
-	{"no name", "duration: 1h\nclients:\n" + client("''", ""), []string{"t.yaml:3:12: clients[0].name: required: the client's name in the results"}},
+	{"no name", "duration: 1h\nclients:\n" + clientLine("''", ""), []string{"t.yaml:3:12: clients[0].name: required: the client's name in the results"}},
 	{"name missing", "duration: 1h\nclients:\n  - {descriptors: [{k: v}], arrival: {rate: 1}}\n", []string{"t.yaml:3:5: clients[0].name: required: the client's name in the results"}},
-	{"name control", "duration: 1h\nclients:\n" + client(`"a\tb"`, ""), []string{`t.yaml:3:12: clients[0].name: "a\tb" holds invalid UTF-8 or a control character`}},
-	{"name long", "duration: 1h\nclients:\n" + client(strings.Repeat("n", 257), ""), []string{"t.yaml:3:12: clients[0].name: 257 bytes is too long (the most is 256)"}},
-	{"same names", head + client("b", "") + client("a", ""), []string{`t.yaml:7:12: clients[2].name: "a" is the name of clients[0] too`}},
-	{"tenant name", head + "    count: 3\n" + client("a-2", "") + client("a-3", ""), []string{
+	{"name control", "duration: 1h\nclients:\n" + clientLine(`"a\tb"`, ""), []string{`t.yaml:3:12: clients[0].name: "a\tb" holds invalid UTF-8 or a control character`}},
+	{"name long", "duration: 1h\nclients:\n" + clientLine(strings.Repeat("n", 257), ""), []string{"t.yaml:3:12: clients[0].name: 257 bytes is too long (the most is 256)"}},
+	{"same names", head + clientLine("b", "") + clientLine("a", ""), []string{`t.yaml:7:12: clients[2].name: "a" is the name of clients[0] too`}},
+	{"tenant name", head + "    count: 3\n" + clientLine("a-2", "") + clientLine("a-3", ""), []string{
 		`t.yaml:7:12: clients[1].name: "a-2" is the name of a tenant of clients[0] ("a", count 3)`,
 	}},
 	{"count negative", head + "    count: -2\n", []string{"t.yaml:6:12: clients[0].count: -2 is negative"}},
 	{"count huge", head + "    count: 1000001\n", []string{"t.yaml:6:12: clients[0].count: 1000001 is too large (the most is 1000000)"}},
-	{"count total", head + "    count: 600000\n" + client("b", ", count: 400000") + client("c", ""), []string{
+	{"count total", head + "    count: 600000\n" + clientLine("b", ", count: 400000") + clientLine("c", ""), []string{
 		"t.yaml:8:5: clients[2].count: makes 1000001 clients in all, more than 1000000",
 	}},
 	{"count fraction", head + "    count: 2.5\n", []string{"t.yaml:6:12: clients[0].count: want a whole number, got a number (2.5)"}},
