@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/readlimit"
 	"github.com/admit-go/admit/internal/yamltext"
 	"go.yaml.in/yaml/v3"
@@ -221,7 +222,12 @@ func (p problem) String() string {
 
 // problems is the error of a Traffic with problems: one per line, at
 // most maxProblems of them and a line saying how many more there are.
+// It matches admit.ErrInvalidConfig (a Config's Traffic outside its
+// domain).
 type problems []problem
+
+// Is reports whether target is admit.ErrInvalidConfig.
+func (ps problems) Is(target error) bool { return target == admit.ErrInvalidConfig }
 
 func (ps problems) Error() string {
 	var b strings.Builder

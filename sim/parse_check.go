@@ -15,21 +15,21 @@ import (
 
 // The bounds of a Traffic (see its fields' documentation).
 const (
-	year           = 365 * 24 * time.Hour
-	maxBuckets     = 100_000
-	maxRate        = 1e7
-	maxClients     = 1_000_000
-	maxRetryAttempts    = 1000
-	maxJitter      = 10
-	maxConcurrency = 1_000_000
-	maxQueue       = 10_000_000
-	maxInstances   = 10_000
-	maxFaults      = 10_000
-	maxHits        = 1<<32 - 1 // the most hits_addend Envoy sends
-	maxDescriptors = 1000      // per client, as admit serve takes per request
-	maxEntries     = 32        // per descriptor, as admit serve takes
-	maxText        = 4096      // bytes of a domain, key or value, as admit serve takes
-	maxName        = 256       // bytes of a client's name
+	year             = 365 * 24 * time.Hour
+	maxBuckets       = 100_000
+	maxRate          = 1e7
+	maxClients       = 1_000_000
+	maxRetryAttempts = 1000
+	maxJitter        = 10
+	maxConcurrency   = 1_000_000
+	maxQueue         = 10_000_000
+	maxInstances     = 10_000
+	maxFaults        = 10_000
+	maxHits          = 1<<32 - 1 // the most hits_addend Envoy sends
+	maxDescriptors   = 1000      // per client, as admit serve takes per request
+	maxEntries       = 32        // per descriptor, as admit serve takes
+	maxText          = 4096      // bytes of a domain, key or value, as admit serve takes
+	maxName          = 256       // bytes of a client's name
 )
 
 // checker collects the problems of a Traffic, by field path (the traffic

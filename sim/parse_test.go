@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/readlimit"
 	"github.com/admit-go/admit/policy"
 )
@@ -230,7 +231,7 @@ clients[1].retry.max_attempts: only a client that retries (on_429: immediate or 
 backend.concurrency: required: how many requests the backend serves at once
 backend.service: required: the mean service time (20ms)`
 	var ps problems
-	if err == nil || err.Error() != want || !errors.As(err, &ps) || len(ps) != 8 {
+	if err == nil || err.Error() != want || !errors.As(err, &ps) || len(ps) != 8 || !errors.Is(err, admit.ErrInvalidConfig) {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
 	var none *Traffic = &Traffic{}
