@@ -291,3 +291,31 @@ func TestParseTrafficAliasBomb(t *testing.T) {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+// Durations: every text the pattern admits parses, or is too long.
+func TestParseDuration(t *testing.T) {
+	for s, want := range map[string]time.Duration{
+		"0": 0, "-0": 0, "0s": 0, "0d": 0, " 90s ": 90 * time.Second, "1.h": time.Hour, ".5m": 30 * time.Second,
+		"1µs": time.Microsecond, "1μs": time.Microsecond, "1us": time.Microsecond, "2d": 48 * time.Hour,
+		"1d1ns": 24*time.Hour + 1, "1h1m1s1ms1us1ns": time.Hour + time.Minute + time.Second + time.Millisecond + time.Microsecond + 1,
+		"106751d23h47m16.854775807s": 1<<63 - 1,
+	} {
+		if got, err := parseDuration(s); got != want || err != nil {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for s, want := range map[string]string{
+		"":                           `want a duration (10s, 5m, 1h, 2d), got ""`,
+		"5":                          `want a duration (10s, 5m, 1h, 2d), got "5"`,
+		"1d1d":                       `want a duration (10s, 5m, 1h, 2d), got "1d1d"`,
+		"h":                          `want a duration (10s, 5m, 1h, 2d), got "h"`,
+		"1 h":                        `want a duration (10s, 5m, 1h, 2d), got "1 h"`,
+		"1.5y":                       `want a duration (10s, 5m, 1h, 2d), got "1.5y": the units go up to d (days); a run lasts at most a year (365d)`,
+		"106751d23h47m16.854775808s": `"106751d23h47m16.854775808s" is too long for a duration`,
+		"-5m":                        `"-5m" is negative`,
+	} {
+		if _, err := parseDuration(s); err == nil || err.Error() != want {
+			t.Errorf("parseDuration(%q): %v; want %s", s, err, want)
+		}
+	}
+}

@@ -13,10 +13,20 @@ import (
 	"time"
 )
 
-// maxReplayLines is the most requests a replayed log may hold: their
-// times and keys take some 24 bytes each (and each distinct key its
-// bytes), so at most some 250 MB.
-const maxReplayLines = 10_000_000
+// Bounds on the memory of a replayed log.
+const (
+	// maxReplayLines is the most requests a replayed log may hold: their
+	// times and keys take 24 bytes each, so at most 240 MB, besides the
+	// keys' bytes (at most the log's, 256 MiB).
+	maxReplayLines = 10_000_000
+	// maxSharedKeys is the most distinct keys held once each, however
+	// many lines have them (a map of at most some 50 MB); the keys met
+	// after these are held once per line.
+	maxSharedKeys = 1 << 20
+	// maxReplayPrealloc is the most requests room is made for before the
+	// log is read (a log of blank lines reserves no more).
+	maxReplayPrealloc = 1 << 20
+)
 
 // replayLine is one request of a replayed log: its time, from the
 // earliest line's, and its key ({key} in the client's descriptors).
@@ -52,7 +62,7 @@ func readReplay(r *Replay) ([]replayLine, error) { return readReplayUpTo(r, maxR
 func readReplayUpTo(r *Replay, most int) ([]replayLine, error) {
 	name := orDefault(r.Name, "replay")
 	rd := &replayReader{name: name, most: most, keys: map[string]string{}}
-	rd.lines = make([]replayLine, 0, min(bytes.Count(r.Data, []byte{'\n'})+1, most))
+	rd.lines = make([]replayLine, 0, min(bytes.Count(r.Data, []byte{'\n'})+1, most, maxReplayPrealloc))
 	var err error
 	switch r.Format {
 	case "csv":
@@ -109,7 +119,9 @@ func addLine[K string | []byte](rd *replayReader, line int, at int64, key K) err
 	k, ok := rd.keys[string(key)]
 	if !ok {
 		k = string(key)
-		rd.keys[k] = k
+		if len(rd.keys) < maxSharedKeys {
+			rd.keys[k] = k
+		}
 	}
 	rd.lines = append(rd.lines, replayLine{at: time.Duration(at), key: k})
 	return nil
