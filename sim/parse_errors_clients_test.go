@@ -98,6 +98,7 @@ var partErrorCases = []struct {
 		"t.yaml:5:38: clients[0].arrival.rate: only a process other than replay (whose requests come at the log's times) has rate (process is replay)",
 		`t.yaml:5:77: clients[0].arrival.time: "key" is the key's column (key's default)`,
 	}},
+	{"format without replay", with("{rate: 1}", "{rate: 1, format: clf}"), []string{"t.yaml:5:14: clients[0].arrival.log: only replay has log (process is poisson)"}},
 	{"replay no log", with("{rate: 1}", "{process: replay}"), []string{"t.yaml:5:14: clients[0].arrival.log: required: the access log to replay"}},
 	{"replay only format", with("{rate: 1}", "{process: replay, format: clf}"), []string{"t.yaml:5:14: clients[0].arrival.log: missing: the access log to replay (a path, relative to this file)"}},
 	{"replay no format", with("{rate: 1}", "{process: replay, log: access.log}"), []string{"t.yaml:5:14: clients[0].arrival.format: required: csv or clf (the common log format)"}},
@@ -154,7 +155,7 @@ var partErrorCases = []struct {
 	{"faults", "faults:\n  - {store: local, from: 10m, to: 5m}\n  - {store: Redis!, from: 1m, to: 2h}\n  - {from: 1m}\n  - 3\n" + head, []string{
 		"t.yaml:2:13: faults[0].store: local limits do not fail: a fault is of a shared store (redis)",
 		"t.yaml:2:35: faults[0].to: 5m is not after from (10m)",
-		`t.yaml:3:13: faults[1].store: invalid store name "Redis!" (lower-case letters, digits, '-' and '_', starting with a letter)`,
+		`t.yaml:3:13: faults[1].store: invalid store name "redis!" (lower-case letters, digits, '-' and '_', starting with a letter)`,
 		"t.yaml:3:35: faults[1].to: 2h is after the end of the run (1h)",
 		"t.yaml:4:5: faults[2].to: required: when the outage ends",
 		"t.yaml:5:5: faults[3]: want a mapping, got a number (3)",

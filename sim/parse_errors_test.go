@@ -30,9 +30,15 @@ var parseErrorCases = []struct {
 	{"quoted key path", with("{rate: 1}", "{rate: 1, 'a b': 2}"), []string{
 		`t.yaml:5:24: clients[0].arrival["a b"]: unknown field "a b" (want one of process, rate, peak, period, on, off, log, format, time, key)`,
 	}},
-	{"duplicate", "duration: 1h\n" + head, []string{"t.yaml:2:1: duration: given twice (first on line 1)"}},
+	{"duplicate", "duration: 400d\n" + head, []string{
+		"t.yaml:1:11: duration: 9600h is longer than a year (365d): a run lasts at most that",
+		"t.yaml:2:1: duration: given twice (first on line 1)",
+	}},
 	{"merge key", head + "    <<: {hits: 2}\n", []string{"t.yaml:6:5: clients[0]: merge keys (<<) are not taken: write the fields"}},
-	{"null key", head + "~: 1\n", []string{"t.yaml:6:1: want a string key, got nothing (null)"}},
+	{"null key", "instances: -1\n" + head + "~: 1\n", []string{
+		"t.yaml:1:12: instances: -1 is negative",
+		"t.yaml:7:1: want a string key, got nothing (null)",
+	}},
 	{"self alias", "duration: 1h\nclients: &c\n  - name: a\n    arrival: {rate: 1}\n    descriptors: *c\n", []string{
 		"t.yaml:5:18: clients[0].descriptors: alias *c stands for a node that holds it",
 	}},

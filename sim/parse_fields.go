@@ -55,7 +55,7 @@ func listOf[T any](p *[]T, single bool, fields func(*T) []field) setter {
 
 func faultFields(f *Fault) []field {
 	return []field{
-		{"store", textOf(&f.Store)},
+		{"store", lowerOf(&f.Store)},
 		{"from", durationOf(&f.From)},
 		{"to", durationOf(&f.To)},
 	}
@@ -119,9 +119,12 @@ func arrivalOf(a *Arrival) setter {
 			{"key", replay(textOf(&log.Key))},
 		})
 		if given {
+			if log.Format == "clf" { // the key is a word, not a CSV column's name
+				log.Key = strings.ToLower(strings.TrimSpace(log.Key))
+			}
 			a.Log = &log
 		}
-		if ok && given && !named {
+		if ok && given && !named && a.Process == "replay" {
 			r.failf(n, child(path, "log"), "missing: the access log to replay (a path, relative to this file)")
 		}
 		return ok

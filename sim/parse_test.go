@@ -138,7 +138,15 @@ func TestParseTrafficForms(t *testing.T) {
 		{"headroom: 0.25\n" + head, func(t *Traffic) bool { return t.Headroom == 0.25 }},
 		{"headroom: '12.5 %'\n" + head, func(t *Traffic) bool { return t.Headroom == 0.125 }},
 		{"seed: 18446744073709551615\n" + head, func(t *Traffic) bool { return t.Seed == 1<<64-1 }},
-		{"store: LOCAL\nbalance: Round-Robin\n" + head, func(t *Traffic) bool { return t.Store == "local" && t.Balance == "round_robin" }},
+		{"store: LOCAL\nbalance: Round-Robin\nfaults: [{store: ' Redis', from: 1m, to: 2m}]\n" + head, func(t *Traffic) bool {
+			return t.Store == "local" && t.Balance == "round_robin" && t.Faults[0].Store == "redis"
+		}},
+		{with("{rate: 1}", "{process: replay, format: CLF, log: access.log, key: Path}"), func(t *Traffic) bool {
+			return t.Clients[0].Arrival.Log.Format == "clf" && t.Clients[0].Arrival.Log.Key == "path"
+		}},
+		{with("{rate: 1}", "{process: replay, format: csv, log: access.csv, key: Path, time: TS}"), func(t *Traffic) bool {
+			return t.Clients[0].Arrival.Log.Key == "Path" && t.Clients[0].Arrival.Log.Time == "TS"
+		}},
 		{strings.Replace(head, "1h", "1d12h30m", 1), func(t *Traffic) bool { return t.Duration == 36*time.Hour+30*time.Minute }},
 		{strings.Replace(head, "1h", "365d", 1), func(t *Traffic) bool { return t.Duration == year }},
 		{strings.Replace(head, "1h", "+.5h", 1), func(t *Traffic) bool { return t.Duration == 30*time.Minute }},

@@ -54,15 +54,17 @@ func (r *reader) note(path string, n *yaml.Node) {
 	}
 }
 
-// failf reports a problem at node n (the field at path), and marks path
-// broken.
+// failf reports that the value at node n of the field at path cannot be
+// read, and marks path broken.
 func (r *reader) failf(n *yaml.Node, path, format string, args ...any) {
-	p := problem{file: r.file, path: path, msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		p.line, p.col = n.Line, n.Column
-	}
-	r.probs = append(r.probs, p)
+	r.flagf(n, path, format, args...)
 	r.broken[path] = true
+}
+
+// flagf reports a problem at node n, about the field at path (a key of
+// the mapping at path, which is read all the same).
+func (r *reader) flagf(n *yaml.Node, path, format string, args ...any) {
+	r.probs = append(r.probs, problem{file: r.file, line: n.Line, col: n.Column, path: path, msg: fmt.Sprintf(format, args...)})
 }
 
 // follow returns the node n stands for, aliases followed, counting one
@@ -142,7 +144,7 @@ func (r *reader) object(n *yaml.Node, path string, fields []field) bool {
 				for j, f := range fields {
 					names[j] = f.name
 				}
-				r.failf(k, at, "unknown field %s (want one of %s)", quote(key), strings.Join(names, ", "))
+				r.flagf(k, at, "unknown field %s (want one of %s)", quote(key), strings.Join(names, ", "))
 				good = false
 				return
 			}
@@ -164,15 +166,15 @@ func (r *reader) pairs(m *yaml.Node, path string, f func(key string, k, v *yaml.
 		case k == nil:
 			continue
 		case k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null":
-			r.failf(k, path, "want a string key, got %s", describe(k))
+			r.flagf(k, path, "want a string key, got %s", describe(k))
 			continue
 		case k.ShortTag() == "!!merge":
-			r.failf(k, path, "merge keys (<<) are not taken: write the fields")
+			r.flagf(k, path, "merge keys (<<) are not taken: write the fields")
 			continue
 		}
 		at := child(path, k.Value)
 		if line, dup := first[k.Value]; dup {
-			r.failf(k, at, "given twice (first on line %d)", line)
+			r.flagf(k, at, "given twice (first on line %d)", line)
 			continue
 		}
 		first[k.Value] = k.Line
@@ -188,6 +190,7 @@ func (r *reader) items(n *yaml.Node, path string, single bool, f func(item *yaml
 	case l == nil:
 		return false
 	case single && l.Kind == yaml.MappingNode:
+		r.note(path+"[0]", n)
 		f(n, path+"[0]")
 		return true
 	case l.Kind != yaml.SequenceNode:
@@ -339,12 +342,22 @@ func textOf(p *string) setter {
 	}
 }
 
+// lowerOf sets a name, trimmed and in lower case (a store's, as policy
+// files write them).
+func lowerOf(p *string) setter {
+	return func(r *reader, n *yaml.Node, path string) bool {
+		ok := textOf(p)(r, n, path)
+		*p = strings.ToLower(strings.TrimSpace(*p))
+		return ok
+	}
+}
+
 // wordOf sets one of an enumeration's words, in lower case, '-' read as
 // '_' (check knows the words).
 func wordOf(p *string) setter {
 	return func(r *reader, n *yaml.Node, path string) bool {
-		ok := textOf(p)(r, n, path)
-		*p = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(*p)), "-", "_")
+		ok := lowerOf(p)(r, n, path)
+		*p = strings.ReplaceAll(*p, "-", "_")
 		return ok
 	}
 }
