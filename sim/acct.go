@@ -51,8 +51,12 @@ type ruleAcc struct {
 // keyStat follows one key of a rule, in events.
 type keyStat struct {
 	offered, adm, ideal int64
-	tat                 float64 // a virtual GCRA's, never refusing (ns)
-	need                int64   // the burst it needed to refuse nothing
+	// Of the first attempts alone (the arrivals, before retries add to
+	// them): their events, those the oracle refused, and the burst a
+	// virtual GCRA that never refuses needed to admit them all.
+	first, firstRefused int64
+	tat                 float64 // ns
+	need                int64
 	inFault             []int64 // admitted during each fault
 }
 
@@ -142,7 +146,7 @@ func (a *accounting) closeBucket() {
 // would have. A rule that admitted a request another limit refused gave
 // its events back: it counts the request as asked, neither admitted nor
 // denied, and its oracle is not asked either.
-func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, out *policy.Result, admitted bool, t int64) {
+func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, out *policy.Result, admitted bool, k int, t int64) {
 	dom := a.r.clients[rp.client].c.Domain
 	for i := range out.Statuses {
 		st := &out.Statuses[i]
@@ -167,13 +171,13 @@ func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, ou
 		if d := &req.Descriptors[i]; d.OwnHits {
 			h = d.Hits
 		}
-		a.key(ra, keys[i], h, st.Decision.Allowed, t)
+		a.key(ra, keys[i], h, st.Decision.Allowed, k == 1, t)
 	}
 }
 
 // key follows one key of a rule: the oracle's decision, the burst it
 // needs, what it was admitted during faults.
-func (a *accounting) key(ra *ruleAcc, key string, h int64, allowed bool, t int64) {
+func (a *accounting) key(ra *ruleAcc, key string, h int64, allowed, first bool, t int64) {
 	ks := ra.keys[key]
 	if ks == nil {
 		if a.keyStats >= maxKeyStats {
@@ -193,8 +197,16 @@ func (a *accounting) key(ra *ruleAcc, key string, h int64, allowed bool, t int64
 			ks.inFault[fi] += h
 		}
 	}
-	if d, err := ra.oracle.Allow(context.Background(), admit.Request{Key: key, N: h, At: epoch.Add(time.Duration(t))}); err == nil && d.Allowed {
+	d, err := ra.oracle.Allow(context.Background(), admit.Request{Key: key, N: h, At: epoch.Add(time.Duration(t))})
+	if err == nil && d.Allowed {
 		ks.ideal += h
+	}
+	if !first {
+		return
+	}
+	ks.first += h
+	if err != nil || !d.Allowed {
+		ks.firstRefused += h
 	}
 	now := float64(t)
 	ks.tat = math.Max(ks.tat, now) + ra.t*float64(h)

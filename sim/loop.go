@@ -122,7 +122,7 @@ func (r *run) attempt(i, k, line int, t int64) {
 	err := r.engines[inst].Check(r.ctx, req, &s.held, out)
 	admitted := err == nil && out.Decision.Allowed
 	r.acct.attempt(rp, c, k, admitted, err)
-	r.acct.decided(rp, req, keys, out, admitted, t)
+	r.acct.decided(rp, req, keys, out, admitted, k, t)
 	if admitted {
 		r.admit(s, t)
 		return

@@ -104,8 +104,10 @@ type Warning struct {
 	// Kind is "capacity" (the sum of limits exceeds the backend's
 	// capacity at the headroom), "burst" (a burst too small for the
 	// arrivals' variance), "outage" (the fleet admitted more than a shared
-	// limit during a fault) or "bound" (a rule admitted a key more than
-	// its limit allows).
+	// limit during a fault), "bound" (a rule admitted a key more than
+	// its limit allows), "error" (checks failed, or the run followed
+	// fewer keys than it saw) or "model" (something admit serve does
+	// that the simulation decides otherwise, such as prefetching).
 	Kind string
 	// Message says it in a sentence with its numbers.
 	Message string

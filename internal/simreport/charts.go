@@ -140,7 +140,9 @@ func hasLines(lines []namedLine) bool {
 }
 
 // RetryChart draws the attempts per second of each run, one panel above
-// the other on one scale: first attempts and retries stacked (their top
+// the other, each on its own scale with its peak in its title (a herd
+// of retries a hundred times the arrivals would flatten the others on a
+// shared one): first attempts and retries stacked (their top
 // is every attempt sent), and the attempts admitted as a line. With two
 // runs of one traffic, with and without jitter, it shows the retry storm
 // and what jitter does to it. It reports false for no runs or a run
@@ -151,7 +153,7 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 	}
 	type lines struct{ first, all, admitted plotter.XYs }
 	ls := make([]lines, len(runs))
-	top := 0.0
+	tops := make([]float64, len(runs))
 	for i, run := range runs {
 		r := run.Result
 		unit, _ := timeAxis(r.Duration)
@@ -165,10 +167,10 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 			first[j] = math.Max(0, all[j]-at(ret, j))
 		}
 		ls[i] = lines{line(first, r.Step, unit), line(all, r.Step, unit), line(adm, r.Step, unit)}
-		top = math.Max(top, maxY(ls[i].all, ls[i].admitted))
+		tops[i] = maxY(ls[i].all, ls[i].admitted)
 	}
 	f := figure{
-		title: "Retry storm: attempts per second",
+		title: "Retry storm: attempts per second (each panel on its own scale)",
 		rows:  len(runs), cols: 1, legend: newLegend(), rowHeight: 190,
 	}
 	for i, run := range runs {
@@ -177,12 +179,12 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 		if i < len(runs)-1 {
 			xLabel = ""
 		}
-		title := fmt.Sprintf("%s: %s attempts per success", run.label(i), figure3(r.Amplification))
+		title := fmt.Sprintf("%s: %s attempts per success, peak %s/s", run.label(i), figure3(r.Amplification), figure3(tops[i]))
 		p := panel(shorten(title, 70), xLabel, "attempts/s")
 		ret := addArea(p, ls[i].all, light(orange, 0.5), orange)
 		first := addArea(p, ls[i].first, light(blue, 0.6), blue)
 		adm := addLine(p, ls[i].admitted, black, []vg.Length{4, 2}, 1.5)
-		fitY(p, top)
+		fitY(p, tops[i])
 		setX(p, r.Duration, unit)
 		f.panels = append(f.panels, p)
 		if i == 0 {
