@@ -1,7 +1,8 @@
 package policy
 
-// The state of an engine's layers, for admit serve's status page and
-// metrics (see internal/enginehook).
+// The hooks of internal/enginehook: the state of an engine's layers, for
+// admit serve's status page and metrics, and its prefetching limiters
+// (engine_prefetch.go).
 
 import (
 	"slices"
@@ -12,7 +13,11 @@ import (
 	"github.com/admit-go/admit/internal/enginehook"
 )
 
-func init() { enginehook.Layers = layersOf }
+func init() {
+	enginehook.Layers = layersOf
+	enginehook.Prefetch = prefetchStatsOf
+	enginehook.SetInstances = setInstances
+}
 
 // each calls f with each instance held (the one alone, or each key's).
 func (p *perKey[T]) each(f func(T)) {

@@ -1,9 +1,10 @@
-// Package enginehook reaches the layers of a policy engine from admit
-// serve, for its status page and metrics (concurrency in flight and
-// waiting, adaptive limits' current values, failure policies' state),
-// without a method on policy.Engine's public surface. Package policy sets
-// Layers when it is linked in; internal/prefetchhook does the same for
-// prefetching limiters.
+// Package enginehook reaches into a policy engine from admit serve
+// without a method on policy.Engine's public surface: the state of its
+// layers, for the status page and metrics (concurrency in flight and
+// waiting, adaptive limits' current values, failure policies' state;
+// Layers), and its prefetching limiters, for their metrics and the count
+// of live instances (Prefetch, SetInstances). Package policy sets these
+// hooks when it is linked in.
 package enginehook
 
 // Layers calls visit with the state of each layer of engine (a
