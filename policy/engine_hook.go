@@ -59,7 +59,7 @@ func layersOf(engine any, visit func(*enginehook.Layer)) {
 		l = enginehook.Layer{
 			Label: c.label, Kind: c.kind.String(),
 			Shared: c.class == classRemote || c.class == classRemoteSlots,
-			Rate:   c.limit.Rate, Burst: c.limit.Burst, PeriodNanos: int64(c.limit.Period),
+			Rate:   c.limit.Rate, Burst: c.limit.Burst, PeriodNanos: int64(c.limit.Period), Text: c.text,
 		}
 		vals = layerState(&l, c, vals[:0])
 		visit(&l)

@@ -16,6 +16,7 @@ type clayer struct {
 	label  string // Decision.Rule: the rule [/tier] [/kind]
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
+	text   string        // the limit as the policy file writes it, for a quota (quotaText)
 	delay  time.Duration // the rule's Delay, for a rate: the MaxDelay of its requests
 	lim    admit.KeyedLimiter
 	slots  admit.Slots

@@ -31,6 +31,11 @@ type Layer struct {
 	// slots of concurrency.
 	Rate, Burst int64
 	PeriodNanos int64
+	// Text is the layer's limit as a policy file writes it, where Rate,
+	// Burst and PeriodNanos cannot say it: a quota's calendar period,
+	// time zone and first day of the week ("1000/day (Europe/Paris)");
+	// "" for the other kinds.
+	Text string
 
 	// Slots says InFlight and Waiting are known (concurrency kept in
 	// memory, adaptive concurrency, concurrency lanes).
