@@ -20,6 +20,7 @@ type clayer struct {
 	delay  time.Duration // the rule's Delay, for a rate: the MaxDelay of its requests
 	lim    admit.KeyedLimiter
 	slots  admit.Slots
+	held   slotCounts      // the counts of slots behind a failure policy (a cap kept in a shared store): see heldCounts
 	learn  compose.Learner // lim, if an adaptive rate (which learns from outcomes)
 	pf     *prefetched     // in lim (behind the Guard), if the layer prefetches
 	print  string          // the definition, for Config.Previous

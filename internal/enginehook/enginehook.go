@@ -37,8 +37,11 @@ type Layer struct {
 	// "" for the other kinds.
 	Text string
 
-	// Slots says InFlight and Waiting are known (concurrency kept in
-	// memory, adaptive concurrency, concurrency lanes).
+	// Slots says InFlight and Waiting are known: for concurrency kept in
+	// memory, adaptive concurrency and concurrency lanes, all of them;
+	// for concurrency kept in a shared store (Shared), this instance's
+	// (the slots its grants hold: redisstore counts them locally, see
+	// internal/leases.Tally, plus those of its fallback).
 	Slots    bool
 	InFlight int64
 	Waiting  int64
@@ -72,7 +75,8 @@ type Summary struct {
 
 // SlotCounter is what a store's concurrency limiter implements so that
 // Layers can read its slots in use and its callers waiting, over all
-// keys (internal/stores' local slots do).
+// keys: internal/stores' local slots do, and redisstore's counted ones
+// (internal/leases.Countable) for the slots held through this instance.
 type SlotCounter interface {
 	SlotCounts() (inFlight int64, waiting int64)
 }
