@@ -107,7 +107,7 @@ function render(s) {
     tr.append(sp);
     const inFlight = el("td", x.in_flight === undefined ? "" : x.in_flight, "num");
     // A cap kept in Redis: the slots held through this instance only.
-    if (x.in_flight !== undefined && x.shared) inFlight.append(el("span", " this instance's", "dim small"));
+    if (x.in_flight !== undefined && x.shared) inFlight.append(el("span", " this instance's", "dim small nowrap"));
     tr.append(inFlight, el("td", x.waiting === undefined ? "" : x.waiting, "num"));
     const a = x.adaptive;
     tr.append(el("td", a ? fmt(a.min) + " / " + fmt(a.median) + " / " + fmt(a.max) + (a.unit === "per_second" ? " /s" : " slots") + " (" + a.keys + " keys)" : ""));
