@@ -11,16 +11,18 @@ import (
 // ecosystem (Redis, Prometheus, gRPC, Envoy, YAML) and the commands built on
 // them, listed here. A new package is core unless it is added to this list.
 var bridgePackages = map[string]bool{
-	"redisstore":         true,
-	"promlimit":          true,
-	"grpclimit":          true,
-	"policy":             true,
-	"server":             true,
-	"cmd/admit":          true,
-	"internal/redistest": true,
-	"internal/stores":    true,
-	"internal/policyfmt": true,
-	"internal/yamltext":  true,
+	"redisstore":              true,
+	"promlimit":               true,
+	"grpclimit":               true,
+	"policy":                  true,
+	"server":                  true,
+	"cmd/admit":               true,
+	"internal/redistest":      true,
+	"internal/stores/inredis": true,
+	"internal/policyfmt":      true,
+	"internal/yamltext":       true,
+	"sim":                     true, // the policy engine (YAML) and the traffic files
+	"internal/simreport":      true, // admit simulate's report: charts with gonum.org/v1/plot
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
@@ -77,6 +79,13 @@ var forbiddenDeps = []struct {
 	{"fair", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
 	// prefetch wraps any shared store through the contract.
 	{"prefetch", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	// sim runs the engine over memory: no Redis client, no service. Only
+	// admit simulate draws charts: the library, the service and the public
+	// sim package know neither the report nor the plotting library.
+	{"sim", []string{"github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/server", "github.com/admit-go/admit/policy/backends", "github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{".", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{"server", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{"policy", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
 	// policy is given its stores through policy.Backend (principle 8).
 	{"policy", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/internal/stores", "github.com/admit-go/admit/policy/backends"}},
 }

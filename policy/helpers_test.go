@@ -12,6 +12,7 @@ import (
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/internal/stores/inredis"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -111,7 +112,7 @@ func (testMemory) Quota(s Spec) (admit.KeyedLimiter, error) { return stores.Quot
 func (testMemory) Slots(s Spec) (admit.Slots, error)        { return stores.Slots(stores.Spec(s)) }
 func (testMemory) Shared() bool                             { return false }
 
-type testRedis struct{ r stores.Redis }
+type testRedis struct{ r inredis.Redis }
 
 func (t *testRedis) Rate(s Spec) (admit.KeyedLimiter, error)  { return t.r.Rate(stores.Spec(s)) }
 func (t *testRedis) Quota(s Spec) (admit.KeyedLimiter, error) { return t.r.Quota(stores.Spec(s)) }
@@ -121,7 +122,7 @@ func (t *testRedis) Shared() bool                             { return true }
 // withRedis is the Config of an engine on clock with the Redis store s as
 // "redis", its default store, deciding at clock's instants.
 func withRedis(s *redisstore.Store, clock admit.Clock) Config {
-	b := &testRedis{stores.Redis{Store: s, Clock: clock}}
+	b := &testRedis{inredis.Redis{Store: s, Clock: clock}}
 	return Config{Options: admit.Options{Clock: clock}, Backends: map[string]Backend{"redis": b}, DefaultStore: "redis"}
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/internal/leases"
-	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/internal/stores/inredis"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -124,7 +124,7 @@ func TestLeaseRecords(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			client := c.client(t)
 			s, prefix := prefixedStore(t, client, redisstore.Config{})
-			recs := stores.LeaseRecords(s)
+			recs := inredis.LeaseRecords(s)
 			l := newConcurrency(t, s, redisstore.ConcurrencyConfig{Max: 2, Lease: time.Hour})
 			ctx := t.Context()
 			keys := []string{"a", "b\x00{c}\xff|:", strings.Repeat("k", 1000)}
@@ -257,20 +257,20 @@ func TestLeaseRecordsAcrossStores(t *testing.T) {
 	if _, err := lease.ExtendFor(ctx, time.Minute); err != nil { // the slot lives as long as the record
 		t.Fatal(err)
 	}
-	if err := stores.LeaseRecords(a).Save(ctx, "job-42", time.Minute, lease); err != nil {
+	if err := inredis.LeaseRecords(a).Save(ctx, "job-42", time.Minute, lease); err != nil {
 		t.Fatal(err)
 	}
 
 	// Process B, on the same Redis, releases it.
 	b := newStore(t, client, redisstore.Config{Prefix: prefix})
-	taken, found, err := stores.LeaseRecords(b).Take(ctx, "job-42")
+	taken, found, err := inredis.LeaseRecords(b).Take(ctx, "job-42")
 	if err != nil || !found || len(taken) != 1 {
 		t.Fatalf("Take: %d leases, %v, %v", len(taken), found, err)
 	}
 	if released, err := taken[0].Release(ctx); !released || err != nil {
 		t.Errorf("released: %v, %v", released, err)
 	}
-	if _, found, err := stores.LeaseRecords(b).Take(ctx, "job-42"); found || err != nil {
+	if _, found, err := inredis.LeaseRecords(b).Take(ctx, "job-42"); found || err != nil {
 		t.Errorf("found again: %v, %v", found, err)
 	}
 	if _, d, _ = jobs.TryAcquire(ctx, admit.Request{Key: "etl", N: 0}); d.Remaining != 1 { // a peek

@@ -168,7 +168,7 @@ func withMaxLeases(n int) leaseOption {
 }
 
 // withLeaseStore keeps in Redis, in store's records (see
-// stores.LeaseRecords), the leases whose every
+// inredis.LeaseRecords), the leases whose every
 // grant is a slot of a concurrency cap kept in store (a rule with
 // store: redis), so that any table on the same Redis can release or extend
 // them: behind a load balancer, a client may send /v1/release and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/internal/redistest"
-	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/internal/stores/inredis"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -71,7 +71,7 @@ func apiRedisFleet(t *testing.T, n int, shared bool) ([]*apiHarness, *redistest.
 		src.Set(e)
 		leaseOpts := []leaseOption{withLeaseClock(clock)}
 		if shared {
-			leaseOpts = append(leaseOpts, withLeaseStore(stores.LeaseRecords(store)))
+			leaseOpts = append(leaseOpts, withLeaseStore(inredis.LeaseRecords(store)))
 		}
 		leases, err := newLeases(leaseOpts...)
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/internal/stores/inredis"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 )
@@ -15,7 +15,7 @@ import (
 // caps kept there are kept there too (WithLeaseStore), so that every
 // instance on it can release them.
 func (s *Server) adminHandler() (http.Handler, error) {
-	leases, err := newLeases(withLeaseStore(stores.LeaseRecords(s.store)))
+	leases, err := newLeases(withLeaseStore(inredis.LeaseRecords(s.store)))
 	if err != nil {
 		return nil, err
 	}

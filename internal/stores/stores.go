@@ -9,6 +9,7 @@ package stores
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Spec struct {
 func options(s *Spec) admit.Options {
 	return admit.Options{Clock: s.Clock, Name: s.Name, Observer: s.Observer}
 }
+
+// errNoShare refuses a Spec with a Share in memory: the engine keeps the
+// shares of the rules kept in memory itself (with fair.Share).
+var errNoShare = fmt.Errorf("%w: stores: a share kept in memory is the engine's", admit.ErrInvalidConfig)
 
 // Rate returns a keyed.Limiter of s (and refuses a Share: see
 // policy.Spec).

@@ -23,6 +23,7 @@ package backends
 import (
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/stores"
+	"github.com/admit-go/admit/internal/stores/inredis"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/redisstore"
 )
@@ -53,10 +54,10 @@ func (memory) Shared() bool                                    { return false }
 // that). Spec.Clock and Spec.MaxKeys do not apply. Its state is shared:
 // a policy's failure policies apply. The backend does not own s.
 func Redis(s *redisstore.Store, clock admit.Clock) policy.Backend {
-	return &redisBackend{stores.Redis{Store: s, Clock: clock}}
+	return &redisBackend{inredis.Redis{Store: s, Clock: clock}}
 }
 
-type redisBackend struct{ r stores.Redis }
+type redisBackend struct{ r inredis.Redis }
 
 func (r *redisBackend) Rate(s policy.Spec) (admit.KeyedLimiter, error) {
 	return r.r.Rate(stores.Spec(s))

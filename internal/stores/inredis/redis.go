@@ -1,4 +1,4 @@
-package stores
+package inredis
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/leases"
+	"github.com/admit-go/admit/internal/stores"
 	"github.com/admit-go/admit/redisstore"
 )
 
@@ -37,11 +38,11 @@ func name(n string) string {
 
 // redisOptions are the settings of s a Redis limiter takes: its name,
 // escaped, and its observer (Redis's clock decides).
-func redisOptions(s *Spec) admit.Options {
+func redisOptions(s *stores.Spec) admit.Options {
 	return admit.Options{Name: name(s.Name), Observer: s.Observer}
 }
 
-func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
+func (r *Redis) Rate(s stores.Spec) (admit.KeyedLimiter, error) {
 	if s.Share != nil {
 		return r.share(s)
 	}
@@ -56,7 +57,7 @@ func (r *Redis) Rate(s Spec) (admit.KeyedLimiter, error) {
 	return r.clocked(lim), nil
 }
 
-func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
+func (r *Redis) Quota(s stores.Spec) (admit.KeyedLimiter, error) {
 	q, err := r.Store.Quota(redisstore.QuotaConfig{
 		Options:   redisOptions(&s),
 		Limit:     s.Limit.Rate,
@@ -70,7 +71,7 @@ func (r *Redis) Quota(s Spec) (admit.KeyedLimiter, error) {
 	return r.clocked(q), nil
 }
 
-func (r *Redis) Slots(s Spec) (admit.Slots, error) {
+func (r *Redis) Slots(s stores.Spec) (admit.Slots, error) {
 	c, err := r.Store.Concurrency(redisstore.ConcurrencyConfig{
 		Options: redisOptions(&s),
 		Max:     s.Limit.Rate,

@@ -1,14 +1,15 @@
-package stores
+package inredis
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/stores"
 	"github.com/admit-go/admit/redisstore"
 )
 
-// Rates builds a Redis limiter per Spec of specs and returns one limiter
+// Rates builds a Redis limiter per stores.Spec of specs and returns one limiter
 // deciding them together for a key, all or nothing, in one script call
 // (redisstore.Store.AllowLayers, tagged by the key, so that each rate's
 // state is the key its own limiter's Allow and Refund use): a request is
@@ -17,7 +18,7 @@ import (
 // with the longest RetryAfter, or the admission with the fewest
 // Remaining. Requests are decided at r.Clock.Now() when it is not nil and
 // they give no instant.
-func (r *Redis) Rates(specs []Spec) (admit.KeyedLimiter, error) {
+func (r *Redis) Rates(specs []stores.Spec) (admit.KeyedLimiter, error) {
 	s := &rateSet{store: r.Store, clock: r.Clock, lims: make([]*redisstore.Limiter, len(specs))}
 	for i := range specs {
 		lim, err := r.Store.Limiter(redisstore.LimiterConfig{

@@ -1,12 +1,12 @@
-package stores
+package inredis
 
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/lanekey"
+	"github.com/admit-go/admit/internal/stores"
 )
 
 // inBudgets is what redisstore's share limiter (Store.Share) offers beyond
@@ -17,10 +17,10 @@ type inBudgets interface {
 	admit.HealthReporter
 }
 
-// share returns the limiter of a Spec with a Share: redisstore's share of
+// share returns the limiter of a stores.Spec with a Share: redisstore's share of
 // s.Share's budget, whose request keys name the tenant and the budget
 // (see lanekey).
-func (r *Redis) share(s Spec) (admit.KeyedLimiter, error) {
+func (r *Redis) share(s stores.Spec) (admit.KeyedLimiter, error) {
 	cfg := *s.Share
 	cfg.Options = redisOptions(&s)
 	lim, err := r.Store.Share(cfg)
@@ -33,10 +33,6 @@ func (r *Redis) share(s Spec) (admit.KeyedLimiter, error) {
 	}
 	return &budgetShare{in, r.Clock}, nil
 }
-
-// errNoShare refuses a Spec with a Share in memory: the engine keeps the
-// shares of the rules kept in memory itself (with fair.Share).
-var errNoShare = fmt.Errorf("%w: stores: a share kept in memory is the engine's", admit.ErrInvalidConfig)
 
 // budgetShare is a share limiter of many budgets as an admit.KeyedLimiter
 // whose keys name the tenant and the budget, deciding at clock's instants

@@ -1,0 +1,337 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/compose"
+	"github.com/admit-go/admit/policy"
+)
+
+// Config is what Run plays: a policy, traffic, and how.
+type Config struct {
+	// Policy is the policy the instances enforce, in either of
+	// policy's formats (see policy.Parse). Required.
+	Policy *policy.Policy
+	// Traffic is what the clients send. Required.
+	Traffic *Traffic
+	// Seed, when not 0, replaces Traffic.Seed.
+	Seed uint64
+	// Algorithm, when not empty, is the algorithm every rate of the
+	// policy is decided by instead of its own (an admit.ParseAlgorithm
+	// name: "gcra", "fixed_window"...), to compare algorithms on the same
+	// traffic.
+	Algorithm string
+	// Progress, if not nil, is called as the run goes, with the simulated
+	// time done and the whole (about 300 times in a run, and at the end).
+	Progress func(done, total time.Duration)
+}
+
+// Limits of a run, so that no input makes it unbounded.
+const (
+	maxRequests = 200_000_000 // requests expected from the arrival processes
+	maxAttempts = 400_000_000 // attempts made, retries included
+	maxPending  = 20_000_000  // events scheduled at once
+	maxTenants  = 10_000      // tenants in Result.Tenants
+)
+
+// ErrTooBig is the error of a run beyond the limits above.
+var errTooBig = errors.New("sim: run too big")
+
+// Run plays c.Traffic against c.Policy on a simulated clock and returns
+// what it measured. The instances are policy.Engines, as in admit serve,
+// over the limiters of package keyed, quota and concurrency (the shared
+// stores are simulated in memory, one for the fleet; see Traffic.Store),
+// asked at simulated instants; nothing sleeps, so an hour of traffic
+// takes seconds. The same inputs and seed give the same Result.
+//
+// The error says what is wrong with an input (a Traffic that fails its
+// documented bounds, a policy the engine refuses, a fault naming a store
+// no rule uses), that the run would be too big (about 2×10⁸ requests, or
+// 4×10⁸ attempts), or that ctx ended.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if c.Policy == nil || c.Traffic == nil {
+		return nil, fmt.Errorf("%w: sim: Config needs a Policy and a Traffic", admit.ErrInvalidConfig)
+	}
+	if err := c.Traffic.check(); err != nil {
+		return nil, err
+	}
+	r, err := newRun(c)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.loop(ctx); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// run is one simulation.
+type run struct {
+	cfg     Config
+	t       *Traffic
+	end     int64 // Duration, in ns
+	step    int64
+	nsteps  int
+	clk     *clock
+	seed    uint64
+	svc     *rand.Rand // the backend's service times
+	jit     *rand.Rand // the retries' jitter
+	bal     *rand.Rand // random balancing
+	engines []*policy.Engine
+	outs    []policy.Result
+	balance int // the next instance, round robin
+	clients []client
+	reps    []replica
+	ev      events
+	back    *backend
+	slots   []*slot
+	free    []int32
+	acct    *accounting
+	pol     *policy.Policy
+	keyReps map[string]keyRep // descriptors' keys: how many tenants send each, and the first
+	ctx     context.Context
+}
+
+// client is a Traffic.Clients entry as the run plays it.
+type client struct {
+	c    *Client
+	arr  arrivals
+	hits int64
+	max  int // attempts
+	Tally
+}
+
+// replica is one of a client's Count: one tenant.
+type replica struct {
+	client int32
+	n      int        // requests so far (constant, replay)
+	rng    *rand.Rand // its arrivals'
+	tokens float64
+	req    policy.Request
+	keys   []string // one per descriptor: its entries, as the oracle's key
+	byKey  map[string]*replayReq
+	Tally
+}
+
+// keyRep says how many tenants send a descriptor's key, and which first.
+type keyRep struct{ n, owner int32 }
+
+// replayReq is the request of a replayed key.
+type replayReq struct {
+	req  policy.Request
+	keys []string
+}
+
+// slot is an admitted request, until it is done.
+type slot struct {
+	id       int32
+	held     compose.Held
+	rep      int32
+	admitted int64
+	queued   int64
+}
+
+func newRun(c Config) (*run, error) {
+	t := c.Traffic
+	seed := t.Seed
+	if c.Seed != 0 {
+		seed = c.Seed
+	}
+	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, seed: seed, ctx: context.Background()}
+	r.svc, r.jit, r.bal = r.stream(1<<62), r.stream(1<<62+1), r.stream(1<<62+2)
+	r.cfg.Seed = seed
+	r.step = int64(t.Step)
+	if r.step == 0 {
+		r.step = max(ceilDiv(r.end/300, int64(time.Millisecond))*int64(time.Millisecond), int64(time.Millisecond))
+	}
+	r.nsteps = int(ceilDiv(r.end, r.step))
+	pol := c.Policy
+	if c.Algorithm != "" {
+		alg, err := admit.ParseAlgorithm(c.Algorithm)
+		if err != nil {
+			return nil, fmt.Errorf("sim: Config.Algorithm: %w", err)
+		}
+		pol = withAlgorithm(pol, alg)
+	}
+	r.pol = pol
+	if err := r.buildEngines(pol); err != nil {
+		r.close()
+		return nil, err
+	}
+	if err := r.buildClients(); err != nil {
+		r.close()
+		return nil, err
+	}
+	if t.Backend != nil {
+		r.back = newBackend(t.Backend)
+	}
+	r.acct = newAccounting(r)
+	return r, nil
+}
+
+func (r *run) close() {
+	for _, e := range r.engines {
+		_ = e.Close()
+	}
+}
+
+// buildEngines builds one engine per instance, over the fleet's stores.
+func (r *run) buildEngines(pol *policy.Policy) error {
+	n := max(r.t.Instances, 1)
+	names := storeNames(pol)
+	for _, f := range r.t.Faults {
+		if f.Store != "" && !contains(names, f.Store) {
+			return fmt.Errorf("%w: sim: a fault names store %q, which no rule of the policy is kept in (its shared stores: %s)", admit.ErrInvalidConfig, f.Store, strings.Join(names, ", "))
+		}
+	}
+	shared := map[string]policy.Backend{}
+	for _, name := range names {
+		if r.t.Store == "local" {
+			shared[name] = localShare{n: n}
+		} else {
+			shared[name] = newSharedStore(name, r.clk, r.t.Faults)
+		}
+	}
+	for range n {
+		bs := map[string]policy.Backend{policy.StoreLocal: memory{}}
+		for name, b := range shared {
+			bs[name] = b
+		}
+		e, err := policy.NewEngine(pol, policy.Config{Options: admit.Options{Clock: r.clk}, Backends: bs, DefaultStore: defaultStore})
+		if err != nil {
+			return fmt.Errorf("sim: the policy: %w", err)
+		}
+		r.engines = append(r.engines, e)
+	}
+	r.outs = make([]policy.Result, n)
+	return nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// buildClients lays out the clients and their replicas, with their
+// requests built once.
+func (r *run) buildClients() error {
+	r.clients = make([]client, len(r.t.Clients))
+	r.keyReps = map[string]keyRep{}
+	for ci := range r.t.Clients {
+		c := &r.t.Clients[ci]
+		k := &r.clients[ci]
+		k.c, k.arr, k.hits, k.max = c, newArrivals(c, r.end), max(c.Hits, 1), c.Retry.MaxAttempts
+		k.Name = c.Name
+		if k.max == 0 {
+			k.max = 5
+		}
+		if c.Arrival.Process == "replay" {
+			lines, err := readReplay(c.Arrival.Log)
+			if err != nil {
+				return err
+			}
+			k.arr.lines = lines
+		}
+		count := max(c.Count, 1)
+		for i := range count {
+			rp := replica{client: int32(ci), rng: r.stream(uint64(len(r.reps)))}
+			rp.Name = c.Name
+			if count > 1 {
+				rp.Name = c.Name + "-" + strconv.Itoa(i)
+			}
+			if k.arr.lines != nil {
+				rp.byKey = map[string]*replayReq{}
+			} else {
+				rp.req, rp.keys = buildRequest(c, strconv.Itoa(i), "", k.hits)
+				for _, key := range rp.keys {
+					kr := r.keyReps[key]
+					if kr.n == 0 {
+						kr.owner = int32(len(r.reps))
+					}
+					kr.n++
+					r.keyReps[key] = kr
+				}
+			}
+			r.reps = append(r.reps, rp)
+		}
+	}
+	return nil
+}
+
+// stream returns the random numbers of one purpose: each client's
+// arrivals have their own, and the backend, the jitter and the balancing
+// theirs, so that what the limits decide changes none of the arrivals
+// (runs of several algorithms see the same traffic).
+func (r *run) stream(n uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(r.seed, n^0x9e3779b97f4a7c15))
+}
+
+// buildRequest returns the request of a client with its substitutions
+// ({i}, {key}) made, and its descriptors' keys for the oracle.
+func buildRequest(c *Client, i, key string, hits int64) (policy.Request, []string) {
+	req := policy.Request{Domain: c.Domain, Hits: hits, Descriptors: make([]policy.Descriptor, len(c.Descriptors))}
+	keys := make([]string, len(c.Descriptors))
+	sub := strings.NewReplacer("{i}", i, "{key}", key)
+	for d, desc := range c.Descriptors {
+		nd := desc
+		nd.Entries = make([]policy.Entry, len(desc.Entries))
+		var b strings.Builder
+		for e, en := range desc.Entries {
+			nd.Entries[e] = policy.Entry{Key: en.Key, Value: sub.Replace(en.Value)}
+			fmt.Fprintf(&b, "%d:%s%d:%s", len(en.Key), en.Key, len(nd.Entries[e].Value), nd.Entries[e].Value)
+		}
+		req.Descriptors[d] = nd
+		keys[d] = b.String()
+	}
+	return req, keys
+}
+
+// withAlgorithm returns a copy of p whose rates are all decided by alg.
+func withAlgorithm(p *policy.Policy, alg admit.Algorithm) *policy.Policy {
+	np := &policy.Policy{Domains: make([]*policy.Domain, len(p.Domains))}
+	for i, d := range p.Domains {
+		nd := *d
+		nd.Override.Algorithm = alg
+		nd.Rules = make([]*policy.Rule, len(d.Rules))
+		for j, ru := range d.Rules {
+			nr := *ru
+			nr.Algorithm = alg
+			if ru.Tiers != nil {
+				tt := *ru.Tiers
+				tt.Tiers = make(map[string]*policy.Tier, len(ru.Tiers.Tiers))
+				for name, tier := range ru.Tiers.Tiers {
+					nt := *tier
+					nt.Algorithm = alg
+					tt.Tiers[name] = &nt
+				}
+				nr.Tiers = &tt
+			}
+			nd.Rules[j] = &nr
+		}
+		np.Domains[i] = &nd
+	}
+	return np
+}
+
+// algorithm is the algorithm the run decides a rule's rate by: alg, the
+// rule's, unless Config.Algorithm replaces it.
+func (r *run) algorithm(alg admit.Algorithm) admit.Algorithm {
+	if r.cfg.Algorithm != "" {
+		if a, err := admit.ParseAlgorithm(r.cfg.Algorithm); err == nil {
+			return a
+		}
+	}
+	return alg
+}
