@@ -101,21 +101,21 @@ func TestSlotsCountHeld(t *testing.T) {
 			}
 		}
 	}
-	e := acquire(ctx, 1)
-	want(1, "granted")
-	gone()
-	if ok, err := lease(e).Extend(ctx); ok || err != nil {
-		t.Fatalf("Extend of a lease gone from Redis: %v, %v", ok, err)
+	for _, ask := range []struct {
+		name string
+		f    func(redisstore.Lease) (bool, error)
+	}{
+		{"Extend", func(p redisstore.Lease) (bool, error) { return p.Extend(ctx) }},
+		{"Held", func(p redisstore.Lease) (bool, error) { return p.Held(ctx) }},
+	} {
+		r := acquire(ctx, 2)
+		want(2, "granted")
+		gone()
+		if ok, err := ask.f(lease(r)); ok || err != nil {
+			t.Fatalf("%s of a lease gone from Redis: %v, %v", ask.name, ok, err)
+		}
+		want(0, ask.name+" said it is gone")
+		r.Release()
+		want(0, "released after")
 	}
-	want(0, "its extension refused")
-	f := acquire(ctx, 2)
-	want(2, "granted")
-	gone()
-	if ok, err := lease(f).Held(ctx); ok || err != nil {
-		t.Fatalf("Held of a lease gone from Redis: %v, %v", ok, err)
-	}
-	want(0, "Held said it is gone")
-	e.Release()
-	f.Release()
-	want(0, "released after")
 }
