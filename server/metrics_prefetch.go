@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,11 +69,11 @@ func (m *prefetchMetrics) Describe(ch chan<- *prometheus.Desc) {
 
 func (m *prefetchMetrics) Collect(ch chan<- prometheus.Metric) {
 	e := m.engine()
-	if e == nil || prefetchhook.Stats == nil {
+	if e == nil || enginehook.Prefetch == nil {
 		return
 	}
 	seen := map[string]bool{}
-	prefetchhook.Stats(e, func(label string, s prefetch.Stats) {
+	enginehook.Prefetch(e, func(label string, s prefetch.Stats) {
 		label = strings.ToValidUTF8(label, "\uFFFD")
 		if seen[label] {
 			return
