@@ -101,12 +101,13 @@ func (r *run) capacityWarning() (Warning, bool) {
 	return Warning{Kind: "capacity", Message: fmt.Sprintf("the limits admit up to %.0f requests/s (each tenant's tightest rate, summed), more than %.0f%% of the backend's capacity: %.0f of %.0f requests/s (%d workers, %v per request on average); lower the limits, or add a limit every tenant shares at %.0f/s", sum, head*100, head*c, c, r.back.workers, r.back.meanService().Round(100*time.Microsecond), head*c)}, true
 }
 
-// burstWarning finds the keys of a rule whose arrivals (first attempts)
-// are within its rate on average yet were refused by it (by its exact
-// oracle, so that a fleet's errors do not count): their arrivals vary
-// more than its burst absorbs. It gives the burst 99% of them needed to
-// be refused nothing, as the seeds advise (size a burst from the
-// arrivals' variance), when refusals are at least 0.1% of their events.
+// burstWarning finds the keys of a rule whose arrivals (first attempts,
+// whatever other limits and retries do) are within its rate on average
+// yet would be refused by it: they vary more than its burst absorbs. It
+// gives the burst that would have admitted all the arrivals of 99% of
+// those keys, and of all of them (the seeds: size a burst from the
+// arrivals' variance), when the refusals are at least 0.1% of their
+// events.
 func (r *run) burstWarning(ra *ruleAcc) (Warning, bool) {
 	if ra.keys == nil {
 		return Warning{}, false
@@ -126,12 +127,12 @@ func (r *run) burstWarning(ra *ruleAcc) (Warning, bool) {
 		return Warning{}, false
 	}
 	slices.Sort(needs)
-	p99 := needs[min(len(needs)-1, int(math.Ceil(0.99*float64(len(needs))))-1)]
-	b := ra.limit.Burst
-	if b == 0 {
-		b = ra.limit.Rate
+	p99, most := needs[min(len(needs)-1, int(math.Ceil(0.99*float64(len(needs))))-1)], needs[len(needs)-1]
+	fix := fmt.Sprintf("a burst of %d would have admitted them all", most)
+	if p99 > ra.burst && p99 < most {
+		fix = fmt.Sprintf("a burst of %d would have admitted all the arrivals of 99%% of those keys, and %d of every one", p99, most)
 	}
-	return Warning{Kind: "burst", Message: fmt.Sprintf("rule %s refused %d of the %d events (%.1f%%) that %d keys sent within 90%% of its rate (%s) on average, retries aside: their arrivals vary more than a burst of %d absorbs; a burst of %d would have admitted every one of 99%% of those keys", ra.Name, refused, offered, 100*float64(refused)/float64(offered), len(needs), limitText(ra.limit), b, max(p99, b+1))}, true
+	return Warning{Kind: "burst", Message: fmt.Sprintf("rule %s would refuse %d of the %d events (%.2f%%) that %d keys send within 90%% of its rate (%s) on average, before any retry: their arrivals vary more than a burst of %d absorbs; %s", ra.Name, refused, offered, 100*float64(refused)/float64(offered), len(needs), limitText(ra.limit), ra.burst, fix)}, true
 }
 
 // outageWarnings finds the faults during which a rule admitted a key more
