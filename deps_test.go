@@ -22,6 +22,7 @@ var bridgePackages = map[string]bool{
 	"internal/policyfmt":      true,
 	"internal/yamltext":       true,
 	"sim":                     true, // the policy engine (YAML) and the traffic files
+	"internal/simreport":      true, // admit simulate's report: charts with gonum.org/v1/plot
 }
 
 func TestCoreImportsOnlyStandardLibrary(t *testing.T) {
@@ -81,9 +82,14 @@ var forbiddenDeps = []struct {
 	// promlimit reads the state of the limiters given to Observer.Watch
 	// (concurrency's among them), but knows no other backend.
 	{"promlimit", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/redis/"}},
+	// sim runs the engine over memory: no Redis client, no service. Only
+	// admit simulate draws charts: the library, the service and the public
+	// sim package know neither the report nor the plotting library.
+	{"sim", []string{"github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/server", "github.com/admit-go/admit/policy/backends", "github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{".", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{"server", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
+	{"policy", []string{"github.com/admit-go/admit/internal/simreport", "gonum.org/"}},
 	// policy is given its stores through policy.Backend (principle 8).
-	// sim runs the engine over memory: no Redis client, no service.
-	{"sim", []string{"github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/server", "github.com/admit-go/admit/policy/backends"}},
 	{"policy", []string{"github.com/admit-go/admit/keyed", "github.com/admit-go/admit/concurrency", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/redisstore", "github.com/redis/", "github.com/admit-go/admit/internal/stores", "github.com/admit-go/admit/policy/backends"}},
 }
 

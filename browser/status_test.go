@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/admit-go/admit/internal/redistest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -43,10 +44,10 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// serve builds admit and runs `admit serve` with the built-in policy, the
-// API on one address and the admin listener on another; it returns both
-// and the process.
-func serve(t *testing.T) (api, admin string, cmd *exec.Cmd) {
+// serve builds admit and runs `admit serve` with the built-in policy and
+// the extra arguments, the API on one address and the admin listener on
+// another; it returns both and the process.
+func serve(t *testing.T, args ...string) (api, admin string, cmd *exec.Cmd) {
 	bin := filepath.Join(t.TempDir(), "admit")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/admit")
 	build.Dir = ".."
@@ -54,7 +55,7 @@ func serve(t *testing.T) (api, admin string, cmd *exec.Cmd) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	api, admin = freePort(t), freePort(t)
-	cmd = exec.Command(bin, "serve", "--http-addr", api, "--admin-addr", admin, "--grpc-addr", "off")
+	cmd = exec.Command(bin, append([]string{"serve", "--http-addr", api, "--admin-addr", admin, "--grpc-addr", "off"}, args...)...)
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -83,22 +84,40 @@ func serve(t *testing.T) (api, admin string, cmd *exec.Cmd) {
 
 // check sends n checks of one descriptor entry to the API.
 func check(t *testing.T, api, key, value string, n int) {
+	post(t, api, "/v1/check", key, value, n)
+}
+
+// post sends n requests of one descriptor entry to path of the API.
+func post(t *testing.T, api, path, key, value string, n int) {
 	body := fmt.Sprintf(`{"domain":"api","descriptors":[{"entries":[{"key":%q,"value":%q}]}]}`, key, value)
 	for range n {
-		res, err := http.Post("http://"+api+"/v1/check", "application/json", strings.NewReader(body))
+		res, err := http.Post("http://"+api+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %s", path, res.Status)
+		}
 	}
 }
 
 // evil is a key that would run if the page wrote it as HTML.
 const evil = `<script>pwned=1</script><img src=x onerror=pwned=2>`
 
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// TestStatusPage runs admit serve on a Redis of its own, as a fleet's
+// instance would (its rules kept there), and checks the status page in
+// Chromium: the rules, their limits (quotas' too), the slots this
+// instance holds of a cap kept in Redis, a denied key shown as text that
+// would run as HTML, its count moving, and the page telling when the
+// admin port closes. It saves a screenshot (ADMIT_SCREENSHOT names the
+// file: docs/status.png is one).
 func TestStatusPage(t *testing.T) {
 	exe := chromium(t)
-	api, admin, cmd := serve(t)
+	rs := redistest.NewStandalone(t)
+	api, admin, cmd := serve(t, "--redis", "redis://"+rs.Addr())
 
 	// The page is the admin listener's only.
 	if res, err := http.Get("http://" + api + "/status"); err != nil || res.StatusCode != 404 {
@@ -109,6 +128,7 @@ func TestStatusPage(t *testing.T) {
 	check(t, api, "user", "alice", 10)
 	check(t, api, "generic_key", "demo", 8)
 	check(t, api, "tenant", "acme", 30)
+	post(t, api, "/v1/acquire", "generic_key", "global", 3) // three leases held of a cap kept in Redis
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1400, 900))
@@ -146,6 +166,10 @@ func TestStatusPage(t *testing.T) {
 	if !strings.Contains(rules, "per-user") || !strings.Contains(rules, "20/s burst 40") {
 		t.Errorf("the rule is not shown: %q", rules)
 	}
+	if !strings.Contains(rules, "per-tenant/pro/quota") || !strings.Contains(rules, "1000000/day") {
+		t.Errorf("a quota's limit is not shown: %q", rules)
+	}
+	poll("the slots held through this instance are not shown", `(() => { const r = [...document.querySelectorAll("#rules tbody tr")].find(r => r.cells[0].textContent === "global"); return r && r.cells[6].textContent === "3 this instance's" })()`)
 	// The rules' figures count whole seconds: the denials show once the
 	// second they fell in is over (the key, at once).
 	poll("per-user's denied share stayed 0.0%", `(() => { const r = [...document.querySelectorAll("#rules tbody tr")].find(r => r.cells[0].textContent === "per-user"); return r && r.cells[4].textContent !== "0.0%" })()`)

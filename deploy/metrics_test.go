@@ -22,13 +22,15 @@ import (
 // metricsPolicy has a rule of each kind whose metrics the dashboard and
 // the alerts use: rates kept in Redis (one prefetching, one with a
 // breaker falling back to memory), a rate and a concurrency cap kept in
-// memory, and adaptive limits.
+// memory, a rate that delays requests beyond its burst (delay:), and
+// adaptive limits.
 const metricsPolicy = `domain: api
 rules:
   - {name: per-user, match: user, rate: 2/s, store: redis, failure: {policy: fallback, breaker: true, local_share: 1, timeout: 1s}}
   - {name: hot, match: tenant, rate: 1000/s burst 100, store: redis, prefetch: auto, failure: {policy: fail_open, timeout: 1s}}
   - {name: per-address, match: remote_address, rate: 2/s, store: local}
   - {name: slots, match: route, concurrency: 2, store: local}
+  - {name: paced, match: job, rate: 1/s, delay: 2s, store: local}
   - name: backend
     match: backend
     adaptive_concurrency: {min: 1, max: 10}
@@ -74,9 +76,10 @@ func exportedMetrics(t *testing.T) map[string]bool {
 			t.Fatalf("%s=%s: %v", key, value, err)
 		}
 	}
-	// Over each limit, so that both decisions are counted; the slots of
-	// the concurrency caps are held until the end.
-	for _, kv := range [][2]string{{"user", "u1"}, {"tenant", "t1"}, {"remote_address", "10.0.0.1"}, {"route", "/a"}, {"backend", "b1"}, {"payments", "p1"}} {
+	// Over each limit, so that both decisions are counted (paced's second
+	// and third requests admitted with a delay, the next ones refused);
+	// the slots of the concurrency caps are held until the end.
+	for _, kv := range [][2]string{{"user", "u1"}, {"tenant", "t1"}, {"remote_address", "10.0.0.1"}, {"route", "/a"}, {"job", "j1"}, {"backend", "b1"}, {"payments", "p1"}} {
 		for range 5 {
 			check(kv[0], kv[1], new(compose.Held))
 		}

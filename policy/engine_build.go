@@ -280,7 +280,7 @@ func (b *builder) set(r *Rule, cr *crule, tier string, l *Limits, st store) (*cs
 		if err != nil {
 			return nil, err
 		}
-		c.limit = admit.Limit{Rate: q.Limit, Burst: q.Limit}
+		c.limit, c.text = admit.Limit{Rate: q.Limit, Burst: q.Limit}, quotaText(q)
 		s.layers = append(s.layers, c)
 	}
 	if cc := l.Concurrency; cc != nil {

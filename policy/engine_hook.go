@@ -1,18 +1,24 @@
 package policy
 
-// The state of an engine's layers, for admit serve's status page and
-// metrics (see internal/enginehook).
+// The hooks of internal/enginehook: the state of an engine's layers, for
+// admit serve's status page and metrics, and its prefetching limiters
+// (engine_prefetch.go).
 
 import (
 	"slices"
 
+	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/adaptive"
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/internal/enginehook"
 )
 
-func init() { enginehook.Layers = layersOf }
+func init() {
+	enginehook.Layers = layersOf
+	enginehook.Prefetch = prefetchStatsOf
+	enginehook.SetInstances = setInstances
+}
 
 // each calls f with each instance held (the one alone, or each key's).
 func (p *perKey[T]) each(f func(T)) {
@@ -54,17 +60,45 @@ func layersOf(engine any, visit func(*enginehook.Layer)) {
 		l = enginehook.Layer{
 			Label: c.label, Kind: c.kind.String(),
 			Shared: c.class == classRemote || c.class == classRemoteSlots,
-			Rate:   c.limit.Rate, Burst: c.limit.Burst, PeriodNanos: int64(c.limit.Period),
+			Rate:   c.limit.Rate, Burst: c.limit.Burst, PeriodNanos: int64(c.limit.Period), Text: c.text,
 		}
 		vals = layerState(&l, c, vals[:0])
 		visit(&l)
 	})
 }
 
+// slotCounts are the counts of the slots of a cap kept in a shared store,
+// which its failure policy (compose.GuardSlots) hides: those held through
+// this instance, in the store (redisstore's count them) and in its
+// fallback, if it has one.
+type slotCounts []enginehook.SlotCounter
+
+// heldCounts returns held with the counts of slots added if they are
+// counted (an enginehook.SlotCounter), or nil if not.
+func heldCounts(held slotCounts, slots admit.Slots) slotCounts {
+	if sc, ok := slots.(enginehook.SlotCounter); ok {
+		return append(held, sc)
+	}
+	return nil
+}
+
+// SlotCounts sums s's counts.
+func (s slotCounts) SlotCounts() (inFlight, waiting int64) {
+	for _, sc := range s {
+		in, w := sc.SlotCounts()
+		inFlight, waiting = inFlight+in, waiting+w
+	}
+	return inFlight, waiting
+}
+
 // layerState fills in what l's layer c knows of its state, using vals as
 // scratch; it returns vals.
 func layerState(l *enginehook.Layer, c *clayer, vals []float64) []float64 {
-	switch s := c.slots.(type) {
+	var slots any = c.slots
+	if c.held != nil {
+		slots = c.held
+	}
+	switch s := slots.(type) {
 	case *gradientSlots:
 		l.Kind, l.Slots, l.Floor = "adaptive_concurrency", true, s.floor
 		s.keys.each(func(g *adaptive.Gradient) {

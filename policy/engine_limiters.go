@@ -164,6 +164,7 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 		c.slots = slots
 		return nil
 	}
+	held := heldCounts(nil, slots)
 	p := compose.FailOpen
 	switch f.Policy {
 	case FailClosed:
@@ -178,7 +179,11 @@ func (e *Engine) buildConcurrency(c *clayer, cc *Concurrency, st store, f Failur
 			return err
 		}
 		p = compose.FallbackSlots(local)
+		if held != nil {
+			held = heldCounts(held, local)
+		}
 	}
+	c.held = held
 	c.slots, err = compose.GuardSlots(slots, compose.GuardConfig{Options: admit.Options{Name: c.label}, Policy: p, RetryAfter: f.RetryAfter})
 	return err
 }

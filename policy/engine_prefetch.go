@@ -13,14 +13,8 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/prefetchhook"
 	"github.com/admit-go/admit/prefetch"
 )
-
-func init() {
-	prefetchhook.Stats = prefetchStatsOf
-	prefetchhook.SetInstances = setInstances
-}
 
 // prefetched is a layer's prefetch.Limiter, with what the Guard around it
 // and Engine.Reset use of the store's limiter: its Reset (the key's shared
@@ -194,7 +188,7 @@ func (e *Engine) closePrefetch(unowned bool) error {
 }
 
 // prefetchStatsOf visits the prefetching limiters of engine (a *Engine),
-// for admit serve's metrics (see internal/prefetchhook).
+// for admit serve's metrics (see internal/enginehook).
 func prefetchStatsOf(engine any, visit func(label string, s prefetch.Stats)) {
 	e, ok := engine.(*Engine)
 	if !ok || e == nil || e.closed.Load() {
@@ -204,7 +198,7 @@ func prefetchStatsOf(engine any, visit func(label string, s prefetch.Stats)) {
 }
 
 // setInstances tells the prefetching limiters of engine (a *Engine) that
-// n instances share their stores (see internal/prefetchhook).
+// n instances share their stores (see internal/enginehook).
 func setInstances(engine any, n int) {
 	e, ok := engine.(*Engine)
 	if !ok || e == nil || e.closed.Load() {

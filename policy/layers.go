@@ -16,9 +16,11 @@ type clayer struct {
 	label  string // Decision.Rule: the rule [/tier] [/kind]
 	prefix string // label + "/": the start of the Rule of its failure policy's decisions (and of its lanes')
 	limit  admit.Limit
+	text   string        // the limit as the policy file writes it, for a quota (quotaText)
 	delay  time.Duration // the rule's Delay, for a rate: the MaxDelay of its requests
 	lim    admit.KeyedLimiter
 	slots  admit.Slots
+	held   slotCounts      // the counts of slots behind a failure policy (a cap kept in a shared store): see heldCounts
 	learn  compose.Learner // lim, if an adaptive rate (which learns from outcomes)
 	pf     *prefetched     // in lim (behind the Guard), if the layer prefetches
 	print  string          // the definition, for Config.Previous

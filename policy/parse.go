@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -232,6 +233,26 @@ func parseQuota(s string) (int64, calendar.Period, error) {
 		return 0, 0, fmt.Errorf("period %q: want hour, day, week, month or year", truncate(strings.TrimSpace(pStr)))
 	}
 	return n, p, nil
+}
+
+// quotaText writes q as a policy file does (parseQuota reads its start
+// back): "1000/day", followed by its time zone and first day of the week
+// where they are not the defaults (UTC, Monday): "1000/day
+// (Europe/Paris)", "500/week (UTC, week_start: sunday)".
+func quotaText(q *Quota) string {
+	s := strconv.FormatInt(q.Limit, 10) + "/" + q.Period.String()
+	zone := ""
+	if q.Location != nil && q.Location.String() != "UTC" {
+		zone = q.Location.String()
+	}
+	week := q.Period == calendar.Week && q.WeekStart != time.Monday
+	switch {
+	case week:
+		return s + " (" + cmp.Or(zone, "UTC") + ", week_start: " + strings.ToLower(q.WeekStart.String()) + ")"
+	case zone != "":
+		return s + " (" + zone + ")"
+	}
+	return s
 }
 
 // checkCount checks a quota or concurrency cap: 1 to 2^53.

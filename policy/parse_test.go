@@ -97,6 +97,37 @@ func TestParseQuota(t *testing.T) {
 	}
 }
 
+// TestQuotaText: a quota's text, as the status page shows it, is how a
+// policy file writes it (parseQuota reads its start back), with the time
+// zone and the first day of the week where they are not the defaults.
+func TestQuotaText(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no time zone data:", err)
+	}
+	for _, tc := range []struct {
+		q    Quota
+		want string
+	}{
+		{Quota{Limit: 1000, Period: quota.Day, WeekStart: time.Monday}, "1000/day"},
+		{Quota{Limit: 1000, Period: quota.Day, Location: time.UTC}, "1000/day"},
+		{Quota{Limit: 1000, Period: quota.Day, Location: paris}, "1000/day (Europe/Paris)"},
+		{Quota{Limit: 100000, Period: quota.Month, Location: paris, WeekStart: time.Sunday}, "100000/month (Europe/Paris)"},
+		{Quota{Limit: 7, Period: quota.Week, WeekStart: time.Monday}, "7/week"},
+		{Quota{Limit: 7, Period: quota.Week, WeekStart: time.Sunday}, "7/week (UTC, week_start: sunday)"},
+		{Quota{Limit: 1 << 53, Period: quota.Week, Location: paris, WeekStart: time.Saturday}, "9007199254740992/week (Europe/Paris, week_start: saturday)"},
+	} {
+		got := quotaText(&tc.q)
+		if got != tc.want {
+			t.Errorf("quotaText(%+v) = %q, want %q", tc.q, got, tc.want)
+		}
+		start, _, _ := strings.Cut(got, " ")
+		if n, p, err := parseQuota(start); err != nil || n != tc.q.Limit || p != tc.q.Period {
+			t.Errorf("parseQuota(%q) = %d, %v, %v; want %d, %v", start, n, p, err, tc.q.Limit, tc.q.Period)
+		}
+	}
+}
+
 // FuzzParseRate checks that ParseRate never panics, agrees with
 // admit.ParseLimit wherever that accepts, returns only valid limits, and
 // that a limit's String parses back to it.

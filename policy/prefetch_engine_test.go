@@ -16,7 +16,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/admittest"
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/internal/stores"
 	"github.com/admit-go/admit/prefetch"
 )
@@ -110,7 +110,7 @@ func fleetEngine(t *testing.T, src string, m *sharedMemory, clock admit.Clock, p
 // statsOf returns the counts of e's prefetching limiters, by label.
 func statsOf(e *Engine) map[string]prefetch.Stats {
 	m := map[string]prefetch.Stats{}
-	prefetchhook.Stats(e, func(label string, s prefetch.Stats) { m[label] = s })
+	enginehook.Prefetch(e, func(label string, s prefetch.Stats) { m[label] = s })
 	return m
 }
 

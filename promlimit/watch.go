@@ -14,7 +14,7 @@ import (
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/fair"
 	"github.com/admit-go/admit/internal/adaptivehook"
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -89,7 +89,7 @@ const (
 	wGuardTimeouts
 	wGuardDecisions
 	wGuardProbes
-	wPrefetch // the first of prefetchhook.Metrics
+	wPrefetch // the first of enginehook.PrefetchMetrics
 )
 
 // watchMetric is a metric of the watched limiters.
@@ -142,7 +142,7 @@ func newWatcher(o *options) *watcher {
 	add("guard_timeouts_total", "Of the failures of a watched failure policy's store, the timeouts.", c)
 	add("guard_policy_decisions_total", "Requests a watched failure policy decided instead of its store, after a failure or under an open breaker.", c)
 	add("guard_probes_total", "Calls of its store that a watched failure policy's open breaker let through to find out whether the store was back.", c)
-	for _, m := range prefetchhook.Metrics {
+	for _, m := range enginehook.PrefetchMetrics {
 		typ := g
 		if m.Counter {
 			typ = c
@@ -293,7 +293,7 @@ func reader(v any) (func(emitFunc), error) {
 	case *prefetch.Limiter:
 		return func(emit emitFunc) {
 			s := l.Stats()
-			for i, m := range prefetchhook.Metrics {
+			for i, m := range enginehook.PrefetchMetrics {
 				emit(wPrefetch+i, "", m.Value(&s))
 			}
 		}, nil

@@ -16,7 +16,7 @@ import (
 	"github.com/admit-go/admit/compose"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/fair"
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/admit-go/admit/promlimit"
@@ -263,7 +263,7 @@ func TestWatchPrefetch(t *testing.T) {
 		t.Fatalf("no blocks or nothing admitted from them: %+v", s)
 	}
 	values := map[string]float64{}
-	for _, m := range prefetchhook.Metrics {
+	for _, m := range enginehook.PrefetchMetrics {
 		values["prefetch_"+m.Name] = m.Value(&s)
 	}
 	want(t, reg, "hot", values)
@@ -471,7 +471,7 @@ func TestWatchLint(t *testing.T) {
 	}
 	// Pacer 3, concurrency 4, queue 4, lanes 1, gradient 4+3, AIMD 3,
 	// guard 5, prefetch 11.
-	if n := testutil.CollectAndCount(obs); n != 3+4+4+1+7+3+5+len(prefetchhook.Metrics) {
+	if n := testutil.CollectAndCount(obs); n != 3+4+4+1+7+3+5+len(enginehook.PrefetchMetrics) {
 		t.Errorf("%d series", n)
 	}
 	lint(t, reg)

@@ -14,8 +14,10 @@ import (
 // The ConcurrencyLimiter is admit.Slots through Slots, whose grants are
 // compose.Renewers.
 var (
-	_ admit.Slots     = slots{}
-	_ compose.Renewer = (*leaseReleaser)(nil)
+	_ admit.Slots      = slots{}
+	_ compose.Renewer  = (*leaseReleaser)(nil)
+	_ leases.Countable = slots{}
+	_ leases.Countable = countedSlots{}
 )
 
 // Slots returns l as admit.Slots, a concurrency layer of a compose.All
@@ -42,13 +44,19 @@ func (l *ConcurrencyLimiter) Slots() admit.Slots {
 type slots struct{ l *ConcurrencyLimiter }
 
 func (s slots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	return s.acquire(ctx, r, nil)
+}
+
+// acquire is TryAcquire, counting the grant in c if c is not nil.
+func (s slots) acquire(ctx context.Context, r admit.Request, c *leases.Counter) (admit.Releaser, admit.Decision, error) {
 	key, n, max := r.Key, r.N, s.l.maxOf(r.Limit)
-	ms := s.l.leaseMS
+	ms, term := s.l.leaseMS, s.l.lease
 	if ttl, ok := leases.TTL(ctx); ok {
 		var err error
 		if ms, err = leaseMillis(ttl); err != nil {
 			return nil, s.l.refusal(max), err
 		}
+		term = (ttl + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	}
 	lease, d, err := s.l.tryFor(ctx, key, max, n, ms)
 	s.l.observe(key, n, d, err)
@@ -58,8 +66,34 @@ func (s slots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser,
 	if err != nil || !d.Allowed || lease.l == nil {
 		return nil, d, err
 	}
+	if c != nil {
+		c.Add(lease.id, n, term)
+	}
 	return &leaseReleaser{lease: lease}, d, nil
 }
+
+// CountHeld returns s, but for counting the slots its grants hold
+// through this process, in the Store's leases.Tally, their leases running
+// out on clock (see leases.Countable): admit serve's status page and
+// metrics read them (SlotCounts). It sends nothing to Redis.
+func (s slots) CountHeld(clock admit.Clock) admit.Slots {
+	return countedSlots{s, s.l.s.tallyOf().Counter(clock)}
+}
+
+// countedSlots are slots whose grants are counted (CountHeld).
+type countedSlots struct {
+	slots
+	c *leases.Counter
+}
+
+func (s countedSlots) TryAcquire(ctx context.Context, r admit.Request) (admit.Releaser, admit.Decision, error) {
+	return s.acquire(ctx, r, s.c)
+}
+
+// SlotCounts returns the slots held through this process, over every key
+// (counted locally: see leases.Tally), and 0 callers waiting (the slots
+// of Redis are never waited for in line).
+func (s countedSlots) SlotCounts() (inFlight, waiting int64) { return s.c.Held(), 0 }
 
 // leaseReleaser releases a Lease once, whoever calls Release and however
 // often.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -353,6 +354,7 @@ func (p Lease) Release(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	p.tallied(false, "")
 	return r[0] == 1, nil
 }
 
@@ -390,6 +392,7 @@ func (p Lease) extend(ctx context.Context, mode, ms string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	p.tallied(r[0] == 1, ms)
 	return r[0] == 1, nil
 }
 
@@ -413,7 +416,34 @@ func (p Lease) Held(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if r[0] != 1 {
+		p.tallied(false, "")
+	}
 	return r[0] == 1, nil
+}
+
+// tallied tells the Store's Tally, if it has one, what Redis said of p:
+// held for ms milliseconds from now (extended), or not held (released,
+// or gone).
+func (p Lease) tallied(held bool, ms string) {
+	t := p.l.s.tally.Load()
+	switch {
+	case t == nil:
+	case held:
+		m, _ := strconv.ParseInt(ms, 10, 64) // as leaseMillis wrote it
+		t.Renew(p.id, time.Duration(m)*time.Millisecond)
+	default:
+		t.Forget(p.id)
+	}
+}
+
+// tallyOf returns the Store's Tally, made on first use.
+func (s *Store) tallyOf() *leases.Tally {
+	if t := s.tally.Load(); t != nil {
+		return t
+	}
+	s.tally.CompareAndSwap(nil, new(leases.Tally))
+	return s.tally.Load()
 }
 
 // cleanup releases p after a failed acquisition, within the Store's

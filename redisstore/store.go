@@ -12,6 +12,7 @@ import (
 
 	"github.com/admit-go/admit"
 	"github.com/admit-go/admit/internal/algo"
+	"github.com/admit-go/admit/internal/leases"
 	"github.com/admit-go/admit/redisstore/internal/lua"
 	"github.com/redis/go-redis/v9"
 )
@@ -40,6 +41,9 @@ type Store struct {
 	down   atomic.Bool
 	minTTL string    // decimal ms
 	pool   sync.Pool // *op
+	// tally counts the slots held through this process by the grants of
+	// counted Slots (Slots.CountHeld); nil until one is made.
+	tally atomic.Pointer[leases.Tally]
 }
 
 // New returns a Store on client: a *redis.Client (standalone, or Sentinel

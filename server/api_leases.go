@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"sync"
@@ -80,8 +79,8 @@ type leaseTable struct {
 
 	mu       sync.Mutex
 	byID     map[string]*lease
-	queue    leaseQueue // by expiry
-	reserved int        // acquires in progress, counted against max
+	queue    leases.Queue[*lease] // by expiry
+	reserved int                  // acquires in progress, counted against max
 	closed   bool
 	// releasing holds the expired leases taken off the table and not yet
 	// given back, so that an acquire can wait for the slots they free.
@@ -97,15 +96,17 @@ type leaseTable struct {
 }
 
 type lease struct {
-	id      string
-	expires time.Time // guarded by Leases.mu, as are ttl and idx
-	ttl     time.Duration
-	idx     int
+	id  string
+	exp leases.Expiry // guarded by Leases.mu, as is ttl
+	ttl time.Duration
 
 	mu   sync.Mutex // guards held and gone: a renewal against a release
 	held *compose.Held
 	gone bool // given back
 }
+
+// Expiry returns when ls expires (for the table's leases.Queue).
+func (ls *lease) Expiry() *leases.Expiry { return &ls.exp }
 
 // release gives back what ls holds, once, reporting the outcome to the
 // grants that learn from one when finish is set.
@@ -283,10 +284,9 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 		h.Release()
 		return grant{}, errLeasesClosed
 	}
-	ls.expires = l.clock.Now().Add(ttl)
+	ls.exp.At = l.clock.Now().Add(ttl)
 	l.byID[ls.id] = ls
-	heap.Push(&l.queue, ls)
-	first := ls.idx == 0
+	first := l.queue.Push(ls)
 	l.mu.Unlock()
 	if first {
 		select {
@@ -294,7 +294,7 @@ func (l *leaseTable) Acquire(ctx context.Context, e *policy.Engine, req *policy.
 		default:
 		}
 	}
-	return grant{ID: ls.id, Expires: ls.expires, TTL: ttl}, nil
+	return grant{ID: ls.id, Expires: ls.exp.At, TTL: ttl}, nil
 }
 
 // reserve counts an acquire in progress against the cap, then waits
@@ -343,7 +343,7 @@ func (l *leaseTable) take(id string) (*lease, error) {
 	ls := l.byID[id]
 	if ls != nil {
 		delete(l.byID, id)
-		heap.Remove(&l.queue, ls.idx)
+		l.queue.Remove(ls)
 	}
 	l.mu.Unlock()
 	l.giveBack(expired)
@@ -436,10 +436,9 @@ func (l *leaseTable) Extend(ctx context.Context, id string, ttl time.Duration) (
 		}
 		return grant{}, errLeaseNotFound
 	}
-	ls.expires, ls.ttl = l.clock.Now().Add(ttl), ttl
-	heap.Fix(&l.queue, ls.idx)
-	first := ls.idx == 0
-	out := grant{ID: ls.id, Expires: ls.expires, TTL: ttl}
+	ls.ttl = ttl
+	first := l.queue.Move(ls, l.clock.Now().Add(ttl))
+	out := grant{ID: ls.id, Expires: ls.exp.At, TTL: ttl}
 	l.mu.Unlock()
 	if first {
 		select {
@@ -475,7 +474,7 @@ func (l *leaseTable) Close() error {
 			all = append(all, ls)
 		}
 		clear(l.byID)
-		l.queue = nil
+		l.queue.Clear()
 		l.mu.Unlock()
 		close(l.done)
 		<-l.stopped

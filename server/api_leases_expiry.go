@@ -3,7 +3,6 @@ package server
 // Expiry of the lease table: its heap by expiry, and the goroutine that reaps.
 
 import (
-	"container/heap"
 	"context"
 	"time"
 
@@ -45,8 +44,11 @@ type expiry struct {
 // (giveBack) once the lock is released; nil when none expired.
 func (l *leaseTable) expireLocked(now time.Time) *expiry {
 	var x *expiry
-	for len(l.queue) > 0 && !l.queue[0].expires.After(now) {
-		ls := heap.Pop(&l.queue).(*lease)
+	for {
+		ls, ok := l.queue.PopExpired(now)
+		if !ok {
+			break
+		}
 		delete(l.byID, ls.id)
 		if x == nil {
 			x = &expiry{done: make(chan struct{})}
@@ -84,9 +86,9 @@ func (l *leaseTable) run() {
 	for {
 		l.mu.Lock()
 		var next time.Time
-		pending := len(l.queue) > 0
+		first, pending := l.queue.First()
 		if pending {
-			next = l.queue[0].expires
+			next = first.exp.At
 		}
 		l.mu.Unlock()
 		var t admit.Timer
@@ -119,30 +121,4 @@ func (l *leaseTable) run() {
 			l.reaped(n)
 		}
 	}
-}
-
-// leaseQueue is a heap of leases by expiry.
-type leaseQueue []*lease
-
-func (q leaseQueue) Len() int           { return len(q) }
-func (q leaseQueue) Less(i, j int) bool { return q[i].expires.Before(q[j].expires) }
-
-func (q leaseQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].idx, q[j].idx = i, j
-}
-
-func (q *leaseQueue) Push(x any) {
-	ls := x.(*lease)
-	ls.idx = len(*q)
-	*q = append(*q, ls)
-}
-
-func (q *leaseQueue) Pop() any {
-	old := *q
-	n := len(old)
-	ls := old[n-1]
-	old[n-1] = nil
-	*q = old[:n-1]
-	return ls
 }

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
@@ -106,7 +106,7 @@ func (s *Server) countFleet() {
 	t := time.NewTicker(fleetInterval)
 	defer t.Stop()
 	for {
-		prefetchhook.SetInstances(s.engines.Engine(), s.fleet.beat(context.Background()))
+		enginehook.SetInstances(s.engines.Engine(), s.fleet.beat(context.Background()))
 		select {
 		case <-s.quit:
 			s.fleet.leave()

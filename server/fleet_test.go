@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/internal/redistest"
 	"github.com/admit-go/admit/prefetch"
 )
@@ -29,7 +29,7 @@ rules:
 	other := start(prefix + "-other")
 	ctx := context.Background()
 	blocks := func(s *Server) (instances int, maxBlock int64) {
-		prefetchhook.Stats(s.Engine(), func(_ string, st prefetch.Stats) { instances, maxBlock = st.Instances, st.MaxBlock })
+		enginehook.Prefetch(s.Engine(), func(_ string, st prefetch.Stats) { instances, maxBlock = st.Instances, st.MaxBlock })
 		return
 	}
 	for _, s := range []*Server{a, b} {
@@ -39,7 +39,7 @@ rules:
 	}
 	for i, s := range []*Server{a, b} {
 		n := s.fleet.beat(ctx)
-		prefetchhook.SetInstances(s.Engine(), n)
+		enginehook.SetInstances(s.Engine(), n)
 		if inst, mb := blocks(s); n != 2 || inst != 2 || mb != 30 {
 			t.Errorf("server %d: counts %d instances, sizes blocks for %d, at most %d; want 2, 2, 30 (120 / (2 × 2))", i, n, inst, mb)
 		}
@@ -54,7 +54,7 @@ rules:
 		t.Fatal(err)
 	}
 	n := a.fleet.beat(ctx)
-	prefetchhook.SetInstances(a.Engine(), n)
+	enginehook.SetInstances(a.Engine(), n)
 	if inst, mb := blocks(a); n != 1 || inst != 1 || mb != 60 {
 		t.Errorf("after the other shut down: counts %d, sizes blocks for %d, at most %d; want 1, 1, 60", n, inst, mb)
 	}

@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/prefetch"
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,8 +42,8 @@ type prefetchMetric struct {
 }
 
 var prefetchDescs = func() []prefetchMetric {
-	ms := make([]prefetchMetric, len(prefetchhook.Metrics))
-	for i, m := range prefetchhook.Metrics {
+	ms := make([]prefetchMetric, len(enginehook.PrefetchMetrics))
+	for i, m := range enginehook.PrefetchMetrics {
 		typ := prometheus.GaugeValue
 		if m.Counter {
 			typ = prometheus.CounterValue
@@ -61,11 +61,11 @@ func (m *prefetchMetrics) Describe(ch chan<- *prometheus.Desc) {
 
 func (m *prefetchMetrics) Collect(ch chan<- prometheus.Metric) {
 	e := m.engine()
-	if e == nil || prefetchhook.Stats == nil {
+	if e == nil || enginehook.Prefetch == nil {
 		return
 	}
 	seen := map[string]bool{}
-	prefetchhook.Stats(e, func(label string, s prefetch.Stats) {
+	enginehook.Prefetch(e, func(label string, s prefetch.Stats) {
 		label = strings.ToValidUTF8(label, "\uFFFD")
 		if seen[label] {
 			return

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
-	"github.com/admit-go/admit/internal/prefetchhook"
+	"github.com/admit-go/admit/internal/enginehook"
 	"github.com/admit-go/admit/internal/status"
 	"github.com/admit-go/admit/policy"
 	"github.com/admit-go/admit/policy/backends"
@@ -302,7 +302,7 @@ func (s *Server) newEngine(p *policy.Policy, old *policy.Engine) (*policy.Engine
 	cfg.OnRefused = s.refused(cfg.OnRefused)
 	e, err := policy.NewEngine(p, cfg)
 	if err == nil && s.fleet != nil {
-		prefetchhook.SetInstances(e, int(s.fleet.n.Load()))
+		enginehook.SetInstances(e, int(s.fleet.n.Load()))
 	}
 	return e, err
 }

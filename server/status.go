@@ -122,7 +122,7 @@ func buildVersion() string {
 // Decision.Rule; never a key):
 //
 //	admit_build_info{version,go_version}        gauge (1)
-//	admit_layer_in_flight{rule}                 gauge (slots held: concurrency kept in memory, adaptive concurrency, lanes)
+//	admit_layer_in_flight{rule}                 gauge (slots held: concurrency kept in memory, adaptive concurrency, lanes; this instance's of concurrency kept in Redis)
 //	admit_layer_waiting{rule}                   gauge (callers waiting for slots)
 //	admit_adaptive_limit{rule,stat}             gauge (min, median, max over the layer's keys: events/s or slots; floor: the layer's Min)
 //	admit_adaptive_keys{rule}                   gauge (keys with an adaptive limit of their own)
@@ -134,7 +134,7 @@ type layerMetrics struct {
 
 var (
 	buildInfoDesc = prometheus.NewDesc("admit_build_info", "1, labelled with the version of admit serve and the Go version it was built with.", []string{"version", "go_version"}, nil)
-	inFlightDesc  = prometheus.NewDesc("admit_layer_in_flight", "Slots held now at a concurrency layer (kept in memory, adaptive, or lanes), over all its keys.", []string{"rule"}, nil)
+	inFlightDesc  = prometheus.NewDesc("admit_layer_in_flight", "Slots held now at a concurrency layer, over all its keys: kept in memory (caps, adaptive, lanes), all of them; kept in Redis, this instance's (granted through it, and neither released nor past their lease).", []string{"rule"}, nil)
 	waitingDesc   = prometheus.NewDesc("admit_layer_waiting", "Callers waiting now for the slots of a concurrency layer, over all its keys.", []string{"rule"}, nil)
 	adaptiveDesc  = prometheus.NewDesc("admit_adaptive_limit", "The current limits of an adaptive layer's keys (events per second for adaptive_rate, slots for adaptive_concurrency): their min, median and max, and the floor they may not go below (stat=\"floor\").", []string{"rule", "stat"}, nil)
 	adaptKeysDesc = prometheus.NewDesc("admit_adaptive_keys", "Keys with an adaptive limit of their own at a layer.", []string{"rule"}, nil)

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/admit-go/admit/internal/status"
 	"github.com/admit-go/admit/policy"
 )
 
@@ -78,6 +80,59 @@ rules:
 		}
 		if v, ok := metric(t, s.registry(), "admit_adaptive_limit", "rule", rule, "stat", "min"); !ok || v < want {
 			t.Errorf("admit_adaptive_limit{rule=%q,stat=min} = %v, %v; want at least the floor %v", rule, v, ok, want)
+		}
+	}
+}
+
+// TestStatusLimits: every rule's row of /status.json says its limit as
+// the policy file writes it: a rate with its burst, a concurrency cap, and
+// a quota with its calendar period and, when not the defaults, its time
+// zone and first day of the week (tiers' quotas too).
+func TestStatusLimits(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`domain: api
+tier_tables:
+  plans:
+    default: free
+    tiers:
+      free: {quota: 100/hour}
+rules:
+  - {name: per-user, match: user, rate: 10/s burst 20}
+  - {name: daily, match: account, quota: 1000/day}
+  - name: paris
+    match: org
+    quota: {limit: 5000, period: month, timezone: Europe/Paris}
+  - name: weekly
+    match: team
+    quota: {limit: 70, period: week, week_start: sunday}
+  - {name: jobs, match: job, concurrency: 4}
+  - {name: plans, match: tenant, tiers: plans}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, withPolicy(p))
+	code, body := statusGet(t, "http://"+s.HTTPAddr().String()+"/status.json")
+	if code != 200 {
+		t.Fatalf("/status.json: %d %s", code, body)
+	}
+	var snap status.Snapshot
+	if err := json.Unmarshal([]byte(body), &snap); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range snap.Rules {
+		got[r.Rule] = r.Kind + " " + r.Limit
+	}
+	for rule, want := range map[string]string{
+		"per-user":   "rate 10/s burst 20",
+		"daily":      "quota 1000/day",
+		"paris":      "quota 5000/month (Europe/Paris)",
+		"weekly":     "quota 70/week (UTC, week_start: sunday)",
+		"jobs":       "concurrency 4 in flight",
+		"plans/free": "quota 100/hour",
+	} {
+		if got[rule] != want {
+			t.Errorf("rule %q: %q, want %q (all: %q)", rule, got[rule], want, got)
 		}
 	}
 }

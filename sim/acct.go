@@ -44,6 +44,7 @@ type ruleAcc struct {
 	alg     admit.Algorithm
 	oracle  *keyed.Limiter // nil: not a single rate
 	t       float64        // its emission interval, ns
+	burst   int64          // its burst
 	keys    map[string]*keyStat
 	failure policy.Failure
 }
@@ -51,8 +52,13 @@ type ruleAcc struct {
 // keyStat follows one key of a rule, in events.
 type keyStat struct {
 	offered, adm, ideal int64
-	tat                 float64 // a virtual GCRA's, never refusing (ns)
-	need                int64   // the burst it needed to refuse nothing
+	// Of the first attempts alone (the arrivals, before retries add to
+	// them), whatever other limits said: their events, those a GCRA of
+	// the rule's rate and burst would refuse of them (tatB its state),
+	// and the burst one that never refuses needed (tatNeed its state).
+	first, firstRefused int64
+	tatB, tatNeed       float64 // ns
+	need                int64
 	inFault             []int64 // admitted during each fault
 }
 
@@ -142,7 +148,7 @@ func (a *accounting) closeBucket() {
 // would have. A rule that admitted a request another limit refused gave
 // its events back: it counts the request as asked, neither admitted nor
 // denied, and its oracle is not asked either.
-func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, out *policy.Result, admitted bool, t int64) {
+func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, out *policy.Result, admitted bool, k int, t int64) {
 	dom := a.r.clients[rp.client].c.Domain
 	for i := range out.Statuses {
 		st := &out.Statuses[i]
@@ -152,13 +158,12 @@ func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, ou
 		ra := a.rule(ruleName{dom, st.Rule, st.Tier})
 		ra.Requests++
 		ra.Attempts++
+		given := st.Decision.Allowed && !admitted // refused by another limit: given back, as if never asked
 		switch {
 		case !st.Decision.Allowed:
 			ra.Denied++
 		case admitted:
 			ra.Admitted++
-		default:
-			continue // refused by another limit: given back, as if never asked
 		}
 		if ra.oracle == nil || i >= len(keys) || i >= len(req.Descriptors) {
 			continue
@@ -167,22 +172,36 @@ func (a *accounting) decided(rp *replica, req *policy.Request, keys []string, ou
 		if d := &req.Descriptors[i]; d.OwnHits {
 			h = d.Hits
 		}
-		a.key(ra, keys[i], h, st.Decision.Allowed, t)
+		ks := a.keyStat(ra, keys[i])
+		if ks == nil {
+			continue
+		}
+		if k == 1 {
+			ks.arrival(ra, h, t)
+		}
+		if !given {
+			a.decidedKey(ra, ks, keys[i], h, st.Decision.Allowed, t)
+		}
 	}
 }
 
-// key follows one key of a rule: the oracle's decision, the burst it
-// needs, what it was admitted during faults.
-func (a *accounting) key(ra *ruleAcc, key string, h int64, allowed bool, t int64) {
+// keyStat returns the record of a key of a rule (nil past maxKeyStats).
+func (a *accounting) keyStat(ra *ruleAcc, key string) *keyStat {
 	ks := ra.keys[key]
 	if ks == nil {
 		if a.keyStats >= maxKeyStats {
-			return
+			return nil
 		}
 		a.keyStats++
-		ks = &keyStat{tat: math.Inf(-1)}
+		ks = &keyStat{tatNeed: math.Inf(-1), tatB: math.Inf(-1)}
 		ra.keys[key] = ks
 	}
+	return ks
+}
+
+// decidedKey counts what the rule said of a key's attempt, what the
+// oracle would have, and what it admitted during faults.
+func (a *accounting) decidedKey(ra *ruleAcc, ks *keyStat, key string, h int64, allowed bool, t int64) {
 	ks.offered += h
 	if allowed {
 		ks.adm += h
@@ -193,12 +212,25 @@ func (a *accounting) key(ra *ruleAcc, key string, h int64, allowed bool, t int64
 			ks.inFault[fi] += h
 		}
 	}
-	if d, err := ra.oracle.Allow(context.Background(), admit.Request{Key: key, N: h, At: epoch.Add(time.Duration(t))}); err == nil && d.Allowed {
+	d, err := ra.oracle.Allow(context.Background(), admit.Request{Key: key, N: h, At: epoch.Add(time.Duration(t))})
+	if err == nil && d.Allowed {
 		ks.ideal += h
 	}
-	now := float64(t)
-	ks.tat = math.Max(ks.tat, now) + ra.t*float64(h)
-	if need := int64(math.Ceil((ks.tat-now)/ra.t - 1e-9)); need > ks.need {
+}
+
+// arrival follows a key's arrivals (first attempts, whatever other limits
+// say): what a GCRA of the rule's rate and burst would refuse of them
+// alone, and the burst one that never refuses needed to admit them all.
+func (ks *keyStat) arrival(ra *ruleAcc, h int64, t int64) {
+	now, cost := float64(t), ra.t*float64(h)
+	ks.first += h
+	if tat := math.Max(ks.tatB, now) + cost; tat-now <= float64(ra.burst)*ra.t*(1+1e-12) {
+		ks.tatB = tat
+	} else {
+		ks.firstRefused += h
+	}
+	ks.tatNeed = math.Max(ks.tatNeed, now) + cost
+	if need := int64(math.Ceil((ks.tatNeed-now)/ra.t - 1e-9)); need > ks.need {
 		ks.need = need
 	}
 }
@@ -213,13 +245,17 @@ func (a *accounting) rule(n ruleName) *ruleAcc {
 	if n.tier != "" {
 		ra.Name += "/" + n.tier
 	}
-	if l, alg, f, ok := singleRate(a.r.pol, n); ok {
-		ra.limit, ra.alg, ra.failure = l, alg, f
+	if l, alg, f, ok := singleRate(a.r.cfg.Policy, n); ok {
+		ra.limit, ra.alg, ra.failure = l, a.r.algorithm(alg), f
 		ra.t = float64(l.Period) / float64(l.Rate)
+		ra.burst = l.Burst
+		if ra.burst == 0 {
+			ra.burst = l.Rate
+		}
 		o, err := keyed.New(keyed.Config{Limit: l, Algorithm: alg, MaxKeys: maxKeyStats})
 		if err == nil {
 			ra.oracle, ra.keys = o, map[string]*keyStat{}
-			ra.Bound = bound(l, alg, 0, a.r.end)
+			ra.Bound = bound(l, a.r.algorithm(alg), 0, a.r.end)
 		}
 	}
 	a.ruleIndex[n] = len(a.rules)

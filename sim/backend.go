@@ -47,13 +47,18 @@ func newBackend(b *Backend) *backend {
 	return k
 }
 
+// meanService is the mean service time (for lognormal, from its median
+// and spread).
+func (k *backend) meanService() time.Duration {
+	if k.dist == "lognormal" {
+		return time.Duration(math.Exp(k.mu + k.sigma*k.sigma/2))
+	}
+	return time.Duration(k.mean)
+}
+
 // capacity is the requests per second the workers serve at full use.
 func (k *backend) capacity() float64 {
-	m := k.mean
-	if k.dist == "lognormal" {
-		m = math.Exp(k.mu + k.sigma*k.sigma/2)
-	}
-	return float64(k.workers) * float64(time.Second) / m
+	return float64(k.workers) * float64(time.Second) / float64(k.meanService())
 }
 
 // service draws a service time, in ns (at least 1).

@@ -126,7 +126,7 @@ func TestRetryStormAndItsCure(t *testing.T) {
 	run := func(rt Retry) *Result {
 		c := tenant("t", Arrival{Process: "on_off", Rate: 100, On: 2 * time.Second, Off: 8 * time.Second})
 		c.Count, c.Retry = 10, rt
-		return mustRun(t, Config{Policy: p, Traffic: &Traffic{Duration: 10 * time.Minute, Clients: []Client{c}}, Seed: 2})
+		return mustRun(t, Config{Policy: p, Traffic: &Traffic{Duration: 2 * time.Minute, Clients: []Client{c}}, Seed: 2})
 	}
 	storm := run(Retry{On429: "immediate", Delay: 10 * time.Millisecond, MaxAttempts: 10})
 	polite := run(Retry{On429: "retry_after", Jitter: 1, Budget: 0.2, MaxAttempts: 10})
@@ -150,7 +150,7 @@ func TestRetryStormAndItsCure(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	p := mustPolicy(t, speedPolicy)
 	tr := speedTraffic()
-	tr.Duration = time.Minute
+	tr.Duration = 20 * time.Second
 	tr.Instances = 3
 	a := mustRun(t, Config{Policy: p, Traffic: tr, Seed: 11})
 	b := mustRun(t, Config{Policy: p, Traffic: tr, Seed: 11})
@@ -174,7 +174,7 @@ rules:
     match: tenant
     adaptive_concurrency: {min: 2, max: 1000}
 `)
-	tr := &Traffic{Duration: 3 * time.Minute, Clients: []Client{{Name: "c", Domain: "api",
+	tr := &Traffic{Duration: time.Minute, Clients: []Client{{Name: "c", Domain: "api",
 		Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "tenant", Value: "x"}}}},
 		Arrival:     Arrival{Process: "poisson", Rate: 3000}}},
 		Backend: &Backend{Concurrency: 20, Service: 10 * time.Millisecond, Distribution: "constant"}}
@@ -222,5 +222,33 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	_, err := Run(ctx, Config{Policy: mustPolicy(t, speedPolicy), Traffic: tr})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v, want context.Canceled", err)
+	}
+}
+
+// Runs under several algorithms see the same arrivals (each client's
+// random numbers are its own), and are measured against the policy's
+// algorithm: the fixed window's admissions differ from GCRA's ideal.
+func TestCompareSeesTheSameTraffic(t *testing.T) {
+	p := mustPolicy(t, sprintf(perTenant, "10/s burst 10", "gcra"))
+	c := tenant("t", Arrival{Process: "on_off", Rate: 40, On: 3 * time.Second, Off: 4 * time.Second})
+	c.Count, c.Retry = 20, Retry{On429: "retry_after", Jitter: 0.5}
+	tr := &Traffic{Duration: 90 * time.Second, Clients: []Client{c}, Backend: &Backend{Concurrency: 4, Service: 5 * time.Millisecond}}
+	var reqs []int64
+	for _, alg := range []string{"gcra", "fixed_window", "sliding_window"} {
+		res := mustRun(t, Config{Policy: p, Traffic: tr, Seed: 4, Algorithm: alg})
+		reqs = append(reqs, res.Total.Requests)
+		r := res.Rules[0]
+		if alg == "gcra" && (r.Over != 0 || r.Under != 0) {
+			t.Errorf("gcra against gcra's ideal: %+v", r)
+		}
+		if alg == "fixed_window" && r.Over+r.Under == 0 {
+			t.Errorf("the fixed window against gcra's ideal should differ somewhere: %+v", r)
+		}
+		if r.OverBound != 0 {
+			t.Errorf("%s broke its own bound: %+v", alg, r)
+		}
+	}
+	if reqs[0] != reqs[1] || reqs[0] != reqs[2] {
+		t.Errorf("requests sent under gcra, fixed_window, sliding_window: %v, want the same", reqs)
 	}
 }

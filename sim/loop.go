@@ -13,7 +13,7 @@ func (r *run) loop(ctx context.Context) error {
 	for i := range r.reps {
 		rp := &r.reps[i]
 		k := &r.clients[rp.client]
-		if at := k.arr.first(r.rng, i-r.firstRep(rp.client), max(k.c.Count, 1)); at >= 0 {
+		if at := k.arr.first(rp.rng, i-r.firstRep(rp.client), max(k.c.Count, 1)); at >= 0 {
 			r.ev.push(event{at: at, kind: evArrival, rep: int32(i)})
 		}
 	}
@@ -98,7 +98,7 @@ func (r *run) arrive(i int, t int64) {
 	k := &r.clients[rp.client]
 	line := rp.n
 	rp.n++
-	if next := k.arr.next(r.rng, t, rp.n); next >= 0 {
+	if next := k.arr.next(rp.rng, t, rp.n); next >= 0 {
 		r.ev.push(event{at: next, kind: evArrival, rep: int32(i)})
 	}
 	if b := k.c.Retry.Budget; b > 0 {
@@ -122,7 +122,7 @@ func (r *run) attempt(i, k, line int, t int64) {
 	err := r.engines[inst].Check(r.ctx, req, &s.held, out)
 	admitted := err == nil && out.Decision.Allowed
 	r.acct.attempt(rp, c, k, admitted, err)
-	r.acct.decided(rp, req, keys, out, admitted, t)
+	r.acct.decided(rp, req, keys, out, admitted, k, t)
 	if admitted {
 		r.admit(s, t)
 		return
@@ -139,7 +139,7 @@ func (r *run) instance() int {
 		return 0
 	}
 	if r.t.Balance == "random" {
-		return r.rng.IntN(n)
+		return r.bal.IntN(n)
 	}
 	r.balance = (r.balance + 1) % n
 	return r.balance
@@ -179,7 +179,7 @@ func (r *run) refused(i, k, line int, t int64, d admit.Decision, err error) {
 		base = int64(rt.Delay)
 	}
 	if rt.Jitter > 0 {
-		base += int64(r.rng.Float64() * rt.Jitter * float64(base))
+		base += int64(r.jit.Float64() * rt.Jitter * float64(base))
 	}
 	if rt.Budget > 0 {
 		if rp.tokens < 1 {
@@ -218,7 +218,7 @@ func (r *run) admit(s *slot, t int64) {
 	switch {
 	case b.busy < b.workers:
 		b.busy++
-		r.ev.push(event{at: t + b.service(r.rng), kind: evDone, slot: s.id})
+		r.ev.push(event{at: t + b.service(r.svc), kind: evDone, slot: s.id})
 	case b.queue.len() < b.maxQueue:
 		b.queue.push(s.id)
 	default: // the queue is full: a 503, at once
@@ -241,7 +241,7 @@ func (r *run) done(id int32, t int64, _ bool) {
 			continue
 		}
 		b.busy++
-		r.ev.push(event{at: t + b.service(r.rng), kind: evDone, slot: next.id})
+		r.ev.push(event{at: t + b.service(r.svc), kind: evDone, slot: next.id})
 		break
 	}
 }

@@ -74,13 +74,16 @@ type Tally struct {
 	Succeeded int64 // requests admitted and served
 	Failed    int64 // requests admitted that the backend failed (queue full, timeout)
 
-	// For rules: Ideal is what an exact limiter of the rule's rate,
-	// seeing the same requests, would have admitted; Over and Under sum
-	// what each key was admitted beyond it and short of it. Bound is the
-	// most any key may be admitted in the run by the rule's rate (B +
-	// floor(Duration/T)), and OverBound the admissions beyond it, summed
-	// over keys (failure policies, local shares). Zero for rules without
-	// a single rate.
+	// For rules, in events (requests × cost): Ideal is what one exact
+	// limiter of the rule's rate, by the policy's algorithm (also when
+	// Config.Algorithm replaces it, so that algorithms are measured
+	// against one yardstick), would have admitted of the same requests;
+	// Over and Under sum what each key was admitted beyond it and short
+	// of it. Bound is the most any one key may be admitted in the run by
+	// the rule's rate under the algorithm in force (B + floor(Duration/T)
+	// for the buckets; see admit.NewFixedWindow for the windows), and
+	// OverBound the admissions beyond it, summed over keys (failure
+	// policies, local shares). Zero for rules without a single rate.
 	Ideal, Over, Under, Bound, OverBound int64
 }
 
@@ -101,8 +104,10 @@ type Warning struct {
 	// Kind is "capacity" (the sum of limits exceeds the backend's
 	// capacity at the headroom), "burst" (a burst too small for the
 	// arrivals' variance), "outage" (the fleet admitted more than a shared
-	// limit during a fault) or "bound" (a rule admitted a key more than
-	// its limit allows).
+	// limit during a fault), "bound" (a rule admitted a key more than
+	// its limit allows), "error" (checks failed, or the run followed
+	// fewer keys than it saw) or "model" (something admit serve does
+	// that the simulation decides otherwise, such as prefetching).
 	Kind string
 	// Message says it in a sentence with its numbers.
 	Message string

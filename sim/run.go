@@ -75,26 +75,30 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 // run is one simulation.
 type run struct {
-	cfg     Config
-	t       *Traffic
-	end     int64 // Duration, in ns
-	step    int64
-	nsteps  int
-	clk     *clock
-	rng     *rand.Rand
-	engines []*policy.Engine
-	outs    []policy.Result
-	balance int // the next instance, round robin
-	clients []client
-	reps    []replica
-	ev      events
-	back    *backend
-	slots   []*slot
-	free    []int32
-	acct    *accounting
-	pol     *policy.Policy
-	keyReps map[string]keyRep // descriptors' keys: how many tenants send each, and the first
-	ctx     context.Context
+	cfg        Config
+	t          *Traffic
+	end        int64 // Duration, in ns
+	step       int64
+	nsteps     int
+	clk        *clock
+	seed       uint64
+	svc        *rand.Rand // the backend's service times
+	jit        *rand.Rand // the retries' jitter
+	bal        *rand.Rand // random balancing
+	engines    []*policy.Engine
+	outs       []policy.Result
+	balance    int // the next instance, round robin
+	clients    []client
+	reps       []replica
+	ev         events
+	back       *backend
+	slots      []*slot
+	free       []int32
+	acct       *accounting
+	pol        *policy.Policy
+	prefetched []string          // rules that prefetch in admit serve
+	keyReps    map[string]keyRep // descriptors' keys: how many tenants send each, and the first
+	ctx        context.Context
 }
 
 // client is a Traffic.Clients entry as the run plays it.
@@ -109,7 +113,8 @@ type client struct {
 // replica is one of a client's Count: one tenant.
 type replica struct {
 	client int32
-	n      int // requests so far (constant, replay)
+	n      int        // requests so far (constant, replay)
+	rng    *rand.Rand // its arrivals'
 	tokens float64
 	req    policy.Request
 	keys   []string // one per descriptor: its entries, as the oracle's key
@@ -141,22 +146,24 @@ func newRun(c Config) (*run, error) {
 	if c.Seed != 0 {
 		seed = c.Seed
 	}
-	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), ctx: context.Background()}
+	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, seed: seed, ctx: context.Background()}
+	r.svc, r.jit, r.bal = r.stream(1<<62), r.stream(1<<62+1), r.stream(1<<62+2)
 	r.cfg.Seed = seed
 	r.step = int64(t.Step)
 	if r.step == 0 {
 		r.step = max(ceilDiv(r.end/300, int64(time.Millisecond))*int64(time.Millisecond), int64(time.Millisecond))
 	}
 	r.nsteps = int(ceilDiv(r.end, r.step))
-	pol := c.Policy
+	var alg *admit.Algorithm
 	if c.Algorithm != "" {
-		alg, err := admit.ParseAlgorithm(c.Algorithm)
+		a, err := admit.ParseAlgorithm(c.Algorithm)
 		if err != nil {
 			return nil, fmt.Errorf("sim: Config.Algorithm: %w", err)
 		}
-		pol = withAlgorithm(pol, alg)
+		alg = &a
 	}
-	r.pol = pol
+	pol, prefetched := prepare(c.Policy, alg)
+	r.pol, r.prefetched = pol, prefetched
 	if err := r.buildEngines(pol); err != nil {
 		r.close()
 		return nil, err
@@ -241,7 +248,7 @@ func (r *run) buildClients() error {
 		}
 		count := max(c.Count, 1)
 		for i := range count {
-			rp := replica{client: int32(ci)}
+			rp := replica{client: int32(ci), rng: r.stream(uint64(len(r.reps)))}
 			rp.Name = c.Name
 			if count > 1 {
 				rp.Name = c.Name + "-" + strconv.Itoa(i)
@@ -265,6 +272,14 @@ func (r *run) buildClients() error {
 	return nil
 }
 
+// stream returns the random numbers of one purpose: each client's
+// arrivals have their own, and the backend, the jitter and the balancing
+// theirs, so that what the limits decide changes none of the arrivals
+// (runs of several algorithms see the same traffic).
+func (r *run) stream(n uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(r.seed, n^0x9e3779b97f4a7c15))
+}
+
 // buildRequest returns the request of a client with its substitutions
 // ({i}, {key}) made, and its descriptors' keys for the oracle.
 func buildRequest(c *Client, i, key string, hits int64) (policy.Request, []string) {
@@ -285,29 +300,69 @@ func buildRequest(c *Client, i, key string, hits int64) (policy.Request, []strin
 	return req, keys
 }
 
-// withAlgorithm returns a copy of p whose rates are all decided by alg.
-func withAlgorithm(p *policy.Policy, alg admit.Algorithm) *policy.Policy {
+// prepare returns the policy a run enforces: p, or a copy of it whose
+// rates are all decided by alg (if set) and whose rules do not prefetch
+// (a simulation decides them exactly in the shared store; see
+// Warning's kind "model"), with the names of the rules that did.
+func prepare(p *policy.Policy, alg *admit.Algorithm) (*policy.Policy, []string) {
+	var prefetched []string
+	for _, d := range p.Domains {
+		if d.Override.Prefetch != 0 {
+			prefetched = append(prefetched, d.Name+" (inline limits)")
+		}
+		for _, ru := range d.Rules {
+			if ru.Prefetch != 0 {
+				prefetched = append(prefetched, ru.Name)
+			}
+		}
+	}
+	if alg == nil && prefetched == nil {
+		return p, nil
+	}
 	np := &policy.Policy{Domains: make([]*policy.Domain, len(p.Domains))}
 	for i, d := range p.Domains {
 		nd := *d
-		nd.Override.Algorithm = alg
+		nd.Override.Prefetch = 0
+		if alg != nil {
+			nd.Override.Algorithm = *alg
+		}
 		nd.Rules = make([]*policy.Rule, len(d.Rules))
 		for j, ru := range d.Rules {
 			nr := *ru
-			nr.Algorithm = alg
-			if ru.Tiers != nil {
-				tt := *ru.Tiers
-				tt.Tiers = make(map[string]*policy.Tier, len(ru.Tiers.Tiers))
-				for name, tier := range ru.Tiers.Tiers {
-					nt := *tier
-					nt.Algorithm = alg
-					tt.Tiers[name] = &nt
-				}
-				nr.Tiers = &tt
+			nr.Prefetch = 0
+			if alg != nil {
+				withAlgorithm(&nr, *alg)
 			}
 			nd.Rules[j] = &nr
 		}
 		np.Domains[i] = &nd
 	}
-	return np
+	return np, prefetched
+}
+
+// withAlgorithm makes every rate of r (a copy) decided by alg.
+func withAlgorithm(r *policy.Rule, alg admit.Algorithm) {
+	r.Algorithm = alg
+	if r.Tiers == nil {
+		return
+	}
+	tt := *r.Tiers
+	tt.Tiers = make(map[string]*policy.Tier, len(r.Tiers.Tiers))
+	for name, tier := range r.Tiers.Tiers {
+		nt := *tier
+		nt.Algorithm = alg
+		tt.Tiers[name] = &nt
+	}
+	r.Tiers = &tt
+}
+
+// algorithm is the algorithm the run decides a rule's rate by: alg, the
+// rule's, unless Config.Algorithm replaces it.
+func (r *run) algorithm(alg admit.Algorithm) admit.Algorithm {
+	if r.cfg.Algorithm != "" {
+		if a, err := admit.ParseAlgorithm(r.cfg.Algorithm); err == nil {
+			return a
+		}
+	}
+	return alg
 }

@@ -82,6 +82,9 @@ func (s *sharedStore) rate(kind string, sp policy.Spec, build func(policy.Spec) 
 }
 
 func (s *sharedStore) Rate(sp policy.Spec) (admit.KeyedLimiter, error) {
+	if sp.Share != nil {
+		return nil, fmt.Errorf("%w: sim: %s shares a budget by weight (share:) in store %q, which a simulation cannot keep yet; keep the rule in memory (store: local) to simulate it", admit.ErrInvalidConfig, sp.Name, s.name)
+	}
 	return s.rate("rate", sp, memory{}.Rate)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/admit-go/admit"
@@ -27,6 +28,9 @@ func (r *run) warnings() []Warning {
 	}
 	if a := r.acct; a.errors > 0 {
 		ws = append(ws, Warning{Kind: "error", Message: fmt.Sprintf("%d checks failed with an error, and were refused; the first: %v", a.errors, a.firstErr)})
+	}
+	if len(r.prefetched) > 0 {
+		ws = append(ws, Warning{Kind: "model", Message: fmt.Sprintf("rules %s prefetch blocks from the shared store in admit serve; the simulation decides them exactly in the store instead (prefetching admits within the bound of package prefetch's documentation, so a fleet may admit a little more than shown)", strings.Join(r.prefetched, ", "))})
 	}
 	if r.acct.keyStats >= maxKeyStats {
 		ws = append(ws, Warning{Kind: "error", Message: fmt.Sprintf("more than %d keys: the ideal, the bound and the warnings of the rules follow the first %d only", maxKeyStats, maxKeyStats)})
@@ -92,15 +96,18 @@ func (r *run) capacityWarning() (Warning, bool) {
 		return Warning{}, false
 	}
 	if math.IsInf(sum, 1) {
-		return Warning{Kind: "capacity", Message: fmt.Sprintf("some tenants have no rate limit, so nothing keeps what they send under %.0f%% of the backend's capacity (%.0f requests/s: %d workers, %v per request)", head*100, c, r.back.workers, time.Duration(r.back.mean))}, true
+		return Warning{Kind: "capacity", Message: fmt.Sprintf("some tenants have no rate limit, so nothing keeps what they send under %.0f%% of the backend's capacity (%.0f requests/s: %d workers, %v per request on average)", head*100, c, r.back.workers, r.back.meanService().Round(100*time.Microsecond))}, true
 	}
-	return Warning{Kind: "capacity", Message: fmt.Sprintf("the limits admit up to %.0f requests/s (each tenant's tightest rate, summed), more than %.0f%% of the backend's capacity: %.0f of %.0f requests/s (%d workers, %v per request); lower the limits, or add a limit every tenant shares at %.0f/s", sum, head*100, head*c, c, r.back.workers, time.Duration(r.back.mean), head*c)}, true
+	return Warning{Kind: "capacity", Message: fmt.Sprintf("the limits admit up to %.0f requests/s (each tenant's tightest rate, summed), more than %.0f%% of the backend's capacity: %.0f of %.0f requests/s (%d workers, %v per request on average); lower the limits, or add a limit every tenant shares at %.0f/s", sum, head*100, head*c, c, r.back.workers, r.back.meanService().Round(100*time.Microsecond), head*c)}, true
 }
 
-// burstWarning finds the keys of a rule that send within its rate on
-// average yet are refused: their arrivals vary more than its burst
-// absorbs. It gives the burst that 99% of them needed to be refused
-// nothing.
+// burstWarning finds the keys of a rule whose arrivals (first attempts,
+// whatever other limits and retries do) are within its rate on average
+// yet would be refused by it: they vary more than its burst absorbs. It
+// gives the burst that would have admitted all the arrivals of 99% of
+// those keys, and of all of them (the seeds: size a burst from the
+// arrivals' variance), when the refusals are at least 0.1% of their
+// events.
 func (r *run) burstWarning(ra *ruleAcc) (Warning, bool) {
 	if ra.keys == nil {
 		return Warning{}, false
@@ -109,23 +116,23 @@ func (r *run) burstWarning(ra *ruleAcc) (Warning, bool) {
 	var needs []int64
 	var refused, offered int64
 	for _, ks := range ra.keys {
-		if float64(ks.offered) > 0.9*perRun {
+		if ks.first == 0 || float64(ks.first) > 0.9*perRun {
 			continue // over (or near) the rate: refusals are the limit's job
 		}
 		needs = append(needs, ks.need)
-		refused += ks.offered - ks.ideal
-		offered += ks.offered
+		refused += ks.firstRefused
+		offered += ks.first
 	}
 	if refused == 0 || float64(refused) < 0.001*float64(offered) {
 		return Warning{}, false
 	}
 	slices.Sort(needs)
-	p99 := needs[min(len(needs)-1, int(math.Ceil(0.99*float64(len(needs))))-1)]
-	b := ra.limit.Burst
-	if b == 0 {
-		b = ra.limit.Rate
+	p99, most := needs[min(len(needs)-1, int(math.Ceil(0.99*float64(len(needs))))-1)], needs[len(needs)-1]
+	fix := fmt.Sprintf("a burst of %d would have admitted them all", most)
+	if p99 > ra.burst && p99 < most {
+		fix = fmt.Sprintf("a burst of %d would have admitted all the arrivals of 99%% of those keys, and %d of every one", p99, most)
 	}
-	return Warning{Kind: "burst", Message: fmt.Sprintf("rule %s refused %d of %d events (%.1f%%) of keys sending within 90%% of its rate (%s) on average: their arrivals vary more than a burst of %d absorbs; a burst of %d would have admitted every event of 99%% of them", ra.Name, refused, offered, 100*float64(refused)/float64(offered), limitText(ra.limit), b, max(p99, b+1))}, true
+	return Warning{Kind: "burst", Message: fmt.Sprintf("rule %s would refuse %d of the %d events (%.2f%%) that %d keys send within 90%% of its rate (%s) on average, before any retry: their arrivals vary more than a burst of %d absorbs; %s", ra.Name, refused, offered, 100*float64(refused)/float64(offered), len(needs), limitText(ra.limit), ra.burst, fix)}, true
 }
 
 // outageWarnings finds the faults during which a rule admitted a key more

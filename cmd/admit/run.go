@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, rest, getenv, stdout, stderr, reload)
 	case "check-config":
 		return checkConfig(rest, getenv, stdout, stderr)
+	case "simulate":
+		return simulate(ctx, rest, getenv, stdout, stderr)
 	case "version":
 		return version(rest, stdout)
 	case "help", "-h", "-help", "--help":
@@ -98,6 +100,7 @@ var commands = []struct {
 }{
 	{"serve", "Run the rate-limit service (HTTP and gRPC APIs, Envoy's rate-limit service, gateway).", func() *command { c, _ := newServeCommand(); return c }},
 	{"check-config", "Check policy files and report their problems as file:line:column: field: message.", func() *command { return newCheckCommand(&checkConfigFlags{}) }},
+	{"simulate", "Play traffic against a policy on a simulated clock and report what it would do.", func() *command { return newSimulateCommand(&simulateFlags{}) }},
 	{"version", "Print admit's version and the Go version it was built with.", nil},
 	{"help", "Print this help, or a command's: admit help serve.", nil},
 }

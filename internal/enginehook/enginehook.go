@@ -1,9 +1,12 @@
-// Package enginehook reaches the layers of a policy engine from admit
-// serve, for its status page and metrics (concurrency in flight and
-// waiting, adaptive limits' current values, failure policies' state),
-// without a method on policy.Engine's public surface. Package policy sets
-// Layers when it is linked in; internal/prefetchhook does the same for
-// prefetching limiters.
+// Package enginehook reaches into a policy engine from admit serve
+// without a method on policy.Engine's public surface: the state of its
+// layers, for the status page and metrics (concurrency in flight and
+// waiting, adaptive limits' current values, failure policies' state;
+// Layers), and its prefetching limiters, for their metrics and the count
+// of live instances (Prefetch, SetInstances). Package policy sets these
+// hooks when it is linked in. PrefetchMetrics describes the metrics of a
+// prefetching limiter's counts once, for admit serve and for promlimit's
+// Observer.Watch.
 package enginehook
 
 // Layers calls visit with the state of each layer of engine (a
@@ -30,9 +33,17 @@ type Layer struct {
 	// slots of concurrency.
 	Rate, Burst int64
 	PeriodNanos int64
+	// Text is the layer's limit as a policy file writes it, where Rate,
+	// Burst and PeriodNanos cannot say it: a quota's calendar period,
+	// time zone and first day of the week ("1000/day (Europe/Paris)");
+	// "" for the other kinds.
+	Text string
 
-	// Slots says InFlight and Waiting are known (concurrency kept in
-	// memory, adaptive concurrency, concurrency lanes).
+	// Slots says InFlight and Waiting are known: for concurrency kept in
+	// memory, adaptive concurrency and concurrency lanes, all of them;
+	// for concurrency kept in a shared store (Shared), this instance's
+	// (the slots its grants hold: redisstore counts them locally, see
+	// internal/leases.Tally, plus those of its fallback).
 	Slots    bool
 	InFlight int64
 	Waiting  int64
@@ -66,7 +77,8 @@ type Summary struct {
 
 // SlotCounter is what a store's concurrency limiter implements so that
 // Layers can read its slots in use and its callers waiting, over all
-// keys (internal/stores' local slots do).
+// keys: internal/stores' local slots do, and redisstore's counted ones
+// (internal/leases.Countable) for the slots held through this instance.
 type SlotCounter interface {
 	SlotCounts() (inFlight int64, waiting int64)
 }

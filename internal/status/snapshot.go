@@ -188,9 +188,13 @@ func layerRow(rows map[string]*Rule, l *enginehook.Layer, st *StoreHealth) {
 	}
 }
 
-// limitText is l's configured limit as text: "100 per 1s, burst 100", or
-// "10 in flight".
+// limitText is l's configured limit as text: "10/s burst 20", "10 in
+// flight", or the text the engine gives (a quota's: "1000/day
+// (Europe/Paris)").
 func limitText(l *enginehook.Layer) string {
+	if l.Text != "" {
+		return l.Text
+	}
 	if l.Kind == "concurrency" || l.Kind == "adaptive_concurrency" || l.Kind == "lanes_concurrency" {
 		return strconv.FormatInt(l.Rate, 10) + " in flight"
 	}

@@ -105,8 +105,10 @@ function render(s) {
     const sp = el("td");
     sp.append(spark(x.allowed, x.denied));
     tr.append(sp);
-    tr.append(el("td", x.in_flight === undefined ? "" : x.in_flight, "num"),
-      el("td", x.waiting === undefined ? "" : x.waiting, "num"));
+    const inFlight = el("td", x.in_flight === undefined ? "" : x.in_flight, "num");
+    // A cap kept in Redis: the slots held through this instance only.
+    if (x.in_flight !== undefined && x.shared) inFlight.append(el("span", " this instance's", "dim small nowrap"));
+    tr.append(inFlight, el("td", x.waiting === undefined ? "" : x.waiting, "num"));
     const a = x.adaptive;
     tr.append(el("td", a ? fmt(a.min) + " / " + fmt(a.median) + " / " + fmt(a.max) + (a.unit === "per_second" ? " /s" : " slots") + " (" + a.keys + " keys)" : ""));
     tr.append(el("td", x.fallback === undefined ? (x.shared ? "shared" : "local") : (x.fallback ? "FALLBACK" : "shared, ok"), x.fallback ? "bad" : ""));

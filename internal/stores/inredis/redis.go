@@ -80,7 +80,18 @@ func (r *Redis) Slots(s stores.Spec) (admit.Slots, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.Slots(), nil
+	slots := c.Slots()
+	if x, ok := slots.(leases.Countable); ok {
+		// Counted, for admit serve's status page and metrics: the slots
+		// held through this process (internal/enginehook.SlotCounter),
+		// their leases running out on r's clock, or else the engine's.
+		clock := r.Clock
+		if clock == nil {
+			clock = s.Clock
+		}
+		slots = x.CountHeld(clock)
+	}
+	return slots, nil
 }
 
 // limiter is what redisstore's Limiter and Quota implement of the contract.

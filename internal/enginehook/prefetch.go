@@ -1,35 +1,32 @@
-// Package prefetchhook reaches a policy engine's prefetching limiters
-// (package prefetch) from admit serve, for its metrics and the count of
-// live instances, without a method on policy.Engine's public surface; and
-// describes, once, the metrics of a prefetch.Limiter's counts
-// (prefetch.Stats), which admit serve exports by rule
-// (admit_prefetch_*{rule}) and promlimit's Observer.Watch by limiter
-// (<namespace>_limiter_prefetch_*{limiter}).
-package prefetchhook
+package enginehook
 
 import "github.com/admit-go/admit/prefetch"
 
-// Stats calls visit with the counts of each prefetching limiter of engine
-// (a *policy.Engine; nothing for a closed one or any other value) and the
-// label of its layer (rule[/tier][/kind], or domain/override/limit). It
-// is set by package policy when it is linked in, and nil before.
-var Stats func(engine any, visit func(label string, s prefetch.Stats))
+// Prefetch calls visit with the counts of each prefetching limiter
+// (package prefetch) of engine (a *policy.Engine; nothing for a closed
+// one or any other value) and the label of its layer (rule[/tier][/kind],
+// or domain/override/limit), for admit serve's metrics. It is set by
+// package policy when it is linked in, and nil before.
+var Prefetch func(engine any, visit func(label string, s prefetch.Stats))
 
 // SetInstances tells each prefetching limiter of engine (a *policy.Engine)
-// that n instances share its store (prefetch.Limiter.SetInstances). It is
-// set by package policy when it is linked in, and nil before.
+// that n instances share its store (prefetch.Limiter.SetInstances), for
+// admit serve's count of live instances. It is set by package policy when
+// it is linked in, and nil before.
 var SetInstances func(engine any, n int)
 
-// Metric is one metric of a prefetch.Limiter's counts.
-type Metric struct {
+// PrefetchMetric is one metric of a prefetch.Limiter's counts, described
+// once for admit serve (admit_prefetch_*{rule}) and promlimit's
+// Observer.Watch (<namespace>_limiter_prefetch_*{limiter}).
+type PrefetchMetric struct {
 	Name    string // after the prefix: blocks_total, keys...
 	Help    string
 	Counter bool // a counter; else a gauge
 	Value   func(*prefetch.Stats) float64
 }
 
-// Metrics are the metrics of prefetch.Stats, in a fixed order.
-var Metrics = []Metric{
+// PrefetchMetrics are the metrics of prefetch.Stats, in a fixed order.
+var PrefetchMetrics = []PrefetchMetric{
 	{"blocks_total", "Blocks of capacity taken from the shared store.", true, func(s *prefetch.Stats) float64 { return float64(s.Blocks) }},
 	{"taken_events_total", "Events the blocks taken from the shared store held.", true, func(s *prefetch.Stats) float64 { return float64(s.Taken) }},
 	{"local_events_total", "Events admitted from blocks, in memory.", true, func(s *prefetch.Stats) float64 { return float64(s.Local) }},
