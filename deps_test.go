@@ -79,6 +79,9 @@ var forbiddenDeps = []struct {
 	{"fair", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
 	// prefetch wraps any shared store through the contract.
 	{"prefetch", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/admit-go/admit/concurrency", "github.com/redis/"}},
+	// promlimit reads the state of the limiters given to Observer.Watch
+	// (concurrency's among them), but knows no other backend.
+	{"promlimit", []string{"github.com/admit-go/admit/server", "github.com/admit-go/admit/policy", "github.com/admit-go/admit/redisstore", "github.com/admit-go/admit/keyed", "github.com/admit-go/admit/quota", "github.com/redis/"}},
 	// sim runs the engine over memory: no Redis client, no service. Only
 	// admit simulate draws charts: the library, the service and the public
 	// sim package know neither the report nor the plotting library.

@@ -45,6 +45,11 @@ type Pacer struct {
 	tail  *pacerWaiter
 	n     int // callers queued
 
+	// The callers that finished waiting (granted or gone) and the time
+	// they waited in all, ns; kept on the waiting path only.
+	waits  uint64
+	waited int64
+
 	clock    Clock
 	maxQueue int   // < 0: no bound
 	maxWait  int64 // ns; InfDuration: no bound
@@ -56,7 +61,8 @@ type pacerWaiter struct {
 	prev, next *pacerWaiter
 	turn       chan struct{} // closed when the waiter becomes the head
 	isHead     bool
-	gone       bool // left the queue
+	gone       bool  // left the queue
+	at         int64 // when it came, on the time line of the pacer's Clock
 }
 
 // PacerConfig configures a Pacer. The zero PacerConfig gives the
@@ -139,6 +145,27 @@ func (p *Pacer) Len() int {
 	return p.n
 }
 
+// PacerStats describes a Pacer at one instant, for metrics and tests.
+type PacerStats struct {
+	// Waiting is the number of callers waiting for their slot (Len).
+	Waiting int
+	// Waits is the number of callers that waited since NewPacer and are
+	// done waiting: released at their slot, or gone when their context
+	// ended. A caller released at once, or refused at once, did not wait.
+	Waits uint64
+	// Waited is the time those callers waited in all, measured by the
+	// pacer's Clock from their arrival to their release or departure:
+	// Waited / Waits is their mean wait.
+	Waited time.Duration
+}
+
+// Stats returns the pacer's state and counts.
+func (p *Pacer) Stats() PacerStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PacerStats{Waiting: p.n, Waits: p.waits, Waited: time.Duration(p.waited)}
+}
+
 // Take waits for the caller's slot and returns the instant it was released
 // at, read from the pacer's Clock. It is Wait without a context, for code
 // written against uber-go/ratelimit; the queue and wait bounds still apply.
@@ -213,7 +240,7 @@ func (p *Pacer) enqueue(ctx context.Context, t int64) (*pacerWaiter, error) {
 	if dl, ok := ctx.Deadline(); ok && wait > nanos(dl)-t {
 		return nil, fmt.Errorf("admit: Pacer: the slot is %v away: %w", time.Duration(wait), ErrDeadline)
 	}
-	w := &pacerWaiter{turn: make(chan struct{})}
+	w := &pacerWaiter{turn: make(chan struct{}), at: t}
 	if p.tail == nil {
 		p.head, p.tail = w, w
 		w.isHead = true
@@ -241,7 +268,7 @@ func (p *Pacer) await(ctx context.Context, w *pacerWaiter) (time.Time, error) {
 		t := nanos(now)
 		if algo.PacerReady(p.next, t) {
 			p.next = algo.PacerNext(p.next, &p.p, t)
-			p.remove(w)
+			p.remove(w, t)
 			p.mu.Unlock()
 			return now, nil
 		}
@@ -262,18 +289,21 @@ func (p *Pacer) await(ctx context.Context, w *pacerWaiter) (time.Time, error) {
 
 // leave takes a cancelled waiter out of the queue.
 func (p *Pacer) leave(w *pacerWaiter) {
+	_, t := p.now()
 	p.mu.Lock()
-	p.remove(w)
+	p.remove(w, t)
 	p.mu.Unlock()
 }
 
-// remove unlinks w and, if it was the head, hands the turn to the next
-// waiter. It requires p.mu.
-func (p *Pacer) remove(w *pacerWaiter) {
+// remove unlinks w, which leaves at instant t, and, if it was the head,
+// hands the turn to the next waiter. It requires p.mu.
+func (p *Pacer) remove(w *pacerWaiter, t int64) {
 	if w.gone {
 		return
 	}
 	w.gone = true
+	p.waits++
+	p.waited += max(t-w.at, 0)
 	if w.prev != nil {
 		w.prev.next = w.next
 	} else {

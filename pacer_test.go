@@ -330,3 +330,30 @@ func TestPacerNoLeak(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after", before, n)
 	}
 }
+
+// TestPacerStats: Stats counts the callers that waited, released at their
+// slot or gone with their context, and the time they waited by the
+// pacer's clock; a caller released or refused at once did not wait.
+func TestPacerStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := mustPacer(t, Every(time.Second), PacerConfig{MaxQueue: 2})
+		takeAll(t, p, 1) // released at once
+		go p.Take()      // released at 1s
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		go p.Wait(ctx) // its slot is at 2s; it leaves at 1.5s
+		synctest.Wait()
+		if _, err := p.Take(); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("a third waiter: %v, want ErrQueueFull", err)
+		}
+		if s := p.Stats(); s != (PacerStats{Waiting: 2}) {
+			t.Fatalf("Stats with two waiting: %+v", s)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		cancel()
+		synctest.Wait()
+		if s := p.Stats(); s != (PacerStats{Waits: 2, Waited: 2500 * time.Millisecond}) {
+			t.Fatalf("Stats at the end: %+v, want 2 waits of 2.5s in all", s)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/adaptivehook"
 	"github.com/admit-go/admit/internal/algo"
 	"github.com/admit-go/admit/internal/timeline"
 )
@@ -66,6 +67,15 @@ type AIMD struct {
 	clock          admit.Clock
 	sys            bool
 	name           string
+}
+
+func init() {
+	adaptivehook.AIMDBounds = func(v any) (min, max int64, ok bool) {
+		if a, ok := v.(*AIMD); ok && a != nil {
+			return a.min, a.max, true // fixed by NewAIMD: no lock
+		}
+		return 0, 0, false
+	}
 }
 
 // NewAIMD returns an AIMD whose rate, in events per cfg.Period, starts at

@@ -114,6 +114,8 @@ type Gradient struct {
 
 	whead, wtail *gwaiter
 	nwait        int
+	waits        uint64 // callers that waited and are done waiting
+	waited       int64  // the time they waited in all, ns
 
 	min, max   int64
 	tolerance  float64
@@ -387,11 +389,18 @@ func (g *Gradient) Limit() int64 {
 // GradientStats describes a Gradient at one instant.
 type GradientStats struct {
 	Limit    int64         // the enforced limit
+	Min, Max int64         // the bounds of the limit (GradientConfig.Min and Max)
 	Estimate float64       // the estimate the limit is rounded down from
 	InFlight int64         // slots held by Tokens not yet done
 	Waiting  int           // callers of Acquire waiting
 	LongRTT  time.Duration // the long-term latency (0 before the first window)
 	Windows  uint64        // windows closed so far
+	// Waits is the number of callers of Acquire that waited since
+	// NewGradient and are done waiting (granted, failed, or their context
+	// ended); Waited is the time they waited in all, by the limiter's
+	// Clock: Waited / Waits is their mean wait.
+	Waits  uint64
+	Waited time.Duration
 }
 
 // Stats returns the limiter's current state.
@@ -400,11 +409,15 @@ func (g *Gradient) Stats() GradientStats {
 	defer g.mu.Unlock()
 	return GradientStats{
 		Limit:    g.lim,
+		Min:      g.min,
+		Max:      g.max,
 		Estimate: g.est,
 		InFlight: g.inflight,
 		Waiting:  g.nwait,
 		LongRTT:  time.Duration(g.long),
 		Windows:  g.windows,
+		Waits:    g.waits,
+		Waited:   time.Duration(g.waited),
 	}
 }
 

@@ -417,6 +417,11 @@ func TestGradientAcquireWaits(t *testing.T) {
 	if st := g.Stats(); st.InFlight != 0 || st.Waiting != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+	// Four waited: two served 5ms after they came, one cancelled and one
+	// served at once, by the manual clock.
+	if st := g.Stats(); st.Waits != 4 || st.Waited != 10*time.Millisecond || st.Min != 2 || st.Max != 4 {
+		t.Fatalf("stats %+v, want 4 waits of 10ms in all, bounds 2 and 4", st)
+	}
 }
 
 func TestGradientAcquireErrors(t *testing.T) {

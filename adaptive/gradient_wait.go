@@ -17,6 +17,7 @@ type gwaiter struct {
 	tok        Token
 	err        error
 	done       bool
+	at         int64 // when it came, on the time line of the limiter's Clock
 }
 
 // Acquire is shorthand for AcquireN(ctx, 1).
@@ -58,7 +59,7 @@ func (g *Gradient) AcquireN(ctx context.Context, n int64) (Token, error) {
 		g.mu.Unlock()
 		return Token{}, fmt.Errorf("adaptive: queue is full (%d waiting): %w", nwait, admit.ErrQueueFull)
 	}
-	w := &gwaiter{n: n, ready: make(chan struct{})}
+	w := &gwaiter{n: n, ready: make(chan struct{}), at: t}
 	g.enqueue(w)
 	g.mu.Unlock()
 
@@ -74,7 +75,7 @@ func (g *Gradient) AcquireN(ctx context.Context, n int64) (Token, error) {
 			return Token{}, ctx.Err()
 		}
 		first := g.whead == w
-		g.dequeue(w)
+		g.dequeue(w, t)
 		if first {
 			g.serve(t)
 		}
@@ -94,7 +95,8 @@ func (g *Gradient) enqueue(w *gwaiter) {
 	g.nwait++
 }
 
-func (g *Gradient) dequeue(w *gwaiter) {
+// dequeue takes w out of the queue at instant t. It requires g.mu.
+func (g *Gradient) dequeue(w *gwaiter, t int64) {
 	if w.prev == nil {
 		g.whead = w.next
 	} else {
@@ -107,6 +109,8 @@ func (g *Gradient) dequeue(w *gwaiter) {
 	}
 	w.prev, w.next = nil, nil
 	g.nwait--
+	g.waits++
+	g.waited += max(t-w.at, 0)
 }
 
 // serve grants slots to the waiters at the head of the queue, in order,
@@ -116,10 +120,10 @@ func (g *Gradient) serve(t int64) {
 	for w := g.whead; w != nil; w = g.whead {
 		switch {
 		case w.n <= g.lim-g.inflight:
-			g.dequeue(w)
+			g.dequeue(w, t)
 			w.tok = g.grant(t, w.n)
 		case g.inflight == 0:
-			g.dequeue(w)
+			g.dequeue(w, t)
 			w.err = fmt.Errorf("%w: %d slots requested, the limit is %d", admit.ErrExceedsBurst, w.n, g.lim)
 		default:
 			return

@@ -164,10 +164,11 @@ func (cfg *AIMDConfig) check() (aimdConfig, error) {
 type GradientConfig struct {
 	// Options are the clock and name (see admit.Options). The clock is
 	// read by the shorthands that take no instant (TryAcquire,
-	// Token.Release, Layer's calls for a Request whose At is zero...) and
-	// its timers bound waits; admittest.ManualClock drives a Gradient in
-	// tests without sleeping. The name is the Rule of the Gradient's
-	// decisions. The Observer is not called: a Gradient reports nothing.
+	// Token.Release, Layer's calls for a Request whose At is zero...), its
+	// timers bound waits, and it times the waits GradientStats counts;
+	// admittest.ManualClock drives a Gradient in tests without sleeping.
+	// The name is the Rule of the Gradient's decisions. The Observer is
+	// not called: a Gradient reports nothing.
 	admit.Options
 
 	// Min and Max bound the limit, in requests (slots) in flight:

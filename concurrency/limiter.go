@@ -84,6 +84,8 @@ type Limiter struct {
 
 	keys      atomic.Int64  // keys with state, the empty key excepted; kept only with maxKeys or observer
 	reclaimed atomic.Uint64 // leases reclaimed
+	waits     atomic.Uint64 // callers of Acquire that waited and are done waiting
+	waited    atomic.Int64  // the time they waited in all, ns
 
 	// Reports to observer.Tracked.
 	changes   atomic.Uint64 // keys added or forgotten
@@ -280,11 +282,20 @@ func (l *Limiter) acquire(ctx context.Context, key string, max, n int64, wait bo
 			s.mu.Unlock()
 			return Permit{}, d, err
 		}
-		w := &waiter{n: n, max: max, signal: make(chan struct{}, 1)}
+		w := &waiter{n: n, max: max, signal: make(chan struct{}, 1), at: l.waitStart(now)}
 		ks.enqueue(w)
 		s.mu.Unlock()
 		return l.wait(ctx, s, ks, w, key)
 	}
+}
+
+// waitStart returns the instant a wait starts, ns since New: now if it was
+// read (with leases), else the clock's reading.
+func (l *Limiter) waitStart(now int64) int64 {
+	if l.lease > 0 {
+		return now
+	}
+	return l.now()
 }
 
 // check validates a request.
@@ -422,6 +433,15 @@ type Stats struct {
 	// Reclaimed is the number of leases reclaimed since New: Permits not
 	// released within the lease (see Config.Lease).
 	Reclaimed uint64
+	// Waits is the number of callers of Acquire that waited in a queue
+	// since New and are done waiting, whatever the outcome (granted, out
+	// of Config.MaxWait, or their context ended). A caller admitted or
+	// denied at once did not wait.
+	Waits uint64
+	// Waited is the time those callers waited in all, measured by the
+	// Limiter's Clock from joining the queue to leaving it: Waited / Waits
+	// is their mean wait.
+	Waited time.Duration
 }
 
 // Stats returns a snapshot of the Limiter's state, after reclaiming expired
@@ -443,5 +463,6 @@ func (l *Limiter) Stats() Stats {
 		}
 	})
 	st.Reclaimed = l.reclaimed.Load()
+	st.Waits, st.Waited = l.waits.Load(), time.Duration(l.waited.Load())
 	return st
 }

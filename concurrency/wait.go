@@ -18,6 +18,7 @@ type waiter struct {
 	granted    bool
 	permit     Permit
 	dec        admit.Decision
+	at         int64 // when it joined the queue, ns since New (Limiter.now)
 }
 
 // notify wakes w, if it is not already due to wake.
@@ -77,6 +78,8 @@ func (l *Limiter) wait(ctx context.Context, s *shard, ks *keyState, w *waiter, k
 		if leaseT != nil {
 			leaseT.Stop()
 		}
+		l.waits.Add(1)
+		l.waited.Add(max(l.now()-w.at, 0))
 	}()
 	for {
 		s.mu.Lock()

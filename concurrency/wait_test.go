@@ -68,7 +68,7 @@ func TestAcquireWaitsInFIFOOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, concurrency.Config{Max: 1})
 		ctx := context.Background()
-		for _, key := range []string{"", "k"} {
+		for round, key := range []string{"", "k"} {
 			holder := mustAllow(t, l, key, 1)
 			var waiters []<-chan result
 			for range 5 {
@@ -88,7 +88,9 @@ func TestAcquireWaitsInFIFOOrder(t *testing.T) {
 				}
 			}
 			holder.Release()
-			if st := l.Stats(); st != (concurrency.Stats{}) {
+			// Each waiter counts once, having waited no time (synctest's
+			// clock stood still).
+			if st := l.Stats(); st != (concurrency.Stats{Waits: uint64(5 * (round + 1))}) {
 				t.Fatalf("key %q: Stats at the end: %+v", key, st)
 			}
 		}
@@ -143,7 +145,7 @@ func TestCancelledWaiterLeavesTheQueue(t *testing.T) {
 		holder.Release()
 		synctest.Wait()
 		mustGrant(t, b).Release()
-		if st := l.Stats(); st != (concurrency.Stats{}) {
+		if st := l.Stats(); st != (concurrency.Stats{Waits: 2}) { // a and b
 			t.Fatalf("Stats at the end: %+v", st)
 		}
 	})
@@ -195,7 +197,7 @@ func TestCancelRacesWithGrant(t *testing.T) {
 			default:
 				t.Fatalf("%+v, %v", r.d, r.err)
 			}
-			if st := l.Stats(); st != (concurrency.Stats{}) {
+			if st := l.Stats(); st != (concurrency.Stats{Waits: 1}) {
 				t.Fatalf("Stats at the end: %+v", st)
 			}
 		})
@@ -290,7 +292,9 @@ func TestMaxWait(t *testing.T) {
 	if n := clk.Timers(); n != 0 {
 		t.Fatalf("%d timers left", n)
 	}
-	if st := l.Stats(); st != (concurrency.Stats{}) {
+	// w waited 1s, out of MaxWait, and w2 1ns, served: each counts, the
+	// timed-out one too.
+	if st := l.Stats(); st != (concurrency.Stats{Waits: 2, Waited: time.Second + 1}) {
 		t.Fatalf("Stats at the end: %+v", st)
 	}
 }
@@ -393,7 +397,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	cancel()
 	holder.Release()
 	wg.Wait()
-	if st := l.Stats(); st != (concurrency.Stats{}) {
+	if st := l.Stats(); st != (concurrency.Stats{Waits: 20}) { // served or cancelled
 		t.Fatalf("Stats at the end: %+v", st)
 	}
 	if n := clk.Timers(); n != 0 {
@@ -482,7 +486,7 @@ func TestStress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if st := l.Stats(); st != (concurrency.Stats{}) {
+	if st := l.Stats(); st != (concurrency.Stats{Waits: st.Waits, Waited: st.Waited}) {
 		t.Fatalf("Stats at the end: %+v", st)
 	}
 	t.Logf("admitted %d, denied %d", admitted.Load(), denied.Load())

@@ -87,8 +87,9 @@ type SlotLanesConfig struct {
 // zero value is its default. A field outside its domain is an error
 // wrapping admit.ErrInvalidConfig that names it.
 type QueueConfig struct {
-	// Options are the name (see admit.Options): the Rule of the Queue's
-	// decisions. A Queue does not read the time (Clock is not used) and
+	// Options are the name and clock (see admit.Options): the Rule of
+	// the Queue's decisions, and the clock that measures how long callers
+	// waited (QueueStats.Waited; read only by callers that wait). A Queue
 	// reports nothing (Observer is not called).
 	admit.Options
 

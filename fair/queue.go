@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/internal/defaults"
 )
 
 // Queue is a concurrency limit of max slots in flight whose waiters are
@@ -65,6 +67,11 @@ type Queue struct {
 	weight     func(string) float64
 	name       string
 	g          grants[int64]
+	clock      admit.Clock
+	sys        bool      // clock is admit.SystemClock
+	base       time.Time // the origin of now, read at NewQueue
+	waits      uint64    // callers that waited and are done waiting
+	waited     int64     // the time they waited in all, ns
 }
 
 // flow is a flow with requests waiting.
@@ -106,7 +113,18 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	case maxWaiters < 0:
 		maxWaiters = 0
 	}
-	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name}, nil
+	clock := defaults.Clock(cfg.Options)
+	return &Queue{max: cfg.Max, flows: make(map[string]*flow), maxWaiters: maxWaiters, weight: cfg.Weight, name: cfg.Name,
+		clock: clock, sys: clock == admit.SystemClock, base: clock.Now()}, nil
+}
+
+// now reads the Queue's clock, in nanoseconds since NewQueue; for the
+// system clock, only its monotonic reading, which costs less.
+func (q *Queue) now() int64 {
+	if q.sys {
+		return int64(time.Since(q.base))
+	}
+	return int64(q.clock.Now().Sub(q.base))
 }
 
 // decision describes the queue after a request of n was decided. It
@@ -191,6 +209,7 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, nil
 	}
+	start := q.now() // read before wt can be seen waiting
 	wt := q.enqueue(key, n, w)
 	if wt == nil {
 		d := q.decision(false, n)
@@ -203,7 +222,9 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 	select {
 	case <-wt.ready:
 	case <-ctx.Done():
+		end := q.now()
 		q.mu.Lock()
+		q.count(end - start)
 		if !wt.granted && !wt.refused {
 			q.remove(wt, true)
 			q.serve()
@@ -220,7 +241,9 @@ func (q *Queue) acquire(ctx context.Context, key string, n int64, wait bool) (Pe
 		q.mu.Unlock()
 		return Permit{}, d, ctx.Err()
 	}
+	end := q.now()
 	q.mu.Lock()
+	q.count(end - start)
 	d := q.decision(wt.granted, n)
 	q.mu.Unlock()
 	if !wt.granted {
@@ -373,18 +396,33 @@ func (q *Queue) release(idx int32, id uint64) bool {
 	return true
 }
 
+// count counts a caller done waiting after d ns. It requires q.mu.
+func (q *Queue) count(d int64) {
+	q.waits++
+	q.waited += max(d, 0)
+}
+
 // QueueStats describes a Queue at one instant.
 type QueueStats struct {
 	InFlight int64 // slots held
 	Waiting  int   // requests waiting
 	Flows    int   // flows with requests waiting
+	// Waits is the number of callers of Acquire that waited in the queue
+	// since NewQueue and are done waiting, whatever the outcome (granted,
+	// displaced, or their context ended). A caller decided at once did
+	// not wait.
+	Waits uint64
+	// Waited is the time those callers waited in all, measured by the
+	// Queue's Clock (QueueConfig.Options): Waited / Waits is their mean
+	// wait.
+	Waited time.Duration
 }
 
-// Stats returns the Queue's current state.
+// Stats returns the Queue's current state and counts.
 func (q *Queue) Stats() QueueStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows)}
+	return QueueStats{InFlight: q.inflight, Waiting: len(q.heap), Flows: len(q.flows), Waits: q.waits, Waited: time.Duration(q.waited)}
 }
 
 // Layer returns q as admit.Slots, for use as a layer of a compose.Chain:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
 )
 
 func mustQueue(t testing.TB, cfg QueueConfig) *Queue {
@@ -160,7 +161,7 @@ func TestQueueWeightedFair(t *testing.T) {
 			t.Fatalf("grants %d-%d: %v", i, i+3, order[i:i+4])
 		}
 	}
-	if st := q.Stats(); st != (QueueStats{}) {
+	if st := q.Stats(); st != (QueueStats{Waits: 120, Waited: st.Waited}) {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -253,6 +254,34 @@ func TestQueueFull(t *testing.T) {
 	}
 }
 
+// TestQueueStatsWaits: the callers that waited, cancelled or served, and
+// the time they waited by the Queue's clock.
+func TestQueueStatsWaits(t *testing.T) {
+	checkGoroutines(t)
+	clk := admittest.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := mustQueue(t, QueueConfig{Options: admit.Options{Clock: clk}, Max: 1})
+	hold, _, _ := q.TryAcquire(ctx, "x", 1)
+	out := make(chan result, 2)
+	cctx, cancel := context.WithCancel(ctx)
+	waitFor(t, q, cctx, "a", 1, out)
+	clk.Advance(2 * time.Second)
+	cancel()
+	if r := <-out; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled: %+v", r)
+	}
+	waitFor(t, q, ctx, "b", 1, out)
+	clk.Advance(3 * time.Second)
+	hold.Release()
+	r := <-out
+	if !r.d.Allowed {
+		t.Fatalf("served: %+v", r)
+	}
+	r.p.Release()
+	if st := q.Stats(); st != (QueueStats{Waits: 2, Waited: 5 * time.Second}) {
+		t.Fatalf("stats %+v, want 2 waits of 5s in all", st)
+	}
+}
+
 // TestQueueCancel: a cancelled waiter leaves at once, and the later
 // waiters of its flow move up.
 func TestQueueCancel(t *testing.T) {
@@ -282,7 +311,7 @@ func TestQueueCancel(t *testing.T) {
 	if order[0] != "a" || order[1] != "b" || order[2] != "b" {
 		t.Fatalf("order %v", order)
 	}
-	if st := q.Stats(); st != (QueueStats{}) {
+	if st := q.Stats(); st != (QueueStats{Waits: 4, Waited: st.Waited}) {
 		t.Fatalf("stats %+v", st)
 	}
 	// A caller whose context is done is still granted free slots at once.

@@ -19,6 +19,21 @@
 // failure policy (compose.Guard) decides instead of its store, and follow
 // the keys each limiter holds and forgets. Observer lists them.
 //
+// Observer.Watch adds the state of the limiters you name, read from them
+// at each scrape (so watching costs their decisions nothing): the callers
+// waiting for a Pacer, a concurrency.Limiter, a fair.Queue or an
+// adaptive.Gradient and how long they waited, the slots held, the current
+// limits of adaptive limiters with their floor and ceiling, the failures
+// and fallback of a compose.Guard, the blocks of a prefetch.Limiter:
+//
+//	uploads, err := concurrency.New(concurrency.Config{Max: 8})
+//	...
+//	if err := obs.Watch("uploads", uploads); err != nil {
+//		return err
+//	}
+//	// admit_limiter_in_flight{limiter="uploads"}, admit_limiter_waiting,
+//	// admit_limiter_waits_total, admit_limiter_wait_seconds_total...
+//
 // # Which one should I use?
 //
 //   - One Observer per process, given to every limiter: the usual choice.

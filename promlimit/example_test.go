@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/admittest"
 	"github.com/admit-go/admit/concurrency"
 	"github.com/admit-go/admit/keyed"
 	"github.com/admit-go/admit/promlimit"
@@ -79,6 +80,53 @@ func ExampleNew_shared() {
 	// shared: true
 	// admit_fallback_active{limiter="redis"} 1
 	// admit_fallback_changes_total{limiter="redis"} 1
+}
+
+// Watch reports the state of a limiter at each scrape: here two uploads
+// hold the two slots of a concurrency limit and a third waits 3s for one.
+// (A manual clock stands for the system clock, so that the output is
+// exact.)
+func ExampleObserver_Watch() {
+	reg := prometheus.NewRegistry()
+	obs, err := promlimit.New(reg, promlimit.Config{})
+	if err != nil {
+		panic(err)
+	}
+	clock := admittest.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	uploads, err := concurrency.New(concurrency.Config{Options: admit.Options{Clock: clock}, Max: 2, MaxWait: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	if err := obs.Watch("uploads", uploads); err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	first, _, _ := uploads.Acquire(ctx, admit.Request{N: 1})
+	second, _, _ := uploads.Acquire(ctx, admit.Request{N: 1})
+	third := make(chan concurrency.Permit)
+	go func() {
+		p, _, _ := uploads.Acquire(ctx, admit.Request{N: 1})
+		third <- p
+	}()
+	_ = clock.BlockUntilTimers(ctx, 1) // the third waits, for MaxWait at most
+	printSeries(reg, "admit_limiter_in_flight", "admit_limiter_waiting")
+	fmt.Println()
+
+	clock.Advance(3 * time.Second)
+	first.Release() // the third takes its slot
+	p := <-third
+	printSeries(reg, "admit_limiter_in_flight", "admit_limiter_waiting", "admit_limiter_waits_total", "admit_limiter_wait_seconds_total")
+	second.Release()
+	p.Release()
+	// Output:
+	// admit_limiter_in_flight{limiter="uploads"} 2
+	// admit_limiter_waiting{limiter="uploads"} 1
+	//
+	// admit_limiter_in_flight{limiter="uploads"} 2
+	// admit_limiter_wait_seconds_total{limiter="uploads"} 3
+	// admit_limiter_waiting{limiter="uploads"} 0
+	// admit_limiter_waits_total{limiter="uploads"} 1
 }
 
 // printSeries prints the series of the named metrics in the text format

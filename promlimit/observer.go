@@ -26,6 +26,20 @@ import (
 //	admit_evictions_total{limiter,reason}               counter (keys)
 //	admit_delay_seconds{limiter,rule}                   histogram (seconds)
 //
+// and, for the limiters given to Watch, read from them at each scrape:
+//
+//	admit_limiter_waiting{limiter}                      gauge (callers waiting)
+//	admit_limiter_in_flight{limiter}                    gauge (slots held)
+//	admit_limiter_waits_total{limiter}                  counter (callers done waiting)
+//	admit_limiter_wait_seconds_total{limiter}           counter (seconds they waited)
+//	admit_limiter_adaptive_limit{limiter,stat}          gauge (events/s or slots)
+//	admit_limiter_guard_active{limiter}                 gauge
+//	admit_limiter_guard_failures_total{limiter}         counter (calls)
+//	admit_limiter_guard_timeouts_total{limiter}         counter (calls)
+//	admit_limiter_guard_policy_decisions_total{limiter} counter (requests)
+//	admit_limiter_guard_probes_total{limiter}           counter (calls)
+//	admit_limiter_prefetch_*{limiter}                   as admit serve's admit_prefetch_*
+//
 // A decision counts once in admit_decisions_total, whatever its cost (n),
 // under its limiter (DecisionEvent.Limiter), its rule (Decision.Rule: the
 // limiter, rule or layer that decided), its kind ("rate", "concurrency" or
@@ -52,8 +66,32 @@ import (
 // limiter and rule, never by key: its _count counts the requests delayed,
 // its _sum the time they were held, and its buckets run from 1ms to 10m.
 //
-// Label values are the limiters' names, rules and operations as given,
-// except that invalid UTF-8 is replaced by U+FFFD. So that they cannot
+// A watched limiter has the series that its type has state for.
+// admit_limiter_waiting is the callers waiting now (a Pacer's Len; those
+// of a concurrency.Limiter, a fair.Queue or an adaptive.Gradient, over all
+// keys); admit_limiter_waits_total counts the callers that waited and are
+// done waiting, admitted or not, and admit_limiter_wait_seconds_total the
+// time they waited in all, by the limiter's Clock (so
+// rate(..._wait_seconds_total) / rate(..._waits_total) is the mean wait;
+// a caller decided at once did not wait and is not counted).
+// admit_limiter_in_flight is the slots held (of a concurrency.Limiter over
+// all keys, a fair.Queue, the lanes of a fair.SlotLanes together, or a
+// Gradient). admit_limiter_adaptive_limit is an adaptive limiter's current
+// limit (stat="current": an AIMD's rate in events per second, a
+// Gradient's limit in slots) and its bounds (stat="floor" and "ceiling",
+// the Min and Max of its Config), so that a limit held at its floor shows.
+// The admit_limiter_guard_ metrics are a compose.Guard's Stats: 1 while it
+// is switched to its policy, and the counts of its store's failures and
+// timeouts, of the requests its policy decided, and of its breaker's
+// probes. The admit_limiter_prefetch_ metrics are a prefetch.Limiter's
+// Stats, with the names and meanings of admit serve's admit_prefetch_
+// metrics (blocks_total, taken_events_total, local_events_total,
+// strict_requests_total, cached_denials_total, early_denials_total,
+// held_events, unspent_events, refunded_events_total,
+// dropped_events_total, keys).
+//
+// Label values are the limiters' names (and the names given to Watch),
+// rules and operations as given, except that invalid UTF-8 is replaced by U+FFFD. So that they cannot
 // grow without bound, each metric gives at most Config.MaxSeries label
 // combinations a series of their own, and only to values of at most 256
 // bytes. Any other combination is counted under "other" from its most
@@ -87,6 +125,7 @@ type Observer struct {
 	evict    *table[limKey, *[2]prometheus.Counter]
 	fallback *table[limKey, *fallbackSeries]
 	delay    *table[storeKey, prometheus.Observer] // op: the rule
+	watch    *watcher                              // the limiters given to Watch
 
 	collectors []prometheus.Collector
 }
@@ -162,9 +201,11 @@ func newObserver(o *options) *Observer {
 		"Keys forgotten by limiters: idle (back at full capacity, no decision changes) or pressure (at the cap of keys, a limit was loosened).")),
 		[]string{"limiter", "reason"})
 	delays := newDelays(o)
+	watch := newWatcher(o)
 	obs := &Observer{
 		keyLabel:   o.keyLabel,
-		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays},
+		watch:      watch,
+		collectors: []prometheus.Collector{decisions, duration, storeErrors, storeKeys, active, changes, tracked, evictions, delays, watch},
 	}
 	obs.delay = delayTable(delays, o.maxSeries)
 	levels := 2
@@ -433,9 +474,10 @@ func clone(s string) string {
 	return strings.Clone(s)
 }
 
-// isNil reports whether r is nil or an interface holding a nil pointer (a
-// nil *prometheus.Registry), on which Register would panic.
-func isNil(r prometheus.Registerer) bool {
+// isNil reports whether r is nil or holds a nil pointer (such as a nil
+// *prometheus.Registry, on which Register would panic), map, func,
+// channel or slice.
+func isNil(r any) bool {
 	if r == nil {
 		return true
 	}

@@ -215,13 +215,19 @@ func TestLint(t *testing.T) {
 		if n != 4+3+2+1+2 {
 			t.Errorf("%d series, want 12", n)
 		}
-		problems, err := testutil.GatherAndLint(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range problems {
-			t.Errorf("lint: %s: %s", p.Metric, p.Text)
-		}
+		lint(t, reg)
+	}
+}
+
+// lint checks the metrics of reg with promlint.
+func lint(t *testing.T, reg prometheus.Gatherer) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
 

@@ -32,7 +32,7 @@ type Config struct {
 	// is copied. Nil means none. Each name must be a label name of
 	// letters, digits and underscores that starts with neither a digit
 	// nor "__" and is none of the Observer's own labels (limiter, rule,
-	// kind, decision, key, op, reason, le); each value must be valid
+	// kind, decision, key, op, reason, stat, le); each value must be valid
 	// UTF-8.
 	ConstLabels prometheus.Labels
 
@@ -106,7 +106,7 @@ var legacyName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // ownLabels are the variable labels of the Observer's metrics, and "le",
 // which histograms use.
-var ownLabels = []string{"limiter", "rule", "kind", "decision", "key", "op", "reason", "le"}
+var ownLabels = []string{"limiter", "rule", "kind", "decision", "key", "op", "reason", "stat", "le"}
 
 // resolve checks cfg and returns its options, defaults filled in.
 func (cfg *Config) resolve() (options, error) {

@@ -42,23 +42,15 @@ type prefetchMetric struct {
 }
 
 var prefetchDescs = func() []prefetchMetric {
-	m := func(name, help string, typ prometheus.ValueType, value func(*prefetch.Stats) float64) prefetchMetric {
-		return prefetchMetric{prometheus.NewDesc("admit_prefetch_"+name, help, []string{"rule"}, nil), typ, value}
+	ms := make([]prefetchMetric, len(enginehook.PrefetchMetrics))
+	for i, m := range enginehook.PrefetchMetrics {
+		typ := prometheus.GaugeValue
+		if m.Counter {
+			typ = prometheus.CounterValue
+		}
+		ms[i] = prefetchMetric{prometheus.NewDesc("admit_prefetch_"+m.Name, m.Help, []string{"rule"}, nil), typ, m.Value}
 	}
-	c, g := prometheus.CounterValue, prometheus.GaugeValue
-	return []prefetchMetric{
-		m("blocks_total", "Blocks of capacity taken from the shared store, by rule.", c, func(s *prefetch.Stats) float64 { return float64(s.Blocks) }),
-		m("taken_events_total", "Events the blocks taken from the shared store held.", c, func(s *prefetch.Stats) float64 { return float64(s.Taken) }),
-		m("local_events_total", "Events admitted from blocks, in memory.", c, func(s *prefetch.Stats) float64 { return float64(s.Local) }),
-		m("strict_requests_total", "Requests sent to the shared store as they were (cold keys, per-call limits, requests larger than a block).", c, func(s *prefetch.Stats) float64 { return float64(s.Strict) }),
-		m("cached_denials_total", "Denials answered from memory (a key the store denied until an instant).", c, func(s *prefetch.Stats) float64 { return float64(s.Cached) }),
-		m("early_denials_total", "Denials answered from memory that the store would have admitted: while waiting for a block's worth to come back before asking the store again.", c, func(s *prefetch.Stats) float64 { return float64(s.Early) }),
-		m("held_events", "Events this instance's blocks hold now: capacity other instances cannot have.", g, func(s *prefetch.Stats) float64 { return float64(s.Held) }),
-		m("unspent_events", "Events blocks held and neither spent nor gave back (expired, dropped with their key), since the rule's limiter was built.", g, func(s *prefetch.Stats) float64 { return float64(s.Unspent) }),
-		m("refunded_events_total", "Refunded events given back into a block or to the store.", c, func(s *prefetch.Stats) float64 { return float64(s.Refunded) }),
-		m("dropped_events_total", "Refunded events dropped (of GCRA or a bucket, not the latest admission of a key from a block).", c, func(s *prefetch.Stats) float64 { return float64(s.Dropped) }),
-		m("keys", "Keys this instance keeps local state for.", g, func(s *prefetch.Stats) float64 { return float64(s.Keys) }),
-	}
+	return ms
 }()
 
 func (m *prefetchMetrics) Describe(ch chan<- *prometheus.Desc) {

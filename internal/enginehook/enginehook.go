@@ -4,7 +4,9 @@
 // waiting, adaptive limits' current values, failure policies' state;
 // Layers), and its prefetching limiters, for their metrics and the count
 // of live instances (Prefetch, SetInstances). Package policy sets these
-// hooks when it is linked in.
+// hooks when it is linked in. PrefetchMetrics describes the metrics of a
+// prefetching limiter's counts once, for admit serve and for promlimit's
+// Observer.Watch.
 package enginehook
 
 // Layers calls visit with the state of each layer of engine (a
