@@ -252,3 +252,15 @@ func TestCompareSeesTheSameTraffic(t *testing.T) {
 		t.Errorf("requests sent under gcra, fixed_window, sliding_window: %v, want the same", reqs)
 	}
 }
+
+// A run that would send too many requests is refused at once, not after
+// hours.
+func TestRunRefusesHugeRuns(t *testing.T) {
+	c := tenant("t", Arrival{Process: "poisson", Rate: 1e7})
+	c.Count = 1000
+	tr := &Traffic{Duration: 365 * 24 * time.Hour, Clients: []Client{c}}
+	_, err := Run(t.Context(), Config{Policy: mustPolicy(t, speedPolicy), Traffic: tr})
+	if !errors.Is(err, errTooBig) || !strings.Contains(err.Error(), "about 3.15e+17 requests") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -13,7 +13,7 @@ func (r *run) loop(ctx context.Context) error {
 	for i := range r.reps {
 		rp := &r.reps[i]
 		k := &r.clients[rp.client]
-		if at := k.arr.first(rp.rng, i-r.firstRep(rp.client), max(k.c.Count, 1)); at >= 0 {
+		if at := k.arr.first(r.arr, i-r.firstRep(rp.client), max(k.c.Count, 1)); at >= 0 {
 			r.ev.push(event{at: at, kind: evArrival, rep: int32(i)})
 		}
 	}
@@ -98,7 +98,7 @@ func (r *run) arrive(i int, t int64) {
 	k := &r.clients[rp.client]
 	line := rp.n
 	rp.n++
-	if next := k.arr.next(rp.rng, t, rp.n); next >= 0 {
+	if next := k.arr.next(r.arr, t, rp.n); next >= 0 {
 		r.ev.push(event{at: next, kind: evArrival, rep: int32(i)})
 	}
 	if b := k.c.Retry.Budget; b > 0 {

@@ -85,6 +85,7 @@ type run struct {
 	svc        *rand.Rand // the backend's service times
 	jit        *rand.Rand // the retries' jitter
 	bal        *rand.Rand // random balancing
+	arr        *rand.Rand // the arrivals
 	engines    []*policy.Engine
 	outs       []policy.Result
 	balance    int // the next instance, round robin
@@ -113,8 +114,7 @@ type client struct {
 // replica is one of a client's Count: one tenant.
 type replica struct {
 	client int32
-	n      int        // requests so far (constant, replay)
-	rng    *rand.Rand // its arrivals'
+	n      int // requests so far (constant, replay)
 	tokens float64
 	req    policy.Request
 	keys   []string // one per descriptor: its entries, as the oracle's key
@@ -147,7 +147,7 @@ func newRun(c Config) (*run, error) {
 		seed = c.Seed
 	}
 	r := &run{cfg: c, t: t, end: int64(t.Duration), clk: &clock{}, seed: seed, ctx: context.Background()}
-	r.svc, r.jit, r.bal = r.stream(1<<62), r.stream(1<<62+1), r.stream(1<<62+2)
+	r.svc, r.jit, r.bal, r.arr = r.stream(1<<62), r.stream(1<<62+1), r.stream(1<<62+2), r.stream(1<<62+3)
 	r.cfg.Seed = seed
 	r.step = int64(t.Step)
 	if r.step == 0 {
@@ -171,6 +171,10 @@ func newRun(c Config) (*run, error) {
 	if err := r.buildClients(); err != nil {
 		r.close()
 		return nil, err
+	}
+	if n := r.expectedRequests(); n > maxRequests {
+		r.close()
+		return nil, fmt.Errorf("%w: the clients would send about %.3g requests (count × rate × time); a run takes at most %d: shorten it, or lower the counts or the rates", errTooBig, n, maxRequests)
 	}
 	if t.Backend != nil {
 		r.back = newBackend(t.Backend)
@@ -230,6 +234,11 @@ func contains(s []string, v string) bool {
 // requests built once.
 func (r *run) buildClients() error {
 	r.clients = make([]client, len(r.t.Clients))
+	total := 0
+	for i := range r.t.Clients {
+		total += max(r.t.Clients[i].Count, 1)
+	}
+	r.reps = make([]replica, 0, total)
 	r.keyReps = map[string]keyRep{}
 	for ci := range r.t.Clients {
 		c := &r.t.Clients[ci]
@@ -248,7 +257,7 @@ func (r *run) buildClients() error {
 		}
 		count := max(c.Count, 1)
 		for i := range count {
-			rp := replica{client: int32(ci), rng: r.stream(uint64(len(r.reps)))}
+			rp := replica{client: int32(ci)}
 			rp.Name = c.Name
 			if count > 1 {
 				rp.Name = c.Name + "-" + strconv.Itoa(i)
@@ -258,6 +267,9 @@ func (r *run) buildClients() error {
 			} else {
 				rp.req, rp.keys = buildRequest(c, strconv.Itoa(i), "", k.hits)
 				for _, key := range rp.keys {
+					if r.t.Backend == nil {
+						break // only the capacity warning reads them
+					}
 					kr := r.keyReps[key]
 					if kr.n == 0 {
 						kr.owner = int32(len(r.reps))
@@ -272,10 +284,34 @@ func (r *run) buildClients() error {
 	return nil
 }
 
-// stream returns the random numbers of one purpose: each client's
-// arrivals have their own, and the backend, the jitter and the balancing
-// theirs, so that what the limits decide changes none of the arrivals
-// (runs of several algorithms see the same traffic).
+// expectedRequests is the mean number of requests the clients' arrival
+// processes send in the run.
+func (r *run) expectedRequests() float64 {
+	var n float64
+	for i := range r.clients {
+		a := &r.clients[i].arr
+		if a.process == "replay" {
+			n += float64(len(a.lines))
+			continue
+		}
+		c := r.clients[i].c
+		rate := c.Arrival.Rate
+		switch a.process {
+		case "on_off":
+			rate *= float64(a.on) / float64(a.cycle)
+		case "diurnal":
+			rate = (c.Arrival.Rate + c.Arrival.Peak) / 2
+		}
+		n += float64(max(c.Count, 1)) * rate * time.Duration(max(a.stop-a.start, 0)).Seconds()
+	}
+	return n
+}
+
+// stream returns the random numbers of one purpose: the arrivals, the
+// backend's service times, the jitter and the balancing each have their
+// own, so that what the limits decide changes none of the arrivals (the
+// arrivals draw in the order of their own instants, which no decision
+// moves: runs of several algorithms see the same traffic).
 func (r *run) stream(n uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(r.seed, n^0x9e3779b97f4a7c15))
 }
