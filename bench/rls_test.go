@@ -133,7 +133,10 @@ var buildAdmit = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "admit")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/admit-go/admit/cmd/admit")
+	// Built in the main module, whose go.sum has every dependency of the
+	// command (this module's lists only what its own packages import).
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/admit")
+	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build admit: %v\n%s", err, out)
 	}

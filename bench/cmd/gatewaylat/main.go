@@ -122,7 +122,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	if slices.Contains(names, "admit") && admitBin == "" {
 		admitBin = filepath.Join(dir, "admit")
-		cmd := exec.Command("go", "build", "-o", admitBin, "github.com/admit-go/admit/cmd/admit")
+		// Built in the main module (found through this module's replace
+		// directive), whose go.sum has every dependency of the command.
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/admit-go/admit").Output()
+		if err != nil {
+			return fmt.Errorf("go list the admit module: %v", err)
+		}
+		cmd := exec.Command("go", "build", "-o", admitBin, "./cmd/admit")
+		cmd.Dir = strings.TrimSpace(string(root))
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build admit: %v\n%s", err, b)
 		}
