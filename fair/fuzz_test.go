@@ -254,7 +254,7 @@ func checkQueue(t *testing.T, q *Queue) {
 		if w.hi != i {
 			t.Fatalf("heap index %d of %d", w.hi, i)
 		}
-		if i > 0 && q.less(i, (i-1)/2) {
+		if i > 0 && (waiters{q}).Less(i, (i-1)/2) {
 			t.Fatal("heap order")
 		}
 	}

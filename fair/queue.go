@@ -1,6 +1,7 @@
 package fair
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -447,68 +448,42 @@ func (l queueLayer) TryAcquire(ctx context.Context, r admit.Request) (admit.Rele
 
 // The heap of waiters, by finish tag then arrival.
 
-func (q *Queue) less(i, j int) bool {
-	a, b := q.heap[i], q.heap[j]
+// waiters is the Queue's heap as a container/heap.Interface (a type of
+// its own, so that Queue gets no exported methods); Push and Pop are
+// there for the interface: the heap moves by heap.Fix.
+type waiters struct{ q *Queue }
+
+func (w waiters) Len() int { return len(w.q.heap) }
+
+func (w waiters) Less(i, j int) bool {
+	a, b := w.q.heap[i], w.q.heap[j]
 	return before(a.finish, a.seq, b.finish, b.seq)
 }
 
-func (q *Queue) swap(i, j int) {
-	q.heap[i], q.heap[j] = q.heap[j], q.heap[i]
-	q.heap[i].hi, q.heap[j].hi = i, j
+func (w waiters) Swap(i, j int) {
+	h := w.q.heap
+	h[i], h[j] = h[j], h[i]
+	h[i].hi, h[j].hi = i, j
+}
+
+func (w waiters) Push(x any) { w.q.heap = append(w.q.heap, x.(*qwaiter)) }
+
+func (w waiters) Pop() any {
+	h := w.q.heap
+	wt := h[len(h)-1]
+	h[len(h)-1] = nil // no reference kept past the end
+	w.q.heap = h[:len(h)-1]
+	return wt
 }
 
 func (q *Queue) push(wt *qwaiter) {
 	wt.hi = len(q.heap)
 	q.heap = append(q.heap, wt)
-	q.up(wt.hi)
+	heap.Fix(waiters{q}, wt.hi)
 }
 
 func (q *Queue) heapRemove(i int) {
-	last := len(q.heap) - 1
-	if i != last {
-		q.swap(i, last)
-	}
-	q.heap[last] = nil
-	q.heap = q.heap[:last]
-	if i != last {
-		q.heapFix(i)
-	}
+	heap.Remove(waiters{q}, i)
 }
 
-func (q *Queue) heapFix(i int) {
-	if !q.down(i) {
-		q.up(i)
-	}
-}
-
-func (q *Queue) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			return
-		}
-		q.swap(i, p)
-		i = p
-	}
-}
-
-func (q *Queue) down(i int) bool {
-	start := i
-	n := len(q.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			break
-		}
-		q.swap(i, m)
-		i = m
-	}
-	return i > start
-}
+func (q *Queue) heapFix(i int) { heap.Fix(waiters{q}, i) }

@@ -1,5 +1,7 @@
 package sim
 
+import "container/heap"
+
 // The run's events, in a binary heap by instant, then by the order they
 // were scheduled in (so that a run is deterministic).
 
@@ -23,24 +25,29 @@ type events struct {
 	seq uint64
 }
 
+// events is a container/heap.Interface; push and pop go through heap.Fix,
+// which boxes no event.
+func (q *events) Len() int { return len(q.h) }
+
+func (q *events) Less(i, j int) bool {
+	a, b := &q.h[i], &q.h[j]
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
+}
+
+func (q *events) Swap(i, j int) { q.h[i], q.h[j] = q.h[j], q.h[i] }
+func (q *events) Push(x any)    { q.h = append(q.h, x.(event)) }
+
+func (q *events) Pop() any {
+	e := q.h[len(q.h)-1]
+	q.h = q.h[:len(q.h)-1]
+	return e
+}
+
 func (q *events) push(e event) {
 	q.seq++
 	e.seq = q.seq
 	q.h = append(q.h, e)
-	i := len(q.h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
-	}
-}
-
-func (q *events) less(i, j int) bool {
-	a, b := &q.h[i], &q.h[j]
-	return a.at < b.at || a.at == b.at && a.seq < b.seq
+	heap.Fix(q, len(q.h)-1)
 }
 
 func (q *events) pop() event {
@@ -48,21 +55,8 @@ func (q *events) pop() event {
 	n := len(q.h) - 1
 	q.h[0] = q.h[n]
 	q.h = q.h[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			break
-		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
-		i = m
+	if n > 0 {
+		heap.Fix(q, 0)
 	}
 	return top
 }

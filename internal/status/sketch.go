@@ -1,6 +1,7 @@
 package status
 
 import (
+	"container/heap"
 	"hash/maphash"
 	"sort"
 	"sync"
@@ -61,7 +62,7 @@ func (s *sketch) add(rule, key string) {
 	s.total++
 	if i, ok := s.index[sum]; ok {
 		s.heap[i].count++
-		s.down(int(i))
+		heap.Fix(s, int(i))
 		s.mu.Unlock()
 		return
 	}
@@ -78,10 +79,7 @@ func (s *sketch) add(rule, key string) {
 	}
 	e.hash, e.count, e.truncated = sum, e.err+1, trunc
 	e.ruleLen, e.keyLen = uint8(copy(e.rule[:], rule)), uint8(copy(e.key[:], key))
-	if len(s.heap) > 1 {
-		s.up(int(s.index[sum]))
-		s.down(int(s.index[sum]))
-	}
+	heap.Fix(s, int(s.index[sum]))
 	s.mu.Unlock()
 }
 
@@ -93,42 +91,23 @@ func cut(s string) (string, bool) {
 	return s, false
 }
 
-func (s *sketch) less(i, j int) bool { return s.heap[i].count < s.heap[j].count }
+// sketch's heap is a container/heap.Interface, moved by heap.Fix only
+// (Push and Pop are there for the interface).
+func (s *sketch) Len() int           { return len(s.heap) }
+func (s *sketch) Less(i, j int) bool { return s.heap[i].count < s.heap[j].count }
 
-func (s *sketch) swap(i, j int) {
+func (s *sketch) Swap(i, j int) {
 	s.heap[i], s.heap[j] = s.heap[j], s.heap[i]
 	s.index[s.heap[i].hash] = int32(i)
 	s.index[s.heap[j].hash] = int32(j)
 }
 
-func (s *sketch) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
-		}
-		s.swap(i, p)
-		i = p
-	}
-}
+func (s *sketch) Push(x any) { s.heap = append(s.heap, x.(entry)) }
 
-func (s *sketch) down(i int) {
-	n := len(s.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			return
-		}
-		s.swap(i, m)
-		i = m
-	}
+func (s *sketch) Pop() any {
+	e := s.heap[len(s.heap)-1]
+	s.heap = s.heap[:len(s.heap)-1]
+	return e
 }
 
 // DeniedKey is a key of the top denied keys.
