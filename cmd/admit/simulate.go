@@ -177,17 +177,17 @@ func (f *simulateFlags) runAll(ctx context.Context, p *policy.Policy, algs []str
 	return runs, nil
 }
 
-// runLabel names a run: its traffic file when there are several, and its
-// algorithm when compared.
+// runLabel names a run: its traffic file (unless several algorithms
+// are compared on one), and its algorithm when compared.
 func runLabel(path, alg string, several bool) string {
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	switch {
 	case several && alg != "":
 		return name + " " + alg
-	case several:
-		return name
+	case alg != "":
+		return alg
 	}
-	return alg
+	return name
 }
 
 // writeReport writes the report, the data and the charts into dir.

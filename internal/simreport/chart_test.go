@@ -75,7 +75,7 @@ func TestChartsWriteAndDecode(t *testing.T) {
 	charts = append(charts, Charts(rep.Runs[:1])...)
 	want := []string{"compare", "compare_bars", "retries", "traffic-gcra", "backend-gcra",
 		"traffic-sliding_window", "backend-sliding_window", "traffic-fixed_window", "backend-fixed_window",
-		"retry_storm", "retries", "traffic", "backend"}
+		"retry_storm", "traffic", "backend", "retries"}
 	var got []string
 	for _, c := range charts {
 		got = append(got, c.Name)

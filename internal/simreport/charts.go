@@ -170,7 +170,7 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 		tops[i] = maxY(ls[i].all, ls[i].admitted)
 	}
 	f := figure{
-		title: "Retry storm: attempts per second (each panel on its own scale)",
+		title: retryTitle(len(runs)),
 		rows:  len(runs), cols: 1, legend: newLegend(), rowHeight: 190,
 	}
 	for i, run := range runs {
@@ -179,7 +179,10 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 		if i < len(runs)-1 {
 			xLabel = ""
 		}
-		title := fmt.Sprintf("%s: %s attempts per success, peak %s/s", run.label(i), figure3(r.Amplification), figure3(tops[i]))
+		title := fmt.Sprintf("%s attempts per success, peak %s/s", figure3(r.Amplification), figure3(tops[i]))
+		if len(runs) > 1 {
+			title = run.label(i) + ": " + title
+		}
 		p := panel(shorten(title, 70), xLabel, "attempts/s")
 		ret := addArea(p, ls[i].all, light(orange, 0.5), orange)
 		first := addArea(p, ls[i].first, light(blue, 0.6), blue)
@@ -194,6 +197,14 @@ func RetryChart(runs []Run, name string) (Chart, bool) {
 		}
 	}
 	return Chart{Name: name, Title: f.title, fig: f}, true
+}
+
+// retryTitle is the retry chart's title for n runs.
+func retryTitle(n int) string {
+	if n == 1 {
+		return "Attempts per second: first attempts and retries"
+	}
+	return "Retry storms: attempts per second (each panel on its own scale)"
 }
 
 // tenantsOf is how many of r's tenants are the client's: named name-i.

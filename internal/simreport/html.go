@@ -54,6 +54,9 @@ func WriteHTML(w io.Writer, rep Report) error {
 	for _, n := range names {
 		perRun["traffic"+n], perRun["backend"+n] = true, true
 	}
+	single := len(rep.Runs) == 1
+	perRun["retries"] = single // one run's retries are its own chart
+
 	var shared []Chart
 	for _, c := range charts {
 		if !perRun[c.Name] {
@@ -68,7 +71,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 		v.Compare = compareTable(rep.Runs)
 	}
 	for i, run := range rep.Runs {
-		hr, err := htmlRunOf(run, i, names[i], charts)
+		hr, err := htmlRunOf(run, i, names[i], charts, single)
 		if err != nil {
 			return err
 		}
@@ -145,8 +148,9 @@ func htmlCharts(charts []Chart) ([]htmlChart, error) {
 }
 
 // htmlRunOf is the view of the i-th run, whose charts are among charts
-// under their names with suffix.
-func htmlRunOf(run Run, i int, suffix string, charts []Chart) (htmlRun, error) {
+// under their names with suffix (and "retries" for the single run of a
+// report).
+func htmlRunOf(run Run, i int, suffix string, charts []Chart, single bool) (htmlRun, error) {
 	r := run.Result
 	v := htmlRun{Label: run.label(i), Meta: runMeta(r), Warnings: r.Warnings}
 	for _, s := range stats(r) {
@@ -154,7 +158,7 @@ func htmlRunOf(run Run, i int, suffix string, charts []Chart) (htmlRun, error) {
 	}
 	var own []Chart
 	for _, c := range charts {
-		if c.Name == "traffic"+suffix || c.Name == "backend"+suffix {
+		if c.Name == "traffic"+suffix || c.Name == "backend"+suffix || single && c.Name == "retries" {
 			own = append(own, c)
 		}
 	}

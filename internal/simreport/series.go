@@ -154,9 +154,9 @@ func topClients(r *sim.Result, keep int) []clientTraffic {
 }
 
 // Charts is every chart a report of runs shows, in its order: with
-// several runs, the comparison (CompareChart, CompareBars); the retry
-// storm when a run retried (RetryChart); then each run's traffic and
-// backend. Their names are "compare", "compare_bars", "retries", and
+// several runs, the comparison (CompareChart, CompareBars) and the retry
+// storms when a run retried (RetryChart); then each run's traffic and
+// backend (and, for one run that retried, its RetryChart). Their names are "compare", "compare_bars", "retries", and
 // "traffic" and "backend" for one run, or followed by "-" and the run's
 // label made safe for a file name with several runs.
 func Charts(runs []Run) []Chart {
@@ -172,7 +172,7 @@ func Charts(runs []Run) []Chart {
 	for _, run := range runs {
 		retried = retried || (run.Result != nil && sumFinite(sumSeries(run.Result, "retries")) > 0)
 	}
-	if retried {
+	if retried && len(runs) > 1 {
 		add(RetryChart(runs, "retries"))
 	}
 	names := fileLabels(runs)
@@ -186,6 +186,9 @@ func Charts(runs []Run) []Chart {
 		}
 		add(TrafficChart(run.Result, "traffic"+names[i], label))
 		add(BackendChart(run.Result, "backend"+names[i], label))
+	}
+	if retried && len(runs) == 1 {
+		add(RetryChart(runs, "retries")) // after the run's own, which matter more
 	}
 	return out
 }
