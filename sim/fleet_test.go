@@ -205,6 +205,11 @@ func TestRunRefusesBadConfig(t *testing.T) {
 			t.Faults = []Fault{{Store: "memcached", From: 0, To: time.Second}}
 			return t
 		}()}, `store "memcached", which no rule`},
+		{"unknown domain", Config{Policy: p, Traffic: func() *Traffic {
+			t := fleetTraffic(2, "shared")
+			t.Clients[0].Domain = "apx"
+			return t
+		}()}, `clients[0].domain: the policy has no domain "apx" (it has "api")`},
 	}
 	for _, c := range cases {
 		_, err := Run(t.Context(), c.c)

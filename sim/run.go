@@ -221,6 +221,18 @@ func (r *run) buildEngines(pol *policy.Policy) error {
 	return nil
 }
 
+// domainNames lists the policy's domains, quoted.
+func domainNames(p *policy.Policy) string {
+	var names []string
+	for _, d := range p.Domains {
+		names = append(names, strconv.Quote(d.Name))
+	}
+	if names == nil {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -242,6 +254,9 @@ func (r *run) buildClients() error {
 	r.keyReps = map[string]keyRep{}
 	for ci := range r.t.Clients {
 		c := &r.t.Clients[ci]
+		if !r.engines[0].HasDomain(c.Domain) {
+			return fmt.Errorf("%w: sim: clients[%d].domain: the policy has no domain %q (it has %s), so nothing would limit client %s", admit.ErrInvalidConfig, ci, c.Domain, domainNames(r.pol), c.Name)
+		}
 		k := &r.clients[ci]
 		k.c, k.arr, k.hits, k.max = c, newArrivals(c, r.end), max(c.Hits, 1), c.Retry.MaxAttempts
 		k.Name = c.Name
