@@ -269,3 +269,28 @@ func TestRunRefusesHugeRuns(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// A breaker opened by an outage probes the store on the simulated clock
+// and closes once it answers: the limit holds again a probe interval
+// after the fault.
+func TestBreakerRecoversOnTheSimulatedClock(t *testing.T) {
+	text := strings.Replace(sprintf(fleetPolicy, "fallback", 2), "      policy: fallback\n", "      policy: fallback\n      breaker: true\n      probe_interval: 2s\n", 1)
+	p := mustPolicy(t, text)
+	tr := fleetTraffic(4, "shared")
+	tr.Faults = []Fault{{Store: "redis", From: time.Minute, To: 2 * time.Minute}}
+	res := mustRun(t, Config{Policy: p, Traffic: tr, Seed: 5})
+	adm := res.Series[0].Points // all 5 tenants, per second
+	per := func(from, to int) float64 {
+		var s float64
+		for i := from; i < to; i++ {
+			s += adm[i]
+		}
+		return s / float64(to-from) / 5
+	}
+	if during := per(70, 110); during < 18 {
+		t.Errorf("during the outage the fallback (2 of 4 shares) admits about 20/s per tenant, got %.1f", during)
+	}
+	if after := per(125, 180); after > 10.5 {
+		t.Errorf("after the outage the store decides again: 10/s per tenant, got %.1f", after)
+	}
+}
