@@ -294,3 +294,40 @@ func TestBreakerRecoversOnTheSimulatedClock(t *testing.T) {
 		t.Errorf("after the outage the store decides again: 10/s per tenant, got %.1f", after)
 	}
 }
+
+// A budget shared by weight (share:) kept in the shared store decides as
+// the engine's own share in memory does: a fleet of two on the store
+// admits what one instance keeping it locally does, by the weights.
+func TestShareInTheSharedStore(t *testing.T) {
+	const pol = `
+domain: api
+rules:
+  - name: backend
+    match: [route, tenant]
+    rate: 60/s
+    share: {key: tenant, weights: {b: 2, c: 3}, default: 1}
+    store: %s
+`
+	traffic := func(instances int) *Traffic {
+		var cs []Client
+		for _, name := range []string{"a", "b", "c"} {
+			cs = append(cs, Client{Name: name, Domain: "api",
+				Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "route", Value: "/x"}, {Key: "tenant", Value: name}}}},
+				Arrival:     Arrival{Process: "poisson", Rate: 100}})
+		}
+		return &Traffic{Duration: time.Minute, Instances: instances, Clients: cs}
+	}
+	local := mustRun(t, Config{Policy: mustPolicy(t, sprintf(pol, "local")), Traffic: traffic(1), Seed: 8})
+	shared := mustRun(t, Config{Policy: mustPolicy(t, sprintf(pol, "redis")), Traffic: traffic(2), Seed: 8})
+	for i, c := range local.Clients {
+		if shared.Clients[i].Admitted != c.Admitted {
+			t.Errorf("%s: admitted %d in the shared store by 2 instances, %d in memory by one", c.Name, shared.Clients[i].Admitted, c.Admitted)
+		}
+	}
+	// 60/s by weights 1:2:3 over a minute: about 600, 1200, 1800.
+	for i, want := range []float64{600, 1200, 1800} {
+		if got := float64(local.Clients[i].Admitted); got < 0.9*want || got > 1.1*want {
+			t.Errorf("%s admitted %v, want about %v", local.Clients[i].Name, got, want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/admit-go/admit"
+	"github.com/admit-go/admit/fair"
+	"github.com/admit-go/admit/internal/lanekey"
 	"github.com/admit-go/admit/internal/stores"
 	"github.com/admit-go/admit/policy"
 )
@@ -83,7 +85,7 @@ func (s *sharedStore) rate(kind string, sp policy.Spec, build func(policy.Spec) 
 
 func (s *sharedStore) Rate(sp policy.Spec) (admit.KeyedLimiter, error) {
 	if sp.Share != nil {
-		return nil, fmt.Errorf("%w: sim: %s shares a budget by weight (share:) in store %q, which a simulation cannot keep yet; keep the rule in memory (store: local) to simulate it", admit.ErrInvalidConfig, sp.Name, s.name)
+		return s.rate("share", sp, newBudgetShares)
 	}
 	return s.rate("rate", sp, memory{}.Rate)
 }
@@ -226,3 +228,42 @@ func (memory) Rate(s policy.Spec) (admit.KeyedLimiter, error)  { return stores.R
 func (memory) Quota(s policy.Spec) (admit.KeyedLimiter, error) { return stores.Quota(stores.Spec(s)) }
 func (memory) Slots(s policy.Spec) (admit.Slots, error)        { return stores.Slots(stores.Spec(s)) }
 func (memory) Shared() bool                                    { return false }
+
+// budgetShares is a budget shared by weight (policy's share:) kept in the
+// simulated store, as redisstore keeps one: one fair.Share per budget,
+// the request's key naming the tenant and the budget (internal/lanekey).
+type budgetShares struct {
+	cfg    fair.ShareConfig
+	shares map[string]*fair.Share
+}
+
+func newBudgetShares(sp policy.Spec) (admit.KeyedLimiter, error) {
+	cfg := *sp.Share
+	cfg.Options = admit.Options{Clock: sp.Clock, Name: sp.Name}
+	if _, err := fair.NewShare(cfg); err != nil {
+		return nil, err
+	}
+	return &budgetShares{cfg: cfg, shares: map[string]*fair.Share{}}, nil
+}
+
+// of returns the share of the budget r's key names, and r for its tenant.
+func (b *budgetShares) of(r admit.Request) (*fair.Share, admit.Request) {
+	tenant, budget := lanekey.Split(r.Key)
+	sh := b.shares[budget]
+	if sh == nil {
+		sh, _ = fair.NewShare(b.cfg) // checked by newBudgetShares
+		b.shares[budget] = sh
+	}
+	r.Key = tenant
+	return sh, r
+}
+
+func (b *budgetShares) Allow(ctx context.Context, r admit.Request) (admit.Decision, error) {
+	sh, r := b.of(r)
+	return sh.Allow(ctx, r)
+}
+
+func (b *budgetShares) Refund(ctx context.Context, r admit.Request) error {
+	sh, r := b.of(r)
+	return sh.Refund(ctx, r)
+}
