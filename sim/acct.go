@@ -26,7 +26,6 @@ type accounting struct {
 	last                    int64
 	admitted, denied, retry [][]float64 // per client, per bucket: counts
 	queue, busy, p50, p99   []float64
-	bucketQueue, bucketBusy float64
 	bucketLatency           hist
 	rules                   []*ruleAcc
 	ruleIndex               map[ruleName]int
@@ -134,12 +133,12 @@ func (a *accounting) failed(rp *replica, c *client) {
 func (a *accounting) closeBucket() {
 	b := a.bucket
 	if a.r.back != nil && b < a.r.nsteps {
-		step := float64(a.r.step)
-		a.queue[b], a.busy[b] = a.bucketQueue/step, a.bucketBusy/step
+		step, k := float64(a.r.step), a.r.back
+		a.queue[b], a.busy[b] = k.bucketQueue/step, k.bucketBusy/step
+		k.bucketQueue, k.bucketBusy = 0, 0
 		a.p50[b] = a.bucketLatency.quantile(0.5).Seconds()
 		a.p99[b] = a.bucketLatency.quantile(0.99).Seconds()
 	}
-	a.bucketQueue, a.bucketBusy = 0, 0
 	a.bucketLatency.reset()
 	a.bucket++
 }

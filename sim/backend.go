@@ -22,8 +22,10 @@ type backend struct {
 	sojournSum float64 // ns, of the requests that left
 	left       int64   // requests that left (served, or failed after waiting)
 	areaN      float64 // ∫ (waiting + in service) dt, ns
-	queueTime  []float64
-	latency    hist // of the requests served, all run
+	// ∫ waiting dt and ∫ in service dt over the series' current bucket.
+	bucketQueue, bucketBusy float64
+	queueTime               []float64
+	latency                 hist // of the requests served, all run
 }
 
 func newBackend(b *Backend) *backend {
@@ -87,6 +89,8 @@ func (k *backend) integrate(dt int64) {
 	}
 	k.areaN += float64(k.inSystem()) * float64(dt)
 	q := k.queue.len()
+	k.bucketQueue += float64(q) * float64(dt)
+	k.bucketBusy += float64(k.busy) * float64(dt)
 	for len(k.queueTime) <= q {
 		k.queueTime = append(k.queueTime, 0)
 	}

@@ -31,6 +31,12 @@ func tenant(name string, a Arrival) Client {
 	return Client{Name: name, Domain: "api", Descriptors: []policy.Descriptor{{Entries: []policy.Entry{{Key: "tenant", Value: name + "{i}"}}}}, Arrival: a}
 }
 
+// withGlobal adds a second descriptor, {all: x}, which every client
+// sends alike (a global rule's).
+func withGlobal(c *Client) {
+	c.Descriptors = append(c.Descriptors, policy.Descriptor{Entries: []policy.Entry{{Key: "all", Value: "x"}}})
+}
+
 const perTenant = `
 domain: api
 rules:

@@ -10,11 +10,15 @@ import (
 
 // loop plays the run's events in order until the end.
 func (r *run) loop(ctx context.Context) error {
-	for i := range r.reps {
-		rp := &r.reps[i]
-		k := &r.clients[rp.client]
-		if at := k.arr.first(r.arr, i-r.firstRep(rp.client), max(k.c.Count, 1)); at >= 0 {
-			r.ev.push(event{at: at, kind: evArrival, rep: int32(i)})
+	i := 0
+	for ci := range r.clients {
+		k := &r.clients[ci]
+		n := max(k.c.Count, 1)
+		for j := range n {
+			if at := k.arr.first(r.arr, j, n); at >= 0 {
+				r.ev.push(event{at: at, kind: evArrival, rep: int32(i)})
+			}
+			i++
 		}
 	}
 	var attempts int64
@@ -30,7 +34,7 @@ func (r *run) loop(ctx context.Context) error {
 		case evRetry:
 			r.attempt(int(e.rep), int(e.attempt), int(e.slot), e.at)
 		case evDone:
-			r.done(e.slot, e.at, false)
+			r.done(e.slot, e.at)
 		}
 		if attempts++; attempts&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -49,15 +53,6 @@ func (r *run) loop(ctx context.Context) error {
 		r.cfg.Progress(time.Duration(r.end), time.Duration(r.end))
 	}
 	return nil
-}
-
-// firstRep returns the index of the first replica of client ci.
-func (r *run) firstRep(ci int32) int {
-	n := 0
-	for i := range ci {
-		n += max(r.clients[i].c.Count, 1)
-	}
-	return n
 }
 
 // advance moves the clock to t, closing the series' buckets passed.
@@ -86,8 +81,6 @@ func (r *run) integrate(t int64) {
 	dt := t - r.acct.last
 	if dt > 0 {
 		r.back.integrate(dt)
-		r.acct.bucketQueue += float64(r.back.queue.len()) * float64(dt)
-		r.acct.bucketBusy += float64(r.back.busy) * float64(dt)
 		r.acct.last = t
 	}
 }
@@ -174,10 +167,7 @@ func (r *run) refused(i, k, line int, t int64, d admit.Decision, err error) {
 		}
 		wait = int64(d.RetryAfter)
 	}
-	base := wait + int64(rt.Delay)
-	if rt.On429 == "immediate" {
-		base = int64(rt.Delay)
-	}
+	base := wait + int64(rt.Delay) // wait is 0 but for retry_after
 	if rt.Jitter > 0 {
 		base += int64(r.jit.Float64() * rt.Jitter * float64(base))
 	}
@@ -200,7 +190,7 @@ func (r *run) newSlot(rep int, t int64) *slot {
 		s = &slot{id: int32(len(r.slots))}
 		r.slots = append(r.slots, s)
 	}
-	s.rep, s.admitted, s.queued = int32(rep), t, t
+	s.rep, s.admitted = int32(rep), t
 	return s
 }
 
@@ -229,14 +219,14 @@ func (r *run) admit(s *slot, t int64) {
 
 // done ends the service of the request in slot id at t, and starts the
 // next waiting one (failing those whose wait passed the timeout).
-func (r *run) done(id int32, t int64, _ bool) {
+func (r *run) done(id int32, t int64) {
 	b := r.back
 	s := r.slots[id]
 	r.leave(s, t, false)
 	b.busy--
 	for b.queue.len() > 0 {
 		next := r.slots[b.queue.pop()]
-		if b.timeout > 0 && t-next.queued > b.timeout {
+		if b.timeout > 0 && t-next.admitted > b.timeout {
 			r.leave(next, t, true)
 			continue
 		}

@@ -136,8 +136,7 @@ type slot struct {
 	id       int32
 	held     compose.Held
 	rep      int32
-	admitted int64
-	queued   int64
+	admitted int64 // when it was admitted, and so queued for the backend
 }
 
 func newRun(c Config) (*run, error) {

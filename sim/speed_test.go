@@ -22,10 +22,7 @@ rules:
 func speedTraffic() *Traffic {
 	c := tenant("t", Arrival{Process: "poisson", Rate: 1})
 	c.Count = 1000
-	c.Descriptors = append(c.Descriptors, c.Descriptors[0])
-	c.Descriptors[1].Entries = c.Descriptors[1].Entries[:0:0]
-	c.Descriptors[1].Entries = append(c.Descriptors[1].Entries, c.Descriptors[0].Entries[0])
-	c.Descriptors[1].Entries[0].Key, c.Descriptors[1].Entries[0].Value = "all", "x"
+	withGlobal(&c)
 	c.Retry = Retry{On429: "retry_after", Jitter: 0.5, MaxAttempts: 3}
 	return &Traffic{Duration: time.Hour, Clients: []Client{c}, Backend: &Backend{Concurrency: 50, Service: 20 * time.Millisecond}}
 }

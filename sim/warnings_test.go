@@ -50,9 +50,7 @@ rules:
 	run := func(global string) []string {
 		c := tenant("t", Arrival{Process: "poisson", Rate: 2})
 		c.Count = 50
-		c.Descriptors = append(c.Descriptors, c.Descriptors[0])
-		c.Descriptors[1].Entries = append(c.Descriptors[1].Entries[:0:0], c.Descriptors[0].Entries[0])
-		c.Descriptors[1].Entries[0].Key, c.Descriptors[1].Entries[0].Value = "all", "x"
+		withGlobal(&c)
 		tr := &Traffic{Duration: 10 * time.Second, Clients: []Client{c}, Backend: &Backend{Concurrency: 10, Service: 20 * time.Millisecond}}
 		return warningsOf(mustRun(t, Config{Policy: mustPolicy(t, sprintf(pol, global)), Traffic: tr}), "capacity")
 	}
