@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -86,16 +87,9 @@ func (r *run) backendFigures(res *Result) {
 		res.W = b.sojournSum / float64(b.left) / float64(time.Second)
 	}
 	if res.L > 0 {
-		res.LittleError = abs(res.L-res.Lambda*res.W) / res.L
+		res.LittleError = math.Abs(res.L-res.Lambda*res.W) / res.L
 	}
 	res.Capacity = b.capacity()
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // series lays out the time series: per client, counts per second.

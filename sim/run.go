@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,7 +194,7 @@ func (r *run) buildEngines(pol *policy.Policy) error {
 	n := max(r.t.Instances, 1)
 	names := storeNames(pol)
 	for _, f := range r.t.Faults {
-		if f.Store != "" && !contains(names, f.Store) {
+		if f.Store != "" && !slices.Contains(names, f.Store) {
 			return fmt.Errorf("%w: sim: a fault names store %q, which no rule of the policy is kept in (its shared stores: %s)", admit.ErrInvalidConfig, f.Store, strings.Join(names, ", "))
 		}
 	}
@@ -230,15 +231,6 @@ func domainNames(p *policy.Policy) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // buildClients lays out the clients and their replicas, with their

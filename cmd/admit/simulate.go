@@ -84,6 +84,13 @@ func simulate(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	if f.out != "" {
+		// Before the runs, so that a directory that cannot be made loses
+		// no run's work.
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return fmt.Errorf("simulate: --out %s: %w", f.out, err)
+		}
+	}
 	runs, err := f.runAll(ctx, p, algs, stderr)
 	if err != nil {
 		return err
@@ -192,9 +199,6 @@ func runLabel(path, alg string, several bool) string {
 
 // writeReport writes the report, the data and the charts into dir.
 func writeReport(dir string, policies, traffics []string, runs []simreport.Run) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	charts := simreport.Charts(runs)
 	if _, err := simreport.WriteCharts(dir, charts); err != nil {
 		return err

@@ -104,6 +104,9 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"simulate", "--policy", pol, "--traffic", badLog}, exitFailure, "access.log:2:"},
 		{[]string{"simulate", "--policy", tr, "--traffic", tr}, exitFailure, tr + ":"},
 		{[]string{"simulate", "--policy", filepath.Join(t.TempDir(), "none.yaml"), "--traffic", tr}, exitFailure, "none.yaml"},
+		{[]string{"simulate", "--policy", pol, "--traffic", tr, "--seed", "99999999999999999999999"}, exitUsage, "seed"},
+		{[]string{"simulate", "--policy", pol, "--traffic", tr, "--out", filepath.Join(tr, "report")}, exitFailure, "--out " + filepath.Join(tr, "report")},
+		{[]string{"simulate", "--policy", pol, "--traffic", writeTemp(t, "empty.yaml", "")}, exitFailure, "empty.yaml"},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := runCmd(t, nil, c.args...)
